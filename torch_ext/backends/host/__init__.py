@@ -1,0 +1,1 @@
+"""Specialisations for the host driver (Triton interpreter on host memory)."""

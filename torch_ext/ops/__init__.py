@@ -1,0 +1,24 @@
+"""Triton kernels of torch_ext and the registry the C++ side calls.
+
+`KERNELS[name]` is a Python callable; the generated C++ calls it with one of
+three conventions:
+
+(1) TensorIterator stub kernels: fn(outs, ins, common_dtype, *extra) -- all
+    tensors of one shape, any strides; a 0-dim CPU operand is a number;
+    `extra` are the DispatchStub's extra arguments.  Named after the stub
+    without `_stub` (add, mul, div_true, lerp_scalar, ...).
+(2) structured impl kernels: fn(*impl_args, *outs) -- write into the outs.
+(3) plain ops: fn(*schema_args) -- return the result (functional) or mutate
+    the out/self argument and return None.
+
+The table of names, conventions and aten targets is `CONVENTIONS` below and
+the docstring of each family module.
+
+This package does not need `torch_ext._C`: kernels run on CPU tensors under
+Triton's interpreter for standalone tests.
+"""
+from . import binary
+
+KERNELS = {}
+for _family in (binary,):
+    KERNELS.update(_family.KERNELS)

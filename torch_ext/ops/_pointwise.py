@@ -1,0 +1,327 @@
+"""Pointwise kernel generator (the idea of seed 004, written afresh).
+
+A scalar `@triton.jit` function, e.g.
+
+    @pointwise(promotion="default")
+    @triton.jit
+    def add(a, b, alpha):
+        return a + alpha * b
+
+becomes a `Pointwise` object that launches generated kernels:
+
+* `op.iter(outs, ins, common_dtype, *extra)` -- the TensorIterator calling
+  convention: all tensors share one shape, strides are arbitrary (0 for
+  broadcast), an input may be a Python number.
+* `op(*inputs, *extra, out=None)` -- a functional form with torch's
+  broadcasting and type promotion.
+
+Before launching, dimensions are coalesced (size-1 dimensions dropped,
+adjacent dimensions merged where every operand allows), so contiguous
+operands of any shape run the rank-1 contiguous kernel.  Other layouts get a
+kernel specialised on the rank, which rebuilds the multi-index from a flat
+task id.  Kernel source is written to a cache file and imported, so that
+`triton.jit` can read it; the scalar function is called from the generated
+kernel (Triton inlines it).
+
+Loads are cast to the compute dtype (fp16/bf16 compute in fp32, bool in
+int8), results are cast to each output's dtype on store.
+"""
+import hashlib
+import math
+import importlib.util
+import os
+import tempfile
+import threading
+
+import numpy as np
+import torch
+import triton
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+from ..backends import spec
+from ._launch import launch
+
+_DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+
+_TL_NAMES = {
+    torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
+    torch.float32: "tl.float32", torch.float64: "tl.float64",
+    torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.int16: "tl.int16",
+    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.bool: "tl.int1",
+}
+
+
+def tl_name(dtype):
+    try:
+        return _TL_NAMES[dtype]
+    except KeyError:
+        raise TypeError(f"torch_ext: dtype {dtype} is not supported by Triton kernels") from None
+
+
+def compute_dtype(dtype):
+    """The dtype a kernel computes in for operands promoted to `dtype`."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.float32
+    if dtype == torch.bool:
+        return torch.int8
+    return dtype
+
+
+def cache_dir():
+    path = os.environ.get("TORCH_EXT_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "torch_ext", "pointwise")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def load_generated(source, stem):
+    """Writes `source` under the cache, imports it, returns the module."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = os.path.join(cache_dir(), f"{stem}_{digest}.py")
+    if not os.path.exists(path):
+        # Write-then-rename: concurrent processes never see a partial file.
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec_ = importlib.util.spec_from_file_location(f"torch_ext_gen_{stem}_{digest}", path)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------
+# layout helpers
+
+
+def coalesce(shape, strides_list):
+    """Drops size-1 dims and merges contiguous neighbours for every operand.
+
+    Returns (shape, strides_list) with rank >= 0; dims stay in the given order.
+    """
+    dims = [i for i, s in enumerate(shape) if s != 1]
+    shape = [shape[i] for i in dims]
+    strides_list = [[st[i] for i in dims] for st in strides_list]
+    if not shape:
+        return [], [[] for _ in strides_list]
+    out_shape = [shape[-1]]
+    out_strides = [[st[-1]] for st in strides_list]
+    for d in range(len(shape) - 2, -1, -1):
+        if all(st[d] == out_shape[0] * ost[0] for st, ost in zip(strides_list, out_strides)):
+            out_shape[0] *= shape[d]
+        else:
+            out_shape.insert(0, shape[d])
+            for st, ost in zip(strides_list, out_strides):
+                ost.insert(0, st[d])
+    return out_shape, out_strides
+
+
+def broadcast_strides(t, shape):
+    """Strides of tensor t viewed with the broadcast `shape` (0 where expanded)."""
+    nd = len(shape)
+    st = [0] * (nd - t.dim()) + list(t.stride())
+    sz = [1] * (nd - t.dim()) + list(t.shape)
+    return [0 if sz[i] == 1 and shape[i] != 1 else st[i] for i in range(nd)]
+
+
+# ---------------------------------------------------------------------------
+# code generation
+
+
+def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, contig, idx64):
+    """in_kinds[i]: 't' tensor or 's' scalar. in_cast[i]: cast input i to cdt."""
+    ins = [f"in{i}" for i in range(num_in)]
+    outs = [f"out{i}" for i in range(num_out)]
+    extras = [f"e{i}" for i in range(num_extra)]
+    tensors = [n for n, k in zip(ins, in_kinds) if k == "t"] + outs
+    params = ins + outs + extras + ["n"]
+    if not contig:
+        params += [f"s{d}" for d in range(rank)]
+        params += [f"{t}_st{d}" for t in tensors for d in range(rank)]
+    scalar_params = [n for n, k in zip(ins, in_kinds) if k == "s"] + extras
+    # Triton passes Python floats as fp32; for float64 compute each float
+    # scalar travels as a (hi, lo) fp32 pair (48 significant bits).
+    split64 = cdt == "tl.float64"
+    if split64:
+        params = [p for p in params if p not in scalar_params]
+        params[:0] = [f"{n}_{part}" for n in scalar_params for part in ("hi", "lo")]
+    no_specialize = [f"{n}_{part}" for n in scalar_params for part in ("hi", "lo")] \
+        if split64 else scalar_params
+    lines = [
+        "import triton",
+        "import triton.language as tl",
+        "",
+        "_scalar = None  # the scalar function, set by the generator",
+        "",
+        "",
+        f"@triton.jit(do_not_specialize={no_specialize!r})",
+        f"def _kernel({', '.join(params)}, BLOCK: tl.constexpr):",
+    ]
+    if idx64:
+        lines.append("    tid = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+    else:
+        lines.append("    tid = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
+    lines.append("    mask = tid < n")
+
+    def offset(t):
+        if contig:
+            return "tid"
+        return " + ".join(f"i{d} * {t}_st{d}" for d in range(rank))
+
+    if not contig:
+        lines.append("    rem = tid")
+        for d in range(rank - 1, 0, -1):
+            lines.append(f"    i{d} = rem % s{d}")
+            lines.append(f"    rem = rem // s{d}")
+        lines.append("    i0 = rem")
+    if split64:
+        for name in scalar_params:
+            lines.append(f"    {name} = tl.cast({name}_hi, tl.float64) + tl.cast({name}_lo, tl.float64)")
+    vals = []
+    for i, (name, kind) in enumerate(zip(ins, in_kinds)):
+        src = f"tl.load({name} + {offset(name)}, mask=mask)" if kind == "t" else name
+        if in_cast[i]:
+            src = f"tl.cast({src}, {cdt})"
+        lines.append(f"    v{i} = {src}")
+        vals.append(f"v{i}")
+    results = [f"r{i}" for i in range(num_out)]
+    lines.append(f"    {', '.join(results)} = _scalar({', '.join(vals + extras)})")
+    for name, r in zip(outs, results):
+        lines.append(f"    tl.store({name} + {offset(name)}, "
+                     f"{r}.to({name}.dtype.element_ty), mask=mask)")
+    return "\n".join(lines) + "\n"
+
+
+class Pointwise:
+    """A scalar function lifted to tensors. See the module docstring.
+
+    promotion (functional form only):
+      "default"       result dtype = torch.result_type of the inputs
+      "int_to_float"  as default, integers and bool become the default float
+      "bool"          compute in the promoted dtype, output bool
+      "float_only"    like int_to_float (for math functions)
+    cast: per input, whether it is cast to the compute dtype (False keeps
+      e.g. a bool condition as loaded).  num_outputs: results of the function.
+    """
+
+    def __init__(self, fn, num_inputs, num_outputs=1, promotion="default", cast=None,
+                 name=None):
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.num_inputs = num_inputs
+        self.num_outputs = num_outputs
+        self.promotion = promotion
+        self.cast = list(cast) if cast is not None else [True] * num_inputs
+        self._kernels = {}
+        self._lock = threading.Lock()
+
+    # -- kernels ----------------------------------------------------------
+    def _kernel(self, in_kinds, cdt, num_extra, rank, contig, idx64):
+        key = (tuple(in_kinds), cdt, num_extra, rank, contig, idx64)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._kernels.get(key)
+                if kernel is None:
+                    src = _kernel_source(self.num_inputs, self.num_outputs, num_extra, in_kinds,
+                                         self.cast, tl_name(cdt), rank, contig, idx64)
+                    module = load_generated(src, f"{self.name}_r{rank}")
+                    module._scalar = self.fn
+                    kernel = module._kernel
+                    self._kernels[key] = kernel
+        return kernel
+
+    # -- TensorIterator convention ---------------------------------------
+    def iter(self, outs, ins, common_dtype, *extra):
+        """outs/ins share one shape; an input may be a Python number."""
+        assert len(outs) == self.num_outputs and len(ins) == self.num_inputs, self.name
+        shape = list(outs[0].shape)
+        numel = outs[0].numel()
+        if numel == 0:
+            return
+        tensors = [t for t in ins if isinstance(t, torch.Tensor)] + list(outs)
+        cshape, cstrides = coalesce(shape, [list(t.stride()) for t in tensors])
+        rank = len(cshape)
+        contig = rank <= 1 and all(st == [1] or not st for st in cstrides)
+        max_off = sum((s - 1) * max(st[d] for st in cstrides) for d, s in enumerate(cshape)) \
+            if cshape else 0
+        idx64 = numel + 1024 * 64 >= 2 ** 31 or max_off >= 2 ** 31
+        in_kinds = ["t" if isinstance(t, torch.Tensor) else "s" for t in ins]
+        cdt = compute_dtype(common_dtype)
+        kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
+        block = spec("pointwise_block", numel) or 1024
+        block = min(block, triton.next_power_of_2(numel))
+        scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
+        if cdt == torch.float64:
+            args = [part for x in scalars for part in _split_f64(x)]
+            args += [t for t in ins if isinstance(t, torch.Tensor)] + list(outs) + [numel]
+        else:
+            args = list(ins) + list(outs) + list(extra) + [numel]
+        if not contig:
+            if rank == 0:
+                cshape, cstrides = [1], [[0] for _ in tensors]
+            args += cshape
+            for st in cstrides:
+                args += st
+        launch(kernel, (triton.cdiv(numel, block),), *args, BLOCK=block,
+               num_warps=4 if block <= 1024 else 8)
+
+    # -- functional convention -------------------------------------------
+    def result_dtypes(self, inputs):
+        common = _result_type(inputs)
+        if self.promotion in ("int_to_float", "float_only") and \
+                not (common.is_floating_point or common.is_complex):
+            common = torch.get_default_dtype()
+        out = torch.bool if self.promotion == "bool" else common
+        return common, out
+
+    def __call__(self, *args, out=None, out_dtype=None):
+        inputs, extra = args[:self.num_inputs], args[self.num_inputs:]
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        common, out_dt = self.result_dtypes(inputs)
+        if out_dtype is not None:
+            out_dt = out_dtype
+        shape = torch.broadcast_shapes(*[t.shape for t in tensors])
+        device = tensors[0].device
+        # A 0-dim tensor on another device (e.g. a CPU scalar) is a number.
+        ins = []
+        for t in inputs:
+            if isinstance(t, torch.Tensor) and t.device != device and t.dim() == 0:
+                t = t.item()
+            if isinstance(t, torch.Tensor):
+                t = t.expand(shape)
+            ins.append(t)
+        if out is None:
+            outs = tuple(torch.empty(shape, dtype=out_dt, device=device)
+                         for _ in range(self.num_outputs))
+        else:
+            outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
+        self.iter(outs, tuple(ins), common, *extra)
+        return outs[0] if self.num_outputs == 1 else outs
+
+
+def _split_f64(x):
+    x = float(x)
+    hi = float(np.float32(x)) if math.isfinite(x) and abs(x) < 3.0e38 else x
+    lo = float(np.float32(x - hi)) if math.isfinite(hi) else 0.0
+    return hi, lo
+
+
+def _result_type(inputs):
+    """torch's promotion of tensors and numbers (dim / zero-dim / number)."""
+    _, result = elementwise_dtypes(*inputs, type_promotion_kind=_DEFAULT_PROMOTION)
+    return result
+
+
+def pointwise(num_inputs=None, num_outputs=1, promotion="default", cast=None):
+    """Decorator: `@pointwise(...)` over a `@triton.jit` scalar function.
+
+    num_inputs defaults to all of the function's parameters (the rest are
+    extra scalar arguments, e.g. alpha).
+    """
+    def wrap(fn):
+        n = num_inputs
+        if n is None:
+            n = len(getattr(fn, "arg_names", None) or fn.fn.__code__.co_varnames[:fn.fn.__code__.co_argcount])
+        return Pointwise(fn, n, num_outputs, promotion, cast)
+    return wrap
