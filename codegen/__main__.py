@@ -1,17 +1,116 @@
+"""python -m codegen --manifest musa_functions.yaml --out build/generated
+python -m codegen --list            # each entry: mode, meta class, impl class, body
+"""
+from __future__ import annotations
+
 import argparse
+import importlib
 import os
+import shutil
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+from . import gen
+from .manifest import ManifestError, load
+from .model import Scan, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def main():
-    ap = argparse.ArgumentParser(prog="python -m codegen")
-    ap.add_argument("--manifest")
-    ap.add_argument("--out")
-    ap.add_argument("--namespace", default="at::musa")
-    ap.add_argument("--csrc")
-    ap.add_argument("--list", action="store_true")
-    a = ap.parse_args()
-    if a.out:
-        os.makedirs(a.out, exist_ok=True)
+def kernel_registry():
+    """torch_ext.ops.KERNELS, imported without loading the C++ extension."""
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    if "torch_ext" not in sys.modules:
+        pkg = types.ModuleType("torch_ext")
+        pkg.__path__ = [str(ROOT / "torch_ext")]
+        sys.modules["torch_ext"] = pkg
+    try:
+        return importlib.import_module("torch_ext.ops").KERNELS
+    except ModuleNotFoundError:
+        return {}
 
 
-main()
+def kernel_exists(name: str) -> bool:
+    if ":" in name:
+        mod, _, attr = name.partition(":")
+        try:
+            return hasattr(importlib.import_module(mod), attr)
+        except ImportError:
+            return False
+    return name in kernel_registry()
+
+
+def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> list:
+    entries = load(manifest)
+    ops = resolve(entries, namespace, Scan(csrc_dirs), kernel_exists)
+    has_bases = any((Path(d) / "aten" / "MetaBases.h").exists() for d in csrc_dirs)
+    files = {gen.HEADER: gen.emit_header(ops, namespace, has_bases)}
+    aten_ops = [o for o in ops if o.mode != "New"]
+    for i in range(gen.SHARDS):
+        files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(
+            [o for o in aten_ops if gen.shard_of(o) == i], namespace)
+    new_ops = [o for o in ops if o.mode == "New"]
+    if new_ops:
+        files["RegisterTorchExtOps.cpp"] = gen.emit_new_ops(new_ops, namespace)
+    _write_all(Path(out), files)
+    return ops
+
+
+def _write_all(out: Path, files: dict[str, str]) -> None:
+    """Everything is rendered before anything is written; unchanged files keep
+    their timestamps so that only changed shards recompile."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = out / name
+        if path.exists() and path.read_text() == text:
+            continue
+        fd, tmp = tempfile.mkstemp(dir=out, prefix=".tmp-")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    for stale in out.iterdir():
+        if stale.is_file() and stale.name not in files:
+            stale.unlink()
+
+
+def print_list(ops) -> None:
+    rows = [("entry", "line", "mode", "meta class", "impl class / kernel", "body")]
+    for o in ops:
+        rows.append((o.name, str(o.line), o.mode, o.meta_class or "-",
+                     o.impl_class or o.kernel, o.body_source()))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    modes = {}
+    for o in ops:
+        modes[o.mode] = modes.get(o.mode, 0) + 1
+    print(f"\n{len(ops)} entries: " + ", ".join(f"{k} {v}" for k, v in sorted(modes.items())))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m codegen", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--manifest", default=str(ROOT / "musa_functions.yaml"))
+    ap.add_argument("--out", help="folder for the generated C++")
+    ap.add_argument("--namespace", default="at::musa", help="C++ namespace of our structured classes")
+    ap.add_argument("--csrc", action="append", help="hand-written C++ folder(s) (default: csrc/)")
+    ap.add_argument("--list", action="store_true", help="print each entry's mode, classes and body")
+    a = ap.parse_args(argv)
+    csrc = a.csrc or [str(ROOT / "csrc")]
+    try:
+        if a.out:
+            ops = generate(a.manifest, a.out, a.namespace, csrc)
+        else:
+            ops = resolve(load(a.manifest), a.namespace, Scan(csrc), kernel_exists)
+    except ManifestError as e:
+        print(f"codegen: error: {e}", file=sys.stderr)
+        return 1
+    if a.list:
+        print_list(ops)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -65,6 +65,15 @@ template <>
 struct Unbox<void> {
   static void get(c10::IValue&&) {}
 };
+template <>
+struct Unbox<std::vector<at::Tensor>> {
+  static std::vector<at::Tensor> get(c10::IValue&& v) {
+    TORCH_CHECK(v.isTuple(), "torch_ext kernel returned ", v.tagKind(), ", expected a list of tensors");
+    std::vector<at::Tensor> out;
+    for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
+    return out;
+  }
+};
 template <typename... Ts>
 struct Unbox<std::tuple<Ts...>> {
   static std::tuple<Ts...> get(c10::IValue&& v) {

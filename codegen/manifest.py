@@ -1,0 +1,77 @@
+"""Reading musa_functions.yaml: entries with their line numbers, nothing resolved yet."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from torchgen.gen import LineLoader
+
+# Keys an entry may carry. The first four mean what they mean in PyTorch's
+# native_functions.yaml (seed 002); the rest are ours.
+SEED_KEYS = {"func", "dispatch", "structured_inherits", "precomputed"}
+OUR_KEYS = {
+    "triton",  # KERNELS name, or "pkg.module:attr", that computes the op
+    "stub",  # Legacy: DispatchStub(s) to fill: a name (with triton:) or {stub: kernel}
+    "fake",  # new ops: kernel computing output metadata on meta tensors
+}
+KNOWN_KEYS = SEED_KEYS | OUR_KEYS
+# New operators live in this library namespace.
+NEW_OP_NAMESPACE = "torch_ext"
+
+
+class ManifestError(Exception):
+    """A bad manifest. The message names the file, the line and the entry."""
+
+
+@dataclass
+class Entry:
+    func: str  # "tril.out", "tril", or "torch_ext::name(schema) -> ..."
+    line: int
+    path: str
+    keys: dict = field(default_factory=dict)
+
+    @property
+    def is_new_op(self) -> bool:
+        return self.func.startswith(NEW_OP_NAMESPACE + "::")
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}: entry '{self.func}'"
+
+    def error(self, msg: str) -> ManifestError:
+        return ManifestError(f"{self.where()}: {msg}")
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+
+
+def load(path: str | Path) -> list[Entry]:
+    path = Path(path)
+    text = path.read_text()
+    try:
+        raw = yaml.load(text, Loader=LineLoader)
+    except yaml.YAMLError as e:
+        raise ManifestError(f"{path}: not valid YAML: {e}") from None
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ManifestError(f"{path}: the manifest must be a YAML list of entries")
+    entries = []
+    for item in raw:
+        if not isinstance(item, dict) or "func" not in item:
+            line = item.get("__line__", "?") if isinstance(item, dict) else "?"
+            raise ManifestError(f"{path}:{line}: every entry needs a 'func:' key")
+        line = item.pop("__line__")
+        for v in item.values():
+            if isinstance(v, dict):
+                v.pop("__line__", None)
+        e = Entry(func=str(item.pop("func")).strip(), line=line, path=str(path), keys=item)
+        for k in e.keys:
+            if k not in KNOWN_KEYS:
+                raise e.error(f"unknown key '{k}' (known: {', '.join(sorted(KNOWN_KEYS - {'func'}))})")
+        if not e.is_new_op and not _NAME.match(e.func):
+            raise e.error("expected an aten operator name such as 'tril.out', or "
+                          f"'{NEW_OP_NAMESPACE}::name(schema) -> ...' for a new operator")
+        entries.append(e)
+    return entries
