@@ -1,0 +1,63 @@
+"""The benchmark command: torch_ext on privateuseone vs PyTorch eager on cuda
+vs FlagGems on cuda, same ops, shapes and dtypes, one run.
+
+    python -m bench --out bench_out            # on a machine with an NVIDIA GPU
+    python -m bench --out /tmp/b --torch-device cpu --scale 0.001 --impls torch   # dry run
+
+Each implementation runs in its own worker process, one after the other (see
+worker.py for why); then report.py writes results.{md,json,png} into --out.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import report
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench")
+    p.add_argument("--out", default="bench_out")
+    p.add_argument("--impls", default="torch,ours,flaggems")
+    p.add_argument("--torch-device", default="cuda")
+    p.add_argument("--scale", type=float, default=1.0)
+    p.add_argument("--small-calls", type=int, default=2000)
+    p.add_argument("--ops", default="")
+    p.add_argument("--timeout", type=float, default=900, help="seconds per worker")
+    args = p.parse_args(argv)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for impl in filter(None, args.impls.split(",")):
+        if impl == "flaggems":
+            try:
+                import importlib.util
+
+                if importlib.util.find_spec("flag_gems") is None:
+                    print("FlagGems is not importable: its column is left empty", flush=True)
+                    continue
+            except Exception:
+                continue
+        cmd = [sys.executable, "-m", "bench.worker", "--impl", impl, "--out", str(out / f"{impl}.jsonl"),
+               "--torch-device", args.torch_device, "--scale", str(args.scale),
+               "--small-calls", str(args.small_calls), "--ops", args.ops]
+        t0 = time.perf_counter()
+        print(f"== {impl}: {' '.join(cmd)}", flush=True)
+        with open(out / f"{impl}.log", "w") as log:
+            try:
+                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.timeout,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+        print(f"== {impl}: exit {rc} after {time.perf_counter() - t0:.0f} s "
+              f"(log: {out / f'{impl}.log'})", flush=True)
+    summary, plotted = report.render(out)
+    print((out / "results.md").read_text())
+    if not plotted:
+        print("matplotlib not importable: no PNG written")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Times every case on one implementation, in its own process.
+
+    python -m bench.worker --impl ours|torch|flaggems --out results.jsonl
+
+Each implementation runs in a process of its own: Triton's active driver is
+process-global, and ours replaces it (torch_ext launches on privateuseone
+streams), so FlagGems and torch_ext must not share a process. One JSON line is
+written per case as soon as it is measured, so a worker that is stopped still
+leaves what it measured.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+
+import torch
+
+from bench import cases as suite
+
+
+class Impl:
+    """How to reach one implementation's device: tensors, events, sync."""
+
+    def __init__(self, name, device_type):
+        self.name = name
+        self.device_type = device_type
+        self.module = getattr(torch, device_type) if device_type != "cpu" else None
+
+    @property
+    def device(self):
+        return torch.device(self.device_type, 0) if self.device_type != "cpu" else torch.device("cpu")
+
+    def sync(self):
+        if self.module is not None:
+            self.module.synchronize()
+
+    def event(self):
+        if self.module is None or not hasattr(self.module, "Event"):
+            return None
+        return self.module.Event(enable_timing=True)
+
+    def call(self, fn, *args):
+        return fn(*args)
+
+    def describe(self):
+        if self.module is None:
+            return {"device": "cpu"}
+        name = self.module.get_device_name(0) if hasattr(self.module, "get_device_name") else "?"
+        return {"device": f"{self.device_type}:0", "device_name": name}
+
+
+class FlagGems(Impl):
+    def __init__(self):
+        super().__init__("flaggems", "cuda")
+        import flag_gems
+
+        self.flag_gems = flag_gems
+        self.version = getattr(flag_gems, "__version__", "?")
+        # use_gems() for the whole process: each call then goes through
+        # FlagGems' registrations, as a user who enables it gets.
+        flag_gems.enable()
+
+
+def make_impl(name, torch_device):
+    if name == "torch":
+        return Impl("torch", torch_device)
+    if name == "flaggems":
+        return FlagGems()
+    if name == "ours":
+        os.environ.setdefault("TORCH_EXT_FALLBACK", "error")
+        import torch_ext  # noqa: F401  (registers torch.privateuseone)
+
+        return Impl("ours", "privateuseone")
+    raise SystemExit(f"unknown implementation {name!r}")
+
+
+def to_device(inputs, device):
+    return tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def kernel_ms(impl, fn, args, budget_ms=300.0, max_reps=200):
+    """Median device time of one call, measured with events on the impl's own
+    current stream (as triton.testing.do_bench does); wall-clock + sync where
+    the device has no events (the CPU dry run)."""
+    fn(*args)
+    impl.sync()
+    probe_start = time.perf_counter()
+    for _ in range(3):
+        fn(*args)
+    impl.sync()
+    estimate_ms = max((time.perf_counter() - probe_start) * 1e3 / 3, 1e-3)
+    reps = int(max(5, min(max_reps, budget_ms / estimate_ms)))
+    times = []
+    if impl.event() is None:
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn(*args)
+            impl.sync()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times), reps
+    starts = [impl.event() for _ in range(reps)]
+    ends = [impl.event() for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn(*args)
+        e.record()
+    impl.sync()
+    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    return statistics.median(times), reps
+
+
+def host_us(impl, fn, args, calls=2000):
+    """Wall time per call, many calls back to back, then one sync: for tiny
+    tensors this is the host's cost per op (dispatch + launch)."""
+    for _ in range(20):
+        fn(*args)
+    impl.sync()
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        impl.sync()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def copy_gbps(impl, scale):
+    """Device-to-device copy bandwidth (bytes read + written), the reference
+    for memory-bound ops."""
+    n = max(1, int(256 * suite.M * scale))
+    src = torch.randn(n).to(impl.device)
+    dst = torch.empty_like(src)
+    ms, _ = kernel_ms(impl, lambda a, b: b.copy_(a), (src, dst))
+    return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e9
+
+
+def fingerprint(out):
+    """Summary of an output for cross-implementation checks (on the CPU, in
+    float64)."""
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    x = out.detach().to("cpu").double()
+    return {"sum": float(x.sum()), "abs_sum": float(x.abs().sum()), "numel": x.numel(),
+            "shape": list(out.shape)}
+
+
+def run_case(impl, case, scale, small_calls):
+    rec = {"op": case.op, "shape": case.shape, "dtype": str(case.dtype).replace("torch.", ""),
+           "matrix": case.matrix}
+    try:
+        cpu_inputs = case.make(case.dtype, scale)
+        args = to_device(cpu_inputs, impl.device)
+        out = impl.call(case.fn, *args)
+        impl.sync()
+        rec["check"] = fingerprint(out)
+        ms, reps = kernel_ms(impl, case.fn, args)
+        rec.update(kernel_ms=ms, reps=reps)
+        rec["bytes"] = suite.input_bytes(cpu_inputs) + suite.output_bytes(out)
+        if "gather" in case.tags:  # only the gathered rows are read
+            rec["bytes"] = 2 * suite.output_bytes(out)
+        if case.flops:
+            rec["flops"] = case.flops(cpu_inputs)
+        del args, out
+        tiny = to_device(suite.tiny_inputs(case), impl.device)
+        rec["small_shape"] = [list(t.shape) for t in tiny if isinstance(t, torch.Tensor)]
+        rec["host_us"] = host_us(impl, case.fn, tiny, calls=small_calls)
+    except Exception as e:  # reported as n/a with the reason, never faked
+        rec["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+        rec["traceback"] = traceback.format_exc()[-2000:]
+    return rec
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--impl", required=True, choices=["ours", "torch", "flaggems"])
+    p.add_argument("--out", required=True)
+    p.add_argument("--torch-device", default="cuda", help="device of the 'torch' peer (cpu: dry run)")
+    p.add_argument("--scale", type=float, default=1.0, help="shrink every shape (dry runs)")
+    p.add_argument("--small-calls", type=int, default=2000)
+    p.add_argument("--ops", default="", help="comma-separated subset")
+    args = p.parse_args(argv)
+
+    impl = make_impl(args.impl, args.torch_device)
+    torch.manual_seed(0)
+    wanted = set(filter(None, args.ops.split(",")))
+    with open(args.out, "w") as f:
+        def emit(rec):
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+
+        meta = {"meta": True, "impl": impl.name, **impl.describe(), "torch": torch.__version__,
+                "python": sys.version.split()[0]}
+        try:
+            import triton
+
+            meta["triton"] = triton.__version__
+        except ImportError:
+            pass
+        if isinstance(impl, FlagGems):
+            meta["flaggems"] = impl.version
+        try:
+            meta["copy_gbps"] = copy_gbps(impl, args.scale)
+        except Exception as e:
+            meta["copy_error"] = f"{type(e).__name__}: {e}"[:300]
+        emit(meta)
+        for case in suite.large_cases():
+            if wanted and case.op not in wanted:
+                continue
+            t0 = time.perf_counter()
+            rec = run_case(impl, case, args.scale, args.small_calls)
+            rec["impl"] = impl.name
+            rec["wall_s"] = time.perf_counter() - t0
+            emit(rec)
+            status = rec.get("error") or f"{rec['kernel_ms']:.4f} ms, {rec['host_us']:.1f} us/call"
+            print(f"[{impl.name}] {case.op} {case.shape} {rec['dtype']}: {status}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
