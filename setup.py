@@ -39,6 +39,9 @@ class CMakeBuild(build_ext):
         manifest = os.environ.get("TORCH_EXT_MANIFEST")
         if manifest:
             args.append(f"-DTORCH_EXT_MANIFEST={Path(manifest).resolve()}")
+        extra = os.environ.get("TORCH_EXT_EXTRA_CSRC")
+        if extra:
+            args.append(f"-DTORCH_EXT_EXTRA_CSRC={Path(extra).resolve()}")
         subprocess.check_call(args)
         jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])

@@ -76,7 +76,8 @@ class Op:
     def body_source(self) -> str:
         if self.mode == "Legacy":
             fills = ", ".join(f"{s} <- {k}" for s, k in self.stubs.items())
-            return f"PyTorch impl via stub ({fills or 'stub filled by hand-written C++'})"
+            return (f"PyTorch impl; fills {fills}" if fills
+                    else "PyTorch impl; its stubs are filled by another entry or by C++")
         if self.handwritten:
             return "hand-written C++"
         return f"generated Triton call '{self.triton}'"

@@ -1,0 +1,14 @@
+// A hand-written impl body for a LegacyMeta entry (triu.out in the manifest):
+// PyTorch's meta function sizes `result`; this body launches the Triton kernel
+// through the same launcher the generated bodies use.
+#include "MusaFunctions.h"
+#include "launch/Launcher.h"
+
+namespace at::musa {
+
+TORCH_IMPL_FUNC(MusaTriu)(const Tensor& self, int64_t diagonal, const Tensor& result) {
+  if (self.numel() == 0) return;
+  torch_ext::launch::call("triu", self, diagonal, result);
+}
+
+}  // namespace at::musa
