@@ -188,7 +188,7 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
     lines.append(f"    {', '.join(results)} = _scalar({', '.join(vals + extras)})")
     for name, r in zip(outs, results):
         lines.append(f"    tl.store({name} + {offset(name)}, "
-                     f"{r}.to({name}.dtype.element_ty), mask=mask)")
+                     f"tl.cast({r}, {name}.dtype.element_ty), mask=mask)")
     return "\n".join(lines) + "\n"
 
 
@@ -240,6 +240,9 @@ class Pointwise:
         if numel == 0:
             return
         tensors = [t for t in ins if isinstance(t, torch.Tensor)] + list(outs)
+        if any(t.shape != outs[0].shape for t in tensors):
+            raise ValueError(f"{self.name}: operands of the iterator convention must share "
+                             f"one shape, got {[tuple(t.shape) for t in tensors]}")
         cshape, cstrides = coalesce(shape, [list(t.stride()) for t in tensors])
         rank = len(cshape)
         contig = rank <= 1 and all(st == [1] or not st for st in cstrides)

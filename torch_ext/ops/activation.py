@@ -1,0 +1,197 @@
+"""Activations and their backward (convention (1), DispatchStub names).
+
+Iterator operand order follows PyTorch's meta functions:
+  threshold(x, other; threshold, value)   out = x <= threshold ? value : other
+      (threshold_backward reaches it with (self, grad) and value 0)
+  gelu(x; approximate), gelu_backward(grad, x; approximate)
+  silu(x), silu_backward(grad, x)
+  sigmoid_backward(grad, y), tanh_backward(grad, y)
+  leaky_relu(x; negval), leaky_relu_backward(x, grad; negval)
+  elu(x; alpha, scale, input_scale), elu_backward(grad, x_or_y; ..., is_result)
+  hardtanh_backward(grad, x; min, max)
+  hardsigmoid(x), hardsigmoid_backward(grad, x), hardswish(x), hardswish_backward(grad, x)
+  softplus(x; beta, threshold), softplus_backward(grad, x; beta, threshold)
+  mse(a, b), mse_backward(x, target, grad; norm)
+"""
+import triton
+import triton.language as tl
+
+from . import _math
+from ._pointwise import pointwise
+
+
+@pointwise(num_inputs=2)
+@triton.jit
+def threshold(x, other, th, value):
+    return tl.where(x <= th, value, other)
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def gelu_none(x):
+    return 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def gelu_tanh(x):
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (1.0 + _math.tanh(inner))
+
+
+@pointwise()
+@triton.jit
+def gelu_none_backward(grad, x):
+    cdf = 0.5 * (1.0 + tl.erf(x * 0.7071067811865476))
+    pdf = tl.exp(-0.5 * x * x) * 0.3989422804014327
+    return grad * (cdf + x * pdf)
+
+
+@pointwise()
+@triton.jit
+def gelu_tanh_backward(grad, x):
+    k = 0.7978845608028654
+    x2 = x * x
+    inner = k * (x + 0.044715 * x2 * x)
+    t = _math.tanh(inner)
+    d_inner = k * (1.0 + 3.0 * 0.044715 * x2)
+    return grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner)
+
+
+def _is_tanh(approximate):
+    # GeluType arrives as its enum value (0 none, 1 tanh) or as the string.
+    return approximate in (1, "tanh")
+
+
+def gelu(outs, ins, common_dtype, approximate=0):
+    (gelu_tanh if _is_tanh(approximate) else gelu_none).iter(outs, ins, common_dtype)
+
+
+def gelu_backward(outs, ins, common_dtype, approximate=0):
+    op = gelu_tanh_backward if _is_tanh(approximate) else gelu_none_backward
+    op.iter(outs, ins, common_dtype)
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def silu(x):
+    return x / (1.0 + tl.exp(-x))
+
+
+@pointwise()
+@triton.jit
+def silu_backward(grad, x):
+    s = 1.0 / (1.0 + tl.exp(-x))
+    return grad * s * (1.0 + x * (1.0 - s))
+
+
+@pointwise()
+@triton.jit
+def sigmoid_backward(grad, y):
+    return grad * (1.0 - y) * y
+
+
+@pointwise()
+@triton.jit
+def tanh_backward(grad, y):
+    return grad * (1.0 - y * y)
+
+
+@pointwise(num_inputs=1)
+@triton.jit
+def leaky_relu(x, negval):
+    return tl.where(x > 0, x, x * negval)
+
+
+@pointwise(num_inputs=2)
+@triton.jit
+def leaky_relu_backward(x, grad, negval):
+    return tl.where(x > 0, grad, grad * negval)
+
+
+@pointwise(num_inputs=1)
+@triton.jit
+def elu(x, alpha, scale, input_scale):
+    neg = _math.expm1(x * input_scale) * (alpha * scale)
+    return tl.where(x <= 0, neg, x * scale)
+
+
+@pointwise(num_inputs=2)
+@triton.jit
+def elu_backward(grad, b, alpha, scale, input_scale, is_result):
+    if is_result:
+        neg = grad * input_scale * (b + alpha * scale)
+    else:
+        neg = grad * input_scale * alpha * scale * tl.exp(b * input_scale)
+    return tl.where(b <= 0, neg, grad * scale)
+
+
+@pointwise(num_inputs=2)
+@triton.jit
+def hardtanh_backward(grad, x, lo, hi):
+    return tl.where((x <= lo) | (x >= hi), 0.0, grad)
+
+
+@pointwise()
+@triton.jit
+def hardsigmoid(x):
+    return tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+
+@pointwise()
+@triton.jit
+def hardsigmoid_backward(grad, x):
+    return tl.where((x > -3.0) & (x < 3.0), grad / 6.0, 0.0)
+
+
+@pointwise()
+@triton.jit
+def hardswish(x):
+    return x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+
+@pointwise()
+@triton.jit
+def hardswish_backward(grad, x):
+    r = tl.where(x < 3.0, grad * (x / 3.0 + 0.5), grad)
+    return tl.where(x <= -3.0, 0.0, r)
+
+
+@pointwise(num_inputs=1)
+@triton.jit
+def softplus(x, beta, th):
+    xb = x * beta
+    return tl.where(xb > th, x, _math.log1p(tl.exp(xb)) / beta)
+
+
+@pointwise(num_inputs=2)
+@triton.jit
+def softplus_backward(grad, x, beta, th):
+    z = tl.exp(x * beta)
+    return tl.where(x * beta > th, grad, grad * z / (z + 1.0))
+
+
+@pointwise()
+@triton.jit
+def mse(a, b):
+    d = a - b
+    return d * d
+
+
+@pointwise(num_inputs=3)
+@triton.jit
+def mse_backward(x, target, grad, norm):
+    return norm * (x - target) * grad
+
+
+OPS = [threshold, silu, silu_backward, sigmoid_backward, tanh_backward, leaky_relu,
+       leaky_relu_backward, elu, hardtanh_backward, hardsigmoid, hardsigmoid_backward,
+       hardswish, hardswish_backward, softplus, softplus_backward, mse, mse_backward]
+
+KERNELS = {op.name: op.iter for op in OPS}
+KERNELS.update({
+    "gelu": gelu,
+    "gelu_backward": gelu_backward,
+    "elu_backward": lambda outs, ins, dt, alpha, scale, input_scale, is_result:
+        elu_backward.iter(outs, ins, dt, alpha, scale, input_scale, bool(is_result)),
+})

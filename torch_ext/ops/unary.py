@@ -1,0 +1,313 @@
+"""Unary pointwise maths (convention (1), named after the stubs).
+
+Float functions compute fp16/bf16 in fp32; integer inputs of float functions
+are promoted by the iterator (or by `promotion="int_to_float"` functionally).
+"""
+import builtins
+
+import triton
+import triton.language as tl
+
+from . import _math
+from ._pointwise import pointwise
+
+
+def _float(fn):
+    return pointwise(promotion="int_to_float")(fn)
+
+
+@pointwise()
+@triton.jit
+def abs(x):
+    if x.dtype.is_floating():
+        r = tl.abs(x)
+    else:
+        r = tl.where(x < 0, -x, x)
+    return r
+
+
+@pointwise()
+@triton.jit
+def neg(x):
+    return -x
+
+
+@_float
+@triton.jit
+def exp(x):
+    return tl.exp(x)
+
+
+@_float
+@triton.jit
+def exp2(x):
+    return tl.exp2(x)
+
+
+@_float
+@triton.jit
+def expm1(x):
+    return _math.expm1(x)
+
+
+@_float
+@triton.jit
+def log(x):
+    return tl.log(x)
+
+
+@_float
+@triton.jit
+def log2(x):
+    return tl.log2(x)
+
+
+@_float
+@triton.jit
+def log10(x):
+    return tl.log(x) * 0.4342944819032518
+
+
+@_float
+@triton.jit
+def log1p(x):
+    return _math.log1p(x)
+
+
+@_float
+@triton.jit
+def sqrt(x):
+    return tl.sqrt(x)
+
+
+@_float
+@triton.jit
+def rsqrt(x):
+    return 1.0 / tl.sqrt(x)
+
+
+@_float
+@triton.jit
+def reciprocal(x):
+    return 1.0 / x
+
+
+@_float
+@triton.jit
+def sin(x):
+    return tl.sin(x)
+
+
+@_float
+@triton.jit
+def cos(x):
+    return tl.cos(x)
+
+
+@_float
+@triton.jit
+def tan(x):
+    return tl.sin(x) / tl.cos(x)
+
+
+@_float
+@triton.jit
+def tanh(x):
+    return _math.tanh(x)
+
+
+@_float
+@triton.jit
+def sinh(x):
+    return 0.5 * (_math.expm1(x) - _math.expm1(-x))
+
+
+@_float
+@triton.jit
+def cosh(x):
+    return 0.5 * (tl.exp(x) + tl.exp(-x))
+
+
+@_float
+@triton.jit
+def sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@_float
+@triton.jit
+def erf(x):
+    return tl.erf(x)
+
+
+@_float
+@triton.jit
+def erfc(x):
+    return 1.0 - tl.erf(x)
+
+
+@pointwise()
+@triton.jit
+def floor(x):
+    if x.dtype.is_floating():
+        r = tl.floor(x)
+    else:
+        r = x
+    return r
+
+
+@pointwise()
+@triton.jit
+def ceil(x):
+    if x.dtype.is_floating():
+        r = tl.ceil(x)
+    else:
+        r = x
+    return r
+
+
+@pointwise()
+@triton.jit
+def trunc(x):
+    if x.dtype.is_floating():
+        r = tl.where(x < 0, tl.ceil(x), tl.floor(x))
+    else:
+        r = x
+    return r
+
+
+@pointwise()
+@triton.jit
+def frac(x):
+    return x - tl.where(x < 0, tl.ceil(x), tl.floor(x))
+
+
+@pointwise()
+@triton.jit
+def round(x):
+    if x.dtype.is_floating():
+        r = _math.rint(x)
+    else:
+        r = x
+    return r
+
+
+@pointwise(num_inputs=1)
+@triton.jit
+def round_decimals(x, scale, inverse):
+    # PyTorch: neg decimals divide first; ours gets (10**|d|, d < 0).
+    if inverse:
+        r = _math.rint(x / scale) * scale
+    else:
+        r = _math.rint(x * scale) / scale
+    return r
+
+
+@pointwise()
+@triton.jit
+def sign(x):
+    if x.dtype == tl.int1 or x.dtype == tl.uint8:
+        r = x != 0
+    else:
+        r = (x > 0).to(x.dtype) - (x < 0).to(x.dtype)
+    return r
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def signbit(x):
+    if x.dtype.is_floating():
+        r = (x < 0) | ((x == 0) & (1.0 / x < 0))
+    else:
+        r = x < 0
+    return r
+
+
+@pointwise()
+@triton.jit
+def bitwise_not(x):
+    if x.dtype == tl.int8:
+        # bool operands compute in int8 (0/1): logical not.
+        r = x == 0
+    else:
+        r = ~x
+    return r
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def logical_not(x):
+    return x == 0
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def isnan(x):
+    return x != x
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def isinf(x):
+    return tl.abs(x) == float("inf")
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def isfinite(x):
+    return tl.abs(x) < float("inf")
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def isposinf(x):
+    return x == float("inf")
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def isneginf(x):
+    return x == -float("inf")
+
+
+@pointwise(num_inputs=1)
+@triton.jit
+def _nan_to_num(x, nan, posinf, neginf):
+    r = tl.where(x != x, nan, x)
+    r = tl.where(r == float("inf"), posinf, r)
+    return tl.where(r == -float("inf"), neginf, r)
+
+
+def _finfo_limits(dtype):
+    import torch
+    info = torch.finfo(dtype)
+    return info.max, info.min
+
+
+def nan_to_num(outs, ins, common_dtype, nan=None, posinf=None, neginf=None):
+    """nan_to_num_stub(iter, optional<double> nan, posinf, neginf)."""
+    import torch
+    if not outs[0].dtype.is_floating_point:
+        return copy_like(outs, ins)
+    hi, lo = _finfo_limits(outs[0].dtype)
+    _nan_to_num.iter(outs, ins, common_dtype, 0.0 if nan is None else nan,
+                     hi if posinf is None else posinf, lo if neginf is None else neginf)
+
+
+def copy_like(outs, ins):
+    from .copy import copy
+    copy.iter(outs, ins, outs[0].dtype)
+
+
+def round_decimals_kernel(outs, ins, common_dtype, decimals):
+    """round_decimals_stub(iter, int64 decimals)."""
+    round_decimals.iter(outs, ins, common_dtype, float(10.0 ** builtins.abs(decimals)), decimals < 0)
+
+
+OPS = [abs, neg, exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, reciprocal, sin, cos,
+       tan, tanh, sinh, cosh, sigmoid, erf, erfc, floor, ceil, trunc, frac, round, sign,
+       signbit, bitwise_not, logical_not, isnan, isinf, isfinite, isposinf, isneginf]
+
+KERNELS = {op.name: op.iter for op in OPS}
+KERNELS["nan_to_num"] = nan_to_num
+KERNELS["round_decimals"] = round_decimals_kernel
