@@ -52,7 +52,13 @@ def load(path: str | Path) -> list[Entry]:
     try:
         raw = yaml.load(text, Loader=LineLoader)
     except yaml.YAMLError as e:
-        raise ManifestError(f"{path}: not valid YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        what = " ".join(str(getattr(e, "problem", None) or e).split())
+        ctx, ctx_mark = getattr(e, "context", None), getattr(e, "context_mark", None)
+        if ctx and ctx_mark is not None:
+            what += f" ({ctx} at line {ctx_mark.line + 1})"
+        raise ManifestError(f"{where}: not valid YAML: {what}") from None
     if raw is None:
         return []
     if not isinstance(raw, list):
