@@ -1,0 +1,552 @@
+"""Reductions: sum, mean, prod, amax/amin, max/min(dim), argmax/argmin,
+var/std(/_mean), all/any, norm, logsumexp, cumsum.
+
+One kernel reduces a tensor viewed as (A, R, B) over R: the outputs are the
+A*B pairs (a, b), tiled together with R, so row reductions (B == 1), column
+reductions (A == 1) and anything between need no transposing copy.  Reduced
+dims that are not one contiguous block of a contiguous tensor are first
+gathered to the end with the copy kernel.
+
+Kernels follow the structured impl convention (2): fn(*impl_args, *outs).
+"""
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backends import spec
+from ._launch import launch
+from .copy import copy_kernel
+
+# Kernel op codes (constexpr so that the kernels may read them as globals).
+SUM, PROD, MAX, MIN, SQDEV, ANY, ALL, ABS_SUM, SQ_SUM, ABS_MAX, ABS_MIN, POW_SUM, NONZERO, \
+    EXP_SUM = [tl.constexpr(i) for i in range(14)]
+POST_NONE, POST_SQRT, POST_LOG_ADD, POST_ROOT, POST_GT0, POST_EQ0 = \
+    [tl.constexpr(i) for i in range(6)]
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _reduce_kernel(x, out, aux, O, R, B, neutral, scale, p, OP: tl.constexpr,
+                   POST: tl.constexpr, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
+                   BLOCK_R: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    omask = o < O
+    a = o // B
+    b = o % B
+    base = a * R * B + b
+    if OP == SQDEV or OP == EXP_SUM:
+        centre = tl.load(aux + o, mask=omask, other=0).to(ACC)
+    acc = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        m = (r < R)[:, None] & omask[None, :]
+        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0).to(ACC)
+        if OP == SUM:
+            acc += v
+        elif OP == PROD:
+            acc = tl.where(m, acc * v, acc)
+        elif OP == MAX:
+            acc = tl.where(m & ((v > acc) | (v != v)), v, acc)
+        elif OP == MIN:
+            acc = tl.where(m & ((v < acc) | (v != v)), v, acc)
+        elif OP == SQDEV:
+            d = tl.where(m, v - centre[None, :], 0)
+            acc += d * d
+        elif OP == ANY:
+            acc += (v != 0).to(ACC)
+        elif OP == ALL:
+            acc += (m & (v == 0)).to(ACC)
+        elif OP == ABS_SUM:
+            acc += tl.abs(v)
+        elif OP == SQ_SUM:
+            acc += v * v
+        elif OP == ABS_MAX:
+            av = tl.abs(v)
+            acc = tl.where(m & ((av > acc) | (av != av)), av, acc)
+        elif OP == ABS_MIN:
+            av = tl.abs(v)
+            acc = tl.where(m & ((av < acc) | (av != av)), av, acc)
+        elif OP == POW_SUM:
+            av = tl.abs(v)
+            acc += tl.where(m & (av != 0), tl.exp2(p * tl.log2(av)), 0)
+        elif OP == NONZERO:
+            acc += (v != 0).to(ACC)
+        else:  # EXP_SUM: the second pass of logsumexp
+            acc += tl.where(m, tl.exp(v - centre[None, :]), 0)
+    if OP == PROD:
+        res = tl.reduce(acc, 0, _mul)
+    elif OP == MAX or OP == ABS_MAX:
+        res = tl.max(acc, 0)
+        if ACC.is_floating():
+            res = tl.where(tl.max((acc != acc).to(tl.int32), 0) > 0, float("nan"), res)
+    elif OP == MIN or OP == ABS_MIN:
+        res = tl.min(acc, 0)
+        if ACC.is_floating():
+            res = tl.where(tl.max((acc != acc).to(tl.int32), 0) > 0, float("nan"), res)
+    else:
+        res = tl.sum(acc, 0)
+    if OP == SUM or OP == SQDEV:
+        res = res * scale
+    if POST == POST_SQRT:
+        res = tl.sqrt(res)
+    elif POST == POST_LOG_ADD:
+        res = tl.where(tl.abs(centre) == float("inf"), centre, tl.log(res) + centre)
+    elif POST == POST_ROOT:
+        res = tl.where(res == 0, 0.0, tl.exp2(tl.log2(res) / p))
+    elif POST == POST_GT0:
+        res = res > 0
+    elif POST == POST_EQ0:
+        res = res == 0
+    tl.store(out + o, res.to(out.dtype.element_ty), mask=omask)
+
+
+_TL = {torch.float32: tl.float32, torch.float64: tl.float64, torch.int64: tl.int64,
+       torch.int32: tl.int32}
+
+
+def acc_dtype(dtype):
+    if dtype.is_floating_point:
+        return torch.float64 if dtype == torch.float64 else torch.float32
+    return torch.int64
+
+
+def normalize_dims(dims, ndim):
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(ndim))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d % max(ndim, 1) for d in dims}) if ndim > 0 else []
+
+
+def as_arb(x, dims):
+    """(x', A, R, B) with x' contiguous and the reduced dims one block."""
+    ndim = x.dim()
+    if ndim == 0:
+        return x.reshape(1), 1, 1, 1
+    if x.is_contiguous() and dims == list(range(dims[0], dims[-1] + 1)):
+        A = math.prod(x.shape[:dims[0]])
+        R = math.prod(x.shape[dims[0]:dims[-1] + 1])
+        B = math.prod(x.shape[dims[-1] + 1:])
+        return x, A, R, B
+    keep = [d for d in range(ndim) if d not in dims]
+    xp = x.permute(keep + dims)
+    dense = torch.empty(xp.shape, dtype=x.dtype, device=x.device)
+    copy_kernel((dense,), (xp,))
+    return dense, math.prod(xp.shape[:len(keep)]), math.prod(xp.shape[len(keep):]), 1
+
+
+def _blocks(O, R, B):
+    budget = spec("reduction_block", R) or 4096
+    if B > 1:
+        bo = min(triton.next_power_of_2(O), 64)
+    else:
+        bo = min(triton.next_power_of_2(O), max(1, budget // triton.next_power_of_2(max(R, 1))))
+    br = max(1, min(triton.next_power_of_2(max(R, 1)), budget // bo))
+    return bo, br
+
+
+def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=None, p=1.0,
+               acc=None):
+    """Reduces contiguous x (A, R, B) over R into `out` (A*B elements, any layout)."""
+    O = A * B
+    if O == 0:
+        return out
+    acc = acc or acc_dtype(x.dtype)
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    bo, br = _blocks(O, R, B)
+    launch(_reduce_kernel, (triton.cdiv(O, bo),), x, target, aux if aux is not None else x,
+           O, R, B, neutral, scale, p, OP=op, POST=post, ACC=_TL[acc], BLOCK_O=bo, BLOCK_R=br)
+    if target is not out:
+        copy_kernel((out,), (target.view(out.shape),))
+    return out
+
+
+def _neutral(op, dtype):
+    if op in (MAX, MIN):
+        if dtype.is_floating_point:
+            return -math.inf if op == MAX else math.inf
+        if dtype == torch.bool:
+            return 0 if op == MAX else 1
+        info = torch.iinfo(dtype)
+        return info.min if op == MAX else info.max
+    if op == ABS_MIN:
+        return math.inf
+    return 1 if op == PROD else 0
+
+
+def reduce_into(x, dims, out, op, scale=1.0, post=POST_NONE, p=1.0, dtype=None):
+    dims = normalize_dims(dims, x.dim())
+    if dtype is not None and dtype != x.dtype and op not in (MAX, MIN):
+        x = _cast(x, dtype)
+    xv, A, R, B = as_arb(x, dims)
+    acc = acc_dtype(xv.dtype) if op not in (MAX, MIN) else _minmax_acc(xv.dtype)
+    if op in (ANY, ALL, NONZERO):
+        acc = torch.int64
+    return run_reduce(xv, A, R, B, out, op, _neutral(op, xv.dtype), scale, post, p=p, acc=acc)
+
+
+def _minmax_acc(dtype):
+    if dtype.is_floating_point:
+        return acc_dtype(dtype)
+    return torch.int64
+
+
+def _cast(x, dtype):
+    y = torch.empty(x.shape, dtype=dtype, device=x.device)
+    copy_kernel((y,), (x,))
+    return y
+
+
+def _numel(x, dims):
+    dims = normalize_dims(dims, x.dim())
+    return math.prod(x.shape[d] for d in dims) if x.dim() else 1
+
+
+# -- structured impls (convention (2)) ------------------------------------
+
+def sum_out(self, dim, keepdim, dtype, out):
+    """sum.IntList_out impl: (self, dim?, keepdim, dtype?, out)."""
+    src_dtype = dtype or (out.dtype if out.dtype.is_floating_point else self.dtype)
+    reduce_into(self, dim, out, SUM, dtype=src_dtype)
+
+
+def mean_out(self, dim, keepdim, dtype, out):
+    n = _numel(self, dim)
+    reduce_into(self, dim, out, SUM, scale=(1.0 / n) if n else math.nan, dtype=dtype or out.dtype)
+
+
+def prod_out(self, dim, keepdim, dtype, out):
+    """prod.int_out impl: (self, dim:int, keepdim, dtype?, out)."""
+    reduce_into(self, [dim], out, PROD, dtype=dtype or out.dtype)
+
+
+def prod_all(self, dtype=None):
+    """prod (plain): returns a 0-dim tensor."""
+    dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
+    out = torch.empty((), dtype=dt, device=self.device)
+    reduce_into(self, None, out, PROD, dtype=dt)
+    return out
+
+
+def sum_all(self, dtype=None):
+    dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
+    out = torch.empty((), dtype=dt, device=self.device)
+    reduce_into(self, None, out, SUM, dtype=dt)
+    return out
+
+
+def amax_out(self, dim, keepdim, out):
+    reduce_into(self, dim, out, MAX)
+
+
+def amin_out(self, dim, keepdim, out):
+    reduce_into(self, dim, out, MIN)
+
+
+def max_all(self):
+    out = torch.empty((), dtype=self.dtype, device=self.device)
+    reduce_into(self, None, out, MAX)
+    return out
+
+
+def min_all(self):
+    out = torch.empty((), dtype=self.dtype, device=self.device)
+    reduce_into(self, None, out, MIN)
+    return out
+
+
+def all_out(self, dim, keepdim, out):
+    """all.dims_out / all.out (dim int) impls."""
+    reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ALL, post=POST_EQ0)
+
+
+def any_out(self, dim, keepdim, out):
+    reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ANY, post=POST_GT0)
+
+
+def all_all_out(self, out):
+    reduce_into(self, None, out, ALL, post=POST_EQ0)
+
+
+def any_all_out(self, out):
+    reduce_into(self, None, out, ANY, post=POST_GT0)
+
+
+def _correction(correction, unbiased=True):
+    if correction is None:
+        return 1.0 if unbiased else 0.0
+    return float(correction)
+
+
+def _var_into(self, dim, correction, out_var, out_mean=None, take_sqrt=False):
+    dims = normalize_dims(dim, self.dim())
+    xv, A, R, B = as_arb(self, dims)
+    acc = acc_dtype(self.dtype)
+    mean = torch.empty((A * B,), dtype=acc, device=self.device)
+    run_reduce(xv, A, R, B, mean, SUM, 0, (1.0 / R) if R else math.nan)
+    denom = R - correction
+    scale = 1.0 / denom if denom > 0 else math.inf
+    run_reduce(xv, A, R, B, out_var, SQDEV, 0, scale,
+               post=POST_SQRT if take_sqrt else POST_NONE, aux=mean)
+    if out_mean is not None:
+        copy_kernel((out_mean,), (mean.view(out_mean.shape),))
+
+
+def var_correction(self, dim=None, correction=None, keepdim=False):
+    """var.correction (plain): returns the result."""
+    return _var_fn(self, dim, correction, keepdim, False)
+
+
+def std_correction(self, dim=None, correction=None, keepdim=False):
+    return _var_fn(self, dim, correction, keepdim, True)
+
+
+def _reduced_shape(x, dim, keepdim):
+    dims = normalize_dims(dim, x.dim())
+    if keepdim:
+        return [1 if d in dims else s for d, s in enumerate(x.shape)]
+    return [s for d, s in enumerate(x.shape) if d not in dims]
+
+
+def _var_fn(self, dim, correction, keepdim, take_sqrt):
+    out = torch.empty(_reduced_shape(self, dim, keepdim), dtype=self.dtype, device=self.device)
+    _var_into(self, dim, _correction(correction), out, take_sqrt=take_sqrt)
+    return out
+
+
+def var_correction_out(self, dim, correction, keepdim, out):
+    _var_into(self, dim, _correction(correction), out)
+
+
+def std_correction_out(self, dim, correction, keepdim, out):
+    _var_into(self, dim, _correction(correction), out, take_sqrt=True)
+
+
+def var_mean_correction(self, dim=None, correction=None, keepdim=False):
+    """var_mean.correction (plain): returns (var, mean)."""
+    shape = _reduced_shape(self, dim, keepdim)
+    var = torch.empty(shape, dtype=self.dtype, device=self.device)
+    mean = torch.empty(shape, dtype=self.dtype, device=self.device)
+    _var_into(self, dim, _correction(correction), var, mean)
+    return var, mean
+
+
+def std_mean_correction(self, dim=None, correction=None, keepdim=False):
+    shape = _reduced_shape(self, dim, keepdim)
+    std = torch.empty(shape, dtype=self.dtype, device=self.device)
+    mean = torch.empty(shape, dtype=self.dtype, device=self.device)
+    _var_into(self, dim, _correction(correction), std, mean, take_sqrt=True)
+    return std, mean
+
+
+def linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out):
+    """linalg_vector_norm.out impl: (self, ord, dim?, keepdim, dtype?, out)."""
+    x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
+    ord = float(ord)
+    if ord == 2:
+        reduce_into(x, dim, out, SQ_SUM, post=POST_SQRT)
+    elif ord == 1:
+        reduce_into(x, dim, out, ABS_SUM)
+    elif ord == math.inf:
+        reduce_into(x, dim, out, ABS_MAX)
+    elif ord == -math.inf:
+        reduce_into(x, dim, out, ABS_MIN)
+    elif ord == 0:
+        reduce_into(x, dim, out, NONZERO)
+    else:
+        reduce_into(x, dim, out, POW_SUM, post=POST_ROOT, p=ord)
+
+
+def norm_out(self, p, dim, keepdim, out, dtype=None):
+    """norm.out / norm.dtype_out impls: (self, p?, dim, keepdim[, dtype], out)."""
+    linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
+
+
+def norm_dtype_out(self, p, dim, keepdim, dtype, out):
+    linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
+
+
+def logsumexp_out(self, dim, keepdim, out):
+    """logsumexp.out (plain): (self, dim, keepdim, out)."""
+    x = self if self.dtype.is_floating_point else _cast(self, torch.get_default_dtype())
+    dims = normalize_dims(dim, x.dim())
+    xv, A, R, B = as_arb(x, dims)
+    acc = acc_dtype(x.dtype)
+    mx = torch.empty((A * B,), dtype=acc, device=x.device)
+    run_reduce(xv, A, R, B, mx, MAX, -math.inf)
+    run_reduce(xv, A, R, B, out, EXP_SUM, 0, post=POST_LOG_ADD, aux=mx)
+
+
+def logsumexp(self, dim, keepdim=False):
+    dt = self.dtype if self.dtype.is_floating_point else torch.get_default_dtype()
+    out = torch.empty(_reduced_shape(self, dim, keepdim), dtype=dt, device=self.device)
+    logsumexp_out(self, dim, keepdim, out)
+    return out
+
+
+# -- max/min/argmax/argmin with indices ------------------------------------
+
+@triton.jit
+def _arg_kernel(x, vals, idxs, O, R, B, neutral, IS_MAX: tl.constexpr, ACC: tl.constexpr,
+                BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    omask = o < O
+    a = o // B
+    b = o % B
+    base = a * R * B + b
+    best = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
+    best_i = tl.full((BLOCK_R, BLOCK_O), 0, tl.int64)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        m = (r < R)[:, None] & omask[None, :]
+        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0).to(ACC)
+        if IS_MAX:
+            better = (v > best) | ((v != v) & (best == best))
+        else:
+            better = (v < best) | ((v != v) & (best == best))
+        better = better & m
+        if r0 == 0:
+            better = better | m  # the first element of each lane is a candidate
+        best = tl.where(better, v, best)
+        best_i = tl.where(better, r[:, None].to(tl.int64) + best_i * 0, best_i)
+    if IS_MAX:
+        top = tl.max(best, 0)
+    else:
+        top = tl.min(best, 0)
+    is_nan = best != best
+    any_nan = tl.max(is_nan.to(tl.int32), 0) > 0
+    hit = tl.where(any_nan[None, :], is_nan, best == top[None, :])
+    big = R + 1
+    idx = tl.min(tl.where(hit, best_i, big), 0)
+    if ACC.is_floating():
+        top = tl.where(any_nan, float("nan"), top)
+    tl.store(vals + o, top.to(vals.dtype.element_ty), mask=omask)
+    tl.store(idxs + o, idx, mask=omask)
+
+
+def _arg_reduce(self, dim, values, indices, is_max):
+    x = self
+    if dim is None:
+        x, dims = self.reshape(-1) if self.is_contiguous() else self.flatten(), [0]
+        if x.dim() == 0:
+            x = x.reshape(1)
+    else:
+        dims = normalize_dims(dim, x.dim())
+    xv, A, R, B = as_arb(x, dims)
+    O = A * B
+    if O == 0:
+        return
+    acc = _minmax_acc(x.dtype)
+    vt = values if values.is_contiguous() else torch.empty(values.shape, dtype=values.dtype,
+                                                           device=values.device)
+    it = indices if indices.is_contiguous() else torch.empty(indices.shape, dtype=torch.int64,
+                                                             device=indices.device)
+    bo, br = _blocks(O, R, B)
+    launch(_arg_kernel, (triton.cdiv(O, bo),), xv, vt, it, O, R, B,
+           _neutral(MAX if is_max else MIN, x.dtype), IS_MAX=is_max, ACC=_TL[acc],
+           BLOCK_O=bo, BLOCK_R=br)
+    if vt is not values:
+        copy_kernel((values,), (vt.view(values.shape),))
+    if it is not indices:
+        copy_kernel((indices,), (it.view(indices.shape),))
+
+
+def max_dim_out(self, dim, keepdim, max, max_values):
+    """max.dim_max impl: (self, dim, keepdim, max, max_values) -- values, indices."""
+    _arg_reduce(self, dim, max, max_values, True)
+
+
+def min_dim_out(self, dim, keepdim, min, min_indices):
+    _arg_reduce(self, dim, min, min_indices, False)
+
+
+def argmax_out(self, dim, keepdim, out):
+    """argmax.out impl: (self, dim?, keepdim, out)."""
+    vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
+    _arg_reduce(self, dim, vals, out, True)
+
+
+def argmin_out(self, dim, keepdim, out):
+    vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
+    _arg_reduce(self, dim, vals, out, False)
+
+
+# -- cumsum ---------------------------------------------------------------
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _cumsum_kernel(x, out, O, R, B, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
+                   BLOCK_R: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    omask = o < O
+    base = (o // B) * R * B + o % B
+    carry = tl.zeros((BLOCK_O,), ACC)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        m = (r < R)[:, None] & omask[None, :]
+        offs = r[:, None] * B + base[None, :]
+        v = tl.load(x + offs, mask=m, other=0).to(ACC)
+        c = tl.cumsum(v, 0) + carry[None, :]
+        tl.store(out + offs, c.to(out.dtype.element_ty), mask=m)
+        carry += tl.sum(v, 0)
+
+
+def cumsum_out(self, dim, dtype, out):
+    """cumsum.out impl: (self, dim, dtype?, out)."""
+    x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
+    if x.dim() == 0:
+        copy_kernel((out,), (x,))
+        return
+    d = dim % x.dim()
+    xv, A, R, B = as_arb(x, [d])
+    if xv is not x:
+        raise AssertionError("cumsum: unexpected layout")
+    O = A * B
+    if O == 0 or R == 0:
+        return
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    bo, br = _blocks(O, R, B)
+    launch(_cumsum_kernel, (triton.cdiv(O, bo),), xv, target, O, R, B,
+           ACC=_TL[acc_dtype(x.dtype)], BLOCK_O=bo, BLOCK_R=br)
+    if target is not out:
+        copy_kernel((out,), (target,))
+
+
+def _contiguous(x):
+    if x.is_contiguous():
+        return x
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    copy_kernel((y,), (x,))
+    return y
+
+
+_cumsum_impl = cumsum_out
+
+
+def cumsum_out(self, dim, dtype, out):  # noqa: F811  (non-contiguous inputs first)
+    _cumsum_impl(_contiguous(self), dim, dtype, out)
+
+
+KERNELS = {
+    "sum": sum_out, "sum_all": sum_all, "mean": mean_out, "prod": prod_out, "prod_all": prod_all,
+    "amax": amax_out, "amin": amin_out, "max_all": max_all, "min_all": min_all,
+    "max_dim": max_dim_out, "min_dim": min_dim_out, "argmax": argmax_out, "argmin": argmin_out,
+    "var": var_correction, "std": std_correction, "var_out": var_correction_out,
+    "std_out": std_correction_out, "var_mean": var_mean_correction,
+    "std_mean": std_mean_correction, "linalg_vector_norm": linalg_vector_norm_out,
+    "norm": norm_out, "norm_dtype": norm_dtype_out, "logsumexp": logsumexp,
+    "logsumexp_out": logsumexp_out, "all": all_out, "any": any_out, "all_all": all_all_out,
+    "any_all": any_all_out, "cumsum": cumsum_out,
+}
