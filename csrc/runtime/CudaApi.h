@@ -90,6 +90,8 @@ struct Api {
 #define TORCH_EXT_CUDA_MEMBER(name, symbol, type) std::add_pointer_t<type> name = nullptr;
   TORCH_EXT_CUDA_FUNCTIONS(TORCH_EXT_CUDA_MEMBER)
 #undef TORCH_EXT_CUDA_MEMBER
+  // Optional (CUDA 12.4+); nullptr on older drivers.
+  CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;
 };
 
 // The loaded API, or nullptr when libcuda.so.1 (or one of the symbols above)

@@ -14,6 +14,10 @@
 #include <mutex>
 #include <vector>
 
+namespace torch_ext::launch::fast {
+void note_driver_work() noexcept;  // FastLaunch.h: copies cannot be replayed
+}
+
 namespace torch_ext::cuda {
 
 const Api* api() noexcept {
@@ -31,6 +35,8 @@ const Api* api() noexcept {
     if (auto v2 = dlsym(lib, "cuEventElapsedTime_v2")) {
       a->cuEventElapsedTime = reinterpret_cast<decltype(a->cuEventElapsedTime)>(v2);
     }
+    a->cuFuncGetParamInfo =
+        reinterpret_cast<decltype(a->cuFuncGetParamInfo)>(dlsym(lib, "cuFuncGetParamInfo"));
     if (!complete || a->cuInit(0) != CUDA_SUCCESS) return nullptr;
     return a;
   }();
@@ -121,6 +127,7 @@ class CudaDriver final : public Driver {
   void memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, int device,
               StreamHandle stream, bool async) override {
     if (bytes == 0) return;
+    launch::fast::note_driver_work();
     use(device);
     switch (kind) {
       case CopyKind::HostToDevice:
@@ -139,6 +146,7 @@ class CudaDriver final : public Driver {
   void memcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
                   StreamHandle stream) override {
     if (bytes == 0) return;
+    launch::fast::note_driver_work();
     CUcontext src_ctx = context(src_device);
     use(dst_device);
     TORCH_EXT_CUDA_CHECK(api_.cuMemcpyPeerAsync(dptr(dst), context(dst_device), dptr(src), src_ctx,
@@ -147,6 +155,7 @@ class CudaDriver final : public Driver {
 
   void memset(void* dst, int value, size_t bytes, int device, StreamHandle stream) override {
     if (bytes == 0) return;
+    launch::fast::note_driver_work();
     use(device);
     TORCH_EXT_CUDA_CHECK(
         api_.cuMemsetD8Async(dptr(dst), static_cast<unsigned char>(value), bytes, cu(stream)));

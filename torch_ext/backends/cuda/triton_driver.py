@@ -6,6 +6,10 @@ its compiler, launcher and module loading, and answers those questions from
 torch_ext: the current `privateuseone` device and the raw CUstream of its
 current stream, in the device's primary context (the one our allocator's
 memory lives in). `activate()` installs it with `triton.runtime.driver.set_active`.
+
+Its launcher also reports each launch to the tier-2 fast launcher
+(csrc/launch/FastLaunch.h) while C++ is recording a call, so that later calls
+with the same signature are launched from C++ directly.
 """
 import torch
 from triton.backends.nvidia.driver import CudaDriver
@@ -14,9 +18,63 @@ from triton.runtime import driver as triton_driver
 from torch_ext import _C
 
 
+def _observing(launcher_cls):
+    """Triton's launcher class, reporting launches to the fast launcher."""
+
+    class ObservedLauncher(launcher_cls):
+        def __init__(self, src, metadata):
+            super().__init__(src, metadata)
+            self._fast_types = _fast_types(src, metadata)
+            self._fast_threads = 32 * getattr(metadata, "num_warps", 4)
+            self._fast_shared = getattr(metadata, "shared", 0)
+
+        # Triton (3.6 and 3.9) calls: grid x/y/z, stream, function, packed
+        # metadata, launch metadata, enter hook, exit hook, *kernel arguments.
+        def __call__(self, gridX, gridY, gridZ, stream, function, *rest):
+            if _C._fast_launch_recording():
+                types, values = self._fast_types, None
+                if types is not None and len(rest) - 4 == len(types):
+                    values, types = _fast_values(types, rest[4:])
+                _C._fast_launch_observe((gridX, gridY, gridZ), function, self._fast_threads,
+                                        self._fast_shared, types, values or [])
+            return super().__call__(gridX, gridY, gridZ, stream, function, *rest)
+
+    return ObservedLauncher
+
+
+def _fast_types(src, metadata):
+    """Each kernel argument's Triton type ('constexpr' for those compiled
+    in), or None when the launch is not a plain one C++ can replay."""
+    signature = getattr(src, "signature", None)
+    plain = (getattr(metadata, "num_ctas", 1) == 1
+             and not getattr(metadata, "launch_pdl", False)
+             and not getattr(metadata, "launch_cooperative_grid", False)
+             and not getattr(metadata, "global_scratch_size", 0)
+             and not getattr(metadata, "profile_scratch_size", 0)
+             and tuple(getattr(metadata, "cluster_dims", (1, 1, 1)) or (1, 1, 1)) in ((1, 1, 1), (1,), ())
+             and isinstance(signature, dict)
+             and all(isinstance(t, str) for t in signature.values()))
+    return list(signature.values()) if plain else None
+
+
+def _fast_values(types, args):
+    """(values, types) of the non-constexpr arguments, pointers as ints."""
+    values, kept = [], []
+    for ty, arg in zip(types, args):
+        if ty == "constexpr":
+            continue
+        if ty.startswith("*"):
+            arg = 0 if arg is None else (arg if isinstance(arg, int) else arg.data_ptr())
+        kept.append(ty)
+        values.append(arg)
+    return values, kept
+
+
 class PrivateUse1CudaDriver(CudaDriver):
     def __init__(self):
         super().__init__()
+        if hasattr(_C, "_fast_launch_recording"):
+            self.launcher_cls = _observing(self.launcher_cls)
         # Instance attributes, as Triton's GPUDriver sets them; Triton's
         # JIT calls these before every launch.
         self.get_current_device = _C._cuda_current_device
