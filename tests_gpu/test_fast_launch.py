@@ -1,0 +1,92 @@
+"""Tier 2: a call signature's Triton launches are recorded once and replayed
+from C++; each specialisation (dtype, alignment, value 1, scalars, aliasing)
+gets its own recording, and results stay right."""
+import pytest
+import torch
+
+import torch_ext
+from conftest import DEV
+
+C = torch_ext._C
+
+
+def stats():
+    return dict(C._fast_launch_stats())
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    assert C._fast_launch_enabled()
+    C._fast_launch_clear()
+
+
+def check_add(a, b, **kw):
+    out = torch.add(a.to(DEV), b.to(DEV), **kw)
+    torch.testing.assert_close(out.cpu(), torch.add(a, b, **kw))
+
+
+def test_second_call_is_replayed_with_new_data():
+    check_add(torch.randn(4099), torch.randn(4099))
+    s = stats()
+    assert s["recorded"] == 1 and s["replayed"] == 0
+    for _ in range(3):
+        check_add(torch.randn(4099), torch.randn(4099))
+    s = stats()
+    assert s["recorded"] == 1 and s["replayed"] == 3
+
+
+def test_misaligned_inputs_get_their_own_kernel():
+    a, b = torch.randn(8193), torch.randn(8193)
+    check_add(a[:-1], b[:-1])
+    before = stats()["recorded"]
+    # One element in: 4-byte offsets, not 16-byte aligned.
+    da, db = a.to(DEV), b.to(DEV)
+    out = torch.add(da[1:], db[1:])
+    torch.testing.assert_close(out.cpu(), a[1:] + b[1:])
+    assert stats()["recorded"] == before + 1
+    out = torch.add(da[1:], db[1:])  # replayed, still right
+    torch.testing.assert_close(out.cpu(), a[1:] + b[1:])
+    assert stats()["replayed"] >= 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32, torch.int64])
+def test_other_dtypes_get_their_own_kernel(dtype):
+    make = (lambda: torch.randint(-100, 100, (5000,), dtype=dtype)) if not dtype.is_floating_point \
+        else (lambda: torch.randn(5000).to(dtype))
+    check_add(torch.randn(5000), torch.randn(5000))
+    r0 = stats()["recorded"]
+    for _ in range(2):
+        check_add(make(), make())
+    s = stats()
+    assert s["recorded"] == r0 + 1 and s["replayed"] >= 1
+
+
+def test_one_element_and_scalar_values():
+    for _ in range(2):
+        check_add(torch.randn(1), torch.randn(1))
+    for alpha in (2.0, 2.0, -0.5):
+        check_add(torch.randn(300), torch.randn(300), alpha=alpha)
+    s = stats()
+    assert s["recorded"] == 3 and s["replayed"] == 2  # numel 1; alpha 2; alpha -0.5
+
+
+def test_in_place_and_broadcast():
+    a, b = torch.randn(64, 33), torch.randn(33)
+    for _ in range(2):
+        da = a.to(DEV)
+        da.add_(b.to(DEV))
+        torch.testing.assert_close(da.cpu(), a + b)
+    for _ in range(2):
+        check_add(a.t(), torch.randn(33, 64))  # strided
+    assert stats()["replayed"] >= 2
+
+
+def test_replay_runs_on_the_current_stream():
+    a, b = torch.randn(1 << 20), torch.randn(1 << 20)
+    da, db = a.to(DEV), b.to(DEV)
+    torch.add(da, db)
+    s = torch.privateuseone.Stream()
+    with torch.privateuseone.stream(s):
+        out = torch.add(da, db)
+    s.synchronize()
+    torch.testing.assert_close(out.cpu(), a + b)
