@@ -1,0 +1,311 @@
+"""Layer norm, group norm, RMS norm (forward and backward); plain ops (3).
+
+  native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
+  native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+                             weight?, bias?, output_mask) -> (dx?, dw?, db?)
+  native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd)
+  native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW,
+                             group, output_mask) -> (dx?, dgamma?, dbeta?)
+  rms_norm_fwd(input, normalized_shape, weight?, eps) -> (out, rstd)   [torch_ext]
+  rms_norm_bwd(grad_out, input, rstd, weight?, output_mask) -> (dx?, dw?) [torch_ext]
+
+One row kernel serves layer and group norm: rows are the normalised groups,
+and the weight of element j of row `row` is w[(row % G) * CPG + j // HW]
+(layer norm: G = 1, HW = 1).  mean/rstd are float32 for half inputs (as
+PyTorch's CUDA kernels keep them).
+"""
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backends import spec
+from ._launch import launch
+from .reduction import _contiguous, reduce_into, SUM
+
+
+@triton.jit
+def _row_stats(x, row, D, ACC: tl.constexpr, RMS: tl.constexpr, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, rmask):
+    base = row * D
+    if RMS:
+        mean = tl.zeros((BLOCK_M,), ACC)
+    else:
+        s = tl.zeros((BLOCK_M,), ACC)
+        for c0 in range(0, D, BLOCK_N):
+            c = c0 + tl.arange(0, BLOCK_N)
+            m = rmask[:, None] & (c < D)[None, :]
+            s += tl.sum(tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC), 1)
+        mean = s / D
+    q = tl.zeros((BLOCK_M,), ACC)
+    for c0 in range(0, D, BLOCK_N):
+        c = c0 + tl.arange(0, BLOCK_N)
+        m = rmask[:, None] & (c < D)[None, :]
+        v = tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC)
+        d = tl.where(m, v - mean[:, None], 0)
+        q += tl.sum(d * d, 1)
+    return mean, q / D
+
+
+@triton.jit
+def _norm_fwd_kernel(x, w, b, y, mean_out, rstd_out, M, D, G, CPG, HW, eps,
+                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, RMS: tl.constexpr,
+                     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = row < M
+    mean, var = _row_stats(x, row, D, ACC, RMS, BLOCK_M, BLOCK_N, rmask)
+    rstd = 1.0 / tl.sqrt(var + eps)
+    if not RMS:
+        tl.store(mean_out + row, mean.to(mean_out.dtype.element_ty), mask=rmask)
+    tl.store(rstd_out + row, rstd.to(rstd_out.dtype.element_ty), mask=rmask)
+    base = row * D
+    wbase = (row % G) * CPG
+    for c0 in range(0, D, BLOCK_N):
+        c = c0 + tl.arange(0, BLOCK_N)
+        m = rmask[:, None] & (c < D)[None, :]
+        v = tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC)
+        out = (v - mean[:, None]) * rstd[:, None]
+        widx = wbase[:, None] + (c // HW)[None, :]
+        if HAS_W:
+            out = out * tl.load(w + widx, mask=m, other=0).to(ACC)
+        if HAS_B:
+            out = out + tl.load(b + widx, mask=m, other=0).to(ACC)
+        tl.store(y + base[:, None] + c[None, :], out.to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _norm_bwd_dx_kernel(dy, x, w, mean_in, rstd_in, dx, M, D, G, CPG, HW,
+                        HAS_W: tl.constexpr, RMS: tl.constexpr, ACC: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = row < M
+    rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
+    if RMS:
+        mean = tl.zeros((BLOCK_M,), ACC)
+    else:
+        mean = tl.load(mean_in + row, mask=rmask, other=0).to(ACC)
+    base = row * D
+    wbase = (row % G) * CPG
+    c1 = tl.zeros((BLOCK_M,), ACC)
+    c2 = tl.zeros((BLOCK_M,), ACC)
+    for c0 in range(0, D, BLOCK_N):
+        c = c0 + tl.arange(0, BLOCK_N)
+        m = rmask[:, None] & (c < D)[None, :]
+        offs = base[:, None] + c[None, :]
+        g = tl.load(dy + offs, mask=m, other=0).to(ACC)
+        if HAS_W:
+            g = g * tl.load(w + wbase[:, None] + (c // HW)[None, :], mask=m, other=0).to(ACC)
+        xhat = tl.where(m, (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None])
+                        * rstd[:, None], 0)
+        c1 += tl.sum(g * xhat, 1)
+        c2 += tl.sum(g, 1)
+    c1 = c1 / D
+    c2 = c2 / D
+    for c0 in range(0, D, BLOCK_N):
+        c = c0 + tl.arange(0, BLOCK_N)
+        m = rmask[:, None] & (c < D)[None, :]
+        offs = base[:, None] + c[None, :]
+        g = tl.load(dy + offs, mask=m, other=0).to(ACC)
+        if HAS_W:
+            g = g * tl.load(w + wbase[:, None] + (c // HW)[None, :], mask=m, other=0).to(ACC)
+        xhat = (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None]
+        if RMS:
+            d = (g - xhat * c1[:, None]) * rstd[:, None]
+        else:
+            d = (g - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+        tl.store(dx + offs, d.to(dx.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _norm_bwd_dw_kernel(dy, x, mean_in, rstd_in, dw, db, M, D, RMS: tl.constexpr,
+                        ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Column sums over rows (layer/rms norm): dw = sum dy * xhat, db = sum dy.
+    c = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = c < D
+    aw = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+    ab = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+    for r0 in range(0, M, BLOCK_M):
+        row = r0 + tl.arange(0, BLOCK_M)
+        rmask = row < M
+        m = rmask[:, None] & cmask[None, :]
+        offs = row[:, None].to(tl.int64) * D + c[None, :]
+        g = tl.load(dy + offs, mask=m, other=0).to(ACC)
+        rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
+        if RMS:
+            mean = tl.zeros((BLOCK_M,), ACC)
+        else:
+            mean = tl.load(mean_in + row, mask=rmask, other=0).to(ACC)
+        xhat = (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None]
+        aw += g * xhat
+        ab += g
+    tl.store(dw + c, tl.sum(aw, 0).to(dw.dtype.element_ty), mask=cmask)
+    if db is not None:
+        tl.store(db + c, tl.sum(ab, 0).to(db.dtype.element_ty), mask=cmask)
+
+
+def _acc(dtype):
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def _stat_dtype(dtype):
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _row_blocks(M, D):
+    n = triton.next_power_of_2(max(D, 1))
+    budget = spec("reduction_block", D) or 4096
+    bn = min(n, budget)
+    bm = min(triton.next_power_of_2(max(M, 1)), max(1, budget // bn))
+    return bm, bn
+
+
+def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
+    if M == 0:
+        return
+    bm, bn = _row_blocks(M, D)
+    launch(_norm_fwd_kernel, (triton.cdiv(M, bm),), x, weight if weight is not None else x,
+           bias if bias is not None else x, y, mean if mean is not None else rstd, rstd,
+           M, D, G, CPG, HW, eps, HAS_W=weight is not None, HAS_B=bias is not None, RMS=rms,
+           ACC=_acc(x.dtype), BLOCK_M=bm, BLOCK_N=bn)
+
+
+def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
+    if M == 0:
+        return
+    bm, bn = _row_blocks(M, D)
+    launch(_norm_bwd_dx_kernel, (triton.cdiv(M, bm),), dy, x,
+           weight if weight is not None else x, mean if mean is not None else rstd, rstd, dx,
+           M, D, G, CPG, HW, HAS_W=weight is not None, RMS=rms, ACC=_acc(x.dtype),
+           BLOCK_M=bm, BLOCK_N=bn)
+
+
+def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
+    bn = min(triton.next_power_of_2(max(D, 1)), 64)
+    budget = spec("reduction_block", M) or 4096
+    bm = min(triton.next_power_of_2(max(M, 1)), max(1, budget // bn))
+    launch(_norm_bwd_dw_kernel, (triton.cdiv(D, bn),), dy, x, mean if mean is not None else rstd,
+           rstd, dw, db, M, D, RMS=rms, ACC=_acc(x.dtype), BLOCK_M=bm, BLOCK_N=bn)
+
+
+def _split(x, normalized_shape):
+    axis = x.dim() - len(normalized_shape)
+    M = math.prod(x.shape[:axis])
+    D = math.prod(x.shape[axis:])
+    return axis, M, D
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    x = _contiguous(input)
+    axis, M, D = _split(x, normalized_shape)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    stat_shape = list(x.shape[:axis]) + [1] * (x.dim() - axis)
+    mean = torch.empty(stat_shape, dtype=_stat_dtype(x.dtype), device=x.device)
+    rstd = torch.empty(stat_shape, dtype=_stat_dtype(x.dtype), device=x.device)
+    w = _contiguous(weight) if weight is not None else None
+    b = _contiguous(bias) if bias is not None else None
+    _norm_forward(x, w, b, M, D, 1, D, 1, eps, False, y, mean, rstd)
+    return y, mean, rstd
+
+
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                               output_mask):
+    x = _contiguous(input)
+    dy = _contiguous(grad_out)
+    _, M, D = _split(x, normalized_shape)
+    w = _contiguous(weight) if weight is not None else None
+    dx = dw = db = None
+    if output_mask[0]:
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        _norm_dx(dy, x, w, mean, rstd, M, D, 1, D, 1, False, dx)
+    if output_mask[1] or output_mask[2]:
+        pdt = weight.dtype if weight is not None else x.dtype
+        dw_t = torch.empty(normalized_shape, dtype=pdt, device=x.device)
+        db_t = torch.empty(normalized_shape, dtype=pdt, device=x.device)
+        _norm_dw(dy, x, mean, rstd, M, D, False, dw_t, db_t)
+        dw = dw_t if output_mask[1] else None
+        db = db_t if output_mask[2] else None
+    return dx, dw, db
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    x = _contiguous(input)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
+    rstd = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
+    cpg = C // group
+    _norm_forward(x, weight, bias, N * group, cpg * HxW, group, cpg, HxW, eps, False, y,
+                  mean, rstd)
+    return y, mean, rstd
+
+
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group,
+                               output_mask):
+    from .binary import mul, add
+    x = _contiguous(input)
+    dy = _contiguous(grad_out)
+    cpg = C // group
+    dx = dgamma = dbeta = None
+    if output_mask[0]:
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        _norm_dx(dy, x, weight, mean, rstd, N * group, cpg * HxW, group, cpg, HxW, False, dx)
+    if output_mask[1] or output_mask[2]:
+        acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+        # Per (n, c): sums over HxW of dy * x and of dy.
+        dyx = mul(dy, x, out_dtype=acc).view(N, C, HxW)
+        s_dyx = torch.empty((N, C), dtype=acc, device=x.device)
+        s_dy = torch.empty((N, C), dtype=acc, device=x.device)
+        reduce_into(dyx, [2], s_dyx, SUM)
+        reduce_into(dy.view(N, C, HxW), [2], s_dy, SUM, dtype=acc)
+        pdt = weight.dtype if weight is not None else x.dtype
+        if output_mask[1]:
+            # dgamma[c] = sum_n (s_dyx - mean * s_dy) * rstd
+            m = mean.view(N, group, 1)
+            r = rstd.view(N, group, 1)
+            t = add(s_dyx.view(N, group, cpg), mul(mul(m, s_dy.view(N, group, cpg)), -1.0), 1)
+            t = mul(t, r)
+            dgamma = torch.empty((C,), dtype=pdt, device=x.device)
+            reduce_into(t.view(N, C), [0], dgamma, SUM)
+        if output_mask[2]:
+            dbeta = torch.empty((C,), dtype=pdt, device=x.device)
+            reduce_into(s_dy, [0], dbeta, SUM)
+    return dx, dgamma, dbeta
+
+
+def rms_norm_fwd(input, normalized_shape, weight, eps):
+    """torch_ext::rms_norm_fwd -> (out, rstd); eps None means dtype eps."""
+    x = _contiguous(input)
+    axis, M, D = _split(x, normalized_shape)
+    if eps is None:
+        eps = torch.finfo(x.dtype).eps
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    rstd = torch.empty(list(x.shape[:axis]) + [1] * (x.dim() - axis),
+                       dtype=_stat_dtype(x.dtype), device=x.device)
+    w = _contiguous(weight) if weight is not None else None
+    _norm_forward(x, w, None, M, D, 1, D, 1, eps, True, y, None, rstd)
+    return y, rstd
+
+
+def rms_norm_bwd(grad_out, input, normalized_shape, rstd, weight, output_mask):
+    x = _contiguous(input)
+    dy = _contiguous(grad_out)
+    _, M, D = _split(x, normalized_shape)
+    w = _contiguous(weight) if weight is not None else None
+    dx = dw = None
+    if output_mask[0]:
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        _norm_dx(dy, x, w, None, rstd, M, D, 1, D, 1, True, dx)
+    if output_mask[1] and weight is not None:
+        dw = torch.empty(normalized_shape, dtype=weight.dtype, device=x.device)
+        _norm_dw(dy, x, None, rstd, M, D, True, dw, None)
+    return dx, dw
+
+
+KERNELS = {
+    "native_layer_norm": native_layer_norm,
+    "native_layer_norm_backward": native_layer_norm_backward,
+    "native_group_norm": native_group_norm,
+    "native_group_norm_backward": native_group_norm_backward,
+    "rms_norm_fwd": rms_norm_fwd,
+    "rms_norm_bwd": rms_norm_bwd,
+}

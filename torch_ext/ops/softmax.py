@@ -1,0 +1,129 @@
+"""softmax / log_softmax and their backward (structured impls, convention (2)).
+
+  _softmax.out impl:                  (self, dim, half_to_float, out)
+  _log_softmax.out impl:              (self, dim, half_to_float, out)
+  _softmax_backward_data.out impl:    (grad_output, output, dim, input_dtype, grad_input)
+  _log_softmax_backward_data.out impl (same)
+
+The tensor is viewed as (A, R, B) with R the softmax dim (see reduction.py);
+each program handles a tile of (a, b) lanes and loops over R twice.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from ._launch import launch
+from .copy import copy_kernel
+from .reduction import _blocks, _contiguous, as_arb
+
+
+@triton.jit
+def _softmax_kernel(x, out, O, R, B, LOG: tl.constexpr, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
+                    BLOCK_R: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    omask = o < O
+    base = (o // B) * R * B + o % B
+    m = tl.full((BLOCK_O,), -float("inf"), ACC)
+    s = tl.zeros((BLOCK_O,), ACC)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        mask = (r < R)[:, None] & omask[None, :]
+        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=mask,
+                    other=-float("inf")).to(ACC)
+        m_new = tl.maximum(m, tl.max(v, 0))
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(v - m_safe[None, :]), 0)
+        m = m_new
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    log_s = tl.log(s)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        mask = (r < R)[:, None] & omask[None, :]
+        offs = r[:, None] * B + base[None, :]
+        v = tl.load(x + offs, mask=mask, other=0).to(ACC)
+        if LOG:
+            y = v - m_safe[None, :] - log_s[None, :]
+        else:
+            y = tl.exp(v - m_safe[None, :]) / s[None, :]
+        tl.store(out + offs, y.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _softmax_bwd_kernel(g, y, out, O, R, B, LOG: tl.constexpr, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
+                        BLOCK_R: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    omask = o < O
+    base = (o // B) * R * B + o % B
+    acc = tl.zeros((BLOCK_O,), ACC)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        mask = (r < R)[:, None] & omask[None, :]
+        offs = r[:, None] * B + base[None, :]
+        gv = tl.load(g + offs, mask=mask, other=0).to(ACC)
+        if LOG:
+            acc += tl.sum(gv, 0)
+        else:
+            yv = tl.load(y + offs, mask=mask, other=0).to(ACC)
+            acc += tl.sum(gv * yv, 0)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        mask = (r < R)[:, None] & omask[None, :]
+        offs = r[:, None] * B + base[None, :]
+        gv = tl.load(g + offs, mask=mask, other=0).to(ACC)
+        yv = tl.load(y + offs, mask=mask, other=0).to(ACC)
+        if LOG:
+            dx = gv - tl.exp(yv) * acc[None, :]
+        else:
+            dx = yv * (gv - acc[None, :])
+        tl.store(out + offs, dx.to(out.dtype.element_ty), mask=mask)
+
+
+def _rowwise(kernel, tensors, out, dim, log):
+    x0 = tensors[0]
+    if out.numel() == 0:
+        return
+    if x0.dim() == 0:
+        tensors = [t.reshape(1) for t in tensors]
+        dim = 0
+    tensors = [_contiguous(t) for t in tensors]
+    d = dim % tensors[0].dim()
+    _, A, R, B = as_arb(tensors[0], [d])
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    O = A * B
+    bo, br = _blocks(O, R, B)
+    acc = tl.float64 if x0.dtype == torch.float64 else tl.float32
+    launch(kernel, (triton.cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc,
+           BLOCK_O=bo, BLOCK_R=br)
+    if target is not out:
+        copy_kernel((out,), (target.view(out.shape),))
+
+
+def softmax_out(self, dim, half_to_float, out):
+    _rowwise(_softmax_kernel, [self], out, dim, False)
+
+
+def log_softmax_out(self, dim, half_to_float, out):
+    _rowwise(_softmax_kernel, [self], out, dim, True)
+
+
+def softmax_backward_out(grad_output, output, dim, input_dtype, grad_input):
+    _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, False)
+
+
+def log_softmax_backward_out(grad_output, output, dim, input_dtype, grad_input):
+    _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, True)
+
+
+def softmax(x, dim, dtype=None, log=False):
+    """Functional helper (tests, fused ops)."""
+    out = torch.empty(x.shape, dtype=dtype or x.dtype, device=x.device)
+    (log_softmax_out if log else softmax_out)(x, dim, False, out)
+    return out
+
+
+KERNELS = {
+    "softmax": softmax_out, "log_softmax": log_softmax_out,
+    "softmax_backward_data": softmax_backward_out,
+    "log_softmax_backward_data": log_softmax_backward_out,
+}
