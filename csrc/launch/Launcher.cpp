@@ -27,10 +27,7 @@ py::object lookup(const char* name) {
   auto& cache = kernel_cache();
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  py::dict kernels = py::module_::import("torch_ext.ops").attr("KERNELS");
-  TORCH_CHECK(kernels.contains(name), "torch_ext: no Triton kernel named '", name,
-              "' in torch_ext.ops.KERNELS (named by the manifest or by C++ code)");
-  py::object fn = kernels[name];
+  py::object fn = py::module_::import("torch_ext._registry").attr("resolve")(name);
   cache.emplace(name, fn);
   return fn;
 }

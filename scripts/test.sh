@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds torch_ext if needed, then runs the whole test suite with the CPU
+# fallback turned into an error (tests/conftest.py sets TORCH_EXT_FALLBACK=error).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider "$@"

@@ -1,0 +1,34 @@
+"""Name -> Python kernel, for the C++ launcher.
+
+A manifest's `triton:` value is either a key of `torch_ext.ops.KERNELS` or
+`package.module:attribute`. An attribute that is a `@triton.jit` scalar
+function (or a `Pointwise`) is lifted by the pointwise generator to the
+TensorIterator calling convention, so a new pointwise op needs only YAML and
+that function.
+"""
+import importlib
+
+import triton
+
+
+def _is_jit(obj):
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(obj, (triton.runtime.JITFunction, InterpretedFunction))
+
+
+def resolve(name: str):
+    from torch_ext.ops import KERNELS
+    from torch_ext.ops._pointwise import Pointwise, pointwise
+
+    if ":" not in name:
+        if name not in KERNELS:
+            raise LookupError(f"no Triton kernel named '{name}' in torch_ext.ops.KERNELS")
+        return KERNELS[name]
+    module, _, attr = name.partition(":")
+    obj = getattr(importlib.import_module(module), attr)
+    if _is_jit(obj):
+        obj = pointwise()(obj)
+    if isinstance(obj, Pointwise):
+        return obj.iter
+    return obj
