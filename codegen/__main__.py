@@ -45,8 +45,11 @@ def kernel_exists(name: str) -> bool:
 def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> list:
     entries = load(manifest)
     ops = resolve(entries, namespace, Scan(csrc_dirs), kernel_exists)
-    has_bases = any((Path(d) / "aten" / "MetaBases.h").exists() for d in csrc_dirs)
-    files = {gen.HEADER: gen.emit_header(ops, namespace, has_bases)}
+    # Base classes for Customized meta classes (structured_inherits) live in
+    # aten/MetaBases.h of a hand-written folder.
+    bases = [Path(d).resolve() / "aten" / "MetaBases.h" for d in csrc_dirs]
+    bases = next((str(b) for b in bases if b.exists()), None)
+    files = {gen.HEADER: gen.emit_header(ops, namespace, bases)}
     aten_ops = [o for o in ops if o.mode != "New"]
     for i in range(gen.SHARDS):
         files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(

@@ -17,7 +17,9 @@ def _is_jit(obj):
     return isinstance(obj, (triton.runtime.JITFunction, InterpretedFunction))
 
 
-def resolve(name: str):
+def resolve(name: str, iterator: bool = False):
+    """The callable for `name`; `iterator` selects the TensorIterator calling
+    convention (stub fills) for kernels made from a scalar function."""
     from torch_ext.ops import KERNELS
     from torch_ext.ops._pointwise import Pointwise, pointwise
 
@@ -30,5 +32,5 @@ def resolve(name: str):
     if _is_jit(obj):
         obj = pointwise()(obj)
     if isinstance(obj, Pointwise):
-        return obj.iter
+        return obj.iter if iterator else obj
     return obj

@@ -18,16 +18,17 @@ namespace {
 
 // Cached registry lookups. Leaked on purpose: Python objects must not be
 // released by static destructors after the interpreter is gone.
-std::unordered_map<std::string, py::object>& kernel_cache() {
-  static auto* cache = new std::unordered_map<std::string, py::object>();
-  return *cache;
+std::unordered_map<std::string, py::object>& kernel_cache(bool iterator) {
+  static auto* calls = new std::unordered_map<std::string, py::object>();
+  static auto* iterators = new std::unordered_map<std::string, py::object>();
+  return iterator ? *iterators : *calls;
 }
 
-py::object lookup(const char* name) {
-  auto& cache = kernel_cache();
+py::object lookup(const char* name, bool iterator) {
+  auto& cache = kernel_cache(iterator);
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  py::object fn = py::module_::import("torch_ext._registry").attr("resolve")(name);
+  py::object fn = py::module_::import("torch_ext._registry").attr("resolve")(name, iterator);
   cache.emplace(name, fn);
   return fn;
 }
@@ -76,10 +77,11 @@ c10::IValue from_py(py::handle obj) {
 
 }  // namespace
 
-c10::IValue call_boxed(const char* name, std::vector<Arg> args) {
+namespace {
+c10::IValue call_python(const char* name, std::vector<Arg> args, bool iterator) {
   py::gil_scoped_acquire gil;
   try {
-    py::object fn = lookup(name);
+    py::object fn = lookup(name, iterator);
     py::tuple pyargs(args.size());
     for (size_t i = 0; i < args.size(); ++i) pyargs[i] = to_py(args[i]);
     py::object result = fn(*pyargs);
@@ -87,6 +89,11 @@ c10::IValue call_boxed(const char* name, std::vector<Arg> args) {
   } catch (py::error_already_set& e) {
     rethrow(name, e);
   }
+}
+}  // namespace
+
+c10::IValue call_boxed(const char* name, std::vector<Arg> args) {
+  return call_python(name, std::move(args), /*iterator=*/false);
 }
 
 namespace {
@@ -122,7 +129,7 @@ void pointwise_python(at::TensorIteratorBase& iter, const char* name, std::vecto
   args.push_back(Arg{c10::ivalue::Tuple::create(std::move(ins))});
   args.push_back(to_arg(common));
   for (auto& e : extra) args.push_back(std::move(e));
-  call_boxed(name, std::move(args));
+  call_python(name, std::move(args), /*iterator=*/true);
 }
 
 }  // namespace
