@@ -1,0 +1,137 @@
+"""Matrix products with tl.dot: mm, bmm, addmm, baddbmm, mv, dot.
+
+Structured impls (2): mm.out (self, mat2, out); bmm.out (self, mat2, out);
+addmm.out (self, mat1, mat2, beta, alpha, out); baddbmm.out (self, batch1,
+batch2, beta, alpha, out).  Plain (3): mv(self, vec), mv_out(self, vec, out),
+dot(self, tensor).
+
+Any strides are accepted (a broadcast bias has stride 0).  float32 uses
+input_precision="ieee" (no TF32) so results match PyTorch's CPU reference.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from ..backends import spec
+from ._launch import launch
+
+
+@triton.jit
+def _mm_kernel(a, b, c, bias, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm, s_cn,
+               s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr,
+               PRECISION: tl.constexpr, UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    batch = tl.program_id(2).to(tl.int64)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptr = a + batch * s_ab + rm[:, None].to(tl.int64) * s_am
+    b_ptr = b + batch * s_bb + rn[None, :].to(tl.int64) * s_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + rk
+        at = tl.load(a_ptr + k[None, :] * s_ak, mask=(rm[:, None] < M) & (k[None, :] < K),
+                     other=0)
+        bt = tl.load(b_ptr + k[:, None] * s_bk, mask=(k[:, None] < K) & (rn[None, :] < N),
+                     other=0)
+        if UPCAST:
+            at = at.to(tl.float32)
+            bt = bt.to(tl.float32)
+        acc += tl.dot(at, bt, input_precision=PRECISION, out_dtype=ACC)
+    acc = acc * alpha
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    if HAS_BIAS:
+        x = tl.load(bias + batch * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=cmask,
+                    other=0).to(ACC)
+        acc += beta * x
+    tl.store(c + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn,
+             acc.to(c.dtype.element_ty), mask=cmask)
+
+
+def _check_dtype(dtype):
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"torch_ext: matrix products of {dtype} are not supported")
+
+
+def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
+    """c[i] = alpha * a[i] @ b[i] + beta * bias[i]; 3-d operands, any strides."""
+    _check_dtype(a.dtype)
+    Bt, M, K = a.shape
+    N = b.shape[2]
+    if c.numel() == 0:
+        return
+    if K == 0 and bias is None:
+        from .copy import fill_
+        fill_(c, 0)
+        return
+    bm, bn, bk = spec("mm_blocks", M, N, K) or (64, 64, 32)
+    bm = max(16, min(bm, triton.next_power_of_2(M)))
+    bn = max(16, min(bn, triton.next_power_of_2(N)))
+    bk = max(16, min(bk, triton.next_power_of_2(max(K, 1))))
+    acc = tl.float64 if a.dtype == torch.float64 else tl.float32
+    # A driver whose tl.dot lacks a dtype (the interpreter: bfloat16) gets fp32 tiles.
+    upcast = bool(spec("dot_needs_fp32_inputs", a.dtype))
+    precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
+    has_bias = bias is not None and beta != 0
+    x = bias if has_bias else c
+    grid = (triton.cdiv(M, bm), triton.cdiv(N, bn), Bt)
+    launch(_mm_kernel, grid, a, b, c, x, M, N, K, *a.stride(), *b.stride(), *c.stride(),
+           *x.stride(), alpha, beta, HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
+           BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=4)
+
+
+def _bias3(t, shape):
+    # Broadcast `t` to the 3-d `shape` as a strided view (stride 0 where expanded).
+    t = t.expand(shape) if t.dim() == 3 else t.expand(shape[1:]).unsqueeze(0).expand(shape)
+    return t
+
+
+def mm_out(self, mat2, out):
+    _bmm(self.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0))
+
+
+def bmm_out(self, mat2, out):
+    _bmm(self, mat2, out)
+
+
+def addmm_out(self, mat1, mat2, beta, alpha, out):
+    shape = (1, mat1.shape[0], mat2.shape[1])
+    if beta != 0 and out.data_ptr() == self.data_ptr() and self.numel() > 0 and \
+            self.stride() == out.stride() and self.shape == out.shape:
+        bias = out.unsqueeze(0)  # in-place addmm_: each element reads its own bias first
+    else:
+        bias = _bias3(self, shape)
+    _bmm(mat1.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0), bias, alpha, beta)
+
+
+def baddbmm_out(self, batch1, batch2, beta, alpha, out):
+    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    _bmm(batch1, batch2, out, _bias3(self, shape), alpha, beta)
+
+
+def mv_out(self, vec, out):
+    _bmm(self.unsqueeze(0), vec.view(-1, 1).unsqueeze(0), out.view(1, -1, 1))
+
+
+def mv(self, vec):
+    out = torch.empty((self.shape[0],), dtype=self.dtype, device=self.device)
+    mv_out(self, vec, out)
+    return out
+
+
+def dot(self, tensor):
+    out = torch.empty((), dtype=self.dtype, device=self.device)
+    _bmm(self.view(1, 1, -1), tensor.view(1, -1, 1), out.view(1, 1, 1))
+    return out
+
+
+def mm(self, mat2):
+    out = torch.empty((self.shape[0], mat2.shape[1]), dtype=self.dtype, device=self.device)
+    mm_out(self, mat2, out)
+    return out
+
+
+KERNELS = {"mm": mm_out, "bmm": bmm_out, "addmm": addmm_out, "baddbmm": baddbmm_out,
+           "mv": mv, "mv_out": mv_out, "dot": dot}
