@@ -215,7 +215,8 @@ def test_customized_tril_seed(codegen, tmp_path):
     assert r.rc == 0, r.err
     header = r.files()["MusaFunctions.h"]
     h = squash(header)
-    assert '#include "aten/MetaBases.h"' in header
+    # the hand-written base classes are included (by path or relative to csrc/)
+    assert re.search(r'#include "(.*/)?aten/MetaBases.h"', header), header
     # our meta class, in the backend namespace, inheriting the named base
     assert re.search(r"struct TORCH_API structured_tril : public (at::musa::)?MyMetaBase \{", h)
     assert "template <bool VAR = false> struct TORCH_API precompute_out {" in h
