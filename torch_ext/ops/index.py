@@ -1,0 +1,408 @@
+"""Indexing and tensor building: index_select, embedding (+dense backward),
+gather, scatter / scatter_add / scatter.reduce, masked_fill, cat, flip,
+tril / triu, arange.
+
+Conventions: structured impls (2) for gather.out (self, dim, index,
+sparse_grad, out), scatter.src_out (self, dim, index, src, out),
+scatter.value_out (self, dim, index, value, out), scatter.reduce_out /
+value_reduce_out (..., reduce, out), scatter_add.out (self, dim, index, src,
+out), cat.out (tensors, dim, valid, all_contiguous, all_same_dtype,
+all_same_sizes_and_stride, memory_format, out), tril.out / triu.out
+(self, diagonal, out).  Plain (3): index_select(self, dim, index),
+index_select_out(self, dim, index, out), embedding(weight, indices,
+padding_idx, scale_grad_by_freq, sparse), embedding_dense_backward(grad,
+indices, num_weights, padding_idx, scale_grad_by_freq), flip(self, dims),
+masked_fill_(self, mask, value), arange_out(start, end, step, out).
+
+Kernels of arbitrary rank pad the shape to MAX_RANK dimensions.
+"""
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backends import spec
+from ._launch import launch
+from ._pointwise import pointwise
+from .copy import copy_kernel, fill_kernel
+from .reduction import _contiguous
+
+MAX_RANK = 6
+
+
+def _pad(values, fill):
+    values = list(values)
+    if len(values) > MAX_RANK:
+        raise NotImplementedError(f"torch_ext: tensors of rank > {MAX_RANK} in indexing kernels")
+    return [fill] * (MAX_RANK - len(values)) + values
+
+
+def _block(n):
+    return min(spec("pointwise_block", n) or 1024, triton.next_power_of_2(max(n, 1)))
+
+
+@triton.jit
+def _unravel(o, s1, s2, s3, s4, s5):
+    i5 = o % s5
+    o = o // s5
+    i4 = o % s4
+    o = o // s4
+    i3 = o % s3
+    o = o // s3
+    i2 = o % s2
+    o = o // s2
+    i1 = o % s1
+    i0 = o // s1
+    return i0, i1, i2, i3, i4, i5
+
+
+@triton.jit
+def _dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5):
+    return i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3 + i4 * t4 + i5 * t5
+
+
+@triton.jit
+def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
+                           i_t0, i_t1, i_t2, i_t3, i_t4, i_t5,
+                           s_t0, s_t1, s_t2, s_t3, s_t4, s_t5,
+                           o_t0, o_t1, o_t2, o_t3, o_t4, o_t5, value,
+                           DIM: tl.constexpr, MODE: tl.constexpr, SRC_IS_VALUE: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    # Iterates over the index tensor.  MODE 0 gather: out[i] = src[i with
+    # dim := index[i]].  MODE 1/2/3 scatter/add/multiply: out[i with dim :=
+    # index[i]] (op)= src[i].
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
+    idx = tl.load(index + _dot6(i0, i1, i2, i3, i4, i5, i_t0, i_t1, i_t2, i_t3, i_t4, i_t5),
+                  mask=mask, other=0).to(tl.int64)
+    j0 = idx if DIM == 0 else i0
+    j1 = idx if DIM == 1 else i1
+    j2 = idx if DIM == 2 else i2
+    j3 = idx if DIM == 3 else i3
+    j4 = idx if DIM == 4 else i4
+    j5 = idx if DIM == 5 else i5
+    if MODE == 0:
+        v = tl.load(src + _dot6(j0, j1, j2, j3, j4, j5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5),
+                    mask=mask)
+        tl.store(out + _dot6(i0, i1, i2, i3, i4, i5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5),
+                 v, mask=mask)
+    else:
+        if SRC_IS_VALUE:
+            v = tl.full((BLOCK,), value, out.dtype.element_ty)
+        else:
+            v = tl.load(src + _dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5),
+                        mask=mask).to(out.dtype.element_ty)
+        dst = out + _dot6(j0, j1, j2, j3, j4, j5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5)
+        if MODE == 1:
+            tl.store(dst, v, mask=mask)
+        elif MODE == 2:
+            tl.atomic_add(dst, v, mask=mask)
+        else:
+            # multiply: no atomic mul in Triton; a CAS loop per element.
+            done = ~mask
+            while tl.sum((~done).to(tl.int32), 0) > 0:
+                old = tl.load(dst, mask=~done)
+                prev = tl.atomic_cas(dst, old, old * v)
+                done = done | (prev == old)
+
+
+def _gather_scatter(index, src, out, dim, mode, value=0):
+    n = index.numel()
+    if n == 0:
+        return
+    rank = max(index.dim(), 1)
+    pad = MAX_RANK - rank
+    shape = _pad(index.shape if index.dim() else [1], 1)
+    i_st = _pad(index.stride() if index.dim() else [0], 0)
+    s_st = _pad(src.stride() if src is not None and src.dim() else [0], 0)
+    o_st = _pad(out.stride() if out.dim() else [0], 0)
+    block = _block(n)
+    launch(_gather_scatter_kernel, (triton.cdiv(n, block),), index,
+           src if src is not None else out, out, n, *shape[1:], *i_st, *s_st, *o_st,
+           value, DIM=(dim % rank) + pad, MODE=mode, SRC_IS_VALUE=src is None, BLOCK=block)
+
+
+def gather_out(self, dim, index, sparse_grad, out):
+    _gather_scatter(index, self, out, dim, 0)
+
+
+def _scatter_prepare(self, out):
+    if out.data_ptr() != self.data_ptr() or out.stride() != self.stride():
+        copy_kernel((out,), (self,))
+
+
+_REDUCE_MODE = {None: 1, "add": 2, "sum": 2, "multiply": 3}
+
+
+def scatter_src_out(self, dim, index, src, out):
+    _scatter_prepare(self, out)
+    _gather_scatter(index, src, out, dim, 1)
+
+
+def scatter_value_out(self, dim, index, value, out):
+    _scatter_prepare(self, out)
+    _gather_scatter(index, None, out, dim, 1, value)
+
+
+def scatter_reduce_out(self, dim, index, src, reduce, out):
+    _scatter_prepare(self, out)
+    _gather_scatter(index, src, out, dim, _REDUCE_MODE[reduce])
+
+
+def scatter_value_reduce_out(self, dim, index, value, reduce, out):
+    _scatter_prepare(self, out)
+    _gather_scatter(index, None, out, dim, _REDUCE_MODE[reduce], value)
+
+
+def scatter_add_out(self, dim, index, src, out):
+    _scatter_prepare(self, out)
+    _gather_scatter(index, src, out, dim, 2)
+
+
+# -- index_select / embedding ----------------------------------------------
+
+@triton.jit
+def _index_select_kernel(src, index, out, n, L, S, B, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    b = o % B
+    l = (o // B) % L
+    a = o // (B * L)
+    idx = tl.load(index + l, mask=mask, other=0).to(tl.int64)
+    idx = tl.where(idx < 0, idx + S, idx)
+    v = tl.load(src + (a * S + idx) * B + b, mask=mask)
+    tl.store(out + o, v, mask=mask)
+
+
+def index_select_out(self, dim, index, out):
+    x = _contiguous(self)
+    if x.dim() == 0:
+        x = x.reshape(1)
+    d = dim % x.dim()
+    A = math.prod(x.shape[:d])
+    S = x.shape[d]
+    B = math.prod(x.shape[d + 1:])
+    index = _contiguous(index.reshape(-1))
+    L = index.numel()
+    n = A * L * B
+    if n == 0:
+        return out
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    block = _block(n)
+    launch(_index_select_kernel, (triton.cdiv(n, block),), x, index, target, n, L, S, B,
+           BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+    return out
+
+
+def index_select(self, dim, index):
+    shape = list(self.shape) if self.dim() else [1]
+    shape[dim % len(shape)] = index.numel()
+    if self.dim() == 0:
+        shape = []
+    out = torch.empty(shape, dtype=self.dtype, device=self.device)
+    return index_select_out(self, dim, index, out)
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    out = torch.empty(list(indices.shape) + [weight.shape[1]], dtype=weight.dtype,
+                      device=weight.device)
+    index_select_out(weight, 0, indices, out.view(-1, weight.shape[1]))
+    return out
+
+
+@triton.jit
+def _embedding_bwd_kernel(grad, index, out, n, D, padding_idx, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    row = o // D
+    col = o % D
+    idx = tl.load(index + row, mask=mask, other=0).to(tl.int64)
+    mask = mask & (idx != padding_idx)
+    g = tl.load(grad + o, mask=mask, other=0).to(out.dtype.element_ty)
+    tl.atomic_add(out + idx * D + col, g, mask=mask)
+
+
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+                             scale_grad_by_freq):
+    if scale_grad_by_freq:
+        raise NotImplementedError("torch_ext: embedding backward with scale_grad_by_freq")
+    D = grad_output.shape[-1]
+    acc = torch.float64 if grad_output.dtype == torch.float64 else torch.float32
+    grad_w = torch.empty((num_weights, D), dtype=acc, device=grad_output.device)
+    fill_kernel((grad_w,), (), acc, 0)
+    g = _contiguous(grad_output).view(-1, D)
+    idx = _contiguous(indices.reshape(-1))
+    n = g.numel()
+    if n:
+        block = _block(n)
+        launch(_embedding_bwd_kernel, (triton.cdiv(n, block),), g, idx, grad_w, n, D,
+               padding_idx, BLOCK=block)
+    if acc == grad_output.dtype:
+        return grad_w
+    out = torch.empty((num_weights, D), dtype=grad_output.dtype, device=grad_output.device)
+    copy_kernel((out,), (grad_w,))
+    return out
+
+
+# -- masked_fill ------------------------------------------------------------
+
+@pointwise(num_inputs=2, cast=[True, False])
+@triton.jit
+def _masked_fill(x, m, value):
+    return tl.where(m != 0, value, x)
+
+
+def masked_fill_(self, mask, value):
+    """masked_fill_.Scalar / .Tensor (value a number or 0-dim tensor)."""
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    _masked_fill.iter((self,), (self, mask.expand(self.shape)), self.dtype, value)
+    return self
+
+
+def masked_fill(self, mask, value):
+    out = torch.empty(torch.broadcast_shapes(self.shape, mask.shape), dtype=self.dtype,
+                      device=self.device)
+    copy_kernel((out,), (self.expand(out.shape),))
+    return masked_fill_(out, mask, value)
+
+
+# -- cat / flip / tril / triu / arange --------------------------------------
+
+def cat_out(tensors, dim, valid, all_contiguous, all_same_dtype, all_same_sizes_and_stride,
+            memory_format, out):
+    offset = 0
+    for t in tensors:
+        if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
+            continue  # legacy empty tensors are skipped by cat
+        size = t.shape[dim]
+        if t.numel():
+            copy_kernel((out.narrow(dim, offset, size),), (t,))
+        offset += size
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    ref = next((t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)), tensors[0])
+    d = dim % max(ref.dim(), 1)
+    shape = list(ref.shape)
+    shape[d] = sum(t.shape[d] for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)
+                   or ref.dim() == 1)
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    out = torch.empty(shape, dtype=dtype, device=ref.device)
+    cat_out(tensors, d, 0, False, False, False, torch.contiguous_format, out)
+    return out
+
+
+@triton.jit
+def _strided_copy_kernel(src, out, n, base, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5,
+                         BLOCK: tl.constexpr):
+    # out (contiguous) = src[base + sum i_d * t_d], strides may be negative.
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
+    v = tl.load(src + base + _dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5), mask=mask)
+    tl.store(out + o, v, mask=mask)
+
+
+def flip(self, dims):
+    out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    n = self.numel()
+    if n == 0:
+        return out
+    dims = {d % max(self.dim(), 1) for d in dims}
+    strides = list(self.stride())
+    base = 0
+    for d in dims:
+        if self.dim():
+            base += (self.shape[d] - 1) * strides[d]
+            strides[d] = -strides[d]
+    # base is relative to the tensor's own start: pass the storage view as-is.
+    shape = _pad(self.shape, 1)
+    block = _block(n)
+    launch(_strided_copy_kernel, (triton.cdiv(n, block),), self, out, n, base, *shape[1:],
+           *_pad(strides, 0), BLOCK=block)
+    return out
+
+
+def flip_out(self, dims, out):
+    copy_kernel((out,), (flip(self, dims),))
+
+
+@triton.jit
+def _tri_kernel(src, out, n, M, N, diagonal, LOWER: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    j = o % N
+    i = (o // N) % M
+    if LOWER:
+        keep = j - i <= diagonal
+    else:
+        keep = j - i >= diagonal
+    v = tl.load(src + o, mask=mask & keep, other=0)
+    tl.store(out + o, v, mask=mask)
+
+
+def _tri(self, diagonal, out, lower):
+    x = _contiguous(self)
+    n = x.numel()
+    if n == 0:
+        return
+    # Each element reads only itself, so out may alias self.
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    M, N = x.shape[-2], x.shape[-1]
+    block = _block(n)
+    launch(_tri_kernel, (triton.cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower,
+           BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+
+
+def tril_out(self, diagonal, out):
+    _tri(self, diagonal, out, True)
+
+
+def triu_out(self, diagonal, out):
+    _tri(self, diagonal, out, False)
+
+
+@triton.jit
+def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.cast(start, ACC) + o.to(ACC) * tl.cast(step, ACC)
+    tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
+
+
+def arange_out(start, end, step, out):
+    """arange.start_out (plain): out already has its size (the caller resizes it)."""
+    n = out.numel()
+    if n == 0:
+        return out
+    acc = tl.float64 if out.dtype.is_floating_point else tl.int64
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    block = _block(n)
+    launch(_arange_kernel, (triton.cdiv(n, block),), target, n, start, step, ACC=acc,
+           BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+    return out
+
+
+KERNELS = {
+    "gather": gather_out, "scatter_src": scatter_src_out, "scatter_value": scatter_value_out,
+    "scatter_reduce": scatter_reduce_out, "scatter_value_reduce": scatter_value_reduce_out,
+    "scatter_add": scatter_add_out, "index_select": index_select,
+    "index_select_out": index_select_out, "embedding": embedding,
+    "embedding_dense_backward": embedding_dense_backward, "masked_fill_": masked_fill_,
+    "masked_fill": masked_fill, "cat": cat_out, "flip": flip, "flip_out": flip_out,
+    "tril": tril_out, "triu": triu_out, "arange": arange_out,
+}
