@@ -17,9 +17,9 @@ the docstring of each family module.
 This package does not need `torch_ext._C`: kernels run on CPU tensors under
 Triton's interpreter for standalone tests.
 """
-from . import activation, binary, blas, copy, index, norm, reduction, softmax, ternary, unary
+from . import activation, binary, blas, copy, index, loss, norm, random, reduction, softmax, ternary, unary
 
 KERNELS = {}
 for _family in (binary, unary, activation, ternary, copy, reduction, softmax, norm, blas,
-                index):
+                index, loss, random):
     KERNELS.update(_family.KERNELS)

@@ -1,0 +1,134 @@
+"""Losses: nll_loss forward/backward (structured impls, (2)), mse_loss
+forward ((2): mse_loss.out impl (self, target, reduction, out)) and backward
+((3): mse_loss_backward(grad_output, self, target, reduction)).
+
+  nll_loss_forward.output impl: (self, target, weight?, reduction, ignore_index,
+                                 output, total_weight)
+  nll_loss_backward.grad_input impl: (grad_output, self, target, weight?,
+                                 reduction, ignore_index, total_weight, grad_input)
+reduction: 0 none, 1 mean, 2 sum.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from ._launch import launch
+from .activation import mse, mse_backward
+from .copy import copy_kernel, fill_kernel
+from .reduction import SUM, _contiguous, reduce_into
+from .index import _block
+
+NONE, MEAN, SUM_RED = 0, 1, 2
+
+
+@triton.jit
+def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, HAS_W: tl.constexpr,
+                BLOCK: tl.constexpr):
+    n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = n < N
+    t = tl.load(target + n, mask=mask, other=0).to(tl.int64)
+    valid = mask & (t != ignore_index)
+    if HAS_W:
+        w = tl.load(weight + t, mask=valid, other=0).to(tl.float32)
+    else:
+        w = tl.where(valid, 1.0, 0.0)
+    v = tl.load(x + n * C + t, mask=valid, other=0).to(tl.float32)
+    tl.store(loss + n, tl.where(valid, -w * v, 0.0).to(loss.dtype.element_ty), mask=mask)
+    tl.store(wsum + n, w, mask=mask)
+
+
+@triton.jit
+def _nll_bwd_kernel(g, target, weight, total_weight, gi, N, C, ignore_index,
+                    REDUCTION: tl.constexpr, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
+    n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = n < N
+    t = tl.load(target + n, mask=mask, other=0).to(tl.int64)
+    valid = mask & (t != ignore_index)
+    if HAS_W:
+        w = tl.load(weight + t, mask=valid, other=0).to(tl.float32)
+    else:
+        w = tl.where(valid, 1.0, 0.0)
+    if REDUCTION == 0:
+        gv = tl.load(g + n, mask=mask, other=0).to(tl.float32)
+    else:
+        gv = tl.load(g + n * 0, mask=mask, other=0).to(tl.float32)
+    if REDUCTION == 1:
+        gv = gv / tl.load(total_weight + n * 0, mask=mask, other=1).to(tl.float32)
+    tl.store(gi + n * C + t, (-w * gv).to(gi.dtype.element_ty), mask=valid)
+
+
+def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
+    x = _contiguous(self)
+    N = x.shape[0] if x.dim() == 2 else 1
+    C = x.shape[-1]
+    tgt = _contiguous(target.reshape(-1))
+    w = _contiguous(weight) if weight is not None else None
+    per = output if reduction == NONE and output.is_contiguous() else \
+        torch.empty((N,), dtype=torch.float32 if x.dtype != torch.float64 else x.dtype,
+                    device=x.device)
+    wsum = torch.empty((N,), dtype=torch.float32, device=x.device)
+    if N:
+        block = _block(N)
+        launch(_nll_kernel, (triton.cdiv(N, block),), x, tgt, w if w is not None else x,
+               per, wsum, N, C, ignore_index, HAS_W=w is not None, BLOCK=block)
+    if reduction == NONE:
+        if per is not output:
+            copy_kernel((output,), (per.view(output.shape),))
+        fill_kernel((total_weight,), (), total_weight.dtype, 0)
+        return
+    reduce_into(wsum, None, total_weight, SUM)
+    if reduction == SUM_RED:
+        reduce_into(per, None, output, SUM)
+    else:
+        from .binary import div_true
+        s = torch.empty((), dtype=per.dtype, device=x.device)
+        reduce_into(per, None, s, SUM)
+        div_true(s, total_weight, out=output)
+
+
+def nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index,
+                          total_weight, grad_input):
+    fill_kernel((grad_input,), (), grad_input.dtype, 0)
+    N = self.shape[0] if self.dim() == 2 else 1
+    C = self.shape[-1]
+    if N == 0:
+        return
+    gi = grad_input if grad_input.is_contiguous() else torch.empty(
+        grad_input.shape, dtype=grad_input.dtype, device=grad_input.device)
+    if gi is not grad_input:
+        fill_kernel((gi,), (), gi.dtype, 0)
+    tgt = _contiguous(target.reshape(-1))
+    w = _contiguous(weight) if weight is not None else None
+    block = _block(N)
+    launch(_nll_bwd_kernel, (triton.cdiv(N, block),), _contiguous(grad_output), tgt,
+           w if w is not None else gi, total_weight, gi, N, C, ignore_index,
+           REDUCTION=reduction, HAS_W=w is not None, BLOCK=block)
+    if gi is not grad_input:
+        copy_kernel((grad_input,), (gi,))
+
+
+def mse_loss_out(self, target, reduction, out):
+    if reduction == NONE:
+        mse(self, target, out=out)
+        return
+    sq = mse(self, target)
+    n = sq.numel()
+    reduce_into(sq, None, out, SUM, scale=(1.0 / n if n else float("nan"))
+                if reduction == MEAN else 1.0)
+
+
+def mse_loss_backward(grad_output, self, target, reduction):
+    norm = 2.0 / self.numel() if reduction == MEAN else 2.0
+    return mse_backward(self, target, grad_output, norm)
+
+
+def mse_loss_backward_out(grad_output, self, target, reduction, grad_input):
+    norm = 2.0 / self.numel() if reduction == MEAN else 2.0
+    mse_backward(self, target, grad_output, norm, out=grad_input)
+
+
+KERNELS = {
+    "nll_loss_forward": nll_loss_forward_out, "nll_loss_backward": nll_loss_backward_out,
+    "mse_loss": mse_loss_out, "mse_loss_backward": mse_loss_backward,
+    "mse_loss_backward_out": mse_loss_backward_out,
+}

@@ -1,0 +1,170 @@
+"""Random numbers on the device's Philox generator.
+
+Seed and offset come from `torch_ext._C._generator_philox(generator,
+device_index, increment)` -> (seed, offset), which reserves `increment`
+values of the stream; without the extension a process-local counter seeded
+by torch.initial_seed() stands in (standalone tests).
+
+Stub kernels (1), the iterator having one output:
+  uniform(outs, ins, dt, from, to, gen)         uniform_stub
+  random_from_to(outs, ins, dt, range, base, gen)  random_from_to_stub
+  random(outs, ins, dt, gen)                    random_stub
+  exponential(outs, ins, dt, lambd, gen)        exponential_stub
+Tensor stubs (3-like, called with the stub's arguments):
+  normal(self, mean, std, gen)                  normal_stub
+  bernoulli_scalar(self, p, gen)                bernoulli_scalar_stub
+  bernoulli_tensor(self, p, gen)                bernoulli_tensor_stub
+Plain ops (3): native_dropout(input, p, train) -> (out, mask),
+  native_dropout_backward(grad_output, mask, scale).
+"""
+import math
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+from ._launch import launch
+from .copy import copy_kernel
+from .index import _block
+
+UNIFORM, NORMAL, BERNOULLI, BERNOULLI_T, RANDOM_RANGE, EXPONENTIAL = \
+    [tl.constexpr(i) for i in range(6)]
+
+_fallback_offset = {}
+
+
+def philox(generator, device, increment):
+    """(seed, offset) for `increment` values of the device generator."""
+    c_ext = sys.modules.get("torch_ext._C")
+    index = device.index if isinstance(device, torch.device) and device.index is not None else 0
+    if c_ext is not None and hasattr(c_ext, "_generator_philox"):
+        return c_ext._generator_philox(generator, index, increment)
+    seed = generator.initial_seed() if isinstance(generator, torch.Generator) \
+        else torch.initial_seed()
+    key = (seed, index)
+    offset = _fallback_offset.get(key, 0)
+    _fallback_offset[key] = offset + increment
+    return seed, offset
+
+
+@triton.jit
+def _random_kernel(out, p, n, seed, offset, a, b, KIND: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    # Each element draws from its own Philox counter: offset + 4 * index.
+    c = (offset + o * 4)
+    if KIND == NORMAL:
+        v = a + b * tl.randn(seed, c)
+    elif KIND == BERNOULLI:
+        v = tl.rand(seed, c) < a
+    elif KIND == BERNOULLI_T:
+        v = tl.rand(seed, c) < tl.load(p + o, mask=mask, other=0).to(tl.float32)
+    elif KIND == RANDOM_RANGE:
+        r0, r1, r2, r3 = tl.randint4x(seed, c)
+        wide = (r0.to(tl.uint64) << 32) | r1.to(tl.uint64)
+        v = (wide % b.to(tl.uint64)).to(tl.int64) + a
+    elif KIND == EXPONENTIAL:
+        u = tl.rand(seed, c)
+        v = -tl.log(1.0 - u) / a
+    else:
+        v = a + (b - a) * tl.rand(seed, c)
+    tl.store(out + o, v.to(out.dtype.element_ty), mask=mask)
+
+
+def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
+    n = out.numel()
+    if n == 0:
+        return out
+    seed, offset = philox(generator, out.device, 4 * n)
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    block = _block(n)
+    launch(_random_kernel, (triton.cdiv(n, block),), target, p if p is not None else target, n,
+           seed, offset, a, b, KIND=kind, BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+    return out
+
+
+def uniform(outs, ins, common_dtype, from_, to, generator=None):
+    _fill_random(outs[0], UNIFORM, float(from_), float(to), generator=generator)
+
+
+def normal(self, mean, std, generator=None):
+    _fill_random(self, NORMAL, float(mean), float(std), generator=generator)
+
+
+def bernoulli_scalar(self, p, generator=None):
+    _fill_random(self, BERNOULLI, float(p), generator=generator)
+
+
+def bernoulli_tensor(self, p, generator=None):
+    p = p.expand(self.shape)
+    if not p.is_contiguous():
+        pc = torch.empty(self.shape, dtype=p.dtype, device=p.device)
+        copy_kernel((pc,), (p,))
+        p = pc
+    _fill_random(self, BERNOULLI_T, p=p, generator=generator)
+
+
+def random_from_to(outs, ins, common_dtype, range_, base, generator=None):
+    _fill_random(outs[0], RANDOM_RANGE, int(base), int(range_), generator=generator)
+
+
+def random(outs, ins, common_dtype, generator=None):
+    dtype = outs[0].dtype
+    if dtype.is_floating_point:
+        hi = 2 ** {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24}.get(dtype, 53) + 1
+    elif dtype == torch.bool:
+        hi = 2
+    else:
+        hi = torch.iinfo(dtype).max + 1
+    _fill_random(outs[0], RANDOM_RANGE, 0, hi, generator=generator)
+
+
+def exponential(outs, ins, common_dtype, lambd, generator=None):
+    _fill_random(outs[0], EXPONENTIAL, float(lambd), generator=generator)
+
+
+@triton.jit
+def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    k = tl.rand(seed, offset + o * 4) >= p
+    v = tl.load(x + o, mask=mask, other=0).to(tl.float32)
+    tl.store(out + o, tl.where(k, v * scale, 0.0).to(out.dtype.element_ty), mask=mask)
+    tl.store(keep + o, k, mask=mask)
+
+
+def native_dropout(input, p, train):
+    from .reduction import _contiguous
+    x = _contiguous(input)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    keep = torch.empty(x.shape, dtype=torch.bool, device=x.device)
+    if train is False or p == 0:
+        copy_kernel((out,), (x,))
+        from .copy import fill_kernel
+        fill_kernel((keep,), (), torch.bool, True)
+        return out, keep
+    n = x.numel()
+    if n:
+        seed, offset = philox(None, x.device, 4 * n)
+        scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
+        block = _block(n)
+        launch(_dropout_kernel, (triton.cdiv(n, block),), x, out, keep, n, seed, offset,
+               float(p), scale, BLOCK=block)
+    return out, keep
+
+
+def native_dropout_backward(grad_output, mask, scale):
+    from .binary import mul
+    return mul(mul(grad_output, mask), scale)
+
+
+KERNELS = {
+    "uniform": uniform, "normal": normal, "bernoulli_scalar": bernoulli_scalar,
+    "bernoulli_tensor": bernoulli_tensor, "random_from_to": random_from_to, "random": random,
+    "exponential": exponential, "native_dropout": native_dropout,
+    "native_dropout_backward": native_dropout_backward,
+}
