@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -74,7 +75,13 @@ struct Driver {
   virtual bool hostAddressable() const = 0;
 };
 
-// The driver chosen at first use from TORCH_EXT_DRIVER=auto|host|cuda.
+// The driver chosen at first use from TORCH_EXT_DRIVER=auto|host|cuda
+// (auto: cuda when make_cuda_driver() finds a usable GPU, else host).
 Driver& driver();
+
+// Factories. make_cuda_driver returns nullptr when no usable GPU (or no
+// libcuda.so.1) is found; defined in CudaDriver.cpp.
+std::unique_ptr<Driver> make_host_driver();
+std::unique_ptr<Driver> make_cuda_driver();
 
 }  // namespace torch_ext::runtime
