@@ -1,0 +1,151 @@
+"""Fused ops for torch_ext:: (plain, convention (3)); each has a backward.
+
+  skip_layer_norm(x, residual, normalized_shape, weight?, bias?, eps)
+      -> (out, mean, rstd) of layer_norm(x + residual)
+  skip_rms_norm(x, residual, normalized_shape, weight?, eps) -> (out, rstd)
+  fused_add_rms_norm(x, residual, normalized_shape, weight?, eps)
+      -> (out, x + residual)          (the sum is the next block's residual)
+  gelu_and_mul(x, approximate) -> gelu(x[..., :d]) * x[..., d:]
+  gelu_and_mul_backward(grad, x, approximate) -> dx
+  silu_and_mul(x) / silu_and_mul_backward(grad, x)
+  rotary_embedding(x, cos, sin, interleaved) -> out
+      x (..., D); cos/sin broadcastable to x[..., :D/2]; out1 = x1 cos - x2 sin,
+      out2 = x2 cos + x1 sin, with (x1, x2) the halves (or even/odd lanes when
+      interleaved).  Its backward is rotary_embedding with -sin.
+The backward of the norm ones is native_layer_norm_backward / rms_norm_bwd
+(the gradient of the residual equals that of x).
+"""
+import torch
+import triton
+import triton.language as tl
+
+from . import _math
+from .binary import add
+from .norm import native_layer_norm, rms_norm_fwd
+from ._pointwise import pointwise
+
+
+def skip_layer_norm(x, residual, normalized_shape, weight, bias, eps):
+    return native_layer_norm(add(x, residual, 1), normalized_shape, weight, bias, eps)
+
+
+def skip_rms_norm(x, residual, normalized_shape, weight, eps):
+    return rms_norm_fwd(add(x, residual, 1), normalized_shape, weight, eps)
+
+
+def fused_add_rms_norm(x, residual, normalized_shape, weight, eps):
+    s = add(x, residual, 1)
+    out, _ = rms_norm_fwd(s, normalized_shape, weight, eps)
+    return out, s
+
+
+@pointwise()
+@triton.jit
+def _gelu_mul(a, b):
+    return 0.5 * a * (1.0 + tl.erf(a * 0.7071067811865476)) * b
+
+
+@pointwise()
+@triton.jit
+def _gelu_tanh_mul(a, b):
+    inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
+    return 0.5 * a * (1.0 + _math.tanh(inner)) * b
+
+
+@pointwise(num_outputs=2)
+@triton.jit
+def _gelu_mul_bwd(g, a, b):
+    cdf = 0.5 * (1.0 + tl.erf(a * 0.7071067811865476))
+    pdf = tl.exp(-0.5 * a * a) * 0.3989422804014327
+    return g * b * (cdf + a * pdf), g * a * cdf
+
+
+@pointwise(num_outputs=2)
+@triton.jit
+def _gelu_tanh_mul_bwd(g, a, b):
+    k = 0.7978845608028654
+    a2 = a * a
+    t = _math.tanh(k * (a + 0.044715 * a2 * a))
+    dgelu = 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * a2)
+    return g * b * dgelu, g * 0.5 * a * (1.0 + t)
+
+
+@pointwise()
+@triton.jit
+def _silu_mul(a, b):
+    return a / (1.0 + tl.exp(-a)) * b
+
+
+@pointwise(num_outputs=2)
+@triton.jit
+def _silu_mul_bwd(g, a, b):
+    s = 1.0 / (1.0 + tl.exp(-a))
+    return g * b * s * (1.0 + a * (1.0 - s)), g * a * s
+
+
+def _halves(x):
+    d = x.shape[-1] // 2
+    return x[..., :d], x[..., d:], d
+
+
+def _tanh(approximate):
+    return approximate in ("tanh", 1)
+
+
+def gelu_and_mul(x, approximate="none"):
+    a, b, _ = _halves(x)
+    return (_gelu_tanh_mul if _tanh(approximate) else _gelu_mul)(a, b)
+
+
+def silu_and_mul(x):
+    a, b, _ = _halves(x)
+    return _silu_mul(a, b)
+
+
+def _and_mul_backward(op, grad, x):
+    a, b, _ = _halves(x)
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    da, db, _ = _halves(dx)
+    op(grad, a, b, out=(da, db))
+    return dx
+
+
+def gelu_and_mul_backward(grad, x, approximate="none"):
+    return _and_mul_backward(_gelu_tanh_mul_bwd if _tanh(approximate) else _gelu_mul_bwd,
+                             grad, x)
+
+
+def silu_and_mul_backward(grad, x):
+    return _and_mul_backward(_silu_mul_bwd, grad, x)
+
+
+@pointwise(num_outputs=2)
+@triton.jit
+def _rotate(x1, x2, c, s):
+    return x1 * c - x2 * s, x2 * c + x1 * s
+
+
+def rotary_embedding(x, cos, sin, interleaved=False):
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if interleaved:
+        x1, x2, o1, o2 = x[..., 0::2], x[..., 1::2], out[..., 0::2], out[..., 1::2]
+    else:
+        x1, x2, _ = _halves(x)
+        o1, o2, _ = _halves(out)
+    shape = x1.shape
+    _rotate.iter((o1, o2), (x1, x2, cos.expand(shape), sin.expand(shape)), x.dtype)
+    return out
+
+
+def rotary_embedding_backward(grad, cos, sin, interleaved=False):
+    from .unary import neg
+    return rotary_embedding(grad, cos, neg(sin), interleaved)
+
+
+KERNELS = {
+    "skip_layer_norm": skip_layer_norm, "skip_rms_norm": skip_rms_norm,
+    "fused_add_rms_norm": fused_add_rms_norm, "gelu_and_mul": gelu_and_mul,
+    "gelu_and_mul_backward": gelu_and_mul_backward, "silu_and_mul": silu_and_mul,
+    "silu_and_mul_backward": silu_and_mul_backward, "rotary_embedding": rotary_embedding,
+    "rotary_embedding_backward": rotary_embedding_backward,
+}

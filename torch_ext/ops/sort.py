@@ -1,0 +1,104 @@
+"""sort and topk (structured impls, convention (2)).
+
+  sort.values_stable impl: (self, stable?, dim, descending, values, indices)
+  topk.values impl:        (self, k, dim, largest, sorted, values, indices)
+
+A rank sort: each element counts the elements that precede it (stable: ties
+keep their original order; NaN is the largest value, as in PyTorch) and is
+stored at its rank.  It is exact for every dtype and needs no index packing,
+at O(R^2) work per row -- fine for the row lengths of tests and models; a
+bitonic tl.sort path for long rows can be added by specialisation.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from ..backends import spec
+from ._launch import launch
+from .copy import copy_kernel
+from .reduction import _contiguous, as_arb
+
+
+@triton.jit
+def _precedes(vj, vi, j, i, DESCENDING: tl.constexpr):
+    nan_i = vi != vi
+    nan_j = vj != vj
+    if DESCENDING:
+        before = (vj > vi) | (nan_j & ~nan_i)
+    else:
+        before = (vj < vi) | (nan_i & ~nan_j)
+    same = (vj == vi) | (nan_i & nan_j)
+    return before | (same & (j < i))
+
+
+@triton.jit
+def _rank_sort_kernel(x, vals, idxs, R, B, K, DESCENDING: tl.constexpr, BLOCK_I: tl.constexpr,
+                      BLOCK_J: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64)
+    a = o // B
+    b = o % B
+    base = a * R * B + b
+    i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = i < R
+    vi = tl.load(x + base + i.to(tl.int64) * B, mask=imask, other=0)
+    rank = tl.zeros((BLOCK_I,), tl.int64)
+    for j0 in range(0, R, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
+        jmask = j < R
+        vj = tl.load(x + base + j.to(tl.int64) * B, mask=jmask, other=0)
+        p = _precedes(vj[None, :], vi[:, None], j[None, :], i[:, None], DESCENDING)
+        rank += tl.sum((p & jmask[None, :]).to(tl.int64), 1)
+    keep = imask & (rank < K)
+    dst = a * K * B + rank * B + b
+    tl.store(vals + dst, vi, mask=keep)
+    tl.store(idxs + dst, i.to(tl.int64), mask=keep)
+
+
+def _rank_sort(self, dim, descending, k, values, indices):
+    x = self if self.dim() else self.reshape(1)
+    d = dim % x.dim()
+    xv, A, R, B = as_arb(_contiguous(x), [d])
+    if A * B * k == 0:
+        return
+    vt = values if values.is_contiguous() else torch.empty(values.shape, dtype=values.dtype,
+                                                           device=values.device)
+    it = indices if indices.is_contiguous() else torch.empty(indices.shape, dtype=torch.int64,
+                                                             device=indices.device)
+    budget = spec("reduction_block", R) or 4096
+    bi = min(triton.next_power_of_2(R), 64)
+    bj = max(1, min(triton.next_power_of_2(R), budget // bi))
+    launch(_rank_sort_kernel, (A * B, triton.cdiv(R, bi)), xv, vt, it, R, B, k,
+           DESCENDING=bool(descending), BLOCK_I=bi, BLOCK_J=bj)
+    if vt is not values:
+        copy_kernel((values,), (vt.view(values.shape),))
+    if it is not indices:
+        copy_kernel((indices,), (it.view(indices.shape),))
+
+
+def sort_out(self, stable, dim, descending, values, indices):
+    n = self.shape[dim] if self.dim() else 1
+    _rank_sort(self, dim, descending, n, values, indices)
+
+
+def topk_out(self, k, dim, largest, sorted, values, indices):
+    _rank_sort(self, dim, largest, k, values, indices)
+
+
+def sort(self, dim=-1, descending=False, stable=False):
+    values = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    indices = torch.empty(self.shape, dtype=torch.int64, device=self.device)
+    sort_out(self, stable, dim, descending, values, indices)
+    return values, indices
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    shape = list(self.shape)
+    if shape:
+        shape[dim] = k
+    values = torch.empty(shape, dtype=self.dtype, device=self.device)
+    indices = torch.empty(shape, dtype=torch.int64, device=self.device)
+    topk_out(self, k, dim, largest, sorted, values, indices)
+    return values, indices
+
+
+KERNELS = {"sort": sort_out, "topk": topk_out}
