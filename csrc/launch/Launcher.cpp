@@ -2,7 +2,6 @@
 
 #include "launch/FastLaunch.h"
 
-#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
@@ -69,7 +68,8 @@ c10::IValue from_py(py::handle obj) {
   if (e.matches(PyExc_ValueError)) TORCH_CHECK_VALUE(false, msg);
   if (e.matches(PyExc_NotImplementedError)) TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
   if (e.matches(PyExc_IndexError)) TORCH_CHECK_INDEX(false, msg);
-  if (e.matches(PyExc_MemoryError) || e.matches(THPException_OutOfMemoryError)) {
+  static py::handle oom = py::object(py::module_::import("torch").attr("OutOfMemoryError")).release();
+  if (e.matches(PyExc_MemoryError) || e.matches(oom)) {
     throw c10::OutOfMemoryError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
   }
   TORCH_CHECK(false, msg);
