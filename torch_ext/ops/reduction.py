@@ -46,7 +46,8 @@ def _reduce_kernel(x, out, aux, O, R, B, neutral, scale, p, OP: tl.constexpr,
     for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
-        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0).to(ACC)
+        raw = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0)
+        v = raw.to(ACC)
         if OP == SUM:
             acc += v
         elif OP == PROD:
@@ -59,9 +60,9 @@ def _reduce_kernel(x, out, aux, O, R, B, neutral, scale, p, OP: tl.constexpr,
             d = tl.where(m, v - centre[None, :], 0)
             acc += d * d
         elif OP == ANY:
-            acc += (v != 0).to(ACC)
+            acc += (raw != 0).to(ACC)
         elif OP == ALL:
-            acc += (m & (v == 0)).to(ACC)
+            acc += (m & (raw == 0)).to(ACC)
         elif OP == ABS_SUM:
             acc += tl.abs(v)
         elif OP == SQ_SUM:
@@ -76,7 +77,7 @@ def _reduce_kernel(x, out, aux, O, R, B, neutral, scale, p, OP: tl.constexpr,
             av = tl.abs(v)
             acc += tl.where(m & (av != 0), tl.exp2(p * tl.log2(av)), 0)
         elif OP == NONZERO:
-            acc += (v != 0).to(ACC)
+            acc += (raw != 0).to(ACC)
         else:  # EXP_SUM: the second pass of logsumexp
             acc += tl.where(m, tl.exp(v - centre[None, :]), 0)
     if OP == PROD:

@@ -1,0 +1,164 @@
+"""Reductions against PyTorch (float64 reference, atol scaled by reduced size)."""
+import math
+
+import pytest
+import torch
+
+from torch_ext.ops import reduction as R
+
+from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+DIMS = [None, [1], [0], [2], [0, 2], [-1, -2]]
+
+
+def _out(x, dims, keepdim, dtype):
+    d = R.normalize_dims(dims, x.dim())
+    shape = [1 if i in d else s for i, s in enumerate(x.shape)] if keepdim else \
+        [s for i, s in enumerate(x.shape) if i not in d]
+    return torch.empty(shape, dtype=dtype, device=x.device)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.float64])
+@pytest.mark.parametrize("dims", DIMS)
+def test_sum_mean_amax_amin(dims, dtype, device):
+    x = randn((5, 33, 7), dtype, device)
+    xr = to_ref(x)
+    rdims = list(range(3)) if dims is None else dims
+    n = math.prod(x.shape[d] for d in rdims)
+    for keepdim in (False, True):
+        out = _out(x, dims, keepdim, dtype)
+        R.sum_out(x, dims, keepdim, None, out)
+        assert_close(out, xr.sum(rdims, keepdim=keepdim), dtype, reduce_dim=n)
+        R.mean_out(x, dims, keepdim, None, out)
+        assert_close(out, xr.mean(rdims, keepdim=keepdim), dtype)
+        R.amax_out(x, dims or [], keepdim, out)
+        assert_close(out, xr.amax(rdims, keepdim=keepdim), dtype)
+        R.amin_out(x, dims or [], keepdim, out)
+        assert_close(out, xr.amin(rdims, keepdim=keepdim), dtype)
+
+
+def test_reduction_shapes(device):
+    for shape, dims in [((0, 4), [0]), ((3, 0), [1]), ((), None), ((1,), [0]), ((4097,), [0])]:
+        x = randn(shape, torch.float32, device)
+        out = _out(x, dims, False, torch.float32)
+        R.sum_out(x, dims, False, None, out)
+        assert_close(out, to_ref(x).sum(dims or []), reduce_dim=max(x.numel(), 1))
+        R.mean_out(x, dims, False, None, out)
+        assert_close(out, to_ref(x).mean(dims or list(range(x.dim()))).float())
+    x = randn((6, 40), torch.float32, device)[:, ::3]  # non-contiguous
+    out = torch.empty(6, device=device)
+    R.sum_out(x, [1], False, None, out)
+    assert_close(out, to_ref(x).sum(1), reduce_dim=14)
+    out = torch.empty(14, device=device)
+    R.amax_out(x.t(), [1], False, out)
+    assert_close(out, to_ref(x).t().amax(1))
+
+
+def test_sum_dtypes(device):
+    i = randn((7, 9), torch.int32, device)
+    out = torch.empty(9, dtype=torch.int64, device=device)
+    R.sum_out(i, [0], False, None, out)
+    assert_close(out, i.cpu().sum(0))
+    assert_close(R.sum_all(i), i.cpu().sum())
+    h = randn((300,), torch.float16, device)
+    out = torch.empty((), dtype=torch.float32, device=device)
+    R.sum_out(h, None, False, torch.float32, out)
+    assert_close(out, to_ref(h).sum(), torch.float32, reduce_dim=300)
+    b = randn((10, 3), torch.bool, device)
+    out = torch.empty(3, dtype=torch.int64, device=device)
+    R.sum_out(b, [0], False, None, out)
+    assert_close(out, b.cpu().sum(0))
+
+
+def test_prod(device):
+    x = randn((4, 6), torch.float32, device, 0.5, 1.5)
+    out = torch.empty(4, device=device)
+    R.prod_out(x, 1, False, None, out)
+    assert_close(out, to_ref(x).prod(1), torch.float32)
+    i = randn((3, 5), torch.int64, device, -3, 4)
+    assert_close(R.prod_all(i), i.cpu().prod())
+
+
+def test_max_min_arg(device):
+    x = randn((5, 17, 4), torch.float32, device)
+    x[1, 3, 2] = math.nan
+    for dim in (0, 1, 2):
+        shape = [s for d, s in enumerate(x.shape) if d != dim]
+        v = torch.empty(shape, device=device)
+        i = torch.empty(shape, dtype=torch.int64, device=device)
+        R.max_dim_out(x, dim, False, v, i)
+        ref = torch.max(x.cpu(), dim)
+        assert_close(v, ref.values)
+        assert_close(i, ref.indices)
+        R.min_dim_out(x, dim, False, v, i)
+        ref = torch.min(x.cpu(), dim)
+        assert_close(v, ref.values)
+        assert_close(i, ref.indices)
+    xi = randn((6, 9), torch.int64, device, -3, 3)  # many ties: first index wins
+    out = torch.empty(6, dtype=torch.int64, device=device)
+    R.argmax_out(xi, 1, False, out)
+    assert_close(out, xi.cpu().argmax(1))
+    R.argmin_out(xi, 1, False, out)
+    assert_close(out, xi.cpu().argmin(1))
+    out = torch.empty((), dtype=torch.int64, device=device)
+    R.argmax_out(xi, None, False, out)
+    assert_close(out, xi.cpu().argmax())
+    assert_close(R.max_all(x), x.cpu().max())
+    assert_close(R.min_all(xi), xi.cpu().min())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_var_std(dtype, device):
+    x = randn((6, 50, 3), dtype, device) + 3
+    xr = to_ref(x)
+    for dims in (None, [1], [0, 2]):
+        rd = dims or [0, 1, 2]
+        for corr in (None, 0, 2):
+            c = 1 if corr is None else corr
+            assert_close(R.var_correction(x, dims, corr), xr.var(rd, correction=c), dtype)
+            assert_close(R.std_correction(x, dims, corr, True),
+                         xr.std(rd, correction=c, keepdim=True), dtype)
+        v, m = R.var_mean_correction(x, dims, None)
+        rv, rm = torch.var_mean(xr, rd)
+        assert_close(v, rv, dtype)
+        assert_close(m, rm, dtype)
+
+
+def test_norm_logsumexp_all_any(device):
+    x = randn((7, 30), torch.float32, device)
+    xr = to_ref(x)
+    for ord in (2, 1, 3, 0, math.inf, -math.inf):
+        out = torch.empty(7, device=device)
+        R.linalg_vector_norm_out(x, ord, [1], False, None, out)
+        assert_close(out, torch.linalg.vector_norm(xr, ord, 1), torch.float32, reduce_dim=30)
+    assert_close(R.logsumexp(x, [1]), torch.logsumexp(xr, 1), torch.float32)
+    big = torch.full((3, 4), -math.inf, device=device)
+    big[0, 0] = 1.0
+    assert_close(R.logsumexp(big, [1]), torch.logsumexp(big.cpu(), 1))
+    b = x > 0.5
+    out = torch.empty(30, dtype=torch.bool, device=device)
+    R.any_out(b, [0], False, out)
+    assert_close(out, b.cpu().any(0))
+    R.all_out(b, 0, False, out)
+    assert_close(out, b.cpu().all(0))
+    out = torch.empty((), dtype=torch.bool, device=device)
+    R.all_all_out(x != 100, out)
+    assert bool(out.cpu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_cumsum(dtype, device):
+    x = randn((5, 300, 3), dtype, device, -5, 5)
+    for dim in (0, 1, 2):
+        out = torch.empty(x.shape, dtype=torch.int64 if not dtype.is_floating_point else dtype,
+                          device=device)
+        R.cumsum_out(x, dim, None, out)
+        ref = to_ref(x).cumsum(dim)
+        assert_close(out, ref if not dtype.is_floating_point else ref.to(dtype), dtype
+                     if dtype.is_floating_point else None, reduce_dim=x.shape[dim])
+    out = torch.empty(6, 5, device=device).t()
+    xs = randn((5, 6), torch.float32, device)
+    R.cumsum_out(xs, 1, None, out)
+    assert_close(out, to_ref(xs).cumsum(1), reduce_dim=6)
