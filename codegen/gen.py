@@ -57,10 +57,9 @@ class PrivateUse1StructuredGen(StructuredRegisterDispatchKey):
 
 def backend_index(op: Op, namespace: str) -> BackendIndex:
     index = {}
-    structured_ = op.mode in ("Legacy", "LegacyMeta", "Customized")
     ns = "at::native" if op.mode == "Legacy" else namespace
     for f in op.functions:
-        index[f.func.name] = BackendMetadata(kernel=op.kernel, structured=structured_, cpp_namespace=ns)
+        index[f.func.name] = BackendMetadata(kernel=op.kernel, structured=op.structured, cpp_namespace=ns)
     return BackendIndex(dispatch_key=DispatchKey.PrivateUse1, use_out_as_primary=True,
                         external=False, device_guard=True, index=index)
 
@@ -70,7 +69,7 @@ def _dispatch_gen(op: Op, namespace: str, target: Target):
     common = dict(backend_index=bi, target=target, selector=SelectiveBuilder.get_nop_selector(),
                   rocm=False, symint=False, class_method_name=None,
                   skip_dispatcher_op_registration=False)
-    if op.mode == "Plain":
+    if not op.structured:
         return lambda f: RegisterDispatchKey(**common).gen_unstructured(f, None)
     return PrivateUse1StructuredGen(**common, g=op.group).gen_one
 
@@ -91,7 +90,7 @@ def _includes(op: Op) -> set[str]:
     for f in op.functions:
         root = f.root_name
         inc.add(f"ATen/ops/{root}_native.h")
-        if op.mode in ("Legacy", "LegacyMeta", "Customized"):
+        if op.structured:
             inc.add(f"ATen/ops/{root}_meta.h")
     for s in op.stubs:
         inc.add(all_stubs()[s].header)

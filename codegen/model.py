@@ -47,6 +47,7 @@ OUR_KEY = "PrivateUse1"
 class Op:
     mode: str
     entries: list[Entry]
+    structured: bool = False
     # aten ops
     group: NativeFunctionsGroup | None = None
     functions: list[NativeFunction] = field(default_factory=list)
@@ -65,7 +66,7 @@ class Op:
     def name(self) -> str:
         if self.schema is not None:
             return f"{NEW_OP_NAMESPACE}::{self.schema.name}"
-        if self.group is not None and self.mode != "Plain":
+        if self.structured:
             return str(self.group.out.func.name)
         return str(self.functions[0].func.name)
 
@@ -104,11 +105,31 @@ def native_db() -> NativeDb:
 
 
 @functools.lru_cache(maxsize=None)
+def _libtorch_cpu_symbols() -> str:
+    lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    return subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
+
+
+@functools.lru_cache(maxsize=None)
 def exported_impl_classes() -> frozenset[str]:
     """at::native::structured_* classes whose impl() libtorch_cpu defines."""
-    lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
-    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
-    return frozenset(re.findall(r"_ZN2at6native\d+(structured_\w+?)4impl", out))
+    return frozenset(re.findall(r"_ZN2at6native\d+(structured_\w+?)4impl", _libtorch_cpu_symbols()))
+
+
+@functools.lru_cache(maxsize=None)
+def exported_native_functions() -> frozenset[str]:
+    """Plain at::native:: functions libtorch_cpu defines."""
+    syms = _libtorch_cpu_symbols()
+    out = set()
+    for m in re.finditer(r"_ZN2at6native(\d+)", syms):
+        n = int(m.group(1))
+        out.add(syms[m.end():m.end() + n])
+    return frozenset(out)
+
+
+def db_kernel(key: DispatchKey, f: NativeFunction) -> str | None:
+    m = native_db().backend_indices[key].get_kernel(f)
+    return m.kernel if m is not None else None
 
 
 def _lookup(e: Entry) -> NativeFunction:
@@ -264,7 +285,7 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
         for s in list(stubs):
             if s in scan.stub_fills:
                 del stubs[s]  # hand-written REGISTER_PRIVATEUSE1_DISPATCH wins
-        return Op("Legacy", es, group=g, functions=functions, impl_class=impl,
+        return Op("Legacy", es, structured=True, group=g, functions=functions, impl_class=impl,
                   kernel=impl.split("::")[-1][len("structured_"):], stubs=stubs,
                   meta_class=f"at::meta::structured_{meta_name}")
     if stubs:
@@ -298,7 +319,8 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
     if not handwritten and triton is None:
         raise e.error(f"no body for {kernel}: add 'triton: <kernel>' or write "
                       f"TORCH_IMPL_FUNC({kernel}) in namespace {namespace} (csrc/aten/)")
-    return Op(mode, es, group=g, functions=functions, impl_class=f"{namespace}::structured_{kernel}",
+    return Op(mode, es, structured=True, group=g, functions=functions,
+              impl_class=f"{namespace}::structured_{kernel}",
               kernel=kernel, meta_class=meta_class, triton=triton, handwritten=handwritten)
 
 
@@ -307,12 +329,24 @@ def _resolve_plain(e, f, g, namespace, scan, kernel_exists) -> Op:
         if k in e.keys:
             raise e.error(f"'{k}' is only for structured ops, and {e.func} is not structured "
                           "in PyTorch; register it with 'dispatch:' alone")
-    if "stub" in e.keys:
-        raise e.error(f"'stub:' is for Legacy structured ops; {e.func} is not structured")
     kernel = _dispatch_kernel(e)
     if kernel is None:
-        raise e.error(f"{e.func} is not structured in PyTorch: give it "
-                      f"'dispatch: {{{OUR_KEY}: <kernel>}}' and a body (triton: or C++)")
+        # Legacy for a non-structured op: PyTorch's one at::native kernel for
+        # CPU and CUDA, which reaches the device through its DispatchStubs.
+        cpu = db_kernel(DispatchKey.CPU, f)
+        cuda = db_kernel(DispatchKey.CUDA, f)
+        if cpu is None or cpu != cuda or cpu not in exported_native_functions():
+            raise e.error(f"{e.func} is not structured in PyTorch and has no device-generic "
+                          f"at::native kernel (CPU: {cpu or '-'}, CUDA: {cuda or '-'}): give it "
+                          f"'dispatch: {{{OUR_KEY}: <kernel>}}' and a body (triton: or C++)")
+        if "triton" in e.keys and "stub" not in e.keys:
+            raise e.error("a Legacy entry's Triton kernel fills a DispatchStub: add 'stub: <stub name>'")
+        _check_triton(e, kernel_exists)
+        stubs = {s: k for s, k in _stub_map(e).items() if s not in scan.stub_fills}
+        return Op("Legacy", [e], group=g, functions=[f], impl_class=f"at::native::{cpu}", kernel=cpu,
+                  stubs=stubs)
+    if "stub" in e.keys:
+        raise e.error("'stub:' is for Legacy entries (no dispatch:); here the body is ours")
     triton = _check_triton(e, kernel_exists)
     handwritten = scan.defines_function(kernel)
     if not handwritten and triton is None:
