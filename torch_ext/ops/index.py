@@ -90,7 +90,10 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
                  v, mask=mask)
     else:
         if SRC_IS_VALUE:
-            v = tl.full((BLOCK,), value, out.dtype.element_ty)
+            if out.dtype.element_ty == tl.bfloat16:
+                v = tl.full((BLOCK,), value, tl.float32).to(tl.bfloat16)
+            else:
+                v = tl.full((BLOCK,), value, out.dtype.element_ty)
         else:
             v = tl.load(src + _dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5),
                         mask=mask).to(out.dtype.element_ty)

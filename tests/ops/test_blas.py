@@ -1,0 +1,60 @@
+"""mm / bmm / addmm / baddbmm / mv / dot against a float64 reference."""
+import pytest
+import torch
+
+from torch_ext.ops import blas
+
+from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
+
+DTYPES = FLOAT_DTYPES + [torch.float64]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (37, 29, 50), (64, 16, 128), (5, 0, 3), (4, 6, 0)])
+def test_mm(M, N, K, dtype, device):
+    a = randn((M, K), dtype, device)
+    b = randn((K, N), dtype, device)
+    out = torch.empty(M, N, dtype=dtype, device=device)
+    blas.mm_out(a, b, out)
+    assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=max(K, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mm_strided_and_addmm(dtype, device):
+    a = randn((40, 30), dtype, device).t()          # (30, 40), column-major
+    b = randn((40, 24), dtype, device)[:, ::2]      # (40, 12), strided
+    bias = randn((12,), dtype, device)
+    out = torch.empty(12, 30, dtype=dtype, device=device).t()
+    blas.addmm_out(bias, a, b, 0.5, 2.0, out)
+    ref = 0.5 * to_ref(bias) + 2.0 * to_ref(a) @ to_ref(b)
+    assert_close(out, ref.to(dtype), dtype, reduce_dim=40)
+    nan_bias = torch.full((30, 12), float("nan"), dtype=dtype, device=device)
+    blas.addmm_out(nan_bias, a, b, 0, 1.0, out)      # beta == 0 ignores self
+    assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=40)
+    c = randn((30, 12), dtype, device)
+    ref = 1.5 * to_ref(c) + to_ref(a) @ to_ref(b)
+    blas.addmm_out(c, a, b, 1.5, 1.0, c)             # addmm_ in place
+    assert_close(c, ref.to(dtype), dtype, reduce_dim=40)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bmm_baddbmm_mv_dot(dtype, device):
+    x = randn((3, 7, 20), dtype, device)
+    y = randn((3, 20, 9), dtype, device)
+    out = torch.empty(3, 7, 9, dtype=dtype, device=device)
+    blas.bmm_out(x, y, out)
+    assert_close(out, torch.bmm(to_ref(x), to_ref(y)).to(dtype), dtype, reduce_dim=20)
+    bias = randn((7, 1), dtype, device)
+    blas.baddbmm_out(bias, x, y, 0.5, -1.0, out)
+    ref = torch.baddbmm(to_ref(bias), to_ref(x), to_ref(y), beta=0.5, alpha=-1.0)
+    assert_close(out, ref.to(dtype), dtype, reduce_dim=20)
+    m = randn((13, 20), dtype, device)
+    v = randn((20,), dtype, device)
+    assert_close(blas.mv(m, v), (to_ref(m) @ to_ref(v)).to(dtype), dtype, reduce_dim=20)
+    assert_close(blas.dot(v, v), (to_ref(v) @ to_ref(v)).to(dtype), dtype, reduce_dim=20)
+
+
+def test_int_mm_refused(device):
+    a = torch.ones(2, 2, dtype=torch.int64, device=device)
+    with pytest.raises(NotImplementedError):
+        blas.mm(a, a)

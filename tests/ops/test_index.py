@@ -1,0 +1,105 @@
+"""Indexing and tensor building kernels."""
+import pytest
+import torch
+
+from torch_ext.ops import index as I
+
+from accuracy import assert_close, randn, to_ref
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_gather_scatter(dim, dtype, device):
+    x = randn((4, 5, 6), dtype, device)
+    shape = [4, 5, 6]
+    shape[dim] = 3
+    idx = torch.randint(0, x.shape[dim], shape).to(device)
+    out = torch.empty(shape, dtype=dtype, device=device)
+    I.gather_out(x, dim, idx, False, out)
+    assert_close(out, torch.gather(x.cpu(), dim, idx.cpu()))
+    src = randn(shape, dtype, device)
+    o = torch.empty_like(x)
+    uniq = torch.argsort(torch.rand(4, 5, 6), dim).narrow(dim, 0, 3).to(device)
+    I.scatter_src_out(x, dim, uniq, src, o)
+    assert_close(o, x.cpu().scatter(dim, uniq.cpu(), src.cpu()))
+    I.scatter_value_out(x, dim, uniq, 2, o)
+    assert_close(o, x.cpu().scatter(dim, uniq.cpu(), 2))
+    if dtype != torch.bfloat16:
+        I.scatter_add_out(x, dim, idx, src, o)
+        assert_close(o, x.cpu().scatter_add(dim, idx.cpu(), src.cpu()),
+                     atol=1e-5 if dtype.is_floating_point else None)
+
+
+def test_scatter_reduce_and_inplace(device):
+    x = randn((3, 8), torch.float32, device, 0.5, 1.5)
+    idx = torch.randint(0, 8, (3, 5)).to(device)
+    src = randn((3, 5), torch.float32, device, 0.5, 1.5)
+    o = torch.empty_like(x)
+    I.scatter_reduce_out(x, 1, idx, src, "multiply", o)
+    assert_close(o, x.cpu().scatter(1, idx.cpu(), src.cpu(), reduce="multiply"))
+    I.scatter_reduce_out(x, 1, idx, src, "add", o)
+    assert_close(o, x.cpu().scatter(1, idx.cpu(), src.cpu(), reduce="add"))
+    ref = x.cpu().scatter_add(1, idx.cpu(), src.cpu())
+    I.scatter_add_out(x, 1, idx, src, x)             # in place: out is self
+    assert_close(x, ref)
+
+
+def test_index_select_embedding(device):
+    x = randn((4, 9, 3), torch.float32, device)
+    ii = torch.tensor([8, 0, 2, 2, -1]).to(device)
+    for dim in (0, 1, 2):
+        idx = ii % x.shape[dim]
+        assert_close(I.index_select(x, dim, idx), x.cpu().index_select(dim, idx.cpu()))
+    xt = x.transpose(0, 1)
+    assert_close(I.index_select(xt, 1, ii % 4), xt.cpu().index_select(1, ii.cpu() % 4))
+    assert_close(I.index_select(x, 0, torch.empty(0, dtype=torch.int64, device=device)),
+                 x.cpu()[:0])
+    w = randn((10, 4), torch.float32, device)
+    ids = torch.randint(0, 10, (3, 5)).to(device)
+    assert_close(I.embedding(w, ids), torch.embedding(w.cpu(), ids.cpu()))
+    g = randn((3, 5, 4), torch.float32, device)
+    for pad in (-1, 2):
+        ref = torch.ops.aten.embedding_dense_backward(g.cpu(), ids.cpu(), 10, pad, False)
+        assert_close(I.embedding_dense_backward(g, ids, 10, pad, False), ref, atol=1e-5)
+    gh = g.to(torch.bfloat16)
+    ref = torch.ops.aten.embedding_dense_backward(to_ref(gh), ids.cpu(), 10, -1, False)
+    assert_close(I.embedding_dense_backward(gh, ids, 10, -1, False), ref.to(torch.bfloat16),
+                 torch.bfloat16)
+
+
+def test_masked_fill_cat_flip(device):
+    x = randn((5, 6), torch.float32, device)
+    m = (randn((6,), torch.float32, device) > 0)
+    assert_close(I.masked_fill(x, m, -1.5), x.cpu().masked_fill(m.cpu(), -1.5))
+    y = x.clone()
+    I.masked_fill_(y, m, torch.tensor(3.0))
+    assert_close(y, x.cpu().masked_fill(m.cpu(), 3.0))
+    parts = [x, x[:, :2], randn((5, 0), torch.float32, device)]
+    assert_close(I.cat(parts, 1), torch.cat([p.cpu() for p in parts], 1))
+    assert_close(I.cat([x, x.t().contiguous().t()], 0), torch.cat([x.cpu(), x.cpu()], 0))
+    assert_close(I.cat([x.to(torch.float16), x.to(torch.int32)], 0),
+                 torch.cat([x.cpu().half(), x.cpu().int()], 0))
+    z = randn((3, 4, 5), torch.int32, device).transpose(0, 2)
+    for dims in ([0], [1, 2], [0, 1, 2], [-1]):
+        assert_close(I.flip(z, dims), torch.flip(z.cpu(), dims))
+
+
+@pytest.mark.parametrize("diagonal", [0, 1, -2, 10])
+def test_tril_triu(diagonal, device):
+    x = randn((2, 7, 5), torch.float32, device)
+    out = torch.empty_like(x)
+    I.tril_out(x, diagonal, out)
+    assert_close(out, torch.tril(x.cpu(), diagonal))
+    I.triu_out(x.transpose(1, 2), diagonal, out.transpose(1, 2))
+    assert_close(out.transpose(1, 2), torch.triu(x.cpu().transpose(1, 2), diagonal))
+
+
+def test_arange(device):
+    for start, end, step, dtype in [(0, 10, 1, torch.int64), (1.5, 5, 0.5, torch.float32),
+                                    (10, -3, -3, torch.int32), (0, 1, 0.1, torch.float64)]:
+        ref = torch.arange(start, end, step, dtype=dtype)
+        out = torch.empty(ref.shape, dtype=dtype, device=device)
+        I.arange_out(start, end, step, out)
+        assert_close(out, ref, atol=1e-6 if dtype == torch.float64 else None)
