@@ -34,5 +34,10 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
          TORCH_FN((&binary_cross_entropy_banned)));
 }
 
+// Ops not listed run unchanged (PyTorch registers no fallthrough for this key).
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
+}
+
 }  // namespace
 }  // namespace torch_ext::aten

@@ -1,0 +1,74 @@
+"""torch.privateuseone as a device module, and torch.accelerator on it."""
+import pytest
+import torch
+
+import torch_ext
+
+DEV = "privateuseone"
+
+
+def test_backend_registered():
+    assert torch._C._get_privateuse1_backend_name() == DEV
+    assert torch.privateuseone.is_available()
+    assert torch.privateuseone.is_initialized()
+    assert torch.accelerator.current_accelerator() == torch.device(DEV)
+    assert torch_ext.driver_name() == "host"
+
+
+def test_device_count_and_current():
+    assert torch.privateuseone.device_count() == 2
+    assert torch.accelerator.device_count() == 2
+    assert torch.privateuseone.current_device() == 0
+    torch.privateuseone.set_device(1)
+    try:
+        assert torch.privateuseone.current_device() == 1
+        assert torch.accelerator.current_device_index() == 1
+        assert torch.empty(2, device=DEV).device == torch.device(DEV, 1)
+    finally:
+        torch.privateuseone.set_device(0)
+
+
+def test_device_context_manager():
+    with torch.privateuseone.device(1):
+        assert torch.privateuseone.current_device() == 1
+        with torch.privateuseone.device("privateuseone:0"):
+            assert torch.privateuseone.current_device() == 0
+        assert torch.privateuseone.current_device() == 1
+    assert torch.privateuseone.current_device() == 0
+
+
+def test_generated_methods():
+    x = torch.ones(3)
+    y = x.privateuseone()
+    assert y.is_privateuseone and y.device == torch.device(DEV, 0)
+    assert x.privateuseone(1).device == torch.device(DEV, 1)
+    m = torch.nn.Linear(2, 2).privateuseone()
+    assert m.weight.device.type == DEV
+    s = torch.UntypedStorage(8).privateuseone()
+    assert s.device.type == DEV and s.is_privateuseone
+
+
+def test_properties():
+    p = torch.privateuseone.get_device_properties(0)
+    assert p.total_memory > 0
+    assert "host" in torch.privateuseone.get_device_name(1)
+    free, total = torch.privateuseone.mem_get_info()
+    assert 0 < free <= total == p.total_memory
+    assert torch.privateuseone.get_amp_supported_dtype() == [torch.float16, torch.bfloat16]
+    assert torch.privateuseone._is_in_bad_fork() is False
+
+
+@pytest.mark.parametrize("index", [2, 7])
+def test_invalid_device_index(index):
+    with pytest.raises(RuntimeError, match="Invalid device index"):
+        torch.empty(2, device=f"{DEV}:{index}")
+    with pytest.raises(RuntimeError, match="Invalid device index"):
+        torch.privateuseone.set_device(index)
+    with pytest.raises(RuntimeError, match="Invalid device index"):
+        torch.ones(2).to(f"{DEV}:{index}")
+
+
+def test_synchronize():
+    torch.privateuseone.synchronize()
+    torch.privateuseone.synchronize(1)
+    torch.accelerator.synchronize()
