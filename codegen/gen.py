@@ -146,7 +146,13 @@ def _bodies(op: Op, namespace: str) -> str:
         with native_function_manager(g.out):
             args = structured.impl_arguments(g)
         decl = ", ".join(a.decl() for a in args)
-        call = _call_kernel(op.triton, "void", [a.name for a in args], [])
+        if g.out.structured_inherits == "TensorIteratorBase":
+            # The meta built a TensorIterator (this object): hand it to a
+            # TensorIterator kernel with the non-tensor arguments as extras.
+            extra = "".join(f", {a.name}" for a in args if "Tensor" not in a.type)
+            call = f'torch_ext::launch::pointwise_call(*this, "{op.triton}"{extra});'
+        else:
+            call = _call_kernel(op.triton, "void", [a.name for a in args], [])
         return f"TORCH_IMPL_FUNC({op.kernel})({decl}) {{\n  {call}\n}}\n"
     if op.mode == "New":
         sig = NativeSignature(op.schema, prefix="", symint=False)

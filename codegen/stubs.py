@@ -29,7 +29,38 @@ class Stub:
 
 _USING = re.compile(r"using\s+(\w+)\s*=\s*void\s*\(\s*\*\s*\)\s*\((.*?)\)\s*;", re.S)
 _TYPEDEF = re.compile(r"typedef\s+void\s*\(\s*\*\s*(\w+)\s*\)\s*\((.*?)\)\s*;", re.S)
-_DECLARE = re.compile(r"DECLARE_DISPATCH\(\s*([\w:<>, ]+?)\s*,\s*(\w+)\s*\)")
+_NAMESPACE = re.compile(r"namespace\s+([\w:]+)\s*\{")
+
+
+def _declarations(text: str):
+    """(fn type or inline signature, stub name, offset) of each DECLARE_DISPATCH."""
+    for m in re.finditer(r"DECLARE_DISPATCH\(", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        args = _split_params(text[m.end():i - 1])
+        if len(args) == 2 and re.match(r"^\w+$", args[1]):
+            yield args[0], args[1], m.start()
+
+
+def _in_native_namespace(text: str, offset: int) -> bool:
+    """Whether `offset` lies directly in namespace at::native (not a nested one)."""
+    stack = []  # one entry per open brace: a namespace name or None
+    for m in re.finditer(r"namespace\s+([\w:]+)\s*\{|namespace\s*\{|\{|\}", text[:offset]):
+        tok = m.group(0)
+        if tok == "}":
+            if stack:
+                stack.pop()
+        elif tok.startswith("namespace"):
+            stack.append(m.group(1) or "")
+        else:
+            stack.append(None)
+    names = [n for n in stack if n is not None]
+    return bool(names) and names[-1].split("::")[-1] == "native"
+
+
+_INLINE = re.compile(r"^void\s*\(\s*\*\s*\)\s*\((.*)\)$", re.S)
 _NON_NAMES = {"const", "unsigned", "signed", "long", "short", "struct", "volatile"}
 
 
@@ -65,22 +96,31 @@ def all_stubs() -> dict[str, Stub]:
     include = Path(torch.__file__).parent / "include"
     native = include / "ATen" / "native"
     fn_types: dict[str, str] = {}
-    declared: list[tuple[str, str, str]] = []
+    local_types: dict[str, dict[str, str]] = {}
+    declared = []
     for h in sorted(native.rglob("*.h")):
         text = h.read_text(errors="replace")
-        if "DispatchStub" not in text and "void" not in text:
+        if "DECLARE_DISPATCH" not in text and "void" not in text:
             continue
-        for m in _USING.finditer(text):
+        header = str(h.relative_to(include))
+        here = local_types.setdefault(header, {})
+        for m in list(_USING.finditer(text)) + list(_TYPEDEF.finditer(text)):
             fn_types.setdefault(m.group(1), m.group(2))
-        for m in _TYPEDEF.finditer(text):
-            fn_types.setdefault(m.group(1), m.group(2))
-        for m in _DECLARE.finditer(text):
-            declared.append((m.group(1).strip(), m.group(2), str(h.relative_to(include))))
+            here[m.group(1)] = m.group(2)
+        for fn_type, name, offset in _declarations(text):
+            # Stubs of nested namespaces (at::native::cpublas::copy_stub) are not ours to fill.
+            if _in_native_namespace(text, offset):
+                declared.append((fn_type, name, header))
     stubs = {}
     for fn_type, name, header in declared:
-        params_text = fn_types.get(fn_type.split("::")[-1])
+        inline = _INLINE.match(fn_type)
+        if inline:
+            params_text = inline.group(1)
+        else:
+            short = fn_type.split("::")[-1]
+            params_text = local_types[header].get(short, fn_types.get(short))
         if params_text is None:
             continue  # a signature we cannot read; such a stub is filled by hand
         params = tuple(_param(p, i) for i, p in enumerate(_split_params(params_text)))
-        stubs[name] = Stub(name, fn_type, header, params)
+        stubs.setdefault(name, Stub(name, fn_type, header, params))
     return stubs

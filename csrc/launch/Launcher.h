@@ -21,6 +21,7 @@
 
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace torch_ext::launch {
@@ -33,7 +34,13 @@ struct Arg {
 };
 
 template <typename T>
-inline Arg to_arg(const T& v) { return Arg{c10::IValue(v)}; }
+inline Arg to_arg(const T& v) {
+  if constexpr (std::is_enum_v<T>) {
+    return Arg{c10::IValue(static_cast<int64_t>(v))};  // e.g. GeluType: Python gets the int
+  } else {
+    return Arg{c10::IValue(v)};
+  }
+}
 inline Arg to_arg(const at::Tensor& v) { return Arg{c10::IValue(v)}; }
 inline Arg to_arg(at::ScalarType v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Dtype}; }
 inline Arg to_arg(c10::Layout v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Layout}; }
