@@ -26,6 +26,12 @@ from torch_ext import device as _device_module  # noqa: E402
 torch._register_device_module(_DEVICE, _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
 
+if _C._driver_name() == "cuda":
+    # Triton compiles for the GPU and launches on privateuseone streams.
+    from torch_ext.backends.cuda.triton_driver import activate as _activate_cuda_triton  # noqa: E402
+
+    _activate_cuda_triton()
+
 from torch_ext._fallback import fallback_mode, fallback_stats, reset_fallback_stats  # noqa: E402
 
 
