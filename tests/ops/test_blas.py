@@ -28,7 +28,7 @@ def test_mm_strided_and_addmm(dtype, device):
     blas.addmm_out(bias, a, b, 0.5, 2.0, out)
     ref = 0.5 * to_ref(bias) + 2.0 * to_ref(a) @ to_ref(b)
     assert_close(out, ref.to(dtype), dtype, reduce_dim=40)
-    nan_bias = torch.full((30, 12), float("nan"), dtype=dtype, device=device)
+    nan_bias = torch.full((30, 12), float("nan"), dtype=dtype).to(device)
     blas.addmm_out(nan_bias, a, b, 0, 1.0, out)      # beta == 0 ignores self
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=40)
     c = randn((30, 12), dtype, device)
@@ -55,6 +55,6 @@ def test_bmm_baddbmm_mv_dot(dtype, device):
 
 
 def test_int_mm_refused(device):
-    a = torch.ones(2, 2, dtype=torch.int64, device=device)
+    a = torch.ones(2, 2, dtype=torch.int64).to(device)
     with pytest.raises(NotImplementedError):
         blas.mm(a, a)

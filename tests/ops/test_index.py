@@ -48,12 +48,12 @@ def test_scatter_reduce_and_inplace(device):
 
 def test_index_select_embedding(device):
     x = randn((4, 9, 3), torch.float32, device)
-    ii = torch.tensor([8, 0, 2, 2, -1]).to(device)
+    ii = torch.tensor([8, 0, 2, 2, -1])
     for dim in (0, 1, 2):
-        idx = ii % x.shape[dim]
+        idx = (ii % x.shape[dim]).to(device)
         assert_close(I.index_select(x, dim, idx), x.cpu().index_select(dim, idx.cpu()))
     xt = x.transpose(0, 1)
-    assert_close(I.index_select(xt, 1, ii % 4), xt.cpu().index_select(1, ii.cpu() % 4))
+    assert_close(I.index_select(xt, 1, (ii % 4).to(device)), xt.cpu().index_select(1, ii % 4))
     assert_close(I.index_select(x, 0, torch.empty(0, dtype=torch.int64, device=device)),
                  x.cpu()[:0])
     w = randn((10, 4), torch.float32, device)
@@ -71,7 +71,7 @@ def test_index_select_embedding(device):
 
 def test_masked_fill_cat_flip(device):
     x = randn((5, 6), torch.float32, device)
-    m = (randn((6,), torch.float32, device) > 0)
+    m = (torch.randn(6) > 0).to(device)
     assert_close(I.masked_fill(x, m, -1.5), x.cpu().masked_fill(m.cpu(), -1.5))
     y = x.clone()
     I.masked_fill_(y, m, torch.tensor(3.0))

@@ -24,16 +24,29 @@ def _aliaser():
     return c_ext._host_alias
 
 
-def _map_arg(arg, alias):
-    if isinstance(arg, torch.Tensor) and arg.device.type == "privateuseone":
+def _map_arg(arg, alias, storages):
+    if not (isinstance(arg, torch.Tensor) and arg.device.type == "privateuseone"):
+        return arg
+    # Alias the whole storage once per launch and view into it: arguments that
+    # share a storage then share one CPU storage too (the interpreter groups
+    # arguments by storage and expects each to cover all of them).
+    storage = arg.untyped_storage()
+    numel, rem = divmod(storage.nbytes(), arg.element_size())
+    if rem:
         return alias(arg)
-    return arg
+    key = (storage.data_ptr(), arg.dtype)
+    whole = storages.get(key)
+    if whole is None:
+        whole = alias(arg.as_strided((numel,), (1,), 0))
+        storages[key] = whole
+    return whole.as_strided(arg.size(), arg.stride(), arg.storage_offset())
 
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with device tensors made host-visible."""
     alias = _aliaser()
     if alias is not None:
-        args = tuple(_map_arg(a, alias) for a in args)
-        kwargs = {k: _map_arg(v, alias) for k, v in kwargs.items()}
+        storages = {}
+        args = tuple(_map_arg(a, alias, storages) for a in args)
+        kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
     return kernel[grid](*args, **kwargs)
