@@ -103,3 +103,62 @@ def test_arange(device):
         out = torch.empty(ref.shape, dtype=dtype, device=device)
         I.arange_out(start, end, step, out)
         assert_close(out, ref, atol=1e-6 if dtype == torch.float64 else None)
+
+
+# -- data-dependent indexing -------------------------------------------------
+
+from torch_ext.ops import advanced_index as A  # noqa: E402
+
+
+def test_nonzero_masked_select(device):
+    x = randn((4, 5, 6), torch.float32, "cpu")
+    xd, md = x.to(device), (x > 0.5).to(device)
+    assert_close(A.nonzero(md), torch.nonzero(x > 0.5))
+    assert_close(A.nonzero(xd[0, 0]), torch.nonzero(x[0, 0]))
+    assert_close(A.masked_select(xd, (x[0] > 0).to(device)), x[(x[0] > 0).expand(4, 5, 6)])
+    assert A.nonzero(torch.zeros(3, 0).to(device)).shape == (0, 2)
+
+
+INDEX_CASES = [
+    lambda i, j, m: [i], lambda i, j, m: [None, j], lambda i, j, m: [i, j],
+    lambda i, j, m: [i, None, j], lambda i, j, m: [None, i.view(3, 1), j.view(1, 3)],
+    lambda i, j, m: [m], lambda i, j, m: [None, None, None, i % 2],
+]
+
+
+@pytest.mark.parametrize("case", range(len(INDEX_CASES)))
+def test_index_and_index_put(case, device):
+    x = randn((4, 5, 6, 2, 3), torch.float32, "cpu")
+    i, j = torch.tensor([0, 3, -1]), torch.tensor([1, 1, 4])
+    idx = INDEX_CASES[case](i, j, x[:, 0, 0, 0, 0] > 0)
+    key = tuple(slice(None) if t is None else t for t in idx)
+    didx = [None if t is None else t.to(device) for t in idx]
+    ref = x[key]
+    assert_close(A.index(x.to(device), didx), ref)
+    v = torch.randn(ref.shape)
+    expect = x.clone()
+    expect[key] = v
+    got = x.to(device)
+    A.index_put_(got, didx, v.to(device), False)
+    if case not in (0, 2, 3, 4):  # duplicate targets (3 and -1) make plain put ambiguous
+        assert_close(got, expect)
+    if all(t is not None for t in idx):
+        expect = x.clone().index_put_(key, v, accumulate=True)
+        got = x.to(device)
+        A.index_put_(got, didx, v.to(device), True)
+        assert_close(got, expect, atol=1e-5)
+
+
+def test_repeat_randperm_multinomial(device):
+    x = randn((2, 3), torch.float32, device)
+    for reps in ([2, 3], [1, 2, 1], [2, 0]):
+        assert_close(A.repeat(x, reps), x.cpu().repeat(*reps))
+    out = torch.empty(50, dtype=torch.int64, device=device)
+    A.randperm_out(50, None, out)
+    assert sorted(out.cpu().tolist()) == list(range(50))
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1, 1, 1, 1.]])
+    s = A.multinomial(p.to(device), 4000, True).cpu()
+    freq = torch.stack([(s[0] == k).float().mean() for k in range(4)])
+    assert (freq - p[0]).abs().max() < 0.03
+    s = A.multinomial(p.to(device), 3, False).cpu()
+    assert sorted(s[0].tolist()) == [0, 2, 3] and len(set(s[1].tolist())) == 3

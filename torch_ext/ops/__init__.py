@@ -17,9 +17,10 @@ the docstring of each family module.
 This package does not need `torch_ext._C`: kernels run on CPU tensors under
 Triton's interpreter for standalone tests.
 """
-from . import (activation, binary, blas, copy, fused, index, loss, norm, optim, random, reduction, softmax, sort, ternary, unary)
+from . import (activation, advanced_index, binary, blas, copy, fused, index, loss, norm, optim,
+               random, reduction, softmax, sort, ternary, unary)
 
 KERNELS = {}
 for _family in (binary, unary, activation, ternary, copy, reduction, softmax, norm, blas,
-                index, loss, random, sort, fused, optim):
+                index, advanced_index, loss, random, sort, fused, optim):
     KERNELS.update(_family.KERNELS)
