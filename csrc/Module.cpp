@@ -123,7 +123,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("_empty_cache", [] { deviceAllocator().emptyCache(); });
   m.def("_mem_get_info", [](int64_t d) {
-    return deviceAllocator().getMemoryInfo(resolve_device(static_cast<c10::DeviceIndex>(d)));
+    return driver().memInfo(resolve_device(static_cast<c10::DeviceIndex>(d)));
   });
   m.def("_is_pinned_ptr", [](uintptr_t p) { return isPinnedPointer(reinterpret_cast<void*>(p)); });
   m.def("_host_alias", &host_alias);

@@ -254,12 +254,15 @@ def mem_get_info(device: _DeviceLike = None) -> tuple:
 # ---------------------------------------------------------------- random
 
 
+# One Python object per device's default generator, made once.
+default_generators = tuple(_C._default_generator(i) for i in range(_C._device_count()))
+
+
 def _generator(device: _DeviceLike = None) -> torch.Generator:
-    return _C._default_generator(_index(device))
-
-
-def default_generators() -> tuple:
-    return tuple(_C._default_generator(i) for i in range(device_count()))
+    index = _index(device)
+    if not 0 <= index < len(default_generators):
+        _C._check_device(index)  # raises "Invalid device index"
+    return default_generators[index]
 
 
 def get_rng_state(device: _DeviceLike = _TYPE) -> torch.Tensor:

@@ -78,7 +78,10 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
 
   bool initialized() override { return true; }
 
-  void emptyCache(c10::MempoolId_t = {0, 0}) override {
+  // Both signatures, without `override`: torch 2.13 has emptyCache(MempoolId_t)
+  // and older releases emptyCache(); whichever the base declares is overridden.
+  void emptyCache(c10::MempoolId_t) { emptyCache(); }
+  void emptyCache() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (c10::DeviceIndex d = 0; d < static_cast<c10::DeviceIndex>(devices().size()); ++d) release_cache(d);
   }
@@ -120,7 +123,8 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
     }
   }
 
-  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+  // Not `override`: older releases' DeviceAllocator lacks it.
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) {
     return driver().memInfo(resolve_device(device));
   }
 

@@ -72,3 +72,33 @@ def test_synchronize():
     torch.privateuseone.synchronize()
     torch.privateuseone.synchronize(1)
     torch.accelerator.synchronize()
+
+
+def test_accelerator_memory_api():
+    base = torch.accelerator.memory_allocated()
+    x = torch.empty(1 << 20, dtype=torch.uint8, device=DEV)
+    assert torch.accelerator.memory_allocated() == base + (1 << 20)
+    assert torch.accelerator.memory_reserved() >= base + (1 << 20)
+    assert torch.accelerator.max_memory_allocated() >= base + (1 << 20)
+    del x
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == base
+    torch.accelerator.empty_cache()
+    assert torch.accelerator.memory_reserved() == torch.privateuseone.memory_reserved()
+    free, total = torch.accelerator.get_memory_info()
+    assert 0 < free <= total
+
+
+def test_autograd_on_device():
+    x = torch.arange(4.0).to(DEV).requires_grad_()
+    with torch_ext.fallback_mode("silent"):
+        (x * x).sum().backward()
+    assert x.grad.device == x.device
+    assert torch.equal(x.grad.cpu(), 2 * torch.arange(4.0))
+
+
+def test_storage_resize_keeps_contents():
+    s = torch.arange(4, dtype=torch.uint8).to(DEV).untyped_storage()
+    s.resize_(16)
+    assert s.nbytes() == 16 and s.device.type == DEV
+    assert s.cpu().tolist()[:4] == [0, 1, 2, 3]
