@@ -9,18 +9,19 @@ three conventions:
     without `_stub` (add, mul, div_true, lerp_scalar, ...).
 (2) structured impl kernels: fn(*impl_args, *outs) -- write into the outs.
 (3) plain ops: fn(*schema_args) -- return the result (functional) or mutate
-    the out/self argument and return None.
+    the out/self argument.
 
-The table of names, conventions and aten targets is `CONVENTIONS` below and
-the docstring of each family module.
+`_table.TABLE` says, for every name, its convention and the aten op or stub
+it is meant for.  One file per op family; every launch goes through
+`_launch.launch`; per-driver choices through `torch_ext.backends.spec`.
 
-This package does not need `torch_ext._C`: kernels run on CPU tensors under
-Triton's interpreter for standalone tests.
+This package does not need `torch_ext._C`: on CPU tensors the kernels run
+under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
 from . import (activation, advanced_index, binary, blas, copy, fused, index, loss, norm, optim,
                random, reduction, softmax, sort, ternary, unary)
 
 KERNELS = {}
-for _family in (binary, unary, activation, ternary, copy, reduction, softmax, norm, blas,
-                index, advanced_index, loss, random, sort, fused, optim):
+for _family in (binary, unary, activation, ternary, copy, reduction, softmax, norm, blas, index,
+                advanced_index, loss, random, sort, fused, optim):
     KERNELS.update(_family.KERNELS)

@@ -195,3 +195,34 @@ KERNELS.update({
     "elu_backward": lambda outs, ins, dt, alpha, scale, input_scale, is_result:
         elu_backward.iter(outs, ins, dt, alpha, scale, input_scale, bool(is_result)),
 })
+
+
+# -- plain (non-structured) activation ops, convention (3) ------------------
+
+def relu(self):
+    """relu(self) -> Tensor."""
+    return threshold(self, self, 0, 0)
+
+
+def relu_(self):
+    threshold.iter((self,), (self, self), self.dtype, 0, 0)
+    return self
+
+
+def hardtanh_out(self, min_val, max_val, out):
+    from .ternary import clamp_scalar
+    clamp_scalar.iter((out,), (self.expand(out.shape),), self.dtype, min_val, max_val)
+    return out
+
+
+def hardtanh(self, min_val=-1.0, max_val=1.0):
+    from .ternary import clamp_scalar
+    return clamp_scalar(self, min_val, max_val)
+
+
+def hardtanh_(self, min_val=-1.0, max_val=1.0):
+    return hardtanh_out(self, min_val, max_val, self)
+
+
+KERNELS.update({"relu_fn": relu, "relu_": relu_, "hardtanh_fn": hardtanh,
+                "hardtanh_out": hardtanh_out, "hardtanh_": hardtanh_})

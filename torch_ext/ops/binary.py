@@ -249,3 +249,11 @@ OPS = [add, mul, div_true, div_trunc, div_floor, remainder, fmod, maximum, minim
        logical_xor, logaddexp, copysign, hypot, heaviside, xlogy, eq, ne, lt, le, gt, ge]
 
 KERNELS = {op.name: op.iter for op in OPS}
+
+
+def rsub_fn(self, other, alpha=1):
+    """rsub.Tensor(self, other, alpha) = other - alpha * self (plain, (3))."""
+    return add(other, self, -alpha)
+
+
+KERNELS["rsub_fn"] = rsub_fn

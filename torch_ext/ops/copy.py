@@ -55,3 +55,11 @@ def copy_(dst, src):
 
 
 KERNELS = {"copy": copy_kernel, "fill": fill_kernel}
+
+
+def zero_(self):
+    """zero_(self) (plain, convention (3))."""
+    return fill_(self, 0)
+
+
+KERNELS.update({"fill_": fill_, "zero_": zero_})

@@ -184,3 +184,16 @@ OPS = [lerp_scalar, lerp_tensor, addcmul, addcdiv, clamp, clamp_scalar, clamp_mi
 
 KERNELS = {op.name: op.iter for op in OPS}
 KERNELS.update({"where": where, "pow_tensor_scalar": pow_tensor_scalar})
+
+
+def where_out(condition, self, other, out):
+    """where.self_out (plain, convention (3))."""
+    shape = out.shape
+    ins = tuple(t.expand(shape) if isinstance(t, torch.Tensor) and t.dim() else
+                (t.item() if isinstance(t, torch.Tensor) and t.device != out.device else
+                 t.expand(shape)) for t in (condition, self, other))
+    _where.iter((out,), ins, out.dtype)
+    return out
+
+
+KERNELS.update({"where_fn": where_fn, "where_out": where_out})

@@ -311,3 +311,11 @@ OPS = [abs, neg, exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, recipro
 KERNELS = {op.name: op.iter for op in OPS}
 KERNELS["nan_to_num"] = nan_to_num
 KERNELS["round_decimals"] = round_decimals_kernel
+
+
+def isnan_fn(self):
+    """isnan(self) -> Tensor (plain op, convention (3))."""
+    return isnan(self)
+
+
+KERNELS["isnan_fn"] = isnan_fn
