@@ -36,12 +36,11 @@ class CMakeBuild(build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DTORCH_EXT_OUTPUT_DIR={out_dir}",
         ]
-        manifest = os.environ.get("TORCH_EXT_MANIFEST")
-        if manifest:
-            args.append(f"-DTORCH_EXT_MANIFEST={Path(manifest).resolve()}")
+        # Always passed, so a value from an earlier build never sticks in the cache.
+        manifest = os.environ.get("TORCH_EXT_MANIFEST", ROOT / "musa_functions.yaml")
+        args.append(f"-DTORCH_EXT_MANIFEST={Path(manifest).resolve()}")
         extra = os.environ.get("TORCH_EXT_EXTRA_CSRC")
-        if extra:
-            args.append(f"-DTORCH_EXT_EXTRA_CSRC={Path(extra).resolve()}")
+        args.append(f"-DTORCH_EXT_EXTRA_CSRC={Path(extra).resolve() if extra else ''}")
         subprocess.check_call(args)
         jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])
