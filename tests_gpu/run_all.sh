@@ -14,7 +14,7 @@ mkdir -p "$OUT_DIR"
 PY=${PYTHON:-python3}
 STEPS=${STEPS:-build,tests_gpu,tests,bench}
 export PYTHONUNBUFFERED=1 TORCH_EXT_DRIVER=cuda TORCH_EXT_FALLBACK=error TORCH_EXT_TEST_DEVICE=privateuseone
-PYTEST=("$PY" -m pytest -q -p no:cacheprovider -rfE)
+PYTEST=("$PY" -m pytest -v -p no:cacheprovider -rfE)
 "$PY" -c "import pytest_timeout" 2>/dev/null && PYTEST+=(--timeout "${TEST_TIMEOUT:-300}")
 status=0
 step() { [[ ",$STEPS," == *",$1,"* ]]; }
