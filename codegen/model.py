@@ -12,7 +12,9 @@ operator) in torchgen's own model objects, with the mode decided:
 Rule for structured groups: the group is the unit. Naming any member of a
 group registers every member PyTorch has (functional, in-place, out); the
 mode keys (dispatch, structured_inherits, precomputed, triton, stub) go on
-the out entry, where seed 002 puts them.
+the out entry, where seed 002 puts them. The one exception: a member given
+its own `dispatch:` while the out entry is not named is registered alone, as a
+Plain (non-structured) kernel.
 """
 from __future__ import annotations
 
@@ -246,7 +248,10 @@ def resolve(entries: list[Entry], namespace: str, scan: Scan, kernel_exists) -> 
             continue
         f = _lookup(e)
         g = db.group_of.get(e.func)
-        if g is not None and g.structured:
+        lone_member = (g is not None and g.structured and "dispatch" in e.keys
+                       and e.func != str(g.out.func.name)
+                       and not any(x.func == str(g.out.func.name) for x in entries))
+        if g is not None and g.structured and not lone_member:
             by_group.setdefault(id(g), []).append(e)
             groups[id(g)] = g
         else:

@@ -42,6 +42,7 @@ inline Arg to_arg(const T& v) {
   }
 }
 inline Arg to_arg(const at::Tensor& v) { return Arg{c10::IValue(v)}; }
+inline Arg to_arg(uint64_t v) { return Arg{c10::IValue(static_cast<int64_t>(v))}; }
 inline Arg to_arg(at::ScalarType v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Dtype}; }
 inline Arg to_arg(c10::Layout v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Layout}; }
 inline Arg to_arg(c10::MemoryFormat v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::MemoryFormat}; }
