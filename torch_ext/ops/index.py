@@ -90,10 +90,11 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
                  v, mask=mask)
     else:
         if SRC_IS_VALUE:
+            # (zeros + value: a runtime fill value; the interpreter has no bf16 maths)
             if out.dtype.element_ty == tl.bfloat16:
-                v = tl.full((BLOCK,), value, tl.float32).to(tl.bfloat16)
+                v = (tl.zeros((BLOCK,), tl.float32) + value).to(tl.bfloat16)
             else:
-                v = tl.full((BLOCK,), value, out.dtype.element_ty)
+                v = (tl.zeros((BLOCK,), out.dtype.element_ty) + value).to(out.dtype.element_ty)
         else:
             v = tl.load(src + _dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5),
                         mask=mask).to(out.dtype.element_ty)
@@ -103,11 +104,14 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
         elif MODE == 2:
             tl.atomic_add(dst, v, mask=mask)
         else:
-            # multiply: no atomic mul in Triton; a CAS loop per element.
+            # multiply: no atomic mul in Triton; a CAS loop per element.  Lanes
+            # that are done swap out[0] with itself (atomic_cas takes no mask).
             done = ~mask
             while tl.sum((~done).to(tl.int32), 0) > 0:
-                old = tl.load(dst, mask=~done)
-                prev = tl.atomic_cas(dst, old, old * v)
+                ptr = tl.where(done, out, dst)
+                old = tl.load(ptr)
+                new = tl.where(done, old, old * v)
+                prev = tl.atomic_cas(ptr, old, new)
                 done = done | (prev == old)
 
 

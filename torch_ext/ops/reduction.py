@@ -32,20 +32,26 @@ def _mul(a, b):
 
 
 @triton.jit
-def _reduce_kernel(x, out, aux, O, R, B, neutral, scale, p, OP: tl.constexpr,
-                   POST: tl.constexpr, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
-                   BLOCK_R: tl.constexpr):
+def _reduce_kernel(x, out, aux, O, R, B, R_SPLIT, neutral, scale, p, OP: tl.constexpr,
+                   POST: tl.constexpr, ACC: tl.constexpr, PARTIAL: tl.constexpr,
+                   BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+    # Program (i, s) reduces outputs o of tile i over r in [s*R_SPLIT, (s+1)*R_SPLIT).
+    # PARTIAL: write the un-finished partial result to out[o, s] (a second
+    # pass combines the splits and applies scale and POST).
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    split = tl.program_id(1)
     omask = o < O
     a = o // B
     b = o % B
     base = a * R * B + b
-    if OP == SQDEV or OP == EXP_SUM:
+    if OP == SQDEV or OP == EXP_SUM or POST == POST_LOG_ADD:
         centre = tl.load(aux + o, mask=omask, other=0).to(ACC)
-    acc = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
-    for r0 in range(0, R, BLOCK_R):
+    acc = tl.zeros((BLOCK_R, BLOCK_O), ACC) + neutral
+    r_begin = split.to(tl.int64) * R_SPLIT
+    r_end = tl.minimum(r_begin + R_SPLIT, R)
+    for r0 in range(r_begin, r_end, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
-        m = (r < R)[:, None] & omask[None, :]
+        m = (r < r_end)[:, None] & omask[None, :]
         raw = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0)
         v = raw.to(ACC)
         if OP == SUM:
@@ -92,6 +98,9 @@ def _reduce_kernel(x, out, aux, O, R, B, neutral, scale, p, OP: tl.constexpr,
             res = tl.where(tl.max((acc != acc).to(tl.int32), 0) > 0, float("nan"), res)
     else:
         res = tl.sum(acc, 0)
+    if PARTIAL:
+        tl.store(out + o * tl.num_programs(1) + split, res.to(out.dtype.element_ty), mask=omask)
+        return
     if OP == SUM or OP == SQDEV:
         res = res * scale
     if POST == POST_SQRT:
@@ -161,12 +170,42 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
     acc = acc or acc_dtype(x.dtype)
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
+    aux_arg = aux if aux is not None else x
+    splits = _splits(O, R)
+    if splits > 1:
+        # Few outputs, long reductions: split R over more programs, then
+        # combine the (O, splits) partials.
+        r_split = triton.cdiv(R, splits)
+        splits = triton.cdiv(R, r_split)
+        partial = torch.empty((O, splits), dtype=acc, device=x.device)
+        bo, br = _blocks(O, r_split, B)
+        launch(_reduce_kernel, (triton.cdiv(O, bo), splits), x, partial, aux_arg, O, R, B,
+               r_split, neutral, scale, p, OP=op, POST=POST_NONE, ACC=_TL[acc], PARTIAL=True,
+               BLOCK_O=bo, BLOCK_R=br)
+        x, R, B, op = partial, splits, 1, _COMBINE[op]
+        neutral = _neutral(op, acc)
     bo, br = _blocks(O, R, B)
-    launch(_reduce_kernel, (triton.cdiv(O, bo),), x, target, aux if aux is not None else x,
-           O, R, B, neutral, scale, p, OP=op, POST=post, ACC=_TL[acc], BLOCK_O=bo, BLOCK_R=br)
+    launch(_reduce_kernel, (triton.cdiv(O, bo), 1), x, target, aux_arg, O, R, B, R, neutral,
+           scale, p, OP=op, POST=post, ACC=_TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br)
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))
     return out
+
+
+# How the partial results of each op combine (and then finish) in a split reduction.
+# (Only SUM and SQDEV are scaled, and SQDEV's partials are sums of squares.)
+_COMBINE = {SUM: SUM, PROD: PROD, MAX: MAX, MIN: MIN, SQDEV: SUM, ANY: SUM, ALL: SUM,
+            ABS_SUM: SUM, SQ_SUM: SUM, ABS_MAX: MAX, ABS_MIN: MIN, POW_SUM: SUM, NONZERO: SUM,
+            EXP_SUM: SUM}
+
+
+def _splits(O, R):
+    n = spec("reduction_splits", O, R)
+    if n is not None:
+        return n
+    if R < 16384 or O >= 512:
+        return 1
+    return min(triton.cdiv(R, 8192), max(1, 1024 // O))
 
 
 def _neutral(op, dtype):
@@ -402,7 +441,7 @@ def _arg_kernel(x, vals, idxs, O, R, B, neutral, IS_MAX: tl.constexpr, ACC: tl.c
     a = o // B
     b = o % B
     base = a * R * B + b
-    best = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
+    best = tl.zeros((BLOCK_R, BLOCK_O), ACC) + neutral
     best_i = tl.full((BLOCK_R, BLOCK_O), 0, tl.int64)
     for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
