@@ -1,5 +1,10 @@
-"""Kernel tests run on `device`: "cpu" (standalone: Triton's interpreter on
-CPU tensors, no torch_ext._C needed) or the extension's device.
+"""Kernel tests run on `device`:
+
+  cpu            (default) Triton's interpreter on CPU tensors; torch_ext._C
+                 is used when built, not needed otherwise
+  privateuseone  the extension's device (host driver: interpreter on host memory)
+  cuda           compiled Triton on a CUDA build of torch, without torch_ext._C
+                 (checks the kernels under the real compiler)
 
     TORCH_EXT_TEST_DEVICE=privateuseone pytest tests/ops
 """
@@ -13,16 +18,20 @@ import pytest
 DEVICE = os.environ.get("TORCH_EXT_TEST_DEVICE", "cpu")
 if DEVICE == "cpu":
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if DEVICE == "cuda":
+    os.environ.setdefault("TORCH_EXT_DRIVER", "cuda")  # the cuda specialisations
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _import_torch_ext():
     """torch_ext.ops without requiring the compiled extension on "cpu"."""
-    if DEVICE != "cpu":
+    if DEVICE == "privateuseone":
         import torch_ext  # noqa: F401  (registers the device)
         return
     try:
+        if DEVICE == "cuda":
+            raise ImportError("kernels only")
         import torch_ext  # noqa: F401
     except ImportError:
         # No built extension: a bare package object lets torch_ext.ops import.

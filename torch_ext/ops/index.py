@@ -112,7 +112,7 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
                 old = tl.load(ptr)
                 new = tl.where(done, old, old * v)
                 prev = tl.atomic_cas(ptr, old, new)
-                done = done | (prev == old)
+                done = done | (prev == old) | (old != old)  # NaN stays NaN
 
 
 def _gather_scatter(index, src, out, dim, mode, value=0):
