@@ -7,6 +7,7 @@ namespace torch_ext::aten {
 namespace {
 
 using at::Tensor;
+using at::DimnameList;  // named unqualified by torch 2.11's AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE
 using at::IntArrayRef;
 using at::ScalarType;
 using at::Scalar;
