@@ -1,6 +1,7 @@
 // torch.autocast("privateuseone"): the same op lists and policies as CUDA's
 // autocast (PyTorch registers none for PrivateUse1).
 #include <ATen/autocast_mode.h>
+#include <ATen/core/ATen_fwd.h>
 #include <torch/library.h>
 
 namespace torch_ext::aten {
