@@ -54,7 +54,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     setCurrentStream(s);
     return old;
   }
-  void* getStreamNativeHandle(const c10::Stream s) const override { return driverStream(s); }
+  // Not `override`: older releases lack it.
+  void* getStreamNativeHandle(const c10::Stream s) const { return driverStream(s); }
   bool queryStream(const c10::Stream& s) const override {
     return driver().queryStream(s.device_index(), driverStream(s));
   }
