@@ -1,14 +1,16 @@
 // torch.autocast("privateuseone"): the same op lists and policies as CUDA's
 // autocast (PyTorch registers none for PrivateUse1).
 #include <ATen/autocast_mode.h>
-#include <ATen/core/ATen_fwd.h>
+#include <torch/version.h>
 #include <torch/library.h>
 
 namespace torch_ext::aten {
 namespace {
 
 using at::Tensor;
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
 using at::DimnameList;  // named unqualified by torch 2.11's AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE
+#endif
 using at::IntArrayRef;
 using at::ScalarType;
 using at::Scalar;
