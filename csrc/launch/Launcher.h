@@ -42,6 +42,9 @@ inline Arg to_arg(const T& v) {
   }
 }
 inline Arg to_arg(const at::Tensor& v) { return Arg{c10::IValue(v)}; }
+inline Arg to_arg(const at::OptionalTensorRef& v) {
+  return v.has_value() ? Arg{c10::IValue(*v)} : Arg{c10::IValue()};
+}
 inline Arg to_arg(uint64_t v) { return Arg{c10::IValue(static_cast<int64_t>(v))}; }
 inline Arg to_arg(at::ScalarType v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Dtype}; }
 inline Arg to_arg(c10::Layout v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Layout}; }
