@@ -5,6 +5,7 @@
 #
 #   bash tests_gpu/run_all.sh [out_dir]          # default: gpu_out
 #   STEPS=build,bench bash tests_gpu/run_all.sh  # a subset
+#   TEST_WORKERS=8 ...                           # tests/ in 8 processes (pytest-xdist)
 #
 # Logs go to out_dir (build.log, tests_gpu.log, tests.log, bench/).
 set -uo pipefail
@@ -30,7 +31,9 @@ if step tests_gpu; then
   echo "tests_gpu: $(tail -1 "$OUT_DIR/tests_gpu.log")"
 fi
 if step tests; then
-  "${PYTEST[@]}" tests/runtime tests/pipeline tests/ops ${TESTS_EXTRA:-} >"$OUT_DIR/tests.log" 2>&1 || status=1
+  PARALLEL=()
+  [[ -n "${TEST_WORKERS:-}" ]] && "$PY" -c "import xdist" 2>/dev/null && PARALLEL=(-n "$TEST_WORKERS" --dist loadfile)
+  "${PYTEST[@]}" "${PARALLEL[@]}" tests/runtime tests/pipeline tests/ops ${TESTS_EXTRA:-} >"$OUT_DIR/tests.log" 2>&1 || status=1
   echo "tests: $(tail -1 "$OUT_DIR/tests.log")"
 fi
 if step bench; then
