@@ -42,7 +42,7 @@ def driver_name() -> str:
 
 __all__ = ["driver_name", "fallback_mode", "fallback_stats", "reset_fallback_stats"]
 
-try:
-    import torch_ext.ops  # noqa: F401,E402
-except ModuleNotFoundError:
-    pass
+import torch_ext.ops  # noqa: F401,E402  the Triton kernels the generated C++ calls
+from torch_ext import fused  # noqa: E402
+
+fused.register_autograd()

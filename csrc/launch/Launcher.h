@@ -95,9 +95,16 @@ struct Unbox<std::tuple<Ts...>> {
                 " values, expected ", sizeof...(Ts));
     return unpack(elems, std::index_sequence_for<Ts...>{});
   }
+  template <typename T>
+  static T elem(const c10::IValue& v) {
+    if constexpr (std::is_same_v<T, at::Tensor>) {
+      if (v.isNone()) return at::Tensor();  // an output not asked for (output_mask)
+    }
+    return v.to<T>();
+  }
   template <size_t... I>
   static std::tuple<Ts...> unpack(c10::ArrayRef<c10::IValue> e, std::index_sequence<I...>) {
-    return std::tuple<Ts...>(e[I].to<Ts>()...);
+    return std::tuple<Ts...>(elem<Ts>(e[I])...);
   }
 };
 }  // namespace detail
