@@ -33,7 +33,7 @@ def _import_torch_ext():
         if DEVICE == "cuda":
             raise ImportError("kernels only")
         import torch_ext  # noqa: F401
-    except ImportError:
+    except Exception:  # no (or a stale) build: the kernels need none on "cpu"
         # No built extension: a bare package object lets torch_ext.ops import.
         for name in [m for m in sys.modules if m == "torch_ext" or m.startswith("torch_ext.")]:
             del sys.modules[name]

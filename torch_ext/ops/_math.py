@@ -67,6 +67,13 @@ def _rint(x):
     return tl.where(x != x, x, r)
 
 
+@triton.jit
+def _exp(x):
+    return tl.exp(x)
+
+
+# The correctly rounded exp where tl.exp is a fast approximation (CUDA: ex2.approx).
+exp = spec_func("exp") or _exp
 expm1 = spec_func("expm1") or _expm1
 log1p = spec_func("log1p") or _log1p
 tanh = spec_func("tanh") or _tanh

@@ -19,11 +19,18 @@ from ._launch import launch
 @triton.jit
 def _mm_kernel(a, b, c, bias, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm, s_cn,
                s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr,
-               PRECISION: tl.constexpr, UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               PRECISION: tl.constexpr, UPCAST: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    batch = tl.program_id(2).to(tl.int64)
+    # Grouped order: GROUP_M row tiles share their column tiles in L2.
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * tiles_n
+    first_m = (pid // group) * GROUP_M
+    group_m = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group) % group_m
+    pid_n = (pid % group) // group_m
+    batch = tl.program_id(1).to(tl.int64)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -66,7 +73,8 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         from .copy import fill_
         fill_(c, 0)
         return
-    bm, bn, bk = spec("mm_blocks", M, N, K) or (64, 64, 32)
+    bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype) or \
+        _default_config(M, N, K, a.dtype)
     bm = max(16, min(bm, triton.next_power_of_2(M)))
     bn = max(16, min(bn, triton.next_power_of_2(N)))
     bk = max(16, min(bk, triton.next_power_of_2(max(K, 1))))
@@ -76,10 +84,19 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
     has_bias = bias is not None and beta != 0
     x = bias if has_bias else c
-    grid = (triton.cdiv(M, bm), triton.cdiv(N, bn), Bt)
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), Bt)
     launch(_mm_kernel, grid, a, b, c, x, M, N, K, *a.stride(), *b.stride(), *c.stride(),
            *x.stride(), alpha, beta, HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
-           BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=4)
+           GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages)
+
+
+def _default_config(M, N, K, dtype):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for compiled Triton."""
+    if dtype in (torch.float16, torch.bfloat16) and M >= 128 and N >= 128:
+        return 128, 128, 64, 8, 3
+    if dtype == torch.float64:
+        return 32, 32, 16, 4, 2
+    return 64, 64, 32, 4, 3
 
 
 def _bias3(t, shape):

@@ -171,7 +171,7 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     aux_arg = aux if aux is not None else x
-    splits = _splits(O, R)
+    splits = _splits(O, R, B)
     if splits > 1:
         # Few outputs, long reductions: split R over more programs, then
         # combine the (O, splits) partials.
@@ -199,13 +199,15 @@ _COMBINE = {SUM: SUM, PROD: PROD, MAX: MAX, MIN: MIN, SQDEV: SUM, ANY: SUM, ALL:
             EXP_SUM: SUM}
 
 
-def _splits(O, R):
+def _splits(O, R, B=1):
+    """Programs per output tile along R: enough tiles to fill a GPU."""
     n = spec("reduction_splits", O, R)
     if n is not None:
         return n
-    if R < 16384 or O >= 512:
+    tiles = triton.cdiv(O, _blocks(O, R, B)[0])
+    if R < 2048 or tiles >= 512:
         return 1
-    return min(triton.cdiv(R, 8192), max(1, 1024 // O))
+    return max(1, min(triton.cdiv(R, 1024), triton.cdiv(1024, tiles)))
 
 
 def _neutral(op, dtype):

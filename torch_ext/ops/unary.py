@@ -35,7 +35,7 @@ def neg(x):
 @_float
 @triton.jit
 def exp(x):
-    return tl.exp(x)
+    return _math.exp(x)
 
 
 @_float

@@ -8,6 +8,11 @@ from triton.language.extra import libdevice
 
 
 @triton.jit
+def exp(x):
+    return libdevice.exp(x)
+
+
+@triton.jit
 def expm1(x):
     return libdevice.expm1(x)
 

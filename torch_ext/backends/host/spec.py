@@ -14,13 +14,14 @@ def reduction_block(n):
     return 1 << 14
 
 
-def rows_per_program(n_rows, n_cols):
-    # Rows handled by one program of row-wise kernels (softmax, norms).
-    return max(1, min(n_rows, (1 << 16) // max(1, n_cols)))
+def reduction_splits(outputs, length):
+    # The interpreter runs programs one after another: never split.
+    return 1
 
 
-def mm_blocks(m, n, k):
-    return 128, 128, 128
+def mm_config(m, n, k, dtype):
+    # Big tiles: numpy does each tl.dot in one call.
+    return 128, 128, 128, 4, 1
 
 
 def dot_needs_fp32_inputs(dtype):
