@@ -259,7 +259,8 @@ def emit_new_ops(ops: list[Op], namespace: str) -> str:
         ret = sig.returns_type().cpp_type()
         names = [a.name for a in sig.arguments()]
         name = str(op.schema.name)
-        defs.append(f'  m.def("{op.schema}");')
+        schema = str(op.schema).replace("\\", "\\\\").replace('"', '\\"')
+        defs.append(f'  m.def("{schema}");')
         impls.append(f'  m.impl("{name}", TORCH_FN({namespace}::{op.kernel}));')
         returned = [a.name for a in op.schema.arguments.out]
         meta_fn = f"meta_{op.kernel}"
