@@ -18,10 +18,10 @@ it is meant for.  One file per op family; every launch goes through
 This package does not need `torch_ext._C`: on CPU tensors the kernels run
 under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
-from . import (activation, advanced_index, binary, blas, copy, fused, index, loss, norm, optim,
-               random, reduction, softmax, sort, ternary, unary)
+from . import (activation, advanced_index, attention, binary, blas, copy, fused, index, loss,
+               norm, optim, random, reduction, softmax, sort, ternary, unary)
 
 KERNELS = {}
 for _family in (binary, unary, activation, ternary, copy, reduction, softmax, norm, blas, index,
-                advanced_index, loss, random, sort, fused, optim):
+                advanced_index, loss, random, sort, fused, optim, attention):
     KERNELS.update(_family.KERNELS)

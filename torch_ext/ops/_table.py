@@ -124,6 +124,10 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
     "silu_and_mul_backward": "torch_ext::silu_and_mul_backward(grad, x)",
     "rotary_embedding": "torch_ext::rotary_embedding(x, cos, sin, interleaved)",
     "rotary_embedding_backward": "torch_ext::rotary_embedding_backward(grad, cos, sin, interleaved)",
+    "flash_attention_fwd": "torch_ext::flash_attention_fwd(q, k, v, mask?, is_causal, scale?) "
+                           "-> (out, lse); the SDPA forward",
+    "flash_attention_bwd": "torch_ext::flash_attention_bwd(grad, q, k, v, out, lse, mask?, "
+                           "is_causal, scale?) -> (dq, dk, dv)",
 }
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},

@@ -1,0 +1,35 @@
+"""Fused attention forward/backward against PyTorch's math SDPA (float64)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torch_ext.ops import attention
+
+from accuracy import assert_close, randn, to_ref
+
+CASES = [(False, None), (False, "bool"), (False, "float"), (True, None)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("causal,mask_kind", CASES)
+def test_flash_attention(causal, mask_kind, dtype, device):
+    # (B, L, H, D) storage viewed as (B, H, L, D): strided like real models.
+    q = randn((2, 37, 3, 16), dtype, device).transpose(1, 2)
+    k = randn((2, 45, 3, 16), dtype, device).transpose(1, 2)
+    v = randn((2, 3, 45, 8), dtype, device)
+    mask = None
+    if mask_kind == "bool":
+        m = torch.rand(37, 45) > 0.2
+        m[:, 0] = True
+        mask = m.to(device)
+    elif mask_kind == "float":
+        mask = randn((1, 3, 37, 45), dtype, device)
+    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(qr, kr, vr, attn_mask=to_ref(mask), is_causal=causal)
+    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+    assert_close(out, ref.detach().to(dtype), dtype, reduce_dim=4)
+    g = randn(ref.shape, dtype, device)
+    ref.backward(to_ref(g))
+    dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal)
+    for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+        assert_close(got, want.to(dtype), dtype, reduce_dim=16)
