@@ -23,7 +23,17 @@ def mul(a, b):
 @pointwise(promotion="int_to_float")
 @triton.jit
 def div_true(a, b):
-    return a / b
+    return _div(a, b)
+
+
+@triton.jit
+def _div(a, b):
+    # IEEE round-to-nearest division (Triton's `/` on fp32 may be approximate).
+    if a.dtype == tl.float32:
+        q = tl.div_rn(a, b)
+    else:
+        q = a / b
+    return q
 
 
 @triton.jit
@@ -35,7 +45,7 @@ def _trunc(x):
 @triton.jit
 def div_trunc(a, b):
     if a.dtype.is_floating():
-        q = _trunc(a / b)
+        q = _trunc(_div(a, b))
     else:
         q = a // b  # Triton's integer division truncates, like C
     return q
@@ -47,13 +57,13 @@ def div_floor(a, b):
     if a.dtype.is_floating():
         # PyTorch's floor division: exact for a == k * b, signed zeros kept.
         mod = a % b
-        div = (a - mod) / b
+        div = _div(a - mod, b)
         div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
         fl = tl.floor(div)
         fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
-        zero = tl.where(a / b < 0, -0.0, 0.0)
+        zero = tl.where(_div(a, b) < 0, -0.0, 0.0)
         q = tl.where(div != 0, fl, zero)
-        q = tl.where(b == 0, a / b, q)
+        q = tl.where(b == 0, _div(a, b), q)
     else:
         q = a // b
         r = a % b

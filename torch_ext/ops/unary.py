@@ -89,7 +89,11 @@ def rsqrt(x):
 @_float
 @triton.jit
 def reciprocal(x):
-    return 1.0 / x
+    if x.dtype == tl.float32:
+        r = tl.div_rn(tl.full(x.shape, 1.0, tl.float32), x)
+    else:
+        r = 1.0 / x
+    return r
 
 
 @_float
