@@ -50,3 +50,13 @@ def launch(kernel, grid, *args, **kwargs):
         args = tuple(_map_arg(a, alias, storages) for a in args)
         kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
     return kernel[grid](*args, **kwargs)
+
+
+# Plain-Python grid helpers: triton.cdiv / next_power_of_2 are JIT-callable
+# wrappers that cost microseconds per call on the launch path.
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def next_pow2(n):
+    return 1 << (n - 1).bit_length() if n > 1 else 1

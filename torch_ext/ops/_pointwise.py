@@ -39,7 +39,7 @@ import triton
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 
 _DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
@@ -253,7 +253,7 @@ class Pointwise:
         cdt = compute_dtype(common_dtype)
         kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
         block = spec("pointwise_block", numel) or 1024
-        block = min(block, triton.next_power_of_2(numel))
+        block = min(block, next_pow2(numel))
         scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
         if cdt == torch.float64:
             args = [part for x in scalars for part in _split_f64(x)]
@@ -266,7 +266,7 @@ class Pointwise:
             args += cshape
             for st in cstrides:
                 args += st
-        launch(kernel, (triton.cdiv(numel, block),), *args, BLOCK=block,
+        launch(kernel, (cdiv(numel, block),), *args, BLOCK=block,
                num_warps=4 if block <= 1024 else 8)
 
     # -- functional convention -------------------------------------------

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from .index import MAX_RANK, _block, _dot6, _pad, _unravel
 from .reduction import _contiguous, cumsum_out
@@ -77,7 +77,7 @@ def nonzero(self):
         shape = _pad(x.shape, 1)
         n = x.numel()
         block = _block(n)
-        launch(_nonzero_kernel, (triton.cdiv(n, block),), x, csum, out, x, n, *shape[1:],
+        launch(_nonzero_kernel, (cdiv(n, block),), x, csum, out, x, n, *shape[1:],
                NDIM=ndim, WITH_VALUES=False, BLOCK=block)
     return out
 
@@ -98,7 +98,7 @@ def masked_select(self, mask):
     if count:
         n = m.numel()
         block = _block(n)
-        launch(_nonzero_kernel, (triton.cdiv(n, block),), m, csum, out, v, n, 1, 1, 1, 1, 1,
+        launch(_nonzero_kernel, (cdiv(n, block),), m, csum, out, v, n, 1, 1, 1, 1, 1,
                NDIM=1, WITH_VALUES=True, BLOCK=block)
     return out
 
@@ -177,7 +177,7 @@ def _wrap_negative(t, size):
     n = t2.numel()
     if n:
         block = _block(n)
-        launch(_wrap_kernel, (triton.cdiv(n, block),), t2, n, size, BLOCK=block)
+        launch(_wrap_kernel, (cdiv(n, block),), t2, n, size, BLOCK=block)
     return t2
 
 
@@ -192,7 +192,7 @@ def _index_launch(self, src, out, dims, longs, L, rest_dims, put, accumulate):
     ptrs = longs + [longs[0]] * (MAX_INDICES - len(longs))
     strides = [self.stride(d) for d in dims] + [0] * (MAX_INDICES - len(longs))
     block = _block(n)
-    launch(_index_kernel, (triton.cdiv(n, block),), src, out, *ptrs, *strides, n, L, R,
+    launch(_index_kernel, (cdiv(n, block),), src, out, *ptrs, *strides, n, L, R,
            *rs[1:], *rst, PUT=put, ACCUMULATE=accumulate, BLOCK=block)
 
 
@@ -294,7 +294,7 @@ def multinomial(self, num_samples, replacement=False, generator=None):
         cumsum_out(p, 1, cdf.dtype, cdf)
         u = torch.empty((rows, num_samples), dtype=cdf.dtype, device=p.device)
         _fill_random(u, UNIFORM, 0.0, 1.0, generator=generator)
-        launch(_sample_kernel, (rows, triton.cdiv(num_samples, 128)), cdf, u, out, R,
+        launch(_sample_kernel, (rows, cdiv(num_samples, 128)), cdf, u, out, R,
                num_samples, BLOCK=128)
     else:
         # Exponential races: argmin of E_i / p_i samples without replacement.

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 
 
 @triton.jit
@@ -219,10 +219,10 @@ def _setup(q, k, v, attn_mask, scale):
     upcast = bool(spec("dot_needs_fp32_inputs", q.dtype))
     precision = "ieee" if q.dtype in (torch.float32, torch.float64) or upcast else None
     bm, bn = spec("attention_blocks", Lq, Lk, D) or (64, 64)
-    bm = max(16, min(bm, triton.next_power_of_2(Lq)))
-    bn = max(16, min(bn, triton.next_power_of_2(Lk)))
-    bd = max(16, triton.next_power_of_2(D))
-    bdv = max(16, triton.next_power_of_2(DV))
+    bm = max(16, min(bm, next_pow2(Lq)))
+    bn = max(16, min(bn, next_pow2(Lk)))
+    bd = max(16, next_pow2(D))
+    bdv = max(16, next_pow2(DV))
     return (B, H, Lq, Lk, D, DV, scale, mask, mstrides, bool_mask, upcast, precision, bm, bn, bd,
             bdv)
 
@@ -234,7 +234,7 @@ def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
     lse = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
     if out.numel() == 0:
         return out, lse
-    launch(_attn_fwd_kernel, (triton.cdiv(Lq, bm), B * H), q, k, v, out, lse, mask, H, Lq, Lk,
+    launch(_attn_fwd_kernel, (cdiv(Lq, bm), B * H), q, k, v, out, lse, mask, H, Lq, Lk,
            D, DV, *q.stride(), *k.stride(), *v.stride(), *out.stride(), *mst, scale,
            CAUSAL=bool(is_causal), HAS_MASK=attn_mask is not None, BOOL_MASK=bool_mask,
            UPCAST=upcast, PRECISION=precision, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd,
@@ -255,7 +255,7 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
             fill_(t, 0)
         return dq, dk, dv
     delta = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
-    launch(_attn_bwd_delta_kernel, (triton.cdiv(Lq, bm), B * H), out, grad_out, delta, H, Lq,
+    launch(_attn_bwd_delta_kernel, (cdiv(Lq, bm), B * H), out, grad_out, delta, H, Lq,
            DV, *out.stride(), *grad_out.stride(), BLOCK_M=bm, BLOCK_DV=bdv)
     flags = dict(CAUSAL=bool(is_causal), HAS_MASK=attn_mask is not None, BOOL_MASK=bool_mask,
                  UPCAST=upcast, PRECISION=precision, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd,
@@ -263,8 +263,8 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
     common = (q, k, v, grad_out, lse, delta, dq, dk, dv, mask, H, Lq, Lk, D, DV, *q.stride(),
               *k.stride(), *v.stride(), *grad_out.stride(), *mst, *dq.stride(), *dk.stride(),
               *dv.stride(), scale)
-    launch(_attn_bwd_kernel, (triton.cdiv(Lk, bn), B * H), *common, FOR_DQ=False, **flags)
-    launch(_attn_bwd_kernel, (triton.cdiv(Lq, bm), B * H), *common, FOR_DQ=True, **flags)
+    launch(_attn_bwd_kernel, (cdiv(Lk, bn), B * H), *common, FOR_DQ=False, **flags)
+    launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, **flags)
     return dq, dk, dv
 
 

@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 
 
 @triton.jit
@@ -75,16 +75,16 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         return
     bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype) or \
         _default_config(M, N, K, a.dtype)
-    bm = max(16, min(bm, triton.next_power_of_2(M)))
-    bn = max(16, min(bn, triton.next_power_of_2(N)))
-    bk = max(16, min(bk, triton.next_power_of_2(max(K, 1))))
+    bm = max(16, min(bm, next_pow2(M)))
+    bn = max(16, min(bn, next_pow2(N)))
+    bk = max(16, min(bk, next_pow2(max(K, 1))))
     acc = tl.float64 if a.dtype == torch.float64 else tl.float32
     # A driver whose tl.dot lacks a dtype (the interpreter: bfloat16) gets fp32 tiles.
     upcast = bool(spec("dot_needs_fp32_inputs", a.dtype))
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
     has_bias = bias is not None and beta != 0
     x = bias if has_bias else c
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), Bt)
+    grid = (cdiv(M, bm) * cdiv(N, bn), Bt)
     launch(_mm_kernel, grid, a, b, c, x, M, N, K, *a.stride(), *b.stride(), *c.stride(),
            *x.stride(), alpha, beta, HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
            GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages)

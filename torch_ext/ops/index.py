@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from ._pointwise import pointwise
 from .copy import copy_kernel, fill_kernel
 from .reduction import _contiguous
@@ -39,7 +39,7 @@ def _pad(values, fill):
 
 
 def _block(n):
-    return min(spec("pointwise_block", n) or 1024, triton.next_power_of_2(max(n, 1)))
+    return min(spec("pointwise_block", n) or 1024, next_pow2(max(n, 1)))
 
 
 @triton.jit
@@ -126,7 +126,7 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
     s_st = _pad(src.stride() if src is not None and src.dim() else [0], 0)
     o_st = _pad(out.stride() if out.dim() else [0], 0)
     block = _block(n)
-    launch(_gather_scatter_kernel, (triton.cdiv(n, block),), index,
+    launch(_gather_scatter_kernel, (cdiv(n, block),), index,
            src if src is not None else out, out, n, *shape[1:], *i_st, *s_st, *o_st,
            value, DIM=(dim % rank) + pad, MODE=mode, SRC_IS_VALUE=src is None, BLOCK=block)
 
@@ -199,7 +199,7 @@ def index_select_out(self, dim, index, out):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     block = _block(n)
-    launch(_index_select_kernel, (triton.cdiv(n, block),), x, index, target, n, L, S, B,
+    launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B,
            BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))
@@ -247,7 +247,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     n = g.numel()
     if n:
         block = _block(n)
-        launch(_embedding_bwd_kernel, (triton.cdiv(n, block),), g, idx, grad_w, n, D,
+        launch(_embedding_bwd_kernel, (cdiv(n, block),), g, idx, grad_w, n, D,
                padding_idx, BLOCK=block)
     if acc == grad_output.dtype:
         return grad_w
@@ -334,7 +334,7 @@ def flip(self, dims):
     # base is relative to the tensor's own start: pass the storage view as-is.
     shape = _pad(self.shape, 1)
     block = _block(n)
-    launch(_strided_copy_kernel, (triton.cdiv(n, block),), self, out, n, base, *shape[1:],
+    launch(_strided_copy_kernel, (cdiv(n, block),), self, out, n, base, *shape[1:],
            *_pad(strides, 0), BLOCK=block)
     return out
 
@@ -367,7 +367,7 @@ def _tri(self, diagonal, out, lower):
                                                          device=out.device)
     M, N = x.shape[-2], x.shape[-1]
     block = _block(n)
-    launch(_tri_kernel, (triton.cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower,
+    launch(_tri_kernel, (cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower,
            BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))
@@ -397,7 +397,7 @@ def arange_out(start, end, step, out):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     block = _block(n)
-    launch(_arange_kernel, (triton.cdiv(n, block),), target, n, start, step, ACC=acc,
+    launch(_arange_kernel, (cdiv(n, block),), target, n, start, step, ACC=acc,
            BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))

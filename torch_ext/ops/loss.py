@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .activation import mse, mse_backward
 from .copy import copy_kernel, fill_kernel
 from .reduction import SUM, _contiguous, reduce_into
@@ -69,7 +69,7 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     wsum = torch.empty((N,), dtype=torch.float32, device=x.device)
     if N:
         block = _block(N)
-        launch(_nll_kernel, (triton.cdiv(N, block),), x, tgt, w if w is not None else x,
+        launch(_nll_kernel, (cdiv(N, block),), x, tgt, w if w is not None else x,
                per, wsum, N, C, ignore_index, HAS_W=w is not None, BLOCK=block)
     if reduction == NONE:
         if per is not output:
@@ -100,7 +100,7 @@ def nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_i
     tgt = _contiguous(target.reshape(-1))
     w = _contiguous(weight) if weight is not None else None
     block = _block(N)
-    launch(_nll_bwd_kernel, (triton.cdiv(N, block),), _contiguous(grad_output), tgt,
+    launch(_nll_bwd_kernel, (cdiv(N, block),), _contiguous(grad_output), tgt,
            w if w is not None else gi, total_weight, gi, N, C, ignore_index,
            REDUCTION=reduction, HAS_W=w is not None, BLOCK=block)
     if gi is not grad_input:

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .reduction import _contiguous, reduce_into, SUM
 
 
@@ -153,10 +153,10 @@ def _stat_dtype(dtype):
 
 
 def _row_blocks(M, D):
-    n = triton.next_power_of_2(max(D, 1))
+    n = next_pow2(max(D, 1))
     budget = spec("reduction_block", D) or 4096
     bn = min(n, budget)
-    bm = min(triton.next_power_of_2(max(M, 1)), max(1, budget // bn))
+    bm = min(next_pow2(max(M, 1)), max(1, budget // bn))
     return bm, bn
 
 
@@ -164,7 +164,7 @@ def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
     if M == 0:
         return
     bm, bn = _row_blocks(M, D)
-    launch(_norm_fwd_kernel, (triton.cdiv(M, bm),), x, weight if weight is not None else x,
+    launch(_norm_fwd_kernel, (cdiv(M, bm),), x, weight if weight is not None else x,
            bias if bias is not None else x, y, mean if mean is not None else rstd, rstd,
            M, D, G, CPG, HW, eps, HAS_W=weight is not None, HAS_B=bias is not None, RMS=rms,
            ACC=_acc(x.dtype), BLOCK_M=bm, BLOCK_N=bn)
@@ -174,17 +174,17 @@ def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
     if M == 0:
         return
     bm, bn = _row_blocks(M, D)
-    launch(_norm_bwd_dx_kernel, (triton.cdiv(M, bm),), dy, x,
+    launch(_norm_bwd_dx_kernel, (cdiv(M, bm),), dy, x,
            weight if weight is not None else x, mean if mean is not None else rstd, rstd, dx,
            M, D, G, CPG, HW, HAS_W=weight is not None, RMS=rms, ACC=_acc(x.dtype),
            BLOCK_M=bm, BLOCK_N=bn)
 
 
 def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
-    bn = min(triton.next_power_of_2(max(D, 1)), 64)
+    bn = min(next_pow2(max(D, 1)), 64)
     budget = spec("reduction_block", M) or 4096
-    bm = min(triton.next_power_of_2(max(M, 1)), max(1, budget // bn))
-    launch(_norm_bwd_dw_kernel, (triton.cdiv(D, bn),), dy, x, mean if mean is not None else rstd,
+    bm = min(next_pow2(max(M, 1)), max(1, budget // bn))
+    launch(_norm_bwd_dw_kernel, (cdiv(D, bn),), dy, x, mean if mean is not None else rstd,
            rstd, dw, db, M, D, RMS=rms, ACC=_acc(x.dtype), BLOCK_M=bm, BLOCK_N=bn)
 
 

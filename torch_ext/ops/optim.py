@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .index import _block
 
 
@@ -65,7 +65,7 @@ def fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_step
                 raise NotImplementedError("torch_ext: _fused_adamw_ needs contiguous tensors")
         vmax = max_exp_avg_sqs[i] if amsgrad else p
         block = _block(n)
-        launch(_adamw_kernel, (triton.cdiv(n, block),), p, grads[i], exp_avgs[i],
+        launch(_adamw_kernel, (cdiv(n, block),), p, grads[i], exp_avgs[i],
                exp_avg_sqs[i], vmax, state_steps[i], lr if lr_tensor else p,
                grad_scale if grad_scale is not None else p,
                found_inf if found_inf is not None else p, n, 0.0 if lr_tensor else float(lr),

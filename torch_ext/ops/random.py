@@ -24,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from .index import _block
 
@@ -80,7 +80,7 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     block = _block(n)
-    launch(_random_kernel, (triton.cdiv(n, block),), target, p if p is not None else target, n,
+    launch(_random_kernel, (cdiv(n, block),), target, p if p is not None else target, n,
            seed, offset, a, b, KIND=kind, BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))
@@ -152,7 +152,7 @@ def native_dropout(input, p, train):
         seed, offset = philox(None, x.device, 4 * n)
         scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
         block = _block(n)
-        launch(_dropout_kernel, (triton.cdiv(n, block),), x, out, keep, n, seed, offset,
+        launch(_dropout_kernel, (cdiv(n, block),), x, out, keep, n, seed, offset,
                float(p), scale, BLOCK=block)
     return out, keep
 

@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
@@ -47,8 +47,12 @@ def _reduce_kernel(x, out, aux, O, R, B, R_SPLIT, neutral, scale, p, OP: tl.cons
     if OP == SQDEV or OP == EXP_SUM or POST == POST_LOG_ADD:
         centre = tl.load(aux + o, mask=omask, other=0).to(ACC)
     acc = tl.zeros((BLOCK_R, BLOCK_O), ACC) + neutral
-    r_begin = split.to(tl.int64) * R_SPLIT
-    r_end = tl.minimum(r_begin + R_SPLIT, R)
+    if PARTIAL:
+        r_begin = split.to(tl.int64) * R_SPLIT
+        r_end = tl.minimum(r_begin + R_SPLIT, R)
+    else:
+        r_begin = 0
+        r_end = R
     for r0 in range(r_begin, r_end, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < r_end)[:, None] & omask[None, :]
@@ -154,10 +158,10 @@ def as_arb(x, dims):
 def _blocks(O, R, B):
     budget = spec("reduction_block", R) or 4096
     if B > 1:
-        bo = min(triton.next_power_of_2(O), 64)
+        bo = min(next_pow2(O), 64)
     else:
-        bo = min(triton.next_power_of_2(O), max(1, budget // triton.next_power_of_2(max(R, 1))))
-    br = max(1, min(triton.next_power_of_2(max(R, 1)), budget // bo))
+        bo = min(next_pow2(O), max(1, budget // next_pow2(max(R, 1))))
+    br = max(1, min(next_pow2(max(R, 1)), budget // bo))
     return bo, br
 
 
@@ -175,17 +179,17 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
     if splits > 1:
         # Few outputs, long reductions: split R over more programs, then
         # combine the (O, splits) partials.
-        r_split = triton.cdiv(R, splits)
-        splits = triton.cdiv(R, r_split)
+        r_split = cdiv(R, splits)
+        splits = cdiv(R, r_split)
         partial = torch.empty((O, splits), dtype=acc, device=x.device)
         bo, br = _blocks(O, r_split, B)
-        launch(_reduce_kernel, (triton.cdiv(O, bo), splits), x, partial, aux_arg, O, R, B,
+        launch(_reduce_kernel, (cdiv(O, bo), splits), x, partial, aux_arg, O, R, B,
                r_split, neutral, scale, p, OP=op, POST=POST_NONE, ACC=_TL[acc], PARTIAL=True,
                BLOCK_O=bo, BLOCK_R=br)
         x, R, B, op = partial, splits, 1, _COMBINE[op]
         neutral = _neutral(op, acc)
     bo, br = _blocks(O, R, B)
-    launch(_reduce_kernel, (triton.cdiv(O, bo), 1), x, target, aux_arg, O, R, B, R, neutral,
+    launch(_reduce_kernel, (cdiv(O, bo), 1), x, target, aux_arg, O, R, B, R, neutral,
            scale, p, OP=op, POST=post, ACC=_TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br)
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))
@@ -204,10 +208,10 @@ def _splits(O, R, B=1):
     n = spec("reduction_splits", O, R)
     if n is not None:
         return n
-    tiles = triton.cdiv(O, _blocks(O, R, B)[0])
+    tiles = cdiv(O, _blocks(O, R, B)[0])
     if R < 2048 or tiles >= 512:
         return 1
-    return max(1, min(triton.cdiv(R, 1024), triton.cdiv(1024, tiles)))
+    return max(1, min(cdiv(R, 1024), cdiv(1024, tiles)))
 
 
 def _neutral(op, dtype):
@@ -491,7 +495,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
     it = indices if indices.is_contiguous() else torch.empty(indices.shape, dtype=torch.int64,
                                                              device=indices.device)
     bo, br = _blocks(O, R, B)
-    launch(_arg_kernel, (triton.cdiv(O, bo),), xv, vt, it, O, R, B,
+    launch(_arg_kernel, (cdiv(O, bo),), xv, vt, it, O, R, B,
            _neutral(MAX if is_max else MIN, x.dtype), IS_MAX=is_max, ACC=_TL[acc],
            BLOCK_O=bo, BLOCK_R=br)
     if vt is not values:
@@ -560,7 +564,7 @@ def cumsum_out(self, dim, dtype, out):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     bo, br = _blocks(O, R, B)
-    launch(_cumsum_kernel, (triton.cdiv(O, bo),), xv, target, O, R, B,
+    launch(_cumsum_kernel, (cdiv(O, bo),), xv, target, O, R, B,
            ACC=_TL[acc_dtype(x.dtype)], BLOCK_O=bo, BLOCK_R=br)
     if target is not out:
         copy_kernel((out,), (target,))

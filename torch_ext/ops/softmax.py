@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from .reduction import _blocks, _contiguous, as_arb
 
@@ -93,7 +93,7 @@ def _rowwise(kernel, tensors, out, dim, log):
     O = A * B
     bo, br = _blocks(O, R, B)
     acc = tl.float64 if x0.dtype == torch.float64 else tl.float32
-    launch(kernel, (triton.cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc,
+    launch(kernel, (cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc,
            BLOCK_O=bo, BLOCK_R=br)
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import launch
+from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from .reduction import _contiguous, as_arb
 
@@ -65,9 +65,9 @@ def _rank_sort(self, dim, descending, k, values, indices):
     it = indices if indices.is_contiguous() else torch.empty(indices.shape, dtype=torch.int64,
                                                              device=indices.device)
     budget = spec("reduction_block", R) or 4096
-    bi = min(triton.next_power_of_2(R), 64)
-    bj = max(1, min(triton.next_power_of_2(R), budget // bi))
-    launch(_rank_sort_kernel, (A * B, triton.cdiv(R, bi)), xv, vt, it, R, B, k,
+    bi = min(next_pow2(R), 64)
+    bj = max(1, min(next_pow2(R), budget // bi))
+    launch(_rank_sort_kernel, (A * B, cdiv(R, bi)), xv, vt, it, R, B, k,
            DESCENDING=bool(descending), BLOCK_I=bi, BLOCK_J=bj)
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
