@@ -4,6 +4,8 @@ triu (LegacyMeta, hand-written C++ body), add/sub/mul/div (Legacy stubs)."""
 import pytest
 import torch
 
+import torch_ext  # noqa: F401  registers the device
+
 DEV = "privateuseone"
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 SHAPES = [(), (0,), (7,), (3, 5), (4, 1, 6), (257, 33)]
