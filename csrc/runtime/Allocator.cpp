@@ -200,6 +200,7 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
     }
     block->allocated = true;
     block->requested = bytes;
+    size = block->size;  // a cached block may be up to twice the rounded request
     update(st.stats.allocation, size, 1);
     update(st.stats.active, size, 1);
     update(st.stats.allocated_bytes, size, size);

@@ -108,3 +108,15 @@ def test_pinned_memory():
     x = torch.empty(100, pin_memory=True)
     assert x.is_pinned()
     assert not torch.empty(100).is_pinned()
+
+
+def test_stats_balance_when_a_larger_cached_block_is_reused():
+    pu = torch.privateuseone
+    torch.privateuseone.empty_cache()
+    base = pu.memory_allocated()
+    big = torch.empty(3000, device="privateuseone")  # a block of 12 KiB goes to the cache
+    del big
+    small = torch.empty(2000, device="privateuseone")  # 8 KiB request served by that block
+    assert pu.memory_allocated() - base >= small.numel() * 4
+    del small
+    assert pu.memory_allocated() == base
