@@ -171,3 +171,22 @@ def test_repeat_randperm_multinomial(device):
     assert (freq - p[0]).abs().max() < 0.03
     s = A.multinomial(p.to(device), 3, False).cpu()
     assert sorted(s[0].tolist()) == [0, 2, 3] and len(set(s[1].tolist())) == 3
+
+
+def test_index_add_linspace_eye(device):
+    from torch_ext.ops import index as I2
+    x = randn((4, 6, 3), torch.float32, device)
+    src = randn((4, 5, 3), torch.float32, device)
+    idx = torch.tensor([0, 5, 5, 2, -1])
+    out = torch.empty_like(x)
+    I2.index_add_out(x, 1, idx.to(device), src, 0.5, out)
+    assert_close(out, x.cpu().index_add(1, idx % 6, src.cpu(), alpha=0.5), atol=1e-5)
+    for start, end, steps, dtype in [(0, 1, 11, torch.float32), (-3, 7, 1, torch.float64),
+                                     (2, -2, 7, torch.float64), (0, 10, 6, torch.int64)]:
+        ref = torch.linspace(start, end, steps, dtype=dtype)
+        out = torch.empty(ref.shape, dtype=dtype, device=device)
+        I2.linspace_out(start, end, steps, out)
+        assert_close(out, ref, atol=1e-6 if dtype.is_floating_point else None)
+    out = torch.empty(3, 5, device=device)
+    I2.eye_out(3, 5, out)
+    assert_close(out, torch.eye(3, 5))

@@ -193,3 +193,13 @@ def test_split_reductions(splits, device, monkeypatch):
     o = torch.empty(2, dtype=torch.int64, device=device)
     R.prod_out((i.cpu() != 0).long().to(device), 1, False, None, o)
     assert_close(o, (i.cpu() != 0).long().prod(1))
+
+
+def test_cumprod_and_empty_max(device):
+    x = randn((4, 50, 3), torch.float32, device, 0.8, 1.2)
+    for dim in (0, 1, 2):
+        out = torch.empty_like(x)
+        R.cumprod_out(x, dim, None, out)
+        assert_close(out, to_ref(x).cumprod(dim), torch.float32, reduce_dim=x.shape[dim])
+    with pytest.raises(RuntimeError):
+        R.max_all(torch.empty(0, device=device))

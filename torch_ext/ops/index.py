@@ -413,3 +413,96 @@ KERNELS = {
     "masked_fill": masked_fill, "cat": cat_out, "flip": flip, "flip_out": flip_out,
     "tril": tril_out, "triu": triu_out, "arange": arange_out,
 }
+
+
+# -- index_add / linspace / eye -----------------------------------------------
+
+@triton.jit
+def _index_add_kernel(src, index, out, n, L, S, B, s_a, s_l, s_b, o_a, o_s, o_b, alpha,
+                      BLOCK: tl.constexpr):
+    # out[a, index[l], b] += alpha * src[a, l, b]
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    b = o % B
+    l = (o // B) % L
+    a = o // (B * L)
+    idx = tl.load(index + l, mask=mask, other=0).to(tl.int64)
+    idx = tl.where(idx < 0, idx + S, idx)
+    v = tl.load(src + a * s_a + l * s_l + b * s_b, mask=mask, other=0)
+    v = (v * alpha).to(out.dtype.element_ty)
+    tl.atomic_add(out + a * o_a + idx * o_s + b * o_b, v, mask=mask)
+
+
+def index_add_out(self, dim, index, source, alpha, out):
+    """index_add.out impl: (self, dim, index, source, alpha, out)."""
+    if out.data_ptr() != self.data_ptr() or out.stride() != self.stride():
+        copy_kernel((out,), (self,))
+    if source.numel() == 0:
+        return
+    d = dim % max(out.dim(), 1)
+    shape = list(out.shape) if out.dim() else [1]
+    A, S, B = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1:])
+    src = _contiguous(source.reshape(source.shape if source.dim() else [1]))
+    L = index.numel()
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    if target is not out:
+        copy_kernel((target,), (out,))
+    n = A * L * B
+    block = _block(n)
+    launch(_index_add_kernel, (cdiv(n, block),), src, _contiguous(index.reshape(-1)), target, n,
+           L, S, B, L * B, B, 1, S * B, B, 1, alpha, BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+
+
+@triton.jit
+def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    # PyTorch's symmetric form: from start for the first half, from end after.
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    i = o.to(ACC)
+    s = tl.cast(step, ACC)
+    v = tl.where(o < n // 2, tl.cast(start, ACC) + s * i,
+                 tl.cast(end, ACC) - s * (n - 1 - o).to(ACC))
+    tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
+
+
+def linspace_out(start, end, steps, out):
+    """linspace.out (plain): out already has `steps` elements."""
+    n = out.numel()
+    if n == 0:
+        return out
+    start, end = float(start), float(end)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    if steps == 1:
+        end = start  # a single point is `start`
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
+                                                         device=out.device)
+    block = _block(n)
+    launch(_linspace_kernel, (cdiv(n, block),), target, n, start, end, step,
+           ACC=tl.float64 if out.dtype == torch.float64 else tl.float32, BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+    return out
+
+
+@triton.jit
+def _eye_kernel(out, n, M, s0, s1, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    i = o // M
+    j = o % M
+    tl.store(out + i * s0 + j * s1, (i == j).to(out.dtype.element_ty), mask=o < n)
+
+
+def eye_out(n, m, out=None):
+    """eye.m_out (n, m, out) and eye.out (n, out)."""
+    if out is None:
+        n, m, out = n, n, m
+    total = n * m
+    if total:
+        block = _block(total)
+        launch(_eye_kernel, (cdiv(total, block),), out, total, m, *out.stride(), BLOCK=block)
+    return out
+
+
+KERNELS.update({"index_add": index_add_out, "linspace": linspace_out, "eye": eye_out})

@@ -296,13 +296,21 @@ def amin_out(self, dim, keepdim, out):
     reduce_into(self, dim, out, MIN)
 
 
+def _check_nonempty(self, name):
+    if self.numel() == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+
+
 def max_all(self):
+    _check_nonempty(self, "max")
     out = torch.empty((), dtype=self.dtype, device=self.device)
     reduce_into(self, None, out, MAX)
     return out
 
 
 def min_all(self):
+    _check_nonempty(self, "min")
     out = torch.empty((), dtype=self.dtype, device=self.device)
     reduce_into(self, None, out, MIN)
     return out
@@ -532,24 +540,31 @@ def _add(a, b):
 
 
 @triton.jit
-def _cumsum_kernel(x, out, O, R, B, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
-                   BLOCK_R: tl.constexpr):
+def _cumsum_kernel(x, out, O, R, B, ACC: tl.constexpr, PROD: tl.constexpr,
+                   BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
-    carry = tl.zeros((BLOCK_O,), ACC)
+    if PROD:
+        carry = tl.zeros((BLOCK_O,), ACC) + 1
+    else:
+        carry = tl.zeros((BLOCK_O,), ACC)
     for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
         offs = r[:, None] * B + base[None, :]
-        v = tl.load(x + offs, mask=m, other=0).to(ACC)
-        c = tl.cumsum(v, 0) + carry[None, :]
+        if PROD:
+            v = tl.load(x + offs, mask=m, other=1).to(ACC)
+            c = tl.cumprod(v, 0) * carry[None, :]
+            carry = carry * tl.reduce(v, 0, _mul)
+        else:
+            v = tl.load(x + offs, mask=m, other=0).to(ACC)
+            c = tl.cumsum(v, 0) + carry[None, :]
+            carry += tl.sum(v, 0)
         tl.store(out + offs, c.to(out.dtype.element_ty), mask=m)
-        carry += tl.sum(v, 0)
 
 
-def cumsum_out(self, dim, dtype, out):
-    """cumsum.out impl: (self, dim, dtype?, out)."""
+def _scan_out(self, dim, dtype, out, prod):
     x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
     if x.dim() == 0:
         copy_kernel((out,), (x,))
@@ -565,7 +580,7 @@ def cumsum_out(self, dim, dtype, out):
                                                          device=out.device)
     bo, br = _blocks(O, R, B)
     launch(_cumsum_kernel, (cdiv(O, bo),), xv, target, O, R, B,
-           ACC=_TL[acc_dtype(x.dtype)], BLOCK_O=bo, BLOCK_R=br)
+           ACC=_TL[acc_dtype(x.dtype)], PROD=prod, BLOCK_O=bo, BLOCK_R=br)
     if target is not out:
         copy_kernel((out,), (target,))
 
@@ -578,11 +593,14 @@ def _contiguous(x):
     return y
 
 
-_cumsum_impl = cumsum_out
+def cumsum_out(self, dim, dtype, out):
+    """cumsum.out impl: (self, dim, dtype?, out)."""
+    _scan_out(_contiguous(self), dim, dtype, out, False)
 
 
-def cumsum_out(self, dim, dtype, out):  # noqa: F811  (non-contiguous inputs first)
-    _cumsum_impl(_contiguous(self), dim, dtype, out)
+def cumprod_out(self, dim, dtype, out):
+    """cumprod.out impl: (self, dim, dtype?, out)."""
+    _scan_out(_contiguous(self), dim, dtype, out, True)
 
 
 KERNELS = {
@@ -594,5 +612,5 @@ KERNELS = {
     "std_mean": std_mean_correction, "linalg_vector_norm": linalg_vector_norm_out,
     "norm": norm_out, "norm_dtype": norm_dtype_out, "logsumexp": logsumexp,
     "logsumexp_out": logsumexp_out, "all": all_out, "any": any_out, "all_all": all_all_out,
-    "any_all": any_all_out, "cumsum": cumsum_out,
+    "any_all": any_all_out, "cumsum": cumsum_out, "cumprod": cumprod_out,
 }
