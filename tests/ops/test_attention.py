@@ -33,3 +33,20 @@ def test_flash_attention(causal, mask_kind, dtype, device):
     dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal)
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         assert_close(got, want.to(dtype), dtype, reduce_dim=16)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_gqa(causal, device):
+    q = randn((2, 6, 20, 16), torch.float32, device)
+    k = randn((2, 2, 24, 16), torch.float32, device)
+    v = randn((2, 2, 24, 16), torch.float32, device)
+    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(qr, kr.repeat_interleave(3, 1),
+                                         vr.repeat_interleave(3, 1), is_causal=causal)
+    out, lse = attention.flash_attention_fwd(q, k, v, None, causal)
+    assert_close(out, ref.detach().float(), reduce_dim=4)
+    g = randn(ref.shape, torch.float32, device)
+    ref.backward(to_ref(g))
+    dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, None, causal)
+    for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+        assert_close(got, want.float(), reduce_dim=16)

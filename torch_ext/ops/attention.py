@@ -4,7 +4,8 @@ backward; plain kernels (3) for torch_ext:: ops or an SDPA registration.
   flash_attention_fwd(q, k, v, attn_mask?, is_causal, scale?) -> (out, lse)
   flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask?, is_causal, scale?)
       -> (dq, dk, dv)
-q (B, H, Lq, D), k (B, H, Lk, D), v (B, H, Lk, Dv), any strides; attn_mask
+q (B, H, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, Dv), any strides, H a
+multiple of Hkv (grouped-query attention: query head h reads kv head h // (H/Hkv)); attn_mask
 broadcastable to (B, H, Lq, Lk), bool (True = attend) or additive float;
 is_causal masks key j > query i (PyTorch's top-left alignment).  lse (B, H, Lq)
 float32 is the row log-sum-exp of the scaled scores, kept for backward.
@@ -43,7 +44,7 @@ def _scores(q_t, k_ptrs, kmask, mask_ptrs, rm, rn, n0, Lq, Lk, scale, CAUSAL: tl
 
 
 @triton.jit
-def _attn_fwd_kernel(q, k, v, o, lse, mask, H, Lq, Lk, D, DV, sqb, sqh, sql, sqd, skb, skh, skl,
+def _attn_fwd_kernel(q, k, v, o, lse, mask, H, G, Lq, Lk, D, DV, sqb, sqh, sql, sqd, skb, skh, skl,
                      skd, svb, svh, svl, svd, sob, soh, sol, sod, smb, smh, sml, smn, scale,
                      CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                      UPCAST: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -68,7 +69,7 @@ def _attn_fwd_kernel(q, k, v, o, lse, mask, H, Lq, Lk, D, DV, sqb, sqh, sql, sqd
         end = tl.minimum(Lk, (pid_m + 1) * BLOCK_M)
     for n0 in range(0, end, BLOCK_N):
         cols = n0 + rn
-        k_ptrs = k + b * skb + h * skh + cols[None, :] * skl + rd[:, None] * skd
+        k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
         m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
         s = _scores(q_t, k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], m_ptrs, rm, rn, n0,
                     Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION)
@@ -77,7 +78,7 @@ def _attn_fwd_kernel(q, k, v, o, lse, mask, H, Lq, Lk, D, DV, sqb, sqh, sql, sqd
         p = tl.exp(s - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v_t = tl.load(v + b * svb + h * svh + cols[:, None] * svl + rdv[None, :] * svd,
+        v_t = tl.load(v + b * svb + (h // G) * svh + cols[:, None] * svl + rdv[None, :] * svd,
                       mask=(cols < Lk)[:, None] & (rdv < DV)[None, :], other=0)
         if UPCAST:
             v_t = v_t.to(tl.float32)
@@ -108,7 +109,7 @@ def _attn_bwd_delta_kernel(o, do, delta, H, Lq, DV, sob, soh, sol, sod, sgb, sgh
 
 
 @triton.jit
-def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, Lq, Lk, D, DV,
+def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, G, Lq, Lk, D, DV,
                      sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
                      sgb, sgh, sgl, sgd, smb, smh, sml, smn, dqb, dqh, dql, dqd, dkb, dkh, dkl,
                      dkd, dvb, dvh, dvl, dvd, scale, CAUSAL: tl.constexpr,
@@ -141,18 +142,18 @@ def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, Lq, Lk, D, DV
         for n0 in range(0, end, BLOCK_N):
             rn = tl.arange(0, BLOCK_N)
             cols = n0 + rn
-            k_ptrs = k + b * skb + h * skh + cols[None, :] * skl + rd[:, None] * skd
+            k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
             m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
             s = _scores(q_t, k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], m_ptrs, rm, rn,
                         n0, Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION)
             p = tl.exp(s - lse_t[:, None])
-            vT = tl.load(v + b * svb + h * svh + cols[None, :] * svl + rdv[:, None] * svd,
+            vT = tl.load(v + b * svb + (h // G) * svh + cols[None, :] * svl + rdv[:, None] * svd,
                          mask=(cols < Lk)[None, :] & (rdv < DV)[:, None], other=0)
             if UPCAST:
                 vT = vT.to(tl.float32)
             dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
             ds = p * (dp - dl_t[:, None])
-            k_n = tl.load(k + b * skb + h * skh + cols[:, None] * skl + rd[None, :] * skd,
+            k_n = tl.load(k + b * skb + (h // G) * skh + cols[:, None] * skl + rd[None, :] * skd,
                           mask=(cols < Lk)[:, None] & (rd < D)[None, :], other=0)
             if UPCAST:
                 k_n = k_n.to(tl.float32)
@@ -163,9 +164,9 @@ def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, Lq, Lk, D, DV
                  mask=(rm < Lq)[:, None] & (rd < D)[None, :])
     else:
         cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        k_ptrs = k + b * skb + h * skh + cols[None, :] * skl + rd[:, None] * skd
+        k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
         kmask = (cols < Lk)[None, :] & (rd < D)[:, None]
-        v_n = tl.load(v + b * svb + h * svh + cols[:, None] * svl + rdv[None, :] * svd,
+        v_n = tl.load(v + b * svb + (h // G) * svh + cols[:, None] * svl + rdv[None, :] * svd,
                       mask=(cols < Lk)[:, None] & (rdv < DV)[None, :], other=0)
         if UPCAST:
             v_n = v_n.to(tl.float32)
@@ -206,9 +207,10 @@ def _setup(q, k, v, attn_mask, scale):
     if q.dim() != 4:
         raise NotImplementedError("torch_ext: flash attention takes (B, H, L, D) tensors")
     B, H, Lq, D = q.shape
-    Lk, DV = k.shape[2], v.shape[3]
-    if k.shape[:2] != (B, H) or v.shape[:3] != (B, H, Lk):
-        raise NotImplementedError("torch_ext: flash attention needs equal heads (no GQA)")
+    HK, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
+    if k.shape[0] != B or v.shape[:3] != (B, HK, Lk) or H % HK:
+        raise ValueError("torch_ext: flash attention shapes: q (B, H, Lq, D), k (B, Hkv, Lk, D), "
+                         "v (B, Hkv, Lk, Dv) with H a multiple of Hkv")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     if attn_mask is not None:
         mask = attn_mask.expand(B, H, Lq, Lk)
@@ -223,18 +225,18 @@ def _setup(q, k, v, attn_mask, scale):
     bn = max(16, min(bn, next_pow2(Lk)))
     bd = max(16, next_pow2(D))
     bdv = max(16, next_pow2(DV))
-    return (B, H, Lq, Lk, D, DV, scale, mask, mstrides, bool_mask, upcast, precision, bm, bn, bd,
-            bdv)
+    return (B, H, H // HK, Lq, Lk, D, DV, scale, mask, mstrides, bool_mask, upcast, precision, bm,
+            bn, bd, bdv)
 
 
 def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
-    (B, H, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd,
+    (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd,
      bdv) = _setup(q, k, v, attn_mask, scale)
     out = torch.empty((B, H, Lq, DV), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
     if out.numel() == 0:
         return out, lse
-    launch(_attn_fwd_kernel, (cdiv(Lq, bm), B * H), q, k, v, out, lse, mask, H, Lq, Lk,
+    launch(_attn_fwd_kernel, (cdiv(Lq, bm), B * H), q, k, v, out, lse, mask, H, G, Lq, Lk,
            D, DV, *q.stride(), *k.stride(), *v.stride(), *out.stride(), *mst, scale,
            CAUSAL=bool(is_causal), HAS_MASK=attn_mask is not None, BOOL_MASK=bool_mask,
            UPCAST=upcast, PRECISION=precision, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd,
@@ -244,11 +246,14 @@ def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
 
 def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=False,
                         scale=None):
-    (B, H, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd,
+    (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd,
      bdv) = _setup(q, k, v, attn_mask, scale)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    # Grouped heads: per-query-head dk/dv in float32, summed over each group after.
+    dk_h = dk if G == 1 else torch.empty((B, H, Lk, D), dtype=torch.float32, device=q.device)
+    dv_h = dv if G == 1 else torch.empty((B, H, Lk, DV), dtype=torch.float32, device=q.device)
     if q.numel() == 0 or k.numel() == 0:
         from .copy import fill_
         for t in (dq, dk, dv):
@@ -260,11 +265,15 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
     flags = dict(CAUSAL=bool(is_causal), HAS_MASK=attn_mask is not None, BOOL_MASK=bool_mask,
                  UPCAST=upcast, PRECISION=precision, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd,
                  BLOCK_DV=bdv)
-    common = (q, k, v, grad_out, lse, delta, dq, dk, dv, mask, H, Lq, Lk, D, DV, *q.stride(),
-              *k.stride(), *v.stride(), *grad_out.stride(), *mst, *dq.stride(), *dk.stride(),
-              *dv.stride(), scale)
+    common = (q, k, v, grad_out, lse, delta, dq, dk_h, dv_h, mask, H, G, Lq, Lk, D, DV,
+              *q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *mst, *dq.stride(),
+              *dk_h.stride(), *dv_h.stride(), scale)
     launch(_attn_bwd_kernel, (cdiv(Lk, bn), B * H), *common, FOR_DQ=False, **flags)
     launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, **flags)
+    if G > 1:
+        from .reduction import SUM, reduce_into
+        reduce_into(dk_h.view(B, H // G, G, Lk, D), [2], dk, SUM)
+        reduce_into(dv_h.view(B, H // G, G, Lk, DV), [2], dv, SUM)
     return dq, dk, dv
 
 
