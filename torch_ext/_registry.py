@@ -17,6 +17,20 @@ def _is_jit(obj):
     return isinstance(obj, (triton.runtime.JITFunction, InterpretedFunction))
 
 
+def _iterator_kernel(fn, pointwise):
+    """A scalar function on a TensorIterator: the iterator's inputs are its
+    first parameters, the stub's extra arguments (e.g. lambd) the rest."""
+    lifted = {}
+
+    def run(outs, ins, common_dtype, *extra):
+        op = lifted.get(len(ins))
+        if op is None:
+            op = lifted[len(ins)] = pointwise(num_inputs=len(ins))(fn)
+        return op.iter(outs, ins, common_dtype, *extra)
+
+    return run
+
+
 def resolve(name: str, iterator: bool = False):
     """The callable for `name`; `iterator` selects the TensorIterator calling
     convention (stub fills) for kernels made from a scalar function."""
@@ -30,6 +44,8 @@ def resolve(name: str, iterator: bool = False):
     module, _, attr = name.partition(":")
     obj = getattr(importlib.import_module(module), attr)
     if _is_jit(obj):
+        if iterator:
+            return _iterator_kernel(obj, pointwise)
         obj = pointwise()(obj)
     if isinstance(obj, Pointwise):
         return obj.iter if iterator else obj

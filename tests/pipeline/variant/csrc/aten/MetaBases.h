@@ -1,11 +1,18 @@
 #pragma once
-// The base class named by `structured_inherits: MyMetaBase` (seed 002).
+// The base class named by `structured_inherits: MyMetaBase` (seed 002). As with
+// TensorIteratorBase, the generated classes call the base's
+// set_output_raw_strided after setting each output (generate_super), so a base
+// must implement it; this one counts the outputs it was shown.
 #include <ATen/TensorMeta.h>
 
 namespace at::musa {
 
 struct MyMetaBase : public at::impl::MetaBase {
-  // Counts meta() calls, so a test can tell that our meta class ran.
+  void set_output_raw_strided(int64_t, IntArrayRef, IntArrayRef, TensorOptions) override {
+    ++outputs_seen;
+  }
+  int64_t outputs_seen = 0;
+  // How many times a Customized meta() ran (read by the test).
   static int64_t calls;
 };
 

@@ -14,6 +14,7 @@ TORCH_PRECOMPUTE_META_FUNC(tril)(const Tensor& self, int64_t diagonal) {
               "matrices, got a ", self.dim(), "-D tensor");
   ++calls;
   set_output_raw_strided(0, self.sizes(), {}, self.options());
+  TORCH_INTERNAL_ASSERT(outputs_seen == 1, "the generated class did not call MyMetaBase");
   return TORCH_PRECOMPUTE_STRUCT(tril)().set_var(diagonal);
 }
 
