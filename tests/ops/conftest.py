@@ -8,7 +8,6 @@
 
     TORCH_EXT_TEST_DEVICE=privateuseone pytest tests/ops
 """
-import importlib.util
 import os
 import sys
 import types

@@ -35,7 +35,6 @@ import threading
 
 import numpy as np
 import torch
-import triton
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from ..backends import spec

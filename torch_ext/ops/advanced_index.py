@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import MAX_RANK, _block, _dot6, _pad, _unravel
 from .reduction import _contiguous, cumsum_out

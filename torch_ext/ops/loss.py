@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch
 from .activation import mse, mse_backward
 from .copy import copy_kernel, fill_kernel
 from .reduction import SUM, _contiguous, reduce_into

@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch
 from .index import _block
 
 

@@ -17,14 +17,13 @@ Tensor stubs (3-like, called with the stub's arguments):
 Plain ops (3): native_dropout(input, p, train) -> (out, mask),
   native_dropout_backward(grad_output, mask, scale).
 """
-import math
 import sys
 
 import torch
 import triton
 import triton.language as tl
 
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import _block
 

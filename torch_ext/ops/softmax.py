@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .reduction import _blocks, _contiguous, as_arb
 

@@ -5,6 +5,7 @@ are promoted by the iterator (or by `promotion="int_to_float"` functionally).
 """
 import builtins
 
+import torch
 import triton
 import triton.language as tl
 
@@ -282,18 +283,12 @@ def _nan_to_num(x, nan, posinf, neginf):
     return tl.where(r == -float("inf"), neginf, r)
 
 
-def _finfo_limits(dtype):
-    import torch
-    info = torch.finfo(dtype)
-    return info.max, info.min
-
-
 def nan_to_num(outs, ins, common_dtype, nan=None, posinf=None, neginf=None):
     """nan_to_num_stub(iter, optional<double> nan, posinf, neginf)."""
-    import torch
     if not outs[0].dtype.is_floating_point:
         return copy_like(outs, ins)
-    hi, lo = _finfo_limits(outs[0].dtype)
+    info = torch.finfo(outs[0].dtype)
+    hi, lo = info.max, info.min
     _nan_to_num.iter(outs, ins, common_dtype, 0.0 if nan is None else nan,
                      hi if posinf is None else posinf, lo if neginf is None else neginf)
 

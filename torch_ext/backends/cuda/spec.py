@@ -3,7 +3,7 @@
 Tuned values and functions go here by name (see torch_ext/backends/__init__.py).
 """
 import triton
-import triton.language as tl
+import triton.language as tl  # noqa: F401  (in scope for jit functions)
 from triton.language.extra import libdevice
 
 
