@@ -5,3 +5,28 @@ import os
 
 os.environ.setdefault("TORCH_EXT_HOST_DEVICES", "2")
 os.environ.setdefault("TORCH_EXT_FALLBACK", "error")
+
+from pathlib import Path  # noqa: E402
+
+RECORD = Path(__file__).resolve().parent.parent / "build" / "op_coverage.txt"
+
+
+def pytest_sessionstart(session):
+    """Record which aten overloads the tests run on the device, for
+    `python -m torch_ext.coverage`."""
+    try:
+        import torch
+        import torch_ext  # noqa: F401
+    except Exception:  # no build: kernel-only test runs
+        return
+    torch.ops.torch_ext._coverage_start()
+    session.config._torch_ext_recording = True
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not getattr(session.config, "_torch_ext_recording", False):
+        return
+    import torch
+
+    RECORD.parent.mkdir(parents=True, exist_ok=True)
+    RECORD.write_text(torch.ops.torch_ext._coverage_report())
