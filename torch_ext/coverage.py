@@ -51,7 +51,7 @@ def recorded_calls(path: Path) -> dict[str, int]:
     calls = {}
     for line in path.read_text().splitlines():
         name, _, n = line.rpartition(" ")
-        calls[name] = int(n)
+        calls[name.removeprefix("aten::")] = int(n)
     return calls
 
 
