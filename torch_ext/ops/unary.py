@@ -228,15 +228,11 @@ def signbit(x):
     return r
 
 
-@pointwise()
+@pointwise(cast=[False])
 @triton.jit
 def bitwise_not(x):
-    if x.dtype == tl.int8:
-        # bool operands compute in int8 (0/1): logical not.
-        r = x == 0
-    else:
-        r = ~x
-    return r
+    # Loaded as stored: ~ on int1 (bool) is logical not, on integers bitwise.
+    return ~x
 
 
 @pointwise(promotion="bool")
