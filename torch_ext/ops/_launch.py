@@ -10,6 +10,8 @@ import sys
 
 import torch
 
+from ..backends import spec
+
 
 def _c_ext():
     return sys.modules.get("torch_ext._C")
@@ -42,14 +44,32 @@ def _map_arg(arg, alias, storages):
     return whole.as_strided(arg.size(), arg.stride(), arg.storage_offset())
 
 
+# Element types Triton kernels can take (complex, quantized and float8 cannot).
+_TRITON_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
+                            torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool})
+
+
+def _check_dtypes(kernel, args, kwargs):
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and a.dtype not in _TRITON_DTYPES:
+            name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
+            raise TypeError(f"torch_ext: {name} does not support dtype {a.dtype} on privateuseone "
+                            f"(Triton kernels take {', '.join(sorted(str(d)[6:] for d in _TRITON_DTYPES))})")
+
+
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with device tensors made host-visible."""
+    _check_dtypes(kernel, args, kwargs)
     alias = _aliaser()
     if alias is not None:
         storages = {}
         args = tuple(_map_arg(a, alias, storages) for a in args)
         kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
-    return kernel[grid](*args, **kwargs)
+    lock = spec("launch_lock")
+    if lock is None:
+        return kernel[grid](*args, **kwargs)
+    with lock:
+        return kernel[grid](*args, **kwargs)
 
 
 # Plain-Python grid helpers: triton.cdiv / next_power_of_2 are JIT-callable

@@ -28,3 +28,13 @@ def dot_needs_fp32_inputs(dtype):
     # The interpreter's tl.dot goes through numpy, which has no bfloat16.
     import torch
     return dtype == torch.bfloat16
+
+
+_INTERPRETER_LOCK = __import__("threading").RLock()
+
+
+def launch_lock():
+    # Triton's interpreter patches triton.language globally while a kernel
+    # runs, so launches from several threads (autograd's backward threads,
+    # user threads) must take turns.
+    return _INTERPRETER_LOCK
