@@ -2,11 +2,13 @@
 // sizes and strides over dense memory is one driver memcpy; anything else
 // (dtype conversion, different strides, broadcasting, conj/neg bits) is done
 // by PyTorch's CPU copy on host staging of the spans involved.
+#include "launch/Launcher.h"
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"
 #include "runtime/Stream.h"
 
+#include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -16,6 +18,8 @@
 #include <ATen/ops/copy.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
+
+#include <cstring>
 
 namespace torch_ext::aten {
 namespace {
@@ -75,6 +79,23 @@ void unstage(const at::Tensor& host, const at::Tensor& dst) {
                   dst.device().index(), current_stream(dst.device().index()), false);
 }
 
+bool kernel_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Same-device copies that the Triton copy kernel handles (cuda driver).
+bool on_device_kernel(const at::Tensor& src, const at::Tensor& dst) {
+  return std::strcmp(driver().name(), "cuda") == 0 && !src.is_cpu() && src.device() == dst.device() &&
+         kernel_dtype(src.scalar_type()) && kernel_dtype(dst.scalar_type()) && !src.is_conj() &&
+         !dst.is_conj() && !src.is_neg() && !dst.is_neg();
+}
+
 void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   c10::DeviceGuard guard(dst.device());
   auto device = dst.device().index();
@@ -89,8 +110,9 @@ void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_block
     Span s = span_of(dst);
     auto src_device = src.device().index();
     if (src_device == device) {
+      // Stream-ordered like any kernel: no need to wait for it here.
       driver().memcpy(const_cast<char*>(span_ptr(dst, s)), span_ptr(src, span_of(src)), s.bytes,
-                      CopyKind::DeviceToDevice, device, current_stream(device), false);
+                      CopyKind::DeviceToDevice, device, current_stream(device), /*async=*/true);
     } else {
       // The copy is ordered on dst's stream; src's work must be done first.
       driver().synchronizeStream(src_device, current_stream(src_device));
@@ -98,6 +120,20 @@ void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_block
                           s.bytes, current_stream(device));
       driver().synchronizeStream(device, current_stream(device));
     }
+    return;
+  }
+  if (on_device_kernel(src, dst)) {
+    // Device memory that the host cannot address: converting or restriding
+    // through host staging would cost two bus transfers (hundreds of ms for
+    // a large cast), so the copy kernel does it in place.
+    auto iter = at::TensorIteratorConfig()
+                    .add_output(dst)
+                    .add_const_input(src)
+                    .resize_outputs(false)
+                    .check_all_same_dtype(false)
+                    .check_all_same_device(false)
+                    .build();
+    torch_ext::launch::pointwise(iter, "copy");
     return;
   }
   at::Tensor host_src = src.is_cpu() ? src : stage(src, /*read=*/true);
