@@ -15,6 +15,16 @@ three conventions:
 it is meant for.  One file per op family; every launch goes through
 `_launch.launch`; per-driver choices through `torch_ext.backends.spec`.
 
+Adding a kernel:
+* pointwise -- write the scalar function and lift it with `_pointwise.pointwise`
+  (promotion, casts and extra scalar arguments are options); its `.iter` is a
+  stub kernel (1), calling it is a functional op with broadcasting;
+* anything else -- a `@triton.jit` kernel in the family's file, launched with
+  `_launch.launch(kernel, grid, ...)`, block sizes from `spec(...)` with a
+  default, and a wrapper with the calling convention of the target op;
+* add the wrapper to the family's KERNELS, a line to `_table.py`, a test in
+  tests/ops (accuracy.py has the tolerances).
+
 This package does not need `torch_ext._C`: on CPU tensors the kernels run
 under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
