@@ -46,3 +46,28 @@ import torch_ext.ops  # noqa: F401,E402  the Triton kernels the generated C++ ca
 from torch_ext import fused  # noqa: E402
 
 fused.register_autograd()
+
+
+def _drain_autograd_device_thread():
+    """At exit, let the autograd engine's privateuseone worker thread drop the
+    last graph task it ran. `torch.autograd.backward` stashes a Python object
+    (the contextvars context) in that task's thread-local state; when the
+    worker releases the task after the caller has returned, it needs the GIL
+    for the decref, and if the interpreter is already finalizing, Python
+    exits the thread through a noexcept destructor: "terminate called without
+    an active exception", exit code 134, for any script whose last act is a
+    device backward. One more backward, run straight through the engine (no
+    stashed Python objects) with the GIL released, is processed by the same
+    worker after it has released the previous task."""
+    try:
+        x = torch.ones((), device=_DEVICE, requires_grad=True)
+        y = x * 2
+        torch.autograd.Variable._execution_engine.run_backward(
+            (y,), (torch.ones_like(y),), False, False, (), True, True)
+    except Exception:  # never turn a clean exit into a failing one
+        pass
+
+
+import atexit  # noqa: E402
+
+atexit.register(_drain_autograd_device_thread)
