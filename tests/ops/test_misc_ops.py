@@ -182,3 +182,15 @@ def test_fused_adamw(amsgrad, maximize, device):
                            1e-8, amsgrad, maximize)
     for p, r in zip(ps, ref):
         assert_close(p, r, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_long_rows(largest, device):
+    x = randn((3, 5000), torch.float32, "cpu").round(decimals=1)  # ties across chunks
+    x[1, 4321] = math.nan
+    v, i = sort.topk(x.to(device).t(), 10, 0, largest)
+    rv = torch.topk(x.t(), 10, 0, largest)
+    assert_close(v, rv.values)
+    assert_close(torch.gather(x.t(), 0, i.cpu()), rv.values)
+    sv, si = torch.sort(x.t(), stable=True, dim=0, descending=largest)
+    assert_close(i, si[:10])

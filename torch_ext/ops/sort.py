@@ -80,8 +80,50 @@ def sort_out(self, stable, dim, descending, values, indices):
     _rank_sort(self, dim, descending, n, values, indices)
 
 
+_CHUNK = 1024
+
+
 def topk_out(self, k, dim, largest, sorted, values, indices):
-    _rank_sort(self, dim, largest, k, values, indices)
+    n = self.shape[dim] if self.dim() else 1
+    if n > 4 * _CHUNK and k <= _CHUNK // 8:
+        _chunked_topk(self, k, dim, largest, values, indices)
+    else:
+        _rank_sort(self, dim, largest, k, values, indices)
+
+
+def _chunked_topk(self, k, dim, largest, values, indices):
+    # Long rows: the top k of each chunk of _CHUNK, then the top k of those
+    # candidates (in chunk order, so ties still go to the lowest index).
+    from .binary import add
+    from .copy import fill_
+    from .index import arange_out, gather_out
+    x = _contiguous(self.movedim(dim, -1))
+    lead, n = list(x.shape[:-1]), x.shape[-1]
+    chunks = -(-n // _CHUNK)
+    padded = torch.empty(lead + [chunks * _CHUNK], dtype=x.dtype, device=x.device)
+    if chunks * _CHUNK != n:
+        if x.dtype.is_floating_point:
+            pad = float("-inf") if largest else float("inf")
+        else:
+            info = torch.iinfo(x.dtype)
+            pad = info.min if largest else info.max
+        fill_(padded[..., n:], pad)
+    copy_kernel((padded[..., :n],), (x,))
+    pv = padded.view(lead + [chunks, _CHUNK])
+    cand_v = torch.empty(lead + [chunks, k], dtype=x.dtype, device=x.device)
+    cand_i = torch.empty(lead + [chunks, k], dtype=torch.int64, device=x.device)
+    _rank_sort(pv, -1, largest, k, cand_v, cand_i)
+    base = torch.empty((chunks, 1), dtype=torch.int64, device=x.device)
+    arange_out(0, chunks * _CHUNK, _CHUNK, base.view(-1))
+    cand_i = add(cand_i, base, 1).view(lead + [chunks * k])
+    cand_v = cand_v.view(lead + [chunks * k])
+    top_v = torch.empty(lead + [k], dtype=x.dtype, device=x.device)
+    pos = torch.empty(lead + [k], dtype=torch.int64, device=x.device)
+    _rank_sort(cand_v, -1, largest, k, top_v, pos)
+    top_i = torch.empty(lead + [k], dtype=torch.int64, device=x.device)
+    gather_out(cand_i, -1, pos, False, top_i)
+    copy_kernel((values,), (top_v.movedim(-1, dim),))
+    copy_kernel((indices,), (top_i.movedim(-1, dim),))
 
 
 def sort(self, dim=-1, descending=False, stable=False):
