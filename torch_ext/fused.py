@@ -25,19 +25,25 @@ def _stat_shape(x, normalized_shape):
 
 
 # ---- Meta kernels (named by `fake:` in the manifest) -----------------------
+# The Triton kernels write contiguous outputs whatever the input's strides, so
+# the fakes must too: torch.compile plans views on these strides.
+def _like(t):
+    return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
 def rms_norm_fake(input, normalized_shape, weight, eps):
-    return (torch.empty_like(input),
+    return (_like(input),
             input.new_empty(_stat_shape(input, normalized_shape), dtype=_stat_dtype(input.dtype)))
 
 
 def rms_norm_backward_fake(grad_out, input, normalized_shape, rstd, weight, output_mask):
-    dw = torch.empty_like(weight) if weight is not None and output_mask[1] else None
-    return torch.empty_like(input) if output_mask[0] else None, dw
+    dw = _like(weight) if weight is not None and output_mask[1] else None
+    return _like(input) if output_mask[0] else None, dw
 
 
 def skip_layer_norm_fake(x, residual, normalized_shape, weight, bias, eps):
     stat = x.new_empty(_stat_shape(x, normalized_shape), dtype=_stat_dtype(x.dtype))
-    return torch.empty_like(x), stat, torch.empty_like(stat)
+    return _like(x), stat, _like(stat)
 
 
 def skip_rms_norm_fake(x, residual, normalized_shape, weight, eps):
@@ -45,7 +51,7 @@ def skip_rms_norm_fake(x, residual, normalized_shape, weight, eps):
 
 
 def fused_add_rms_norm_fake(x, residual, normalized_shape, weight, eps):
-    return torch.empty_like(x), torch.empty_like(x)
+    return _like(x), _like(x)
 
 
 def and_mul_fake(x, *args):
@@ -53,11 +59,11 @@ def and_mul_fake(x, *args):
 
 
 def and_mul_backward_fake(grad, x, *args):
-    return torch.empty_like(x)
+    return _like(x)
 
 
 def rotary_embedding_fake(x, cos, sin, interleaved=False):
-    return torch.empty_like(x)
+    return _like(x)
 
 
 # ---- Python helpers ---------------------------------------------------------
