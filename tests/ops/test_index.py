@@ -190,3 +190,17 @@ def test_index_add_linspace_eye(device):
     out = torch.empty(3, 5, device=device)
     I2.eye_out(3, 5, out)
     assert_close(out, torch.eye(3, 5))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_scatter_reduce_two(reduce, include_self, dtype, device):
+    x = randn((3, 8), dtype, device, 1, 5)
+    idx = torch.randint(0, 8, (3, 6))
+    src = randn((3, 6), dtype, device, 1, 5)
+    out = torch.empty_like(x)
+    I.scatter_reduce_two_out(x, 1, idx.to(device), src, reduce, include_self, out)
+    ref = x.cpu().scatter_reduce(1, idx, src.cpu(), reduce, include_self=include_self)
+    assert_close(out, ref, rtol=1e-5 if dtype.is_floating_point else None,
+                 atol=1e-5 if dtype.is_floating_point else None)

@@ -79,6 +79,7 @@ STRUCTURED = {  # convention 2: name -> structured op whose impl it is
     "baddbmm": "baddbmm.out", "gather": "gather.out", "scatter_src": "scatter.src_out",
     "scatter_value": "scatter.value_out", "scatter_reduce": "scatter.reduce_out",
     "scatter_value_reduce": "scatter.value_reduce_out", "scatter_add": "scatter_add.out",
+    "scatter_reduce_two": "scatter_reduce.two_out",
     "cat": "cat.out", "tril": "tril.out", "triu": "triu.out", "sort": "sort.values_stable",
     "topk": "topk.values", "nll_loss_forward": "nll_loss_forward.output",
     "nll_loss_backward": "nll_loss_backward.grad_input", "mse_loss": "mse_loss.out",

@@ -70,8 +70,8 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
                            DIM: tl.constexpr, MODE: tl.constexpr, SRC_IS_VALUE: tl.constexpr,
                            BLOCK: tl.constexpr):
     # Iterates over the index tensor.  MODE 0 gather: out[i] = src[i with
-    # dim := index[i]].  MODE 1/2/3 scatter/add/multiply: out[i with dim :=
-    # index[i]] (op)= src[i].
+    # dim := index[i]].  MODE 1/2/3/4/5 store/add/multiply/max/min: out[i with
+    # dim := index[i]] (op)= src[i].
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
@@ -103,6 +103,10 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
             tl.store(dst, v, mask=mask)
         elif MODE == 2:
             tl.atomic_add(dst, v, mask=mask)
+        elif MODE == 4:
+            tl.atomic_max(dst, v, mask=mask)
+        elif MODE == 5:
+            tl.atomic_min(dst, v, mask=mask)
         else:
             # multiply: no atomic mul in Triton; a CAS loop per element.  Lanes
             # that are done swap out[0] with itself (atomic_cas takes no mask).
@@ -161,6 +165,36 @@ def scatter_reduce_out(self, dim, index, src, reduce, out):
 def scatter_value_reduce_out(self, dim, index, value, reduce, out):
     _scatter_prepare(self, out)
     _gather_scatter(index, None, out, dim, _REDUCE_MODE[reduce], value)
+
+
+def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
+    """scatter_reduce.two_out impl: (self, dim, index, src, reduce, include_self, out);
+    reduce in sum, prod, mean, amax, amin."""
+    _scatter_prepare(self, out)
+    if index.numel() == 0:
+        return
+    if reduce == "mean":
+        from .binary import div_floor, div_true
+        counts = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        fill_kernel((counts,), (), out.dtype, 1 if include_self else 0)
+        if not include_self:
+            _gather_scatter(index, None, out, dim, 1, 0)
+        _gather_scatter(index, None, counts, dim, 2, 1)
+        _gather_scatter(index, src, out, dim, 2)
+        from .ternary import clamp_min_scalar
+        counts = clamp_min_scalar(counts, 1)
+        div = div_true if out.dtype.is_floating_point else div_floor
+        div.iter((out,), (out, counts), out.dtype)
+        return
+    mode = {"sum": 2, "prod": 3, "amax": 4, "amin": 5}[reduce]
+    if not include_self:
+        if out.dtype.is_floating_point:
+            identity = {2: 0, 3: 1, 4: float("-inf"), 5: float("inf")}[mode]
+        else:
+            info = torch.iinfo(out.dtype) if out.dtype != torch.bool else None
+            identity = {2: 0, 3: 1, 4: info.min if info else 0, 5: info.max if info else 1}[mode]
+        _gather_scatter(index, None, out, dim, 1, identity)
+    _gather_scatter(index, src, out, dim, mode)
 
 
 def scatter_add_out(self, dim, index, src, out):
@@ -407,7 +441,8 @@ def arange_out(start, end, step, out):
 KERNELS = {
     "gather": gather_out, "scatter_src": scatter_src_out, "scatter_value": scatter_value_out,
     "scatter_reduce": scatter_reduce_out, "scatter_value_reduce": scatter_value_reduce_out,
-    "scatter_add": scatter_add_out, "index_select": index_select,
+    "scatter_add": scatter_add_out, "scatter_reduce_two": scatter_reduce_two_out,
+    "index_select": index_select,
     "index_select_out": index_select_out, "embedding": embedding,
     "embedding_dense_backward": embedding_dense_backward, "masked_fill_": masked_fill_,
     "masked_fill": masked_fill, "cat": cat_out, "flip": flip, "flip_out": flip_out,
