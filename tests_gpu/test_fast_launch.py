@@ -10,14 +10,21 @@ from conftest import DEV
 C = torch_ext._C
 
 
+_base = {}
+
+
 def stats():
-    return dict(C._fast_launch_stats())
+    """Counters since this test began (the C++ counters are process-wide)."""
+    now = dict(C._fast_launch_stats())
+    return {k: v - _base.get(k, 0) for k, v in now.items()}
 
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
     assert C._fast_launch_enabled()
     C._fast_launch_clear()
+    _base.clear()
+    _base.update(C._fast_launch_stats())
 
 
 def check_add(a, b, **kw):
