@@ -198,7 +198,6 @@ class Pointwise:
       "default"       result dtype = torch.result_type of the inputs
       "int_to_float"  as default, integers and bool become the default float
       "bool"          compute in the promoted dtype, output bool
-      "float_only"    like int_to_float (for math functions)
     cast: per input, whether it is cast to the compute dtype (False keeps
       e.g. a bool condition as loaded).  num_outputs: results of the function.
     """
@@ -271,7 +270,7 @@ class Pointwise:
     # -- functional convention -------------------------------------------
     def result_dtypes(self, inputs):
         common = _result_type(inputs)
-        if self.promotion in ("int_to_float", "float_only") and \
+        if self.promotion == "int_to_float" and \
                 not (common.is_floating_point or common.is_complex):
             common = torch.get_default_dtype()
         out = torch.bool if self.promotion == "bool" else common
