@@ -20,10 +20,6 @@ PYTEST=("$PY" -m pytest -v -p no:cacheprovider -rfE)
 status=0
 step() { [[ ",$STEPS," == *",$1,"* ]]; }
 
-# The system compiler, where there is one: a newer one on PATH (seen: /opt/gcc
-# on the GPU image) built an extension that crashed formatting any error
-# message with a number in it (ostream insertion inside c10::str).
-if [[ -z "${CXX:-}" && -x /usr/bin/g++ ]]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
 if step build; then
   start=$SECONDS
   MAX_JOBS=${MAX_JOBS:-$(nproc)} "$PY" setup.py build_ext --inplace >"$OUT_DIR/build.log" 2>&1 ||
