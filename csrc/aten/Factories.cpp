@@ -1,7 +1,7 @@
-// A hand-written body for a Plain entry (arange.start_out in the manifest):
-// C++ validates the range and sizes the output as PyTorch does (double
-// arithmetic, exact for int64), then launches the Triton kernel. The manifest
-// keeps `triton: arange`; this body wins.
+// Hand-written bodies for Plain factory entries (arange.start_out, linspace.out,
+// eye.out, eye.m_out in the manifest): C++ validates the arguments and sizes
+// `out` as PyTorch does, then launches the Triton kernel, which fills an
+// already-sized output. The manifest keeps `triton:`; these bodies win.
 #include <cmath>
 
 #include "MusaFunctions.h"
@@ -29,5 +29,23 @@ at::Tensor& triton_arange_out(const at::Scalar& start, const at::Scalar& end,
   torch_ext::launch::call("arange", start, end, step, out);
   return out;
 }
+
+at::Tensor& triton_linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps,
+                                at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  torch_ext::launch::call("linspace", start, end, steps, out);
+  return out;
+}
+
+at::Tensor& triton_eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  torch_ext::launch::call("eye", n, m, out);
+  return out;
+}
+
+at::Tensor& triton_eye_out(int64_t n, at::Tensor& out) { return triton_eye_m_out(n, n, out); }
 
 }  // namespace at::musa
