@@ -63,6 +63,10 @@ inline Arg to_arg(c10::string_view v) { return Arg{c10::IValue(std::string(v))};
 inline Arg to_arg(const char* v) { return Arg{c10::IValue(std::string(v))}; }
 inline Arg to_arg(const c10::List<std::optional<at::Tensor>>& v) { return Arg{c10::IValue(v)}; }
 inline Arg to_arg(const c10::Scalar& v) { return Arg{c10::IValue(v)}; }
+// Without this, OptionalScalarRef converts to bool (has_value) through the template.
+inline Arg to_arg(const at::OptionalScalarRef& v) {
+  return v.has_value() ? Arg{c10::IValue(v.get())} : Arg{c10::IValue()};
+}
 
 // Calls KERNELS[name](*args) and returns what the Python function returned.
 c10::IValue call_boxed(const char* name, std::vector<Arg> args);

@@ -186,6 +186,9 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
     results = [f"r{i}" for i in range(num_out)]
     lines.append(f"    {', '.join(results)} = _scalar({', '.join(vals + extras)})")
     for name, r in zip(outs, results):
+        # Through float32: Triton's interpreter casts bool/int64/float64 to bf16 bitwise.
+        lines.append(f"    if {name}.dtype.element_ty == tl.bfloat16:")
+        lines.append(f"        {r} = tl.cast({r}, tl.float32)")
         lines.append(f"    tl.store({name} + {offset(name)}, "
                      f"tl.cast({r}, {name}.dtype.element_ty), mask=mask)")
     return "\n".join(lines) + "\n"

@@ -129,6 +129,7 @@ def baddbmm_out(self, batch1, batch2, beta, alpha, out):
 
 
 def mv_out(self, vec, out):
+    out.resize_((self.shape[0],))  # a plain out= op sizes its own out
     _bmm(self.unsqueeze(0), vec.view(-1, 1).unsqueeze(0), out.view(1, -1, 1))
 
 

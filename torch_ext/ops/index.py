@@ -227,6 +227,7 @@ def index_select_out(self, dim, index, out):
     B = math.prod(x.shape[d + 1:])
     index = _contiguous(index.reshape(-1))
     L = index.numel()
+    out.resize_([*self.shape[:d], L, *self.shape[d + 1:]])  # a plain out= op sizes its own out
     n = A * L * B
     if n == 0:
         return out
@@ -374,6 +375,7 @@ def flip(self, dims):
 
 
 def flip_out(self, dims, out):
+    out.resize_(self.shape)  # a plain out= op sizes its own out
     copy_kernel((out,), (flip(self, dims),))
 
 

@@ -68,6 +68,8 @@ def _random_kernel(out, p, n, seed, offset, a, b, KIND: tl.constexpr, BLOCK: tl.
         v = -tl.log(1.0 - u) / a
     else:
         v = a + (b - a) * tl.rand(seed, c)
+    if out.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # Triton's interpreter casts bool/int64 to bf16 bitwise
     tl.store(out + o, v.to(out.dtype.element_ty), mask=mask)
 
 

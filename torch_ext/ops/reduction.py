@@ -117,6 +117,8 @@ def _reduce_kernel(x, out, aux, O, R, B, R_SPLIT, neutral, scale, p, OP: tl.cons
         res = res > 0
     elif POST == POST_EQ0:
         res = res == 0
+    if out.dtype.element_ty == tl.bfloat16:
+        res = res.to(tl.float32)  # Triton's interpreter casts int64/float64 to bf16 bitwise
     tl.store(out + o, res.to(out.dtype.element_ty), mask=omask)
 
 
@@ -376,10 +378,12 @@ def _var_fn(self, dim, correction, keepdim, take_sqrt):
 
 
 def var_correction_out(self, dim, correction, keepdim, out):
+    out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
     _var_into(self, dim, _correction(correction), out)
 
 
 def std_correction_out(self, dim, correction, keepdim, out):
+    out.resize_(_reduced_shape(self, dim, keepdim))
     _var_into(self, dim, _correction(correction), out, take_sqrt=True)
 
 
@@ -429,6 +433,7 @@ def norm_dtype_out(self, p, dim, keepdim, dtype, out):
 
 def logsumexp_out(self, dim, keepdim, out):
     """logsumexp.out (plain): (self, dim, keepdim, out)."""
+    out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
     x = self if self.dtype.is_floating_point else _cast(self, torch.get_default_dtype())
     dims = normalize_dims(dim, x.dim())
     xv, A, R, B = as_arb(x, dims)

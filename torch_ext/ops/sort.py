@@ -32,8 +32,8 @@ def _precedes(vj, vi, j, i, DESCENDING: tl.constexpr):
 
 
 @triton.jit
-def _rank_sort_kernel(x, vals, idxs, R, B, K, DESCENDING: tl.constexpr, BLOCK_I: tl.constexpr,
-                      BLOCK_J: tl.constexpr):
+def _rank_sort_kernel(x, vals, idxs, R, B, K, DESCENDING: tl.constexpr, UPCAST: tl.constexpr,
+                      BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr):
     o = tl.program_id(0).to(tl.int64)
     a = o // B
     b = o % B
@@ -41,12 +41,15 @@ def _rank_sort_kernel(x, vals, idxs, R, B, K, DESCENDING: tl.constexpr, BLOCK_I:
     i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     imask = i < R
     vi = tl.load(x + base + i.to(tl.int64) * B, mask=imask, other=0)
+    # Compare in float32 (exact): Triton's interpreter compares bf16 as raw bits.
+    ki = vi.to(tl.float32) if UPCAST else vi
     rank = tl.zeros((BLOCK_I,), tl.int64)
     for j0 in range(0, R, BLOCK_J):
         j = j0 + tl.arange(0, BLOCK_J)
         jmask = j < R
         vj = tl.load(x + base + j.to(tl.int64) * B, mask=jmask, other=0)
-        p = _precedes(vj[None, :], vi[:, None], j[None, :], i[:, None], DESCENDING)
+        kj = vj.to(tl.float32) if UPCAST else vj
+        p = _precedes(kj[None, :], ki[:, None], j[None, :], i[:, None], DESCENDING)
         rank += tl.sum((p & jmask[None, :]).to(tl.int64), 1)
     keep = imask & (rank < K)
     dst = a * K * B + rank * B + b
@@ -68,7 +71,7 @@ def _rank_sort(self, dim, descending, k, values, indices):
     bi = min(next_pow2(R), 64)
     bj = max(1, min(next_pow2(R), budget // bi))
     launch(_rank_sort_kernel, (A * B, cdiv(R, bi)), xv, vt, it, R, B, k,
-           DESCENDING=bool(descending), BLOCK_I=bi, BLOCK_J=bj)
+           DESCENDING=bool(descending), UPCAST=x.dtype == torch.bfloat16, BLOCK_I=bi, BLOCK_J=bj)
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
     if it is not indices:
