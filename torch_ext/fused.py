@@ -66,6 +66,33 @@ def rotary_embedding_fake(x, cos, sin, interleaved=False):
     return _like(x)
 
 
+# ---- aten::rms_norm through the fused kernel --------------------------------
+# PyTorch's rms_norm is CompositeImplicitAutograd: it decomposes into five
+# pointwise/reduction ops. The manifest registers the fused forward for
+# PrivateUse1 (kernel below); a backend kernel for a composite op also needs
+# its autograd kernel, registered in register_autograd().
+def aten_rms_norm(input, normalized_shape, weight, eps):
+    from torch_ext.ops import KERNELS
+
+    return KERNELS["rms_norm_fwd"](input, normalized_shape, weight, eps)[0]
+
+
+class _AtenRMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, normalized_shape, weight, eps):
+        out, rstd = ops.rms_norm(input, normalized_shape, weight, eps)
+        ctx.save_for_backward(input, weight, rstd)
+        ctx.shape = list(normalized_shape)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, weight, rstd = ctx.saved_tensors
+        mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2]]
+        dx, dw = ops.rms_norm_backward(grad.contiguous(), input, ctx.shape, rstd, weight, mask)
+        return dx, None, dw, None
+
+
 # ---- Python helpers ---------------------------------------------------------
 def rms_norm(x, weight=None, eps=None):
     """RMS norm over the last dimension(s) of weight's shape (or the last one)."""
@@ -104,6 +131,9 @@ def rotary_embedding(x, cos, sin, interleaved=False):
 
 
 # ---- Autograd ---------------------------------------------------------------
+_aten_lib = None
+
+
 def register_autograd():
     """Called by `import torch_ext` once the operators exist."""
     reg = torch.library.register_autograd
@@ -190,4 +220,9 @@ def register_autograd():
         return ops.rotary_embedding_backward(grad, cos, sin, ctx.interleaved), None, None, None
 
     reg("torch_ext::rotary_embedding", rope_backward, setup_context=rope_setup)
+
+    global _aten_lib
+    _aten_lib = torch.library.Library("aten", "IMPL")
+    _aten_lib.impl("rms_norm", lambda input, shape, weight=None, eps=None:
+                   _AtenRMSNorm.apply(input, shape, weight, eps), "AutogradPrivateUse1")
 
