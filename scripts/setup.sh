@@ -9,7 +9,7 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
   # Pin torch: an unpinned resolve pulls a multi-GB CUDA build.
   "$PY" -m pip install -q "torch==${TORCH_VERSION}"
 fi
-"$PY" -m pip install -q "triton>=3.6" pyyaml pytest ninja cmake
+"$PY" -m pip install -q "triton>=3.6" pyyaml pytest expecttest ninja cmake
 # ccache makes rebuilds and variant builds (tests/pipeline) cheap; optional.
 command -v ccache >/dev/null || { command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] &&
   (apt-get update -qq && apt-get install -y -qq ccache) >/dev/null 2>&1; } || true

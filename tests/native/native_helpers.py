@@ -1,0 +1,113 @@
+"""Helpers for the dispatcher-level tests: move inputs to the device, build
+the CPU reference (float64 where the dtype allows) and compare by dtype
+(DESIGN.md §5 / seed 004's tolerances; atol scaled by the reduced size)."""
+import torch
+import torch_ext  # noqa: F401  (the device)
+from torch.utils._pytree import tree_flatten, tree_map
+
+DEV = "privateuseone"
+# aten overloads with a PrivateUse1 kernel ("add.Tensor", "relu", ...).
+REGISTERED = {n[len("aten::"):] for n in torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+              if n.startswith("aten::")}
+RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6, torch.float64: 1e-7}
+ATOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5, torch.float64: 1e-7}
+
+
+def _dev(x):
+    if isinstance(x, torch.Tensor):
+        return x.to(DEV)
+    if isinstance(x, torch.device) or x == "cpu":  # a device= argument
+        return torch.device(DEV)
+    return x
+
+
+def to_dev(tree):
+    return tree_map(_dev, tree)
+
+
+def to_f64(tree):
+    """Floating tensors as float64 (the reference's precision); others as they are."""
+    return tree_map(lambda x: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x, tree)
+
+
+def on_device(tree) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.device.type == DEV for t in tree_flatten(tree)[0])
+
+
+def assert_close(res, ref, dtype=None, reduce=1, ref_same=None, msg="", check_dtype=True):
+    """res (device) against ref (CPU): floating results within the tolerance of
+    `dtype` (the compute dtype; res.dtype by default), atol scaled by `reduce`;
+    integer and bool results exactly (against `ref_same`, the same-dtype CPU
+    result, when given)."""
+    if isinstance(res, (tuple, list)):
+        assert isinstance(ref, (tuple, list)) and len(res) == len(ref), (type(res), type(ref))
+        rs = ref_same if ref_same is not None else [None] * len(ref)
+        for i, (a, b, c) in enumerate(zip(res, ref, rs)):
+            assert_close(a, b, dtype, reduce, c, f"{msg}[{i}]", check_dtype)
+        return
+    if not isinstance(res, torch.Tensor):
+        if isinstance(res, float) and isinstance(ref, float):
+            tol = ATOL[dtype or torch.float32] * reduce + RTOL[dtype or torch.float32] * abs(ref)
+            assert abs(res - ref) <= tol or (res != res and ref != ref), (msg, res, ref)
+        else:
+            assert res == ref, (msg, res, ref)
+        return
+    assert isinstance(ref, torch.Tensor), (msg, type(ref))
+    assert res.device.type == DEV, (msg, res.device)
+    assert res.shape == ref.shape, (msg, res.shape, ref.shape)
+    res = res.detach().cpu()
+    if not res.dtype.is_floating_point and not res.is_complex():
+        exp = ref_same if ref_same is not None else ref
+        assert res.dtype == exp.dtype, (msg, res.dtype, exp.dtype)
+        torch.testing.assert_close(res, exp.detach(), rtol=0, atol=0, msg=lambda m: f"{msg}: {m}")
+        return
+    if ref_same is not None and check_dtype:
+        assert res.dtype == ref_same.dtype, (msg, res.dtype, ref_same.dtype)
+    dtype = dtype if dtype is not None and dtype.is_floating_point else res.dtype
+    atol = ATOL[dtype] * reduce
+    rtol = RTOL[dtype]
+
+    def close(expected):
+        # The reference rounded to the result's dtype (overflow to inf included).
+        torch.testing.assert_close(res.double(), expected.detach().to(res.dtype).double(), atol=atol, rtol=rtol,
+                                   equal_nan=True, check_dtype=False, msg=lambda m: f"{msg}: {m}")
+
+    try:
+        close(ref)
+    except AssertionError:
+        # fp16/bf16 composites round their intermediates: PyTorch's own CPU
+        # result in the same dtype is the reference then.
+        if ref_same is None or ref_same is ref or dtype not in (torch.float16, torch.bfloat16):
+            raise
+        close(ref_same)
+
+
+def check(fn, *args, dtype=None, reduce=1, f64=True, **kwargs):
+    """fn(*args) on the device against fn on CPU (float64 inputs when f64 and
+    the op allows); returns the device result."""
+    res = fn(*to_dev(args), **to_dev(kwargs))
+    same = fn(*args, **kwargs)
+    ref = same
+    if f64:
+        try:
+            ref = fn(*to_f64(args), **to_f64(kwargs))
+        except (RuntimeError, TypeError):
+            ref = same
+    if dtype is None:
+        flat = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        dtype = flat[0].dtype if flat else None
+    assert_close(res, ref, dtype, reduce, same)
+    return res
+
+
+def rand(shape, dtype, low=-3.0, high=3.0, noncontig=False):
+    if dtype.is_floating_point:
+        t = (torch.rand(shape, dtype=torch.float64) * (high - low) + low).to(dtype)
+    elif dtype == torch.bool:
+        t = torch.randint(0, 2, shape).bool()
+    else:
+        lo = max(int(low), 0) if dtype == torch.uint8 else max(int(low), -100)
+        t = torch.randint(lo, int(high) + 1, shape, dtype=dtype)
+    if noncontig and t.dim() >= 2:
+        t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return t

@@ -1,0 +1,122 @@
+"""Random ops on the device's generator: shapes, dtypes, ranges and
+distributions (moments within a few standard errors), and seed reproducibility."""
+import math
+
+import pytest
+import torch
+
+from native_helpers import DEV
+
+N = 20000
+
+
+def _moments(t):
+    t = t.cpu().double().flatten()
+    return t.mean().item(), t.std().item()
+
+
+def _near(value, expected, sd, n=N, k=5):
+    assert abs(value - expected) <= k * sd / math.sqrt(n), (value, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_uniform_normal_exponential(dtype):
+    torch.manual_seed(1)
+    x = torch.empty(N, dtype=dtype, device=DEV)
+    x.uniform_(-2, 3)
+    v = x.cpu().double()
+    assert v.min() >= -2 and v.max() <= 3
+    m, s = _moments(x)
+    _near(m, 0.5, 5 / math.sqrt(12))
+    assert abs(s - 5 / math.sqrt(12)) < 0.05
+    x.normal_(1.5, 2.0)
+    m, s = _moments(x)
+    _near(m, 1.5, 2.0)
+    assert abs(s - 2.0) < 0.06
+    x.exponential_(2.0)
+    assert x.cpu().min() >= 0
+    m, s = _moments(x)
+    _near(m, 0.5, 0.5)
+    # a non-contiguous view is filled in place, the rest untouched
+    y = torch.zeros(100, 6, dtype=dtype, device=DEV)
+    y[:, ::2].uniform_(1, 2)
+    assert (y.cpu()[:, 1::2] == 0).all() and (y.cpu()[:, ::2] >= 1).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool, torch.int64])
+def test_bernoulli(dtype):
+    torch.manual_seed(2)
+    x = torch.empty(N, dtype=dtype, device=DEV)
+    x.bernoulli_(0.3)
+    v = x.cpu().double()
+    assert set(v.unique().tolist()) <= {0.0, 1.0}
+    _near(v.mean().item(), 0.3, math.sqrt(0.21))
+    p = torch.linspace(0, 1, N).to(DEV)
+    x.bernoulli_(p)
+    v = x.cpu().double()
+    assert v[0] == 0 and v[-1] == 1
+    _near(v.mean().item(), 0.5, 0.5)
+    _near(v[: N // 2].mean().item(), 0.25, 0.45, N // 2)
+    b = torch.bernoulli(torch.full((N,), 0.8, device=DEV))
+    _near(b.cpu().mean().item(), 0.8, 0.4)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.float32, torch.bfloat16])
+def test_random_(dtype):
+    torch.manual_seed(3)
+    x = torch.empty(N, dtype=dtype, device=DEV)
+    x.random_(3, 10)
+    v = x.cpu().double()
+    assert v.min() == 3 and v.max() == 9 and torch.equal(v, v.round())
+    _near(v.mean().item(), 6.0, math.sqrt((49 - 1) / 12))
+    x.random_(5)
+    v = x.cpu().double()
+    assert v.min() == 0 and v.max() == 4
+    x.random_()
+    v = x.cpu().double()
+    assert v.min() >= 0 and torch.equal(v, v.round()) and v.unique().numel() > 50
+
+
+def test_randperm_multinomial():
+    torch.manual_seed(4)
+    for n in (0, 1, 7, 1000):
+        p = torch.randperm(n, device=DEV)
+        assert p.device.type == DEV and p.dtype == torch.int64
+        assert torch.equal(p.cpu().sort().values, torch.arange(n))
+    p = torch.randperm(50, device=DEV, dtype=torch.int32)
+    assert torch.equal(p.cpu().sort().values, torch.arange(50, dtype=torch.int32))
+    assert not torch.equal(torch.randperm(50, device=DEV).cpu(), torch.arange(50))
+    w = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 1.0]], device=DEV)
+    s = torch.multinomial(w, 4000, replacement=True)
+    assert s.shape == (2, 4000) and s.dtype == torch.int64
+    c = torch.stack([torch.bincount(r, minlength=4) for r in s.cpu()]).double() / 4000
+    assert c[0, 1] == 0
+    assert (c - torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.25] * 4], dtype=torch.float64)).abs().max() < 0.04
+    s = torch.multinomial(w, 3, replacement=False)
+    assert all(len(set(r.tolist())) == 3 for r in s.cpu())
+    assert 1 not in s.cpu()[0].tolist()
+
+
+def test_dropout_and_seed():
+    torch.manual_seed(5)
+    x = torch.ones(N, device=DEV)
+    out, mask = torch.native_dropout(x, 0.25, True)
+    assert mask.dtype == torch.bool
+    keep = mask.cpu()
+    _near(keep.double().mean().item(), 0.75, math.sqrt(0.75 * 0.25))
+    assert torch.equal(out.cpu(), keep.float() / 0.75)
+    out, mask = torch.native_dropout(x, 0.25, False)
+    assert torch.equal(out.cpu(), x.cpu()) and mask.cpu().all()
+    # the same seed gives the same values
+    vals = []
+    for _ in range(2):
+        torch.manual_seed(123)
+        vals.append(torch.empty(257, device=DEV).normal_().cpu())
+        vals.append(torch.randperm(33, device=DEV).cpu())
+    assert torch.equal(vals[0], vals[2]) and torch.equal(vals[1], vals[3])
+    g = torch.Generator(device=DEV)
+    g.manual_seed(9)
+    a = torch.empty(64, device=DEV).uniform_(generator=g).cpu()
+    g.manual_seed(9)
+    b = torch.empty(64, device=DEV).uniform_(generator=g).cpu()
+    assert torch.equal(a, b)
