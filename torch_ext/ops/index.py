@@ -227,7 +227,7 @@ def index_select_out(self, dim, index, out):
     B = math.prod(x.shape[d + 1:])
     index = _contiguous(index.reshape(-1))
     L = index.numel()
-    out.resize_([*self.shape[:d], L, *self.shape[d + 1:]])  # a plain out= op sizes its own out
+    out.resize_([*self.shape[:d], L, *self.shape[d + 1:]] if self.dim() else [])  # plain out=: sized here
     n = A * L * B
     if n == 0:
         return out
