@@ -131,6 +131,8 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
                            "-> (out, lse); the SDPA forward",
     "flash_attention_bwd": "torch_ext::flash_attention_bwd(grad, q, k, v, out, lse, mask?, "
                            "is_causal, scale?) -> (dq, dk, dv)",
+    "sdpa_overrideable": "_scaled_dot_product_fused_attention_overrideable",
+    "sdpa_overrideable_backward": "_scaled_dot_product_fused_attention_overrideable_backward",
 }
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},

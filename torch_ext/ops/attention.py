@@ -279,3 +279,32 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
 
 KERNELS = {"flash_attention_fwd": flash_attention_fwd,
            "flash_attention_bwd": flash_attention_bwd}
+
+
+# aten::_scaled_dot_product_fused_attention_overrideable(_backward): PyTorch's
+# fused-attention ops for out-of-tree backends, chosen by our _fused_sdp_choice
+# when dropout_p == 0. Plain convention (3).
+def sdpa_overrideable(query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask,
+                      scale):
+    if dropout_p != 0.0:
+        raise NotImplementedError("torch_ext: the fused attention kernel has no dropout "
+                                  "(scaled_dot_product_attention takes the math path then)")
+    out, lse = flash_attention_fwd(query, key, value, attn_bias, is_causal, scale)
+    none = torch.empty(0, device=query.device)
+    seeds = torch.empty(0, dtype=torch.int64, device=query.device)
+    return out, lse, none, none, query.shape[2], key.shape[2], seeds, seeds, none
+
+
+def sdpa_overrideable_backward(grad_out, query, key, value, attn_bias, grad_input_mask, out,
+                               logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+                               is_causal, philox_seed, philox_offset, scale):
+    if grad_input_mask[3]:
+        raise NotImplementedError("torch_ext: no gradient for attn_mask in the fused kernel")
+    attn_bias = attn_bias if attn_bias is not None and attn_bias.numel() else None
+    dq, dk, dv = flash_attention_bwd(grad_out.contiguous(), query, key, value, out, logsumexp,
+                                     attn_bias, is_causal, scale)
+    return dq, dk, dv, None
+
+
+KERNELS.update({"sdpa_overrideable": sdpa_overrideable,
+                "sdpa_overrideable_backward": sdpa_overrideable_backward})
