@@ -229,10 +229,19 @@ def _setup(q, k, v, attn_mask, scale):
             bn, bd, bdv)
 
 
+def _empty_like_layout(q, shape):
+    """An output of `shape` whose dimensions are laid out in q's order, as
+    PyTorch's attention paths return it (a (B, L, H, D) buffer seen as
+    (B, H, L, D) stays so); compiled graphs plan their views on that."""
+    order = sorted(range(len(shape)), key=lambda i: (-q.stride(i), i))
+    buf = torch.empty([shape[i] for i in order], dtype=q.dtype, device=q.device)
+    return buf.permute([order.index(i) for i in range(len(shape))])
+
+
 def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd,
      bdv) = _setup(q, k, v, attn_mask, scale)
-    out = torch.empty((B, H, Lq, DV), dtype=q.dtype, device=q.device)
+    out = _empty_like_layout(q, (B, H, Lq, DV))
     lse = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
     if out.numel() == 0:
         return out, lse
@@ -248,9 +257,8 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
                         scale=None):
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd,
      bdv) = _setup(q, k, v, attn_mask, scale)
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    # Gradients in their inputs' layouts, as PyTorch's attention backward gives them.
+    dq, dk, dv = (_empty_like_layout(t, t.shape) for t in (q, k, v))
     # Grouped heads: per-query-head dk/dv in float32, summed over each group after.
     dk_h = dk if G == 1 else torch.empty((B, H, Lk, D), dtype=torch.float32, device=q.device)
     dv_h = dv if G == 1 else torch.empty((B, H, Lk, DV), dtype=torch.float32, device=q.device)
