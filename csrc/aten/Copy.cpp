@@ -188,3 +188,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 }  // namespace torch_ext::aten
+
+// Our copies carry the conjugate and negative bits through (the host staging
+// keeps them, and the device kernels are only used without them), so these
+// ops must not go through PyTorch's conj/neg fallbacks, which materialise the
+// source with clone() -> copy_() -> _copy_from() again, without end.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}

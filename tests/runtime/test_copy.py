@@ -131,3 +131,16 @@ def test_storage_cpu_roundtrip():
     d = torch.arange(6, dtype=torch.int32).to(DEV)
     s = d.untyped_storage().cpu()
     assert torch.equal(torch.tensor([], dtype=torch.int32).set_(s), torch.arange(6, dtype=torch.int32))
+
+
+def test_conjugate_and_negative_views_copy_without_recursion():
+    x = torch.randn(5, dtype=torch.complex64)
+    d = x.to("privateuseone")
+    assert torch.equal(d.conj().resolve_conj().cpu(), x.conj())
+    assert torch.equal(torch._neg_view(d).cpu(), -x)
+    z = torch.empty(5, dtype=torch.complex64, device="privateuseone")
+    z.copy_(d.conj())
+    assert torch.equal(z.cpu(), x.conj())
+    back = torch.empty(5, dtype=torch.complex64)
+    back.copy_(d.conj())
+    assert torch.equal(back, x.conj())
