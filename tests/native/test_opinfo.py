@@ -74,10 +74,6 @@ FLOAT32_STATS = {"native_layer_norm", "native_group_norm"}
 
 # Failing, not fixed here (see the tests/native report); left out of the run:
 KNOWN_BAD = {
-    # atomic_add in Triton's interpreter takes neither bf16 nor bool
-    ("scatter", torch.bfloat16), ("scatter", torch.bool), ("scatter_add", torch.bfloat16),
-    ("scatter_add", torch.bool), ("index_put", torch.bfloat16), ("index_put", torch.bool),
-    ("_unsafe_masked_index_put_accumulate", torch.bfloat16), ("_unsafe_masked_index_put_accumulate", torch.bool),
     # low-precision mismatches beyond both references, not yet examined
     ("addr", torch.float16), ("addr", torch.bfloat16), ("gradient", torch.bfloat16),
     ("nn.functional.gaussian_nll_loss", torch.bfloat16), ("nn.functional.poisson_nll_loss", torch.bfloat16),

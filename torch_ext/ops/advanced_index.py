@@ -21,7 +21,7 @@ import triton.language as tl
 
 from ._launch import cdiv, launch
 from .copy import copy_kernel
-from .index import MAX_RANK, _block, _dot6, _pad, _unravel
+from .index import MAX_RANK, _block, _dot6, _pad, _unravel, with_atomic_target
 from .reduction import _contiguous, cumsum_out
 
 MAX_INDICES = 4
@@ -232,7 +232,11 @@ def index_put_(self, indices, values, accumulate=False):
     inv = [perm.index(i) for i in range(len(perm))]
     vk = torch.empty(kshape, dtype=self.dtype, device=self.device)
     copy_kernel((vk,), (v.permute(inv),))
-    _index_launch(self, vk, self, dims, longs, L, rest_dims, True, bool(accumulate))
+    if accumulate:
+        with_atomic_target(self, lambda t: _index_launch(t, vk, t, dims, longs, L, rest_dims,
+                                                         True, True))
+    else:
+        _index_launch(self, vk, self, dims, longs, L, rest_dims, True, False)
     return self
 
 

@@ -119,10 +119,34 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
                 done = done | (prev == old) | (old != old)  # NaN stays NaN
 
 
+def atomic_dtype(dtype):
+    """The dtype to accumulate `dtype` in with Triton's atomics: they take no
+    bool or 8/16-bit integers, and bf16 only where the driver has it."""
+    if dtype in (torch.bool, torch.int8, torch.uint8, torch.int16):
+        return torch.int32
+    if dtype == torch.bfloat16 and spec("atomic_add_upcasts_bf16"):
+        return torch.float32
+    return dtype
+
+
+def with_atomic_target(out, run):
+    """run(target) on `out`, or on an upcast copy with out's strides that is
+    written back, when out's dtype cannot take atomics."""
+    acc = atomic_dtype(out.dtype)
+    if acc == out.dtype:
+        return run(out)
+    tmp = torch.empty_strided(out.shape, out.stride(), dtype=acc, device=out.device)
+    copy_kernel((tmp,), (out,))
+    run(tmp)
+    copy_kernel((out,), (tmp,))
+
+
 def _gather_scatter(index, src, out, dim, mode, value=0):
     n = index.numel()
     if n == 0:
         return
+    if mode >= 2 and atomic_dtype(out.dtype) != out.dtype:  # add, multiply (CAS), max, min
+        return with_atomic_target(out, lambda t: _gather_scatter(index, src, t, dim, mode, value))
     rank = max(index.dim(), 1)
     pad = MAX_RANK - rank
     shape = _pad(index.shape if index.dim() else [1], 1)

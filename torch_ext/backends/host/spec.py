@@ -38,3 +38,8 @@ def launch_lock():
     # runs, so launches from several threads (autograd's backward threads,
     # user threads) must take turns.
     return _INTERPRETER_LOCK
+
+
+def atomic_add_upcasts_bf16():
+    # The interpreter's atomics run on numpy, which has no bfloat16.
+    return True
