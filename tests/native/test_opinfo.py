@@ -74,8 +74,10 @@ FLOAT32_STATS = {"native_layer_norm", "native_group_norm"}
 
 # Failing, not fixed here (see the tests/native report); left out of the run:
 KNOWN_BAD = {
-    # low-precision mismatches beyond both references, not yet examined
-    ("addr", torch.float16), ("addr", torch.bfloat16), ("gradient", torch.bfloat16),
+    # Python-level composites (torch.gradient, gaussian/poisson NLL): in bf16 a
+    # few elements differ from both the float64 and the CPU-bf16 reference by
+    # 2-4 bf16 ulps, from where intermediate results round; not examined further
+    ("gradient", torch.bfloat16),
     ("nn.functional.gaussian_nll_loss", torch.bfloat16), ("nn.functional.poisson_nll_loss", torch.bfloat16),
 }
 

@@ -51,6 +51,7 @@ STUBS = {  # convention 1: name -> DispatchStub (extra args after the iterator)
     "mse": "mse_stub", "mse_backward": "mse_backward_stub (norm); ins (self, target, grad)",
     "lerp_scalar": "lerp_kernel_scalar_weight (weight)",
     "lerp_tensor": "lerp_kernel_tensor_weight", "addcmul": "addcmul_stub (value)",
+    "addr": "addr_stub (beta, alpha)",
     "addcdiv": "addcdiv_stub (value)", "where": "where_kernel; ins (cond, self, other)",
     "clamp": "clamp_stub (tensor min and max)", "clamp_scalar": "clamp_scalar_stub (min, max)",
     "clamp_min_scalar": "clamp_min_scalar_stub (min)",

@@ -3,6 +3,7 @@
   lerp_scalar(self, end; weight)       lerp_kernel_scalar_weight
   lerp_tensor(self, end, weight)       lerp_kernel_tensor_weight
   addcmul(self, t1, t2; value), addcdiv(self, t1, t2; value)
+  addr(self, vec1 column, vec2 row; beta, alpha)   addr_stub (beta == 0 ignores self)
   where(cond, self, other)             where_kernel (computes in the out's dtype)
   clamp(x, min, max)                   clamp_stub (tensor bounds)
   clamp_scalar(x; min, max), clamp_min_scalar(x; min), clamp_max_scalar(x; max)
@@ -179,11 +180,41 @@ def pow_tensor_scalar(outs, ins, common_dtype, exponent):
         _pow_scalar.iter(outs, ins, common_dtype, exponent)
 
 
+@pointwise(num_inputs=3)
+@triton.jit
+def _addr(s, a, b, beta, alpha):
+    return beta * s + alpha * (a * b)
+
+
+@pointwise(num_inputs=3)
+@triton.jit
+def _addr_no_self(s, a, b, alpha):
+    # beta == 0: self is not read (NaN and inf in it do not propagate)
+    return alpha * (a * b)
+
+
+@pointwise(num_inputs=3)
+@triton.jit
+def _addr_bool(s, a, b, beta, alpha):
+    return ((s != 0) & (beta != 0)) | ((a != 0) & (b != 0) & (alpha != 0))
+
+
+def addr(outs, ins, common_dtype, beta, alpha):
+    """addr_stub: out = beta * self + alpha * outer(vec1, vec2), the iterator's
+    inputs being self, vec1 as a column and vec2 as a row."""
+    if common_dtype == torch.bool:
+        _addr_bool.iter(outs, ins, common_dtype, int(bool(beta)), int(bool(alpha)))
+    elif beta == 0:
+        _addr_no_self.iter(outs, ins, common_dtype, alpha)
+    else:
+        _addr.iter(outs, ins, common_dtype, beta, alpha)
+
+
 OPS = [lerp_scalar, lerp_tensor, addcmul, addcdiv, clamp, clamp_scalar, clamp_min_scalar,
        clamp_max_scalar, pow_tensor_tensor]
 
 KERNELS = {op.name: op.iter for op in OPS}
-KERNELS.update({"where": where, "pow_tensor_scalar": pow_tensor_scalar})
+KERNELS.update({"where": where, "pow_tensor_scalar": pow_tensor_scalar, "addr": addr})
 
 
 def where_out(condition, self, other, out):
