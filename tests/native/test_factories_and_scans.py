@@ -102,3 +102,36 @@ def test_dropout_backward_through_autograd():
     torch.testing.assert_close(grad[kept], torch.full_like(grad[kept], 1 / 0.6))
     assert torch.all(grad[~kept] == 0)
     assert 0.4 < kept.float().mean().item() < 0.8
+
+
+def test_out_and_inplace_overloads_of_the_later_entries():
+    x = torch.rand(4, 6) + 0.5
+    out = torch.empty(0, device=DEV)
+    torch.cumprod(x.to(DEV), 1, out=out)
+    torch.testing.assert_close(out.cpu(), x.cumprod(1))
+    e = torch.empty(0, device=DEV)
+    torch.eye(4, out=e)
+    assert torch.equal(e.cpu(), torch.eye(4))
+    idx, src = torch.tensor([0, 3, 3]), torch.randn(3, 6)
+    o = torch.empty(0, device=DEV)
+    torch.index_add(x.to(DEV), 0, idx.to(DEV), src.to(DEV), out=o)
+    torch.testing.assert_close(o.cpu(), x.index_add(0, idx, src))
+    ix, s = torch.tensor([[0, 1, 0, 2, 1, 3]]).expand(4, 6), torch.rand(4, 6)
+    o2 = torch.empty(0, device=DEV)
+    torch.scatter_reduce(x.to(DEV), 1, ix.to(DEV), s.to(DEV), "amax", out=o2)
+    torch.testing.assert_close(o2.cpu(), x.scatter_reduce(1, ix, s, "amax"))
+    d = x.to(DEV)
+    d.scatter_reduce_(1, ix.to(DEV), s.to(DEV), "sum", include_self=False)
+    torch.testing.assert_close(d.cpu(), x.scatter_reduce(1, ix, s, "sum", include_self=False))
+    r = (x - 1).to(DEV)
+    torch.relu_(r)
+    torch.testing.assert_close(r.cpu(), torch.relu(x - 1))
+    v1, v2 = torch.randn(4), torch.randn(6)
+    o3 = torch.empty(0, device=DEV)
+    torch.addr(x.to(DEV), v1.to(DEV), v2.to(DEV), beta=0.5, alpha=2, out=o3)
+    torch.testing.assert_close(o3.cpu(), torch.addr(x, v1, v2, beta=0.5, alpha=2))
+    n = torch.ops.aten.norm.ScalarOpt_dim_dtype(x.to(DEV), 2.0, [1], False, dtype=torch.float64)
+    torch.testing.assert_close(n.cpu(), torch.ops.aten.norm.ScalarOpt_dim_dtype(x, 2.0, [1], False,
+                                                                                dtype=torch.float64))
+    c = torch.randn(3, 2).to(DEV)
+    assert torch.equal(torch.view_as_complex(c).cpu(), torch.view_as_complex(c.cpu()))
