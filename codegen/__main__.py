@@ -28,8 +28,8 @@ def kernel_registry():
         sys.modules["torch_ext"] = pkg
     try:
         return importlib.import_module("torch_ext.ops").KERNELS
-    except ModuleNotFoundError:
-        return {}
+    except ImportError as e:
+        raise ManifestError(f"cannot import torch_ext.ops to check the manifest's kernel names: {e}") from e
 
 
 def kernel_exists(name: str) -> bool:

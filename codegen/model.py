@@ -306,7 +306,7 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
                 for old in pre.replace:
                     if old not in names:
                         raise ValueError(f"'{old}' is not an argument of {out_name}")
-        except (AssertionError, ValueError, Exception) as ex:  # torchgen asserts on bad syntax
+        except (AssertionError, ValueError) as ex:  # torchgen asserts on bad syntax
             raise e.error(f"bad 'precomputed:' {precomputed!r}: {ex}") from None
         new_out = dataclasses.replace(g.out, structured_inherits=inherits, precomputed=pre)
         g = NativeFunctionsGroup(functional=g.functional, inplace=g.inplace,
