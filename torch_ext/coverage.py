@@ -45,14 +45,33 @@ def manifest_modes() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _parse(report: str) -> dict[str, int]:
+    calls = {}
+    for line in report.splitlines():
+        name, _, n = line.rpartition(" ")
+        calls[name] = int(n)
+    return calls
+
+
+def device_calls() -> dict[str, int]:
+    """Operator ("aten::add.Tensor") -> calls on device tensors since the
+    recorder was started (this starts it)."""
+    torch.ops.torch_ext._coverage_start()
+    return _parse(torch.ops.torch_ext._coverage_report())
+
+
+def calls_during(fn) -> dict[str, int]:
+    """The operators `fn()` called on device tensors, with their counts."""
+    before = device_calls()
+    fn()
+    after = device_calls()
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
 def recorded_calls(path: Path) -> dict[str, int]:
     if not path.exists():
         return {}
-    calls = {}
-    for line in path.read_text().splitlines():
-        name, _, n = line.rpartition(" ")
-        calls[name.removeprefix("aten::")] = int(n)
-    return calls
+    return {name.removeprefix("aten::"): n for name, n in _parse(path.read_text()).items()}
 
 
 def main(argv=None) -> int:

@@ -4,16 +4,11 @@ import pytest
 import torch
 
 import torch_ext  # noqa: F401
+from torch_ext.coverage import calls_during
 
 DEV = "privateuseone"
 
 
-def _recorded(fn):
-    torch.ops.torch_ext._coverage_start()
-    before = dict(l.rsplit(" ", 1) for l in torch.ops.torch_ext._coverage_report().splitlines())
-    fn()
-    after = dict(l.rsplit(" ", 1) for l in torch.ops.torch_ext._coverage_report().splitlines())
-    return {k: int(v) - int(before.get(k, 0)) for k, v in after.items() if int(v) != int(before.get(k, 0))}
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
@@ -25,7 +20,7 @@ def test_rms_norm_forward_backward_fused(dtype, tol, with_weight):
     xd = x.to(dtype).to(DEV).requires_grad_()
     ws = w.to(dtype).requires_grad_() if with_weight else None
     wd = w.to(dtype).to(DEV).requires_grad_() if with_weight else None
-    calls = _recorded(lambda: torch.nn.functional.rms_norm(xd, (16,), wd, 1e-6).sum().backward())
+    calls = calls_during(lambda: torch.nn.functional.rms_norm(xd, (16,), wd, 1e-6).sum().backward())
     assert calls.get("torch_ext::rms_norm") == 1, calls  # the fused kernel, not the decomposition
     assert "aten::rsqrt" not in calls and "aten::pow.Tensor_Scalar" not in calls, calls
     torch.nn.functional.rms_norm(xs, (16,), ws, 1e-6).sum().backward()
@@ -37,7 +32,7 @@ def test_rms_norm_forward_backward_fused(dtype, tol, with_weight):
 def test_rms_norm_inference_mode_uses_the_fused_forward():
     x = torch.randn(4, 32)
     with torch.inference_mode():
-        calls = _recorded(lambda: torch.nn.functional.rms_norm(x.to(DEV), (32,)))
+        calls = calls_during(lambda: torch.nn.functional.rms_norm(x.to(DEV), (32,)))
         y = torch.nn.functional.rms_norm(x.to(DEV), (32,))
     assert calls.get("aten::rms_norm") == 1 and "aten::rsqrt" not in calls, calls
     torch.testing.assert_close(y.cpu(), torch.nn.functional.rms_norm(x, (32,)))

@@ -6,17 +6,12 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_ext  # noqa: F401
+from torch_ext.coverage import calls_during
 
 DEV = "privateuseone"
 FUSED = "aten::_scaled_dot_product_fused_attention_overrideable"
 
 
-def calls_of(fn):
-    torch.ops.torch_ext._coverage_start()
-    before = dict(l.rsplit(" ", 1) for l in torch.ops.torch_ext._coverage_report().splitlines())
-    fn()
-    after = dict(l.rsplit(" ", 1) for l in torch.ops.torch_ext._coverage_report().splitlines())
-    return {k: int(v) - int(before.get(k, 0)) for k, v in after.items() if int(v) != int(before.get(k, 0))}
 
 
 def qkv(hq=4, hk=4, lq=9, lk=11, d=16, dv=8, dtype=torch.float32):
@@ -35,7 +30,7 @@ def test_fused_forward_backward(causal, mask_kind):
     dev = [t.to(DEV).requires_grad_() for t in (q, k, v)]
     m_ref = None if mask is None else (mask if mask.dtype == torch.bool else mask.double())
     F.scaled_dot_product_attention(*ref, attn_mask=m_ref, is_causal=causal).sum().backward()
-    calls = calls_of(lambda: F.scaled_dot_product_attention(
+    calls = calls_during(lambda: F.scaled_dot_product_attention(
         *dev, attn_mask=None if mask is None else mask.to(DEV), is_causal=causal).sum().backward())
     assert calls.get(FUSED) == 1 and calls.get(FUSED + "_backward") == 1, calls
     assert "aten::_softmax" not in calls, calls
@@ -52,8 +47,8 @@ def test_grouped_query_heads():
 
 def test_dropout_and_disabled_backend_take_the_math_path():
     q, k, v = [t.to(DEV) for t in qkv()]
-    calls = calls_of(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
+    calls = calls_during(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
     assert FUSED not in calls and "aten::_softmax" in calls, calls
     with sdpa_kernel(SDPBackend.MATH):
-        calls = calls_of(lambda: F.scaled_dot_product_attention(q, k, v))
+        calls = calls_during(lambda: F.scaled_dot_product_attention(q, k, v))
     assert FUSED not in calls, calls

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import torch_ext  # noqa: F401
+from torch_ext.coverage import device_calls
 from torch_ext.demo import MLPClassifier, TinyDecoder
 
 DEV = "privateuseone"
@@ -26,15 +27,8 @@ def make(name, seed=0):
     return cls, cls(**kw)
 
 
-def coverage():
-    """aten overload -> calls on device tensors so far (the C++ recorder)."""
-    torch.ops.torch_ext._coverage_start()
-    return {name: int(n) for name, _, n in
-            (line.rpartition(" ") for line in torch.ops.torch_ext._coverage_report().splitlines())}
-
-
 def new_calls(before, prefix):
-    after = coverage()
+    after = device_calls()
     return {k: after[k] - before.get(k, 0) for k in after
             if k.startswith(prefix) and after[k] > before.get(k, 0)}
 
@@ -110,7 +104,7 @@ CASES = ([(m, o) for m in ("mlp", "decoder_rms", "decoder_layer")
 
 @pytest.mark.parametrize("name,optimizer", CASES)
 def test_optimizer_steps_match_cpu(name, optimizer):
-    before = coverage()
+    before = device_calls()
     dev_losses, dev_params = train(name, DEV, optimizer)
     cpu_losses, cpu_params = cpu_reference(name, optimizer)
     torch.testing.assert_close(dev_losses, cpu_losses, atol=ATOL, rtol=RTOL)
