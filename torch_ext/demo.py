@@ -121,12 +121,17 @@ class OpCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def train(model_cls, device, steps=5, seed=0, foreach=None, **kw):
-    """Losses and final parameters of `steps` AdamW steps from a fixed init."""
+def adamw(params):
+    return torch.optim.AdamW(params, lr=1e-2, weight_decay=0.01)
+
+
+def train(model_cls, device, steps=5, seed=0, optimizer=adamw, **kw):
+    """Losses and final parameters of `steps` optimiser steps from a fixed init;
+    `optimizer` makes the optimiser from the parameters."""
     torch.manual_seed(seed)
     model = model_cls(**kw)
     model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01, foreach=foreach)
+    opt = optimizer(model.parameters())
     losses = []
     for step in range(steps):
         inputs, targets = model_cls.batch(seed=step)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from torch_ext.ops.norm import rms_norm_fwd
+
 ops = torch.ops.torch_ext
 
 
@@ -72,9 +74,7 @@ def rotary_embedding_fake(x, cos, sin, interleaved=False):
 # PrivateUse1 (kernel below); a backend kernel for a composite op also needs
 # its autograd kernel, registered in register_autograd().
 def aten_rms_norm(input, normalized_shape, weight, eps):
-    from torch_ext.ops import KERNELS
-
-    return KERNELS["rms_norm_fwd"](input, normalized_shape, weight, eps)[0]
+    return rms_norm_fwd(input, normalized_shape, weight, eps)[0]
 
 
 class _AtenRMSNorm(torch.autograd.Function):

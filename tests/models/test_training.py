@@ -9,6 +9,7 @@ import torch
 
 import torch_ext  # noqa: F401
 from torch_ext.coverage import device_calls
+from torch_ext import demo
 from torch_ext.demo import MLPClassifier, TinyDecoder
 
 DEV = "privateuseone"
@@ -44,18 +45,8 @@ OPTIMIZERS = {
 
 
 def train(name, device, optimizer, steps=STEPS):
-    cls, model = make(name)
-    model = model.to(device)
-    opt = OPTIMIZERS[optimizer](model.parameters())
-    losses = []
-    for step in range(steps):
-        inputs, targets = cls.batch(seed=step)
-        loss = cls.loss(model, inputs.to(device), targets.to(device))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses, {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    cls, kw = MODELS[name]
+    return demo.train(cls, device, steps, optimizer=OPTIMIZERS[optimizer], **kw)
 
 
 @functools.lru_cache(maxsize=None)

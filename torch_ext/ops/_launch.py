@@ -57,15 +57,29 @@ def _check_dtypes(kernel, args, kwargs):
                             f"(Triton kernels take {', '.join(sorted(str(d)[6:] for d in _TRITON_DTYPES))})")
 
 
+_driver_setup = None
+
+
+def _setup():
+    """(aliaser or None, launch lock or None) of the active driver: fixed once
+    the extension is loaded, so looked up once rather than per launch."""
+    global _driver_setup
+    if _driver_setup is not None:
+        return _driver_setup
+    setup = (_aliaser(), spec("launch_lock"))
+    if _c_ext() is not None:
+        _driver_setup = setup
+    return setup
+
+
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with device tensors made host-visible."""
     _check_dtypes(kernel, args, kwargs)
-    alias = _aliaser()
+    alias, lock = _setup()
     if alias is not None:
         storages = {}
         args = tuple(_map_arg(a, alias, storages) for a in args)
         kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
-    lock = spec("launch_lock")
     if lock is None:
         return kernel[grid](*args, **kwargs)
     with lock:

@@ -109,6 +109,22 @@ def _attn_bwd_delta_kernel(o, do, delta, H, Lq, DV, sob, soh, sol, sod, sgb, sgh
 
 
 @triton.jit
+def _query_tile(q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV, sqb, sqh, sql, sqd,
+                sgb, sgh, sgl, sgd, UPCAST: tl.constexpr):
+    """Rows rm of q and of the output gradient, with their lse and delta."""
+    q_t = tl.load(q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
+                  mask=(rm < Lq)[:, None] & (rd < D)[None, :], other=0)
+    g_t = tl.load(do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd,
+                  mask=(rm < Lq)[:, None] & (rdv < DV)[None, :], other=0)
+    if UPCAST:
+        q_t = q_t.to(tl.float32)
+        g_t = g_t.to(tl.float32)
+    lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
+    dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
+    return q_t, g_t, lse_t, dl_t
+
+
+@triton.jit
 def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, G, Lq, Lk, D, DV,
                      sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
                      sgb, sgh, sgl, sgd, smb, smh, sml, smn, dqb, dqh, dql, dqd, dkb, dkh, dkl,
@@ -126,15 +142,8 @@ def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, G, Lq, Lk, D,
     rdv = tl.arange(0, BLOCK_DV)
     if FOR_DQ:
         rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-        q_t = tl.load(q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
-                      mask=(rm < Lq)[:, None] & (rd < D)[None, :], other=0)
-        g_t = tl.load(do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd,
-                      mask=(rm < Lq)[:, None] & (rdv < DV)[None, :], other=0)
-        if UPCAST:
-            q_t = q_t.to(tl.float32)
-            g_t = g_t.to(tl.float32)
-        lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
-        dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
+        q_t, g_t, lse_t, dl_t = _query_tile(q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV,
+                                             sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, UPCAST)
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
         end = Lk
         if CAUSAL:
@@ -177,15 +186,8 @@ def _attn_bwd_kernel(q, k, v, do, lse, delta, dq, dk, dv, mask, H, G, Lq, Lk, D,
             start = (pid * BLOCK_N // BLOCK_M) * BLOCK_M
         for m0 in range(start, Lq, BLOCK_M):
             rm = m0 + tl.arange(0, BLOCK_M)
-            q_t = tl.load(q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
-                          mask=(rm < Lq)[:, None] & (rd < D)[None, :], other=0)
-            g_t = tl.load(do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd,
-                          mask=(rm < Lq)[:, None] & (rdv < DV)[None, :], other=0)
-            if UPCAST:
-                q_t = q_t.to(tl.float32)
-                g_t = g_t.to(tl.float32)
-            lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
-            dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
+            q_t, g_t, lse_t, dl_t = _query_tile(q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV,
+                                                 sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, UPCAST)
             m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
             s = _scores(q_t, k_ptrs, kmask, m_ptrs, rm, cols - pid * BLOCK_N, pid * BLOCK_N,
                         Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION)

@@ -229,14 +229,21 @@ def scatter_add_out(self, dim, index, src, out):
 # -- index_select / embedding ----------------------------------------------
 
 @triton.jit
-def _index_select_kernel(src, index, out, n, L, S, B, BLOCK: tl.constexpr):
-    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = o < n
+def _indexed_position(index, o, mask, L, S, B):
+    """Flat position o of an (A, L, B) iteration -> (a, l, b) and index[l]
+    (negative indices wrapped by the indexed size S)."""
     b = o % B
     l = (o // B) % L
     a = o // (B * L)
     idx = tl.load(index + l, mask=mask, other=0).to(tl.int64)
-    idx = tl.where(idx < 0, idx + S, idx)
+    return a, l, b, tl.where(idx < 0, idx + S, idx)
+
+
+@triton.jit
+def _index_select_kernel(src, index, out, n, L, S, B, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    a, l, b, idx = _indexed_position(index, o, mask, L, S, B)
     v = tl.load(src + (a * S + idx) * B + b, mask=mask)
     tl.store(out + o, v, mask=mask)
 
@@ -484,11 +491,7 @@ def _index_add_kernel(src, index, out, n, L, S, B, s_a, s_l, s_b, o_a, o_s, o_b,
     # out[a, index[l], b] += alpha * src[a, l, b]
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
-    b = o % B
-    l = (o // B) % L
-    a = o // (B * L)
-    idx = tl.load(index + l, mask=mask, other=0).to(tl.int64)
-    idx = tl.where(idx < 0, idx + S, idx)
+    a, l, b, idx = _indexed_position(index, o, mask, L, S, B)
     v = tl.load(src + a * s_a + l * s_l + b * s_b, mask=mask, other=0)
     v = (v * alpha).to(out.dtype.element_ty)
     tl.atomic_add(out + a * o_a + idx * o_s + b * o_b, v, mask=mask)

@@ -22,16 +22,23 @@ NONE, MEAN, SUM_RED = 0, 1, 2
 
 
 @triton.jit
-def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, HAS_W: tl.constexpr,
-                BLOCK: tl.constexpr):
-    n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = n < N
+def _target_weight(target, weight, n, mask, ignore_index, HAS_W: tl.constexpr):
+    """Each row's class, whether it counts (not ignore_index), and its weight."""
     t = tl.load(target + n, mask=mask, other=0).to(tl.int64)
     valid = mask & (t != ignore_index)
     if HAS_W:
         w = tl.load(weight + t, mask=valid, other=0).to(tl.float32)
     else:
         w = tl.where(valid, 1.0, 0.0)
+    return t, valid, w
+
+
+@triton.jit
+def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, HAS_W: tl.constexpr,
+                BLOCK: tl.constexpr):
+    n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = n < N
+    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, HAS_W)
     v = tl.load(x + n * C + t, mask=valid, other=0).to(tl.float32)
     tl.store(loss + n, tl.where(valid, -w * v, 0.0).to(loss.dtype.element_ty), mask=mask)
     tl.store(wsum + n, w, mask=mask)
@@ -42,12 +49,7 @@ def _nll_bwd_kernel(g, target, weight, total_weight, gi, N, C, ignore_index,
                     REDUCTION: tl.constexpr, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
-    t = tl.load(target + n, mask=mask, other=0).to(tl.int64)
-    valid = mask & (t != ignore_index)
-    if HAS_W:
-        w = tl.load(weight + t, mask=valid, other=0).to(tl.float32)
-    else:
-        w = tl.where(valid, 1.0, 0.0)
+    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, HAS_W)
     if REDUCTION == 0:
         gv = tl.load(g + n, mask=mask, other=0).to(tl.float32)
     else:
