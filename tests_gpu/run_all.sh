@@ -32,7 +32,7 @@ if step tests_gpu; then
 fi
 if step tests; then
   PARALLEL=()
-  [[ -n "${TEST_WORKERS:-}" ]] && "$PY" -c "import xdist" 2>/dev/null && PARALLEL=(-n "$TEST_WORKERS" --dist loadfile)
+  [[ -n "${TEST_WORKERS:-}" ]] && "$PY" -c "import xdist" 2>/dev/null && PARALLEL=(-n "$TEST_WORKERS" --dist "${TEST_DIST:-loadfile}")
   "${PYTEST[@]}" "${PARALLEL[@]}" tests/runtime tests/pipeline tests/ops ${TESTS_EXTRA:-} >"$OUT_DIR/tests.log" 2>&1 || status=1
   echo "tests: $(tail -1 "$OUT_DIR/tests.log")"
 fi
