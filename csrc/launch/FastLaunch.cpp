@@ -227,6 +227,9 @@ void observe(py::object grid, uint64_t function, unsigned threads, unsigned shar
     } else if (type == "fp64") {
       const double d = v.cast<double>();
       std::memcpy(&p.bits, &d, sizeof(d));
+    } else if (type == "u64") {  // may exceed int64 (random_'s full 64-bit range)
+      const uint64_t u = v.cast<uint64_t>();
+      std::memcpy(&p.bits, &u, sizeof(u));
     } else {
       const int64_t i = v.cast<int64_t>();
       std::memcpy(&p.bits, &i, sizeof(i));  // little-endian: the low `size` bytes

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import torch  # noqa: F401  (loads the C++ runtime that VARIANTS links by path)
+
 SRC = textwrap.dedent("""
     #include <torch/extension.h>
     #include <sstream>
@@ -22,7 +24,9 @@ SRC = textwrap.dedent("""
 
 VARIANTS = {
     "default": [],
-    "stdcxx_first": ["-Wl,--no-as-needed", "-lstdc++"],
+    # what CMakeLists.txt does: the runtime torch runs on, by path, not as needed
+    "runtime_by_path": ["-Wl,--no-as-needed", next(
+        (ln.split()[-1] for ln in open("/proc/self/maps") if "/libstdc++.so" in ln), "-lstdc++")],
     "static_stdcxx": ["-static-libstdc++"],
 }
 
@@ -58,7 +62,6 @@ def run(so, name, env=None, full=False):
 def main():
     build_dir = sys.argv[1] if len(sys.argv) > 1 else "/tmp/abi_probe"
     os.makedirs(build_dir, exist_ok=True)
-    import torch
     libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
                    if "stdc++" in ln or "libgcc_s" in ln})
     print("torch", torch.__version__, "loaded:", libs)

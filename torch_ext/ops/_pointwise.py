@@ -189,6 +189,12 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
         # Through float32: Triton's interpreter casts bool/int64/float64 to bf16 bitwise.
         lines.append(f"    if {name}.dtype.element_ty == tl.bfloat16:")
         lines.append(f"        {r} = tl.cast({r}, tl.float32)")
+        # Floating to a narrow integer wraps through int32, as on the CPU (and as
+        # torch's CUDA uint8 cast): a GPU's direct conversion saturates instead.
+        lines.append(f"    if {r}.dtype.is_floating() and {name}.dtype.element_ty.is_int() "
+                     f"and {name}.dtype.element_ty != tl.int1 "
+                     f"and {name}.dtype.element_ty.primitive_bitwidth < 32:")
+        lines.append(f"        {r} = tl.cast({r}, tl.int32)")
         lines.append(f"    tl.store({name} + {offset(name)}, "
                      f"tl.cast({r}, {name}.dtype.element_ty), mask=mask)")
     return "\n".join(lines) + "\n"

@@ -138,6 +138,8 @@ def _prepare_indices(self, indices):
         if idx is None:
             d += 1
             continue
+        if idx.device != self.device:  # PyTorch accepts CPU indices for device tensors
+            idx = idx.to(self.device)
         if idx.dtype in (torch.bool, torch.uint8):
             nz = nonzero(idx)
             for k in range(idx.dim()):

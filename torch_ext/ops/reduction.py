@@ -177,22 +177,24 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     aux_arg = aux if aux is not None else x
-    splits = _splits(O, R, B)
+    splits, bo, br, warps = _config(O, R, B, x.element_size())
     if splits > 1:
         # Few outputs, long reductions: split R over more programs, then
-        # combine the (O, splits) partials.
-        r_split = cdiv(R, splits)
+        # combine the (O, splits) partials. Each split is a whole number of
+        # tiles, so every program's loads start aligned.
+        r_split = cdiv(cdiv(R, splits), br) * br
         splits = cdiv(R, r_split)
         partial = torch.empty((O, splits), dtype=acc, device=x.device)
-        bo, br = _blocks(O, r_split, B)
         launch(_reduce_kernel, (cdiv(O, bo), splits), x, partial, aux_arg, O, R, B,
                r_split, neutral, scale, p, OP=op, POST=POST_NONE, ACC=_TL[acc], PARTIAL=True,
-               BLOCK_O=bo, BLOCK_R=br)
+               BLOCK_O=bo, BLOCK_R=br, num_warps=warps)
         x, R, B, op = partial, splits, 1, _COMBINE[op]
         neutral = _neutral(op, acc)
-    bo, br = _blocks(O, R, B)
+        bo, br = _blocks(O, R, B)
+        warps = 4
     launch(_reduce_kernel, (cdiv(O, bo), 1), x, target, aux_arg, O, R, B, R, neutral,
-           scale, p, OP=op, POST=post, ACC=_TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br)
+           scale, p, OP=op, POST=post, ACC=_TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br,
+           num_warps=warps)
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))
     return out
@@ -203,6 +205,19 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
 _COMBINE = {SUM: SUM, PROD: PROD, MAX: MAX, MIN: MIN, SQDEV: SUM, ANY: SUM, ALL: SUM,
             ABS_SUM: SUM, SQ_SUM: SUM, ABS_MAX: MAX, ABS_MIN: MIN, POW_SUM: SUM, NONZERO: SUM,
             EXP_SUM: SUM}
+
+
+def _config(O, R, B, elem_size):
+    """(splits, BLOCK_O, BLOCK_R, num_warps) of a reduction of (A, R, B) with
+    O = A*B outputs: the driver's tuning (spec "reduction_config") if it has
+    one for this shape, else tiles of at most `reduction_block` elements and
+    _splits programs along R."""
+    cfg = spec("reduction_config", O, R, B, elem_size)
+    if cfg is not None:
+        return cfg
+    splits = _splits(O, R, B)
+    bo, br = _blocks(O, cdiv(R, splits), B)
+    return splits, bo, br, 4
 
 
 def _splits(O, R, B=1):

@@ -4,11 +4,18 @@
 // set_output_raw_strided after setting each output (generate_super), so a base
 // must implement it; this one counts the outputs it was shown.
 #include <ATen/TensorMeta.h>
+#include <torch/version.h>
 
 namespace at::musa {
 
 struct MyMetaBase : public at::impl::MetaBase {
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
+  // torch < 2.13 also passes the outputs' dimension names.
+  void set_output_raw_strided(int64_t, IntArrayRef, IntArrayRef, TensorOptions,
+                              DimnameList) override {
+#else
   void set_output_raw_strided(int64_t, IntArrayRef, IntArrayRef, TensorOptions) override {
+#endif
     ++outputs_seen;
   }
   int64_t outputs_seen = 0;
