@@ -132,7 +132,9 @@ def markdown(meta, table, summary):
         extra = ", ".join(f"{k} {m[k]}" for k in ("torch", "triton", "flaggems", "python") if k in m)
         lines.append(f"- **{impl}**: `{m.get('device')}`; {extra}; D2D copy "
                      f"{_fmt(m.get('copy_gbps'), '.0f')} GB/s" + (f" ({m['copy_error']})" if "copy_error" in m else ""))
-    lines += ["", "Kernel time is the median of event-timed calls on each side's own current stream; "
+    lines += ["", "Kernel time is the median of event-timed calls on each side's own current stream, "
+              "each call queued behind a short GPU spin so that the device runs its kernels back to "
+              "back instead of waiting for the host (the host's cost is the host µs column); "
               "speed-up = peer time / ours. Bandwidth counts each input read once and each output "
               "written once, as a fraction of torch's device-to-device copy in the same run. "
               "Host µs = wall time per call on (about) 1-element inputs, many calls back to back. "

@@ -10,9 +10,10 @@ namespace at::musa {
 
 struct MyMetaBase : public at::impl::MetaBase {
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
-  // torch < 2.13 also passes the outputs' dimension names.
+  // torch < 2.13 also takes the outputs' dimension names (the generated
+  // classes call this with four arguments).
   void set_output_raw_strided(int64_t, IntArrayRef, IntArrayRef, TensorOptions,
-                              DimnameList) override {
+                              DimnameList = {}) override {
 #else
   void set_output_raw_strided(int64_t, IntArrayRef, IntArrayRef, TensorOptions) override {
 #endif
