@@ -54,7 +54,7 @@ class Impl:
             return
         global _spin_kernel
         if _spin_kernel is None:
-            _spin_kernel = None
+            _spin_kernel = _make_spin_kernel()
         if self._spin_flag is None:
             self._spin_flag = torch.zeros(1, dtype=torch.int64, device=self.device)
         _spin_kernel[(1,)](self._spin_flag, ns)
