@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU run of issue 5, on a machine with an NVIDIA GPU: build torch_ext from
-# source, run the GPU tests and the runtime/pipeline/ops tests with the cuda
+# source, run the GPU tests and all of tests/ (2 GPUs: tests/runtime uses two devices) with the cuda
 # driver and the CPU fallback as an error, then the benchmark.
 #
 #   bash tests_gpu/run_all.sh [out_dir]          # default: gpu_out
 #   STEPS=build,bench bash tests_gpu/run_all.sh  # a subset
-#   TEST_WORKERS=8 ...                           # tests/ in 8 processes (pytest-xdist)
+#   TEST_WORKERS=8 ...                           # tests/ in 8 processes (default: one per core, with pytest-xdist)
+# tests/native needs expecttest (carry its wheel to a machine without it).
 #
 # Logs go to out_dir (build.log, tests_gpu.log, tests.log, bench/).
 set -uo pipefail
@@ -32,8 +33,8 @@ if step tests_gpu; then
 fi
 if step tests; then
   PARALLEL=()
-  [[ -n "${TEST_WORKERS:-}" ]] && "$PY" -c "import xdist" 2>/dev/null && PARALLEL=(-n "$TEST_WORKERS" --dist "${TEST_DIST:-loadfile}")
-  "${PYTEST[@]}" "${PARALLEL[@]}" tests/runtime tests/pipeline tests/ops ${TESTS_EXTRA:-} >"$OUT_DIR/tests.log" 2>&1 || status=1
+  "$PY" -c "import xdist" 2>/dev/null && PARALLEL=(-n "${TEST_WORKERS:-auto}" --dist "${TEST_DIST:-load}")
+  "${PYTEST[@]}" "${PARALLEL[@]}" ${TESTS:-tests} >"$OUT_DIR/tests.log" 2>&1 || status=1
   echo "tests: $(tail -1 "$OUT_DIR/tests.log")"
 fi
 if step bench; then

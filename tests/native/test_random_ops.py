@@ -120,3 +120,26 @@ def test_dropout_and_seed():
     g.manual_seed(9)
     b = torch.empty(64, device=DEV).uniform_(generator=g).cpu()
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_cauchy_log_normal_geometric(dtype):
+    torch.manual_seed(5)
+    x = torch.empty(N, dtype=dtype, device=DEV)
+    x.cauchy_(1.5, 2.0)
+    v = x.cpu().double()
+    # Median 1.5 and half the interquartile range 2.0 (the mean does not exist).
+    q1, med, q3 = (v.quantile(q).item() for q in (0.25, 0.5, 0.75))
+    assert abs(med - 1.5) < 0.1 and abs((q3 - q1) / 2 - 2.0) < 0.15, (q1, med, q3)
+    x.log_normal_(0.5, 0.3)
+    v = x.cpu().double()
+    assert v.min() > 0
+    _near(v.log().mean().item(), 0.5, 0.3)
+    assert abs(v.log().std().item() - 0.3) < 0.03
+    x.geometric_(0.2)
+    v = x.cpu().double()
+    assert v.min() == 1 and torch.equal(v, v.round())
+    _near(v.mean().item(), 5.0, math.sqrt(0.8) / 0.2)
+    xi = torch.empty(N, dtype=torch.int64, device=DEV).geometric_(0.5)
+    assert xi.dtype == torch.int64 and xi.cpu().min() == 1
+    _near(xi.cpu().double().mean().item(), 2.0, math.sqrt(0.5) / 0.5)

@@ -203,3 +203,17 @@ def test_cumprod_and_empty_max(device):
         assert_close(out, to_ref(x).cumprod(dim), torch.float32, reduce_dim=x.shape[dim])
     with pytest.raises(RuntimeError):
         R.max_all(torch.empty(0, device=device))
+
+
+@pytest.mark.parametrize("p", [-1.0, -2.0, 0.5, 3.0])
+def test_vector_norm_with_zero_entries(p, device):
+    # |0|**p is inf for p < 0, so a row with a zero has norm 0 (normalize then
+    # divides by eps); for p > 0 the zero adds nothing.
+    xc = torch.randn(3, 7)
+    xc[1, 2] = 0.0
+    out = torch.empty(3, device=device)
+    R.linalg_vector_norm_out(xc.to(device), p, [1], False, None, out)
+    ref = torch.linalg.vector_norm(xc.double(), p, 1)
+    if p < 0:
+        assert out.cpu()[1].item() == 0.0
+    assert_close(out, ref.float(), reduce_dim=7)

@@ -72,6 +72,107 @@ def _exp(x):
     return tl.exp(x)
 
 
+@triton.jit
+def _fmod(a, b):
+    # C's fmod (and integer %): the remainder with the dividend's sign.
+    return a % b
+
+
+@triton.jit
+def _atan_unit(t):
+    # atan on [0, 1], t float64: two half-angle steps (atan t = 2 atan(t / (1 +
+    # sqrt(1 + t*t)))) bring t below tan(pi/16), where 13 terms of the Taylor
+    # series are exact to float64.
+    t = t / (1.0 + tl.sqrt(1.0 + t * t))
+    t = t / (1.0 + tl.sqrt(1.0 + t * t))
+    t2 = t * t
+    p = tl.zeros_like(t) + 1.0 / 25.0
+    for k in tl.static_range(11, -1, -1):
+        p = 1.0 / (2 * k + 1) - t2 * p
+    return 4.0 * t * p
+
+
+@triton.jit
+def _atan(x):
+    x64 = x.to(tl.float64)
+    a = tl.abs(x64)
+    big = a > 1.0
+    r = _atan_unit(tl.where(big, 1.0 / tl.where(big, a, 1.0), a))
+    r = tl.where(big, 1.5707963267948966 - r, r)
+    r = tl.where(x64 < 0, -r, r)
+    r = tl.where(x64 == 0, x64, r)  # keeps -0.0
+    return tl.where(x64 != x64, x64, r).to(x.dtype)
+
+
+@triton.jit
+def _asin(x):
+    x64 = x.to(tl.float64)
+    return _atan(x64 / tl.sqrt((1.0 - x64) * (1.0 + x64))).to(x.dtype)
+
+
+@triton.jit
+def _acos(x):
+    x64 = x.to(tl.float64)
+    return (2.0 * _atan(tl.sqrt((1.0 - x64) / (1.0 + x64)))).to(x.dtype)
+
+
+@triton.jit
+def _atan2(y, x):
+    y64 = y.to(tl.float64)
+    x64 = x.to(tl.float64)
+    ax = tl.abs(x64)
+    ay = tl.abs(y64)
+    mx = tl.maximum(ax, ay)
+    mn = tl.minimum(ax, ay)
+    q = mn / tl.where(mx == 0, 1.0, mx)
+    q = tl.where((mx == float("inf")) & (mn == float("inf")), 1.0, q)
+    q = tl.where((mx == float("inf")) & (mn != float("inf")), 0.0, q)
+    r = _atan_unit(q)
+    r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+    # x < 0, or x == -0.0 (1/x is -inf): the left half-plane.
+    x_neg = (x64 < 0) | ((x64 == 0) & (1.0 / tl.where(x64 == 0, x64, 1.0) < 0))
+    r = tl.where(x_neg, 3.141592653589793 - r, r)
+    y_neg = (y64 < 0) | ((y64 == 0) & (1.0 / tl.where(y64 == 0, y64, 1.0) < 0))
+    r = tl.where(y_neg, -r, r)
+    return tl.where((x64 != x64) | (y64 != y64), x64 + y64, r).to(x.dtype)
+
+
+@triton.jit
+def _erfinv(x):
+    # Giles' single-precision approximation, then two Newton steps on erf in
+    # float64.
+    x64 = x.to(tl.float64)
+    w = -tl.log((1.0 - x64) * (1.0 + x64))
+    w = tl.where(w == float("inf"), 1.0, w)
+    ws = w - 2.5
+    p = tl.zeros_like(ws) + 2.81022636e-08
+    p = 3.43273939e-07 + p * ws
+    p = -3.5233877e-06 + p * ws
+    p = -4.39150654e-06 + p * ws
+    p = 0.00021858087 + p * ws
+    p = -0.00125372503 + p * ws
+    p = -0.00417768164 + p * ws
+    p = 0.246640727 + p * ws
+    p = 1.50140941 + p * ws
+    wl = tl.sqrt(w) - 3.0
+    q = tl.zeros_like(wl) - 0.000200214257
+    q = 0.000100950558 + q * wl
+    q = 0.00134934322 + q * wl
+    q = -0.00367342844 + q * wl
+    q = 0.00573950773 + q * wl
+    q = -0.0076224613 + q * wl
+    q = 0.00943887047 + q * wl
+    q = 1.00167406 + q * wl
+    q = 2.83297682 + q * wl
+    r = tl.where(w < 5.0, p, q) * x64
+    for _ in tl.static_range(2):
+        r = r - (tl.erf(r) - x64) / (1.1283791670955126 * tl.exp(-r * r))
+    a = tl.abs(x64)
+    r = tl.where(a == 1.0, x64 * float("inf"), r)
+    r = tl.where((a > 1.0) | (x64 != x64), float("nan"), r)
+    return tl.where(x64 == 0, x64, r).to(x.dtype)
+
+
 # The correctly rounded exp where tl.exp is a fast approximation (CUDA: ex2.approx).
 exp = spec_func("exp") or _exp
 expm1 = spec_func("expm1") or _expm1
@@ -79,3 +180,9 @@ log1p = spec_func("log1p") or _log1p
 tanh = spec_func("tanh") or _tanh
 pow = spec_func("pow") or _pow
 rint = spec_func("rint") or _rint
+fmod = spec_func("fmod") or _fmod
+atan = spec_func("atan") or _atan
+asin = spec_func("asin") or _asin
+acos = spec_func("acos") or _acos
+atan2 = spec_func("atan2") or _atan2
+erfinv = spec_func("erfinv") or _erfinv

@@ -105,6 +105,16 @@ def leaky_relu(x, negval):
 
 @pointwise(num_inputs=2)
 @triton.jit
+def logit_backward(grad, x, eps):
+    # eps < 0 (None): NaN outside [0, 1]; else 0 outside [eps, 1 - eps].
+    d = grad / (x * (1.0 - x))
+    lo = tl.where(eps < 0, 0.0, eps)
+    outside = (x < lo) | (x > 1.0 - lo)
+    return tl.where(outside, tl.where(eps < 0, float("nan"), 0.0), d)
+
+
+@pointwise(num_inputs=2)
+@triton.jit
 def leaky_relu_backward(x, grad, negval):
     return tl.where(x > 0, grad, grad * negval)
 
@@ -184,7 +194,7 @@ def mse_backward(x, target, grad, norm):
     return norm * (x - target) * grad
 
 
-OPS = [threshold, silu, silu_backward, sigmoid_backward, tanh_backward, leaky_relu,
+OPS = [threshold, silu, silu_backward, sigmoid_backward, tanh_backward, logit_backward, leaky_relu,
        leaky_relu_backward, elu, hardtanh_backward, hardsigmoid, hardsigmoid_backward,
        hardswish, hardswish_backward, softplus, softplus_backward, mse, mse_backward]
 

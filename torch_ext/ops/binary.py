@@ -5,6 +5,7 @@ TensorIterator kernels (calling convention (1)), named after their stubs.
 import triton
 import triton.language as tl
 
+from . import _math
 from ._pointwise import pointwise
 
 
@@ -71,17 +72,23 @@ def div_floor(a, b):
     return q
 
 
+@pointwise(promotion="int_to_float")
+@triton.jit
+def atan2(a, b):
+    return _math.atan2(a, b)
+
+
 @pointwise()
 @triton.jit
 def remainder(a, b):
-    r = a % b
+    r = _math.fmod(a, b)
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
 @pointwise()
 @triton.jit
 def fmod(a, b):
-    return a % b
+    return _math.fmod(a, b)
 
 
 @triton.jit
@@ -254,7 +261,7 @@ for _op in (_eq, _ne, _lt, _le, _gt, _ge):
     _op.name = _op.name.lstrip("_")
 eq, ne, lt, le, gt, ge = _eq, _ne, _lt, _le, _gt, _ge
 
-OPS = [add, mul, div_true, div_trunc, div_floor, remainder, fmod, maximum, minimum, fmax, fmin,
+OPS = [add, mul, div_true, div_trunc, div_floor, remainder, fmod, atan2, maximum, minimum, fmax, fmin,
        bitwise_and, bitwise_or, bitwise_xor, lshift, rshift, logical_and, logical_or,
        logical_xor, logaddexp, copysign, hypot, heaviside, xlogy, eq, ne, lt, le, gt, ge]
 

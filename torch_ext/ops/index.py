@@ -121,10 +121,13 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
 
 def atomic_dtype(dtype):
     """The dtype to accumulate `dtype` in with Triton's atomics: they take no
-    bool or 8/16-bit integers, and bf16 only where the driver has it."""
+    bool or 8/16-bit integers; fp16 and bf16 accumulate in float32 and round
+    once at the end (as torch's CUDA index_put does), since per-add rounding
+    in half precision drifts by several ulps where indices repeat (seen on
+    the H200 run of tests/native)."""
     if dtype in (torch.bool, torch.int8, torch.uint8, torch.int16):
         return torch.int32
-    if dtype == torch.bfloat16 and spec("atomic_add_upcasts_bf16"):
+    if dtype in (torch.float16, torch.bfloat16):
         return torch.float32
     return dtype
 

@@ -10,6 +10,9 @@ Stub kernels (1), the iterator having one output:
   random_from_to(outs, ins, dt, range, base, gen)  random_from_to_stub
   random(outs, ins, dt, gen)                    random_stub
   exponential(outs, ins, dt, lambd, gen)        exponential_stub
+  cauchy(outs, ins, dt, median, sigma, gen)     cauchy_stub
+  log_normal(outs, ins, dt, mean, std, gen)     log_normal_stub
+  geometric(outs, ins, dt, p, gen)              geometric_stub
 Tensor stubs (3-like, called with the stub's arguments):
   normal(self, mean, std, gen)                  normal_stub
   bernoulli_scalar(self, p, gen)                bernoulli_scalar_stub
@@ -23,12 +26,13 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _math
 from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import _block
 
-UNIFORM, NORMAL, BERNOULLI, BERNOULLI_T, RANDOM_RANGE, EXPONENTIAL = \
-    [tl.constexpr(i) for i in range(6)]
+UNIFORM, NORMAL, BERNOULLI, BERNOULLI_T, RANDOM_RANGE, EXPONENTIAL, CAUCHY, LOG_NORMAL, \
+    GEOMETRIC = [tl.constexpr(i) for i in range(9)]
 
 _fallback_offset = {}
 
@@ -66,6 +70,15 @@ def _random_kernel(out, p, n, seed, offset, a, b, KIND: tl.constexpr, BLOCK: tl.
     elif KIND == EXPONENTIAL:
         u = tl.rand(seed, c)
         v = -tl.log(1.0 - u) / a
+    elif KIND == CAUCHY:  # median a, scale b: a + b * tan(pi * (u - 1/2))
+        t = 3.141592653589793 * (tl.rand(seed, c) - 0.5)
+        v = a + b * (tl.sin(t) / tl.cos(t))
+    elif KIND == LOG_NORMAL:
+        v = tl.exp(a + b * tl.randn(seed, c))
+    elif KIND == GEOMETRIC:  # trials until the first success, >= 1: ceil(log(u) / log(1 - p))
+        u = 1.0 - tl.rand(seed, c)  # in (0, 1]
+        v = tl.ceil(tl.log(u) / _math.log1p(-a))
+        v = tl.maximum(v, 1.0)
     else:
         v = a + (b - a) * tl.rand(seed, c)
     if out.dtype.element_ty == tl.bfloat16:
@@ -128,6 +141,18 @@ def exponential(outs, ins, common_dtype, lambd, generator=None):
     _fill_random(outs[0], EXPONENTIAL, float(lambd), generator=generator)
 
 
+def cauchy(outs, ins, common_dtype, median, sigma, generator=None):
+    _fill_random(outs[0], CAUCHY, float(median), float(sigma), generator=generator)
+
+
+def log_normal(outs, ins, common_dtype, mean, std, generator=None):
+    _fill_random(outs[0], LOG_NORMAL, float(mean), float(std), generator=generator)
+
+
+def geometric(outs, ins, common_dtype, p, generator=None):
+    _fill_random(outs[0], GEOMETRIC, float(p), generator=generator)
+
+
 @triton.jit
 def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -166,6 +191,7 @@ def native_dropout_backward(grad_output, mask, scale):
 KERNELS = {
     "uniform": uniform, "normal": normal, "bernoulli_scalar": bernoulli_scalar,
     "bernoulli_tensor": bernoulli_tensor, "random_from_to": random_from_to, "random": random,
-    "exponential": exponential, "native_dropout": native_dropout,
+    "exponential": exponential, "cauchy": cauchy, "log_normal": log_normal,
+    "geometric": geometric, "native_dropout": native_dropout,
     "native_dropout_backward": native_dropout_backward,
 }

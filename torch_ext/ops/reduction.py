@@ -85,7 +85,9 @@ def _reduce_kernel(x, out, aux, O, R, B, R_SPLIT, neutral, scale, p, OP: tl.cons
             acc = tl.where(m & ((av < acc) | (av != av)), av, acc)
         elif OP == POW_SUM:
             av = tl.abs(v)
-            acc += tl.where(m & (av != 0), tl.exp2(p * tl.log2(av)), 0)
+            # |0|**p is 0 for p > 0 and inf for p < 0 (then the norm is 0).
+            pw = tl.where(av != 0, tl.exp2(p * tl.log2(av)), tl.where(p < 0, float("inf"), 0.0))
+            acc += tl.where(m, pw, 0)
         elif OP == NONZERO:
             acc += (raw != 0).to(ACC)
         else:  # EXP_SUM: the second pass of logsumexp

@@ -147,6 +147,38 @@ def erf(x):
 
 @_float
 @triton.jit
+def asin(x):
+    return _math.asin(x)
+
+
+@_float
+@triton.jit
+def acos(x):
+    return _math.acos(x)
+
+
+@_float
+@triton.jit
+def atan(x):
+    return _math.atan(x)
+
+
+@_float
+@triton.jit
+def erfinv(x):
+    return _math.erfinv(x)
+
+
+@pointwise(num_inputs=1, promotion="int_to_float")
+@triton.jit
+def logit(x, eps):
+    # eps < 0: no clamping (logit_stub's convention for eps=None).
+    z = tl.where(eps < 0, x, tl.minimum(tl.maximum(x, eps), 1.0 - eps))
+    return tl.log(z / (1.0 - z))
+
+
+@_float
+@triton.jit
 def erfc(x):
     return 1.0 - tl.erf(x)
 
@@ -300,7 +332,8 @@ def round_decimals_kernel(outs, ins, common_dtype, decimals):
 
 
 OPS = [abs, neg, exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, reciprocal, sin, cos,
-       tan, tanh, sinh, cosh, sigmoid, erf, erfc, floor, ceil, trunc, frac, round, sign,
+       tan, tanh, sinh, cosh, sigmoid, erf, erfc, asin, acos, atan, erfinv, logit, floor, ceil,
+       trunc, frac, round, sign,
        signbit, bitwise_not, logical_not, isnan, isinf, isfinite, isposinf, isneginf]
 
 KERNELS = {op.name: op.iter for op in OPS}

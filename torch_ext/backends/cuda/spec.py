@@ -37,6 +37,55 @@ def rint(x):
     return libdevice.rint(x)
 
 
+@triton.jit
+def _f32(x):
+    # libdevice takes float32 or float64: halves computed in float32.
+    if x.dtype == tl.float64:
+        r = x
+    else:
+        r = x.to(tl.float32)
+    return r
+
+
+@triton.jit
+def atan(x):
+    return libdevice.atan(_f32(x)).to(x.dtype)
+
+
+@triton.jit
+def asin(x):
+    return libdevice.asin(_f32(x)).to(x.dtype)
+
+
+@triton.jit
+def acos(x):
+    return libdevice.acos(_f32(x)).to(x.dtype)
+
+
+@triton.jit
+def atan2(y, x):
+    return libdevice.atan2(_f32(y), _f32(x)).to(x.dtype)
+
+
+@triton.jit
+def erfinv(x):
+    return libdevice.erfinv(_f32(x)).to(x.dtype)
+
+
+@triton.jit
+def fmod(a, b):
+    # libdevice's exact fmod: the compiler's float `%` goes through a/b, which
+    # overflows to inf for large quotients (the H200 run of tests/native).
+    if a.dtype.is_floating():
+        if a.dtype == tl.float64:
+            r = libdevice.fmod(a, b.to(tl.float64))
+        else:
+            r = libdevice.fmod(a.to(tl.float32), b.to(tl.float32)).to(a.dtype)
+    else:
+        r = a % b
+    return r
+
+
 _SM_COUNT = {}
 
 

@@ -40,6 +40,29 @@ def launch_lock():
     return _INTERPRETER_LOCK
 
 
-def atomic_add_upcasts_bf16():
-    # The interpreter's atomics run on numpy, which has no bfloat16.
-    return True
+def _fix_interpreter_index():
+    """Triton 3.6's interpreter turns a scalar (a 1-element array) into a
+    Python int with int(array), which numpy >= 2.4 refuses, so every kernel
+    loop with a runtime bound (`range(0, R, BLOCK)`) fails there. Later
+    Tritons squeeze the array first; this does the same for the older ones,
+    for as long as a kernel runs (the interpreter restores its patches)."""
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    patch = getattr(interpreter, "_patch_lang", None)
+    if patch is None or getattr(patch, "_torch_ext_index", False):
+        return
+
+    def patched(fn):
+        scope = patch(fn)
+        if hasattr(scope, "set_attr"):
+            scope.set_attr(tl.core.tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+        return scope
+
+    patched._torch_ext_index = True
+    interpreter._patch_lang = patched
+
+
+_fix_interpreter_index()
