@@ -143,3 +143,10 @@ def test_cauchy_log_normal_geometric(dtype):
     xi = torch.empty(N, dtype=torch.int64, device=DEV).geometric_(0.5)
     assert xi.dtype == torch.int64 and xi.cpu().min() == 1
     _near(xi.cpu().double().mean().item(), 2.0, math.sqrt(0.5) / 0.5)
+
+
+def test_randperm_long():
+    # 100k keys: the merge sort (the rank sort would need 10^10 comparisons).
+    p = torch.randperm(100_000, device=DEV).cpu()
+    assert torch.equal(p.sort().values, torch.arange(100_000))
+    assert (p[:-1] > p[1:]).sum() > 40_000  # shuffled, not sorted

@@ -117,6 +117,29 @@ def test_sort_topk(dtype, device):
     assert_close(v, torch.topk(x.cpu(), 3, 1, largest=False).values)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int32])
+def test_sort_long_rows_merge(dtype, device, monkeypatch):
+    # Rows longer than MERGE_FROM take the merge sort (forced here from 40
+    # elements, so that odd lengths leave unpaired runs): stable, NaN last
+    # (first when descending), along any dim.
+    monkeypatch.setattr(sort, "MERGE_FROM", 40)
+    x = randn((3, 301, 2), dtype, "cpu", -9, 9)
+    if dtype.is_floating_point:
+        x = x.round()
+        x[1, ::17, 0] = math.nan
+    x = x.to(device)
+    for dim in (0, 1, 2):
+        for desc in (False, True):
+            v, i = sort.sort(x, dim, desc)
+            rv, ri = torch.sort(x.cpu(), stable=True, dim=dim, descending=desc)
+            assert_close(v, rv)
+            assert_close(i, ri)
+    v, i = sort.topk(x, 50, 1)
+    rv, ri = torch.topk(x.cpu(), 50, 1)
+    assert_close(v, rv)
+    assert_close(torch.gather(x.cpu(), 1, i.cpu()), rv)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_fused(dtype, device):
     x = randn((6, 16), dtype, device)

@@ -53,7 +53,7 @@ def _check_dtypes(kernel, args, kwargs):
     for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor) and a.dtype not in _TRITON_DTYPES:
             name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
-            raise TypeError(f"torch_ext: {name} does not support dtype {a.dtype} on privateuseone "
+            raise NotImplementedError(f"torch_ext: {name} does not support dtype {a.dtype} on privateuseone "
                             f"(Triton kernels take {', '.join(sorted(str(d)[6:] for d in _TRITON_DTYPES))})")
 
 

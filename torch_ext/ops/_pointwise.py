@@ -54,7 +54,7 @@ def tl_name(dtype):
     try:
         return _TL_NAMES[dtype]
     except KeyError:
-        raise TypeError(f"torch_ext: dtype {dtype} is not supported by Triton kernels") from None
+        raise NotImplementedError(f"torch_ext: dtype {dtype} is not supported by Triton kernels") from None
 
 
 def compute_dtype(dtype):
