@@ -10,7 +10,7 @@ import torch
 import torch_ext  # noqa: F401
 from torch_ext.coverage import device_calls
 from torch_ext import demo
-from torch_ext.demo import MLPClassifier, TinyDecoder
+from torch_ext.demo import MLPClassifier, SmallCNN, TinyDecoder
 
 DEV = "privateuseone"
 STEPS = 5
@@ -19,6 +19,7 @@ MODELS = {
     "mlp": (MLPClassifier, {}),
     "decoder_rms": (TinyDecoder, {"norm": "rms"}),
     "decoder_layer": (TinyDecoder, {"norm": "layer"}),
+    "cnn": (SmallCNN, {}),
 }
 
 
@@ -90,7 +91,8 @@ def test_forward_backward(name):
 CASES = ([(m, o) for m in ("mlp", "decoder_rms", "decoder_layer")
           for o in ("adamw_forloop", "adamw_foreach", "adamw_fused")]
          + [("mlp", "sgd_momentum_forloop"), ("mlp", "sgd_nesterov_foreach"),
-            ("decoder_rms", "sgd_nesterov_foreach")])
+            ("decoder_rms", "sgd_nesterov_foreach"), ("cnn", "adamw_foreach"),
+            ("cnn", "sgd_momentum_forloop")])
 
 
 @pytest.mark.parametrize("name,optimizer", CASES)

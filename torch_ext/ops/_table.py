@@ -90,9 +90,16 @@ STRUCTURED = {  # convention 2: name -> structured op whose impl it is
     "cat": "cat.out", "tril": "tril.out", "triu": "triu.out", "sort": "sort.values_stable",
     "topk": "topk.values", "nll_loss_forward": "nll_loss_forward.output",
     "nll_loss_backward": "nll_loss_backward.grad_input", "mse_loss": "mse_loss.out",
+    "max_pool2d_with_indices": "max_pool2d_with_indices.out",
+    "max_pool2d_with_indices_backward": "max_pool2d_with_indices_backward.grad_input",
+    "avg_pool2d": "avg_pool2d.out", "avg_pool2d_backward": "avg_pool2d_backward.grad_input",
 }
 
 PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
+    "convolution_overrideable": "convolution_overrideable (every convolution)",
+    "convolution_backward_overrideable": "convolution_backward_overrideable",
+    "native_batch_norm": "native_batch_norm",
+    "native_batch_norm_backward": "native_batch_norm_backward",
     "sum_all": "sum (dtype?)", "prod_all": "prod (dtype?)", "max_all": "max",
     "min_all": "min", "var": "var.correction", "std": "std.correction",
     "var_out": "var.correction_out", "std_out": "std.correction_out",
