@@ -135,3 +135,54 @@ def test_small_cnn_trains_like_cpu():
             o.step()
     for p, q in zip(net.parameters(), net_d.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_upsample_nearest(dtype):
+    x = rand((2, 3, 5, 4), dtype)
+    grads(lambda t: F.interpolate(t, scale_factor=2, mode="nearest"), x, dtype=dtype, reduce=4)
+    grads(lambda t: F.interpolate(t, size=(7, 9), mode="nearest"), x, dtype=dtype, reduce=4)
+    grads(lambda t: F.interpolate(t, size=(3, 2), mode="nearest"), x, dtype=dtype)
+    grads(lambda t: F.interpolate(t, scale_factor=(1.5, 2.25), mode="nearest"), x, dtype=dtype,
+          reduce=4)
+
+
+def test_out_and_inplace_variants_of_the_newer_ops():
+    """The out= and in-place overloads registered with each op run on the
+    device and agree with the CPU."""
+    u = torch.rand(4, 5) * 1.8 - 0.9
+    p = torch.rand(4, 5) * 0.9 + 0.05
+    img = torch.randn(2, 3, 6, 6)
+
+    def same(fn, *args):
+        dev = fn(*[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args])
+        ref = fn(*args)
+        torch.testing.assert_close(dev.cpu(), ref, rtol=1e-5, atol=1e-5)
+
+    for name in ("asin", "acos", "atan", "erfinv"):
+        same(lambda t, n=name: getattr(torch, n)(t, out=torch.empty_like(t)), u)
+        same(lambda t, n=name: getattr(t.clone(), n + "_")(), u)
+    same(lambda a, b: torch.atan2(a, b, out=torch.empty_like(a)), u, p)
+    same(lambda a, b: a.clone().atan2_(b), u, p)
+    same(lambda t: torch.logit(t, 0.1, out=torch.empty_like(t)), p)
+    same(lambda t: t.clone().logit_(), p)
+    same(lambda g, t: torch.ops.aten.logit_backward.grad_input(g, t, None, grad_input=torch.empty_like(t)),
+         u, p)
+    same(lambda t: torch.ops.aten.avg_pool2d.out(t, [3, 3], [2, 2], [1, 1], out=torch.empty(
+        2, 3, 3, 3, device=t.device)), img)
+    g = torch.randn(2, 3, 3, 3)
+    same(lambda gg, t: torch.ops.aten.avg_pool2d_backward.grad_input(
+        gg, t, [3, 3], [2, 2], [1, 1], False, True, None, grad_input=torch.empty_like(t)), g, img)
+    _, idx = F.max_pool2d(img, 2, return_indices=True)
+    same(lambda t: torch.ops.aten.max_pool2d_with_indices.out(
+        t, [2, 2], [2, 2], [0, 0], [1, 1], False, out=torch.empty(2, 3, 3, 3, device=t.device),
+        indices=torch.empty(2, 3, 3, 3, dtype=torch.int64, device=t.device))[0], img)
+    same(lambda gg, t, i: torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
+        gg, t, [2, 2], [2, 2], [0, 0], [1, 1], False, i, grad_input=torch.empty_like(t)),
+        g, img, idx)
+    same(lambda t: torch.ops.aten.upsample_nearest2d.out(
+        t, [12, 9], None, None, out=torch.empty(2, 3, 12, 9, device=t.device)), img)
+    gu = torch.randn(2, 3, 12, 9)
+    same(lambda gg: torch.ops.aten.upsample_nearest2d_backward.grad_input(
+        gg, [12, 9], [2, 3, 6, 6], None, None,
+        grad_input=torch.empty(2, 3, 6, 6, device=gg.device)), gu)

@@ -93,6 +93,8 @@ STRUCTURED = {  # convention 2: name -> structured op whose impl it is
     "max_pool2d_with_indices": "max_pool2d_with_indices.out",
     "max_pool2d_with_indices_backward": "max_pool2d_with_indices_backward.grad_input",
     "avg_pool2d": "avg_pool2d.out", "avg_pool2d_backward": "avg_pool2d_backward.grad_input",
+    "upsample_nearest2d": "upsample_nearest2d.out",
+    "upsample_nearest2d_backward": "upsample_nearest2d_backward.grad_input",
 }
 
 PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)

@@ -497,3 +497,71 @@ def avg_pool2d_backward_out(grad_output, self, kernel_size, stride, padding, cei
 KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
                 "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward_out,
                 "avg_pool2d": avg_pool2d_out, "avg_pool2d_backward": avg_pool2d_backward_out})
+
+
+# -- nearest upsampling, 2-d (structured impls, convention (2)) ----------------
+#   upsample_nearest2d.out impl: (self, output_size, scales_h, scales_w, out)
+#   upsample_nearest2d_backward.grad_input impl:
+#       (grad_output, output_size, input_size, scales_h, scales_w, grad_input)
+# Source row of output row o: floor(o * scale) (float32, as PyTorch), scale =
+# 1/scales_h when given, else in/out; capped at in - 1.
+
+def _nearest_scale(in_size, out_size, scale):
+    return (1.0 / scale) if scale is not None and scale > 0 else in_size / out_size
+
+
+@triton.jit
+def _nearest_src(o, scale, size):
+    return tl.minimum((o.to(tl.float32) * scale).to(tl.int64), size - 1)
+
+
+@triton.jit
+def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, BACKWARD: tl.constexpr,
+                             BLOCK: tl.constexpr):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    ow = e % OW
+    oh = (e // OW) % OH
+    plane = e // (OW * OH)
+    src = plane * H * W + _nearest_src(oh, sh, H) * W + _nearest_src(ow, sw, W)
+    if BACKWARD:  # x: grad_output (by output element), out: float32 grad_input
+        tl.atomic_add(out + src, tl.load(x + e, mask=mask, other=0).to(tl.float32), mask=mask)
+    else:
+        tl.store(out + e, tl.load(x + src, mask=mask, other=0), mask=mask)
+
+
+def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
+    x = _contiguous(self)
+    H, W = x.shape[-2], x.shape[-1]
+    OH, OW = output_size
+    total = out.numel()
+    if total == 0:
+        return
+
+    def run(o_t):
+        block = _block(total)
+        launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW,
+               float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
+               BACKWARD=False, BLOCK=block)
+    _into(out, run)
+
+
+def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
+                                    grad_input):
+    from .copy import copy_kernel, fill_
+    g = _contiguous(grad_output)
+    H, W = input_size[-2], input_size[-1]
+    OH, OW = output_size
+    acc = torch.empty(grad_input.shape, dtype=torch.float32, device=grad_input.device)
+    fill_(acc, 0)
+    total = g.numel()
+    if total:
+        block = _block(total)
+        launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total, H, W, OH, OW,
+               float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
+               BACKWARD=True, BLOCK=block)
+    copy_kernel((grad_input,), (acc,))
+
+
+KERNELS.update({"upsample_nearest2d": upsample_nearest2d_out,
+                "upsample_nearest2d_backward": upsample_nearest2d_backward_out})
