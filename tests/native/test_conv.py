@@ -186,3 +186,10 @@ def test_out_and_inplace_variants_of_the_newer_ops():
     same(lambda gg: torch.ops.aten.upsample_nearest2d_backward.grad_input(
         gg, [12, 9], [2, 3, 6, 6], None, None,
         grad_input=torch.empty(2, 3, 6, 6, device=gg.device)), gu)
+
+
+def test_roll_forward_backward():
+    x = rand((3, 4, 5), F32)
+    grads(lambda t: torch.roll(t, (2, -1), (0, 2)), x)
+    grads(lambda t: torch.roll(t, 7), x)
+    grads(lambda t: torch.roll(t.transpose(0, 2), 1, 1), x)

@@ -30,7 +30,7 @@ nn.functional.tanhshrink nn.functional.threshold nn.functional.triplet_margin_lo
 nn.functional.triplet_margin_with_distance_loss topk nn.functional.hardtanh nn.functional.gelu
 nn.functional.relu6 mm ne neg dist outer pow float_power rad2deg rot90 round round.decimals_0 round.decimals_3
 round.decimals_neg_3 sin sinh sign __radd__ __rdiv__ __rmul__ __rmatmul__ __rmod__ __rpow__ __rsub__ rsub
-signbit tan tanh asin acos atan atan2 erfinv logit trunc exp2 expm1 nan_to_num reciprocal rsqrt sqrt square lerp isfinite isinf isposinf
+signbit tan tanh asin acos atan atan2 erfinv logit roll trunc exp2 expm1 nan_to_num reciprocal rsqrt sqrt square lerp isfinite isinf isposinf
 isneginf isreal isnan einsum column_stack gather index_select _unsafe_masked_index
 _unsafe_masked_index_put_accumulate __getitem__ index_put sort scatter zeros_like ones_like full_like
 new_zeros new_ones new_full scatter_add stack _chunk_cat hstack hypot cat vstack dstack msort repeat fill

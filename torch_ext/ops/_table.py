@@ -100,7 +100,7 @@ STRUCTURED = {  # convention 2: name -> structured op whose impl it is
 PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
     "convolution_overrideable": "convolution_overrideable (every convolution)",
     "convolution_backward_overrideable": "convolution_backward_overrideable",
-    "native_batch_norm": "native_batch_norm",
+    "native_batch_norm": "native_batch_norm", "roll": "roll",
     "native_batch_norm_backward": "native_batch_norm_backward",
     "sum_all": "sum (dtype?)", "prod_all": "prod (dtype?)", "max_all": "max",
     "min_all": "min", "var": "var.correction", "std": "std.correction",

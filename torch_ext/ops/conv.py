@@ -565,3 +565,25 @@ def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales
 
 KERNELS.update({"upsample_nearest2d": upsample_nearest2d_out,
                 "upsample_nearest2d_backward": upsample_nearest2d_backward_out})
+
+
+# -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
+
+def roll(self, shifts, dims):
+    shifts, dims = list(shifts), list(dims)
+    if not dims:
+        if len(shifts) != 1:
+            raise RuntimeError(f"torch_ext: roll without dims takes one shift, got {len(shifts)}")
+        return _contiguous(roll(self.reshape(-1), shifts, [0]).view(self.shape))
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"torch_ext: roll got {len(shifts)} shifts for {len(dims)} dims")
+    out = self
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        s = s % n if n else 0
+        if s:
+            out = torch.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+    return _contiguous(out) if out is not self else _contiguous(self.clone())
+
+
+KERNELS["roll"] = roll
