@@ -96,6 +96,21 @@ def test_random_reproducible(device, monkeypatch):
     assert torch.equal(a.cpu(), b.cpu()) and not torch.equal(b.cpu(), c.cpu())
 
 
+def _check_sort_and_topk(x, k):
+    """Stable sort along every dim, both orders, and topk(k) along dim 1,
+    against the CPU."""
+    for dim in range(x.dim()):
+        for desc in (False, True):
+            v, i = sort.sort(x, dim, desc)
+            rv, ri = torch.sort(x.cpu(), stable=True, dim=dim, descending=desc)
+            assert_close(v, rv)
+            assert_close(i, ri)
+    v, i = sort.topk(x, k, 1)
+    rv, _ = torch.topk(x.cpu(), k, 1)
+    assert_close(v, rv)
+    assert_close(torch.gather(x.cpu(), 1, i.cpu()), rv)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
 def test_sort_topk(dtype, device):
     x = randn((4, 37, 3), dtype, "cpu", -5, 5)
@@ -103,16 +118,7 @@ def test_sort_topk(dtype, device):
         x = x.round()  # ties exercise stability
         x[0, 3, 0] = math.nan
     x = x.to(device)
-    for dim in (0, 1, 2):
-        for desc in (False, True):
-            v, i = sort.sort(x, dim, desc)
-            rv, ri = torch.sort(x.cpu(), stable=True, dim=dim, descending=desc)
-            assert_close(v, rv)
-            assert_close(i, ri)
-    v, i = sort.topk(x, 5, 1)
-    rv, _ = torch.topk(x.cpu(), 5, 1)
-    assert_close(v, rv)
-    assert_close(torch.gather(x.cpu(), 1, i.cpu()), rv)
+    _check_sort_and_topk(x, 5)
     v, i = sort.topk(x, 3, 1, largest=False)
     assert_close(v, torch.topk(x.cpu(), 3, 1, largest=False).values)
 
@@ -127,17 +133,7 @@ def test_sort_long_rows_merge(dtype, device, monkeypatch):
     if dtype.is_floating_point:
         x = x.round()
         x[1, ::17, 0] = math.nan
-    x = x.to(device)
-    for dim in (0, 1, 2):
-        for desc in (False, True):
-            v, i = sort.sort(x, dim, desc)
-            rv, ri = torch.sort(x.cpu(), stable=True, dim=dim, descending=desc)
-            assert_close(v, rv)
-            assert_close(i, ri)
-    v, i = sort.topk(x, 50, 1)
-    rv, ri = torch.topk(x.cpu(), 50, 1)
-    assert_close(v, rv)
-    assert_close(torch.gather(x.cpu(), 1, i.cpu()), rv)
+    _check_sort_and_topk(x.to(device), 50)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch
+from .copy import copy_kernel
 from .index import _block
 from .reduction import _contiguous
 
@@ -33,6 +34,14 @@ MAX_SPATIAL = 3
 @triton.jit
 def _split3(v, S1, S2):
     return v // (S1 * S2), (v // S2) % S1, v % S2
+
+
+@triton.jit
+def _store(ptr, offs, v, mask):
+    # Through float32: Triton's interpreter casts to bf16 bitwise otherwise.
+    if ptr.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)
+    tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -67,9 +76,7 @@ def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
     i0, i1, i2 = _split3(i, I1, I2)
     acc = tl.zeros((BLOCK,), tl.float32)
     for k in range(0, KP):
-        k0 = k // (K1 * K2)
-        k1 = (k // K2) % K1
-        k2 = k % K2
+        k0, k1, k2 = _split3(k, K1, K2)
         t0 = i0 + p0 - k0 * d0
         t1 = i1 + p1 - k1 * d1
         t2 = i2 + p2 - k2 * d2
@@ -80,9 +87,7 @@ def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
             (g2 * s2 == t2) & (g0 < G0) & (g1 < G1) & (g2 < G2)
         src = (nc * KP + k) * GP + (g0 * G1 + g1) * G2 + g2
         acc += tl.load(cols + src, mask=ok, other=0).to(tl.float32)
-    if im.dtype.element_ty == tl.bfloat16:
-        acc = acc.to(tl.float32)
-    tl.store(im + e, acc.to(im.dtype.element_ty), mask=mask)
+    _store(im, e, acc, mask)
 
 
 def _pad3(v, fill):
@@ -125,7 +130,7 @@ def _col2im(cols, C, im_shape, grid_shape, kernel, stride, padding, dilation, dt
     return out
 
 
-def _check(input, weight, stride, padding, dilation, output_padding, groups, transposed):
+def _check(input, weight, groups, transposed):
     nd = input.dim() - 2
     if not 1 <= nd <= MAX_SPATIAL or weight.dim() != input.dim():
         raise NotImplementedError(
@@ -137,7 +142,6 @@ def _check(input, weight, stride, padding, dilation, output_padding, groups, tra
     wc = weight.shape[0] if transposed else weight.shape[1] * groups
     if cin != wc:
         raise RuntimeError(f"torch_ext: convolution expected input with {wc} channels, got {cin}")
-    return nd
 
 
 def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
@@ -150,7 +154,7 @@ def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
 
 def convolution_overrideable(input, weight, bias, stride, padding, dilation, transposed,
                              output_padding, groups):
-    _check(input, weight, stride, padding, dilation, output_padding, groups, transposed)
+    _check(input, weight, groups, transposed)
     N, g = input.shape[0], groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
     out_sp = _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding)
@@ -316,14 +320,20 @@ def _pair(v, default=None):
     return v * 2 if len(v) == 1 else v
 
 
+def _pool_params(kernel_size, stride, padding):
+    """kh, kw, sh, sw, ph, pw (an empty stride is the kernel size, as in PyTorch)."""
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding)
+    return kh, kw, sh, sw, ph, pw
+
+
 @triton.jit
 def _max_pool_kernel(x, out, idx, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw,
                      BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    ow = e % OW
-    oh = (e // OW) % OH
-    plane = e // (OW * OH)
+    plane, oh, ow = _split3(e, OH, OW)
     best = tl.full((BLOCK,), float("-inf"), tl.float32)
     bidx = tl.full((BLOCK,), -1, tl.int64)
     for k in range(0, KH * KW):
@@ -334,9 +344,7 @@ def _max_pool_kernel(x, out, idx, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, d
         take = ok & ((v > best) | (v != v) | (bidx < 0))
         best = tl.where(take, v, best)
         bidx = tl.where(take, ih * W + iw, bidx)
-    if out.dtype.element_ty == tl.bfloat16:
-        best = best.to(tl.float32)
-    tl.store(out + e, best.to(out.dtype.element_ty), mask=mask)
+    _store(out, e, best, mask)
     tl.store(idx + e, bidx, mask=mask)
 
 
@@ -365,9 +373,7 @@ def _avg_pool_kernel(x, out, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, diviso
                      COUNT_PAD: tl.constexpr, BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    ow = e % OW
-    oh = (e // OW) % OH
-    plane = e // (OW * OH)
+    plane, oh, ow = _split3(e, OH, OW)
     hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
     acc = tl.zeros((BLOCK,), tl.float32)
     for k in range(0, KH * KW):
@@ -375,10 +381,7 @@ def _avg_pool_kernel(x, out, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, diviso
         iw = ws + k % KW
         ok = mask & (ih < he) & (iw < we)
         acc += tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(tl.float32)
-    r = acc / d.to(tl.float32)
-    if out.dtype.element_ty == tl.bfloat16:
-        r = r.to(tl.float32)
-    tl.store(out + e, r.to(out.dtype.element_ty), mask=mask)
+    _store(out, e, acc / d.to(tl.float32), mask)
 
 
 @triton.jit
@@ -387,9 +390,7 @@ def _avg_pool_backward_kernel(g, gin, total, H, W, OH, OW, KH, KW, sh, sw, ph, p
     # Each input element gathers grad/divisor from the windows that cover it.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    iw = e % W
-    ih = (e // W) % H
-    plane = e // (W * H)
+    plane, ih, iw = _split3(e, H, W)
     acc = tl.zeros((BLOCK,), tl.float32)
     for k in range(0, KH * KW):
         th = ih + ph - k // KW
@@ -401,9 +402,7 @@ def _avg_pool_backward_kernel(g, gin, total, H, W, OH, OW, KH, KW, sh, sw, ph, p
         inside = (ih >= hs) & (ih < he) & (iw >= ws) & (iw < we)
         v = tl.load(g + plane * OH * OW + oh * OW + ow, mask=ok & inside, other=0).to(tl.float32)
         acc += v / tl.maximum(d, 1).to(tl.float32)
-    if gin.dtype.element_ty == tl.bfloat16:
-        acc = acc.to(tl.float32)
-    tl.store(gin + e, acc.to(gin.dtype.element_ty), mask=mask)
+    _store(gin, e, acc, mask)
 
 
 def _planes(x):
@@ -411,20 +410,19 @@ def _planes(x):
     return x, x.shape[-2], x.shape[-1]
 
 
-def _into(out, compute):
-    """compute(target) on `out` if contiguous, else on a temporary copied back."""
-    from .copy import copy_kernel
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    compute(target)
+def _dense(out):
+    """`out` if contiguous, else a contiguous temporary for _write_back."""
+    return out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+
+
+def _write_back(out, target):
     if target is not out:
         copy_kernel((out,), (target,))
 
 
 def max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ceil_mode, out,
                                 indices):
-    kh, kw = _pair(kernel_size)
-    sh, sw = _pair(stride, (kh, kw))
-    ph, pw = _pair(padding)
+    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     dh, dw = _pair(dilation)
     x, H, W = _planes(self)
     OH, OW = out.shape[-2], out.shape[-1]
@@ -432,13 +430,12 @@ def max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ce
     if total == 0:
         return
 
-    def run(o_t):
-        def inner(i_t):
-            block = _block(total)
-            launch(_max_pool_kernel, (cdiv(total, block),), x, o_t, i_t, total, H, W, OH, OW,
-                   kh, kw, sh, sw, ph, pw, dh, dw, BLOCK=block)
-        _into(indices, inner)
-    _into(out, run)
+    o_t, i_t = _dense(out), _dense(indices)
+    block = _block(total)
+    launch(_max_pool_kernel, (cdiv(total, block),), x, o_t, i_t, total, H, W, OH, OW,
+           kh, kw, sh, sw, ph, pw, dh, dw, BLOCK=block)
+    _write_back(out, o_t)
+    _write_back(indices, i_t)
 
 
 def max_pool2d_with_indices_backward_out(grad_output, self, kernel_size, stride, padding,
@@ -447,14 +444,13 @@ def max_pool2d_with_indices_backward_out(grad_output, self, kernel_size, stride,
     from .index import _gather_scatter
     planes = self.numel() // (self.shape[-2] * self.shape[-1]) if self.numel() else 0
 
-    def run(gi):
-        fill_(gi, 0)
-        if grad_output.numel() == 0:
-            return
+    gi = _dense(grad_input)
+    fill_(gi, 0)
+    if grad_output.numel():
         g2 = _contiguous(grad_output).reshape(planes, -1)
         i2 = _contiguous(indices).reshape(planes, -1)
         _gather_scatter(i2, g2, gi.view(planes, -1), 1, 2)  # add (fp16/bf16 via float32)
-    _into(grad_input, run)
+    _write_back(grad_input, gi)
 
 
 def avg_pool2d_out(self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad,
@@ -466,19 +462,17 @@ def avg_pool2d_out(self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad,
     if total == 0:
         return
 
-    def run(o_t):
-        block = _block(total)
-        launch(_avg_pool_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW, kh, kw,
-               sh, sw, ph, pw, int(divisor_override or 0), COUNT_PAD=bool(count_include_pad),
-               BLOCK=block)
-    _into(out, run)
+    o_t = _dense(out)
+    block = _block(total)
+    launch(_avg_pool_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW, kh, kw,
+           sh, sw, ph, pw, int(divisor_override or 0), COUNT_PAD=bool(count_include_pad),
+           BLOCK=block)
+    _write_back(out, o_t)
 
 
 def avg_pool2d_backward_out(grad_output, self, kernel_size, stride, padding, ceil_mode,
                             count_include_pad, divisor_override, grad_input):
-    kh, kw = _pair(kernel_size)
-    sh, sw = _pair(stride, (kh, kw))
-    ph, pw = _pair(padding)
+    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     H, W = self.shape[-2], self.shape[-1]
     g = _contiguous(grad_output)
     OH, OW = g.shape[-2], g.shape[-1]
@@ -486,12 +480,12 @@ def avg_pool2d_backward_out(grad_output, self, kernel_size, stride, padding, cei
     if total == 0:
         return
 
-    def run(gi):
-        block = _block(total)
-        launch(_avg_pool_backward_kernel, (cdiv(total, block),), g, gi, total, H, W, OH, OW,
-               kh, kw, sh, sw, ph, pw, int(divisor_override or 0),
-               COUNT_PAD=bool(count_include_pad), BLOCK=block)
-    _into(grad_input, run)
+    gi = _dense(grad_input)
+    block = _block(total)
+    launch(_avg_pool_backward_kernel, (cdiv(total, block),), g, gi, total, H, W, OH, OW,
+           kh, kw, sh, sw, ph, pw, int(divisor_override or 0),
+           COUNT_PAD=bool(count_include_pad), BLOCK=block)
+    _write_back(grad_input, gi)
 
 
 KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
@@ -520,9 +514,7 @@ def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, BACKWARD: tl.c
                              BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    ow = e % OW
-    oh = (e // OW) % OH
-    plane = e // (OW * OH)
+    plane, oh, ow = _split3(e, OH, OW)
     src = plane * H * W + _nearest_src(oh, sh, H) * W + _nearest_src(ow, sw, W)
     if BACKWARD:  # x: grad_output (by output element), out: float32 grad_input
         tl.atomic_add(out + src, tl.load(x + e, mask=mask, other=0).to(tl.float32), mask=mask)
@@ -538,17 +530,17 @@ def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
     if total == 0:
         return
 
-    def run(o_t):
-        block = _block(total)
-        launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW,
-               float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
-               BACKWARD=False, BLOCK=block)
-    _into(out, run)
+    o_t = _dense(out)
+    block = _block(total)
+    launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW,
+           float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
+           BACKWARD=False, BLOCK=block)
+    _write_back(out, o_t)
 
 
 def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
                                     grad_input):
-    from .copy import copy_kernel, fill_
+    from .copy import fill_
     g = _contiguous(grad_output)
     H, W = input_size[-2], input_size[-1]
     OH, OW = output_size

@@ -194,9 +194,7 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
         neutral = _neutral(op, acc)
         bo, br = _blocks(O, R, B)
         warps = 4
-    # A 1-d view of a 0-d result: Triton 3.6's interpreter (the host driver) with
-    # numpy 2.5 fails on 0-d tensor arguments.
-    launch(_reduce_kernel, (cdiv(O, bo), 1), x, target.view(-1), aux_arg, O, R, B, R, neutral,
+    launch(_reduce_kernel, (cdiv(O, bo), 1), x, target, aux_arg, O, R, B, R, neutral,
            scale, p, OP=op, POST=post, ACC=_TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br,
            num_warps=warps)
     if target is not out:

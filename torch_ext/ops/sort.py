@@ -125,7 +125,6 @@ def _merge_sort_rows(x, descending):
 
 
 def _sort_long(self, dim, descending, k, values, indices):
-    from .index import arange_out
     x = _contiguous(self.movedim(dim, -1))
     lead, R = list(x.shape[:-1]), x.shape[-1]
     rows = x.reshape(-1, R)

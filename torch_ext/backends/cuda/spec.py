@@ -77,10 +77,7 @@ def fmod(a, b):
     # libdevice's exact fmod: the compiler's float `%` goes through a/b, which
     # overflows to inf for large quotients (the H200 run of tests/native).
     if a.dtype.is_floating():
-        if a.dtype == tl.float64:
-            r = libdevice.fmod(a, b.to(tl.float64))
-        else:
-            r = libdevice.fmod(a.to(tl.float32), b.to(tl.float32)).to(a.dtype)
+        r = libdevice.fmod(_f32(a), _f32(b)).to(a.dtype)
     else:
         r = a % b
     return r
