@@ -20,9 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def kernel_registry():
-    """torch_ext.ops.KERNELS, imported without loading the C++ extension."""
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+    """torch_ext.ops.KERNELS, imported without loading the C++ extension.
+
+    Where torch_ext is already imported (the tests call this in-process), its
+    driver has chosen interpreter or compiler: leave TRITON_INTERPRET alone, or
+    kernels built lazily afterwards would become interpreted on a GPU."""
     if "torch_ext" not in sys.modules:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
         pkg = types.ModuleType("torch_ext")
         pkg.__path__ = [str(ROOT / "torch_ext")]
         sys.modules["torch_ext"] = pkg

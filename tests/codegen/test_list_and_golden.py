@@ -110,3 +110,15 @@ def test_list_and_generate_with_real_registry(tmp_path):
     assert f'torch_ext::launch::call("{k}", self, diagonal, out);' in text
     assert sorted(f.name for f in out.iterdir()) == sorted(
         ["MusaFunctions.h"] + [f"RegisterPrivateUse1_{i}.cpp" for i in range(8)])
+
+
+def test_registry_lookup_leaves_the_drivers_triton_mode_alone(monkeypatch):
+    """With torch_ext imported, its driver has chosen between Triton's
+    interpreter and compiler; reading the registry in-process must not switch
+    TRITON_INTERPRET on (on a GPU, kernels built lazily afterwards would run
+    in the interpreter)."""
+    import torch_ext  # noqa: F401  (the real package, with its driver)
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert real_kernel_names()
+    assert "TRITON_INTERPRET" not in os.environ
