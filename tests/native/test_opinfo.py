@@ -45,6 +45,14 @@ linalg.vector_norm special.ndtr masked.sum masked.prod masked.cumsum masked.amax
 masked.amin masked.argmax masked.argmin masked.mean masked.norm masked.var masked.std masked.softmax
 masked.log_softmax masked.softmin masked.normalize masked.logaddexp masked.logsumexp
 """.split()
+# By family of kernels (torch_ext/ops/spatial.py, special.py, selection.py).
+OPS_SPATIAL = """
+""".split()
+OPS_SPECIAL = """
+""".split()
+OPS_SELECTION = """
+""".split()
+OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION
 # Random ops: shape, dtype and device only (distributions in test_random.py).
 RANDOM = """exponential normal.in_place uniform bernoulli multinomial randn_like rand_like randint_like
 nn.functional.dropout nn.functional.dropout2d nn.functional.dropout3d nn.functional.alpha_dropout

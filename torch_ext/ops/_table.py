@@ -151,5 +151,15 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
     "sdpa_overrideable_backward": "_scaled_dot_product_fused_attention_overrideable_backward",
 }
 
+# Per-family tables: name -> (convention, aten target).
+SPATIAL = {  # ops/spatial.py
+}
+
+SPECIAL = {  # ops/special.py
+}
+
+SELECTION = {  # ops/selection.py
+}
+
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},
-         **{k: (3, v) for k, v in PLAIN.items()}}
+         **{k: (3, v) for k, v in PLAIN.items()}, **SPATIAL, **SPECIAL, **SELECTION}
