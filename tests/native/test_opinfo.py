@@ -51,6 +51,9 @@ OPS_SPATIAL = """
 OPS_SPECIAL = """
 """.split()
 OPS_SELECTION = """
+median nanmedian kthvalue mode cummax cummin logcumsumexp searchsorted bucketize bincount histc unique
+unique_consecutive take put index_fill masked_scatter count_nonzero trace aminmax isin linalg.cross cross
+repeat_interleave equal
 """.split()
 OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION
 # Random ops: shape, dtype and device only (distributions in test_random.py).
@@ -76,6 +79,9 @@ FLOAT_ONLY = {"addmm", "addmm.decomposed", "baddbmm", "dot", "bmm", "mv", "mm", 
               "nn.functional.bilinear"}
 # Unstable sorts: ties may come in any order; the indices must pick the values.
 SORTS = {"sort": (0, 1), "topk": (0, 1), "argsort": (None, 0)}
+# One element per slice with its index (median, kthvalue, mode): ties may pick
+# another index than the CPU's.
+SELECTS = {"median", "nanmedian", "kthvalue", "mode"}
 # Mean and rstd in float32 for fp16/bf16 inputs (as on CUDA; CPU keeps the input dtype).
 FLOAT32_STATS = {"native_layer_norm", "native_group_norm"}
 
@@ -159,6 +165,9 @@ def test_opinfo(op, dtype):
         if name in SORTS:
             _check_sort(name, s, res, same)
             continue
+        if name in SELECTS and isinstance(same, tuple):
+            _check_select(name, s, res, same)
+            continue
         ref = same
         if dtype.is_floating_point:
             try:
@@ -168,6 +177,26 @@ def test_opinfo(op, dtype):
         assert_close(res, ref, dtype, _reduce_size(op, s, same), same, msg=f"{name} sample {i}: {s}",
                      check_dtype=name not in FLOAT32_STATS)
     assert ran
+
+
+def _check_select(name, s, res, same):
+    """(values, indices) of one element per slice along dim: values as on CPU;
+    indices (ties may pick another equal element) that pick those values."""
+    args = list(s.args[1:] if name == "kthvalue" else s.args)
+    dim = s.kwargs.get("dim", args[0] if args else -1)
+    keepdim = s.kwargs.get("keepdim", args[1] if len(args) > 1 else False)
+    values, idx = res[0], res[1].cpu()
+    assert res[1].device.type == "privateuseone" and idx.dtype == torch.int64
+    assert idx.shape == same[1].shape
+    assert_close(values, same[0], msg=f"{name} values: {s}")
+    x = s.input
+    if x.dim() == 0:
+        assert idx.item() == 0
+        return
+    d = dim % x.dim()
+    picked = x.gather(d, idx if keepdim else idx.unsqueeze(d))
+    picked = picked if keepdim else picked.squeeze(d)
+    torch.testing.assert_close(picked, same[0], rtol=0, atol=0, equal_nan=True)
 
 
 def _check_sort(name, s, res, same):

@@ -159,6 +159,23 @@ SPECIAL = {  # ops/special.py
 }
 
 SELECTION = {  # ops/selection.py
+    "median_all": (3, "median"), "nanmedian_all": (3, "nanmedian"),
+    "median_dim": (3, "median.dim_values"), "nanmedian_dim": (3, "nanmedian.dim_values"),
+    "kthvalue": (3, "kthvalue.values"), "mode": (3, "mode"), "mode_values": (3, "mode.values"),
+    "repeat_interleave": (3, "repeat_interleave.Tensor"),
+    "cummax_helper": (3, "_cummax_helper"), "cummin_helper": (3, "_cummin_helper"),
+    "logcumsumexp": (3, "_logcumsumexp"), "logcumsumexp_out": (3, "_logcumsumexp.out"),
+    "searchsorted": (3, "searchsorted.Tensor / .Scalar"),
+    "searchsorted_out": (3, "searchsorted.Tensor_out / .Scalar_out"),
+    "bucketize": (3, "bucketize.Tensor / .Scalar"), "bucketize_out": (3, "bucketize.Tensor_out"),
+    "bincount": (3, "bincount"), "histc": (3, "histc"), "histc_out": (3, "histc.out"),
+    "unique2": (3, "_unique2"), "unique": (3, "_unique"), "unique_consecutive": (3, "unique_consecutive"),
+    "take": (3, "take"), "take_out": (3, "take.out"), "put_": (3, "put_"),
+    "index_fill_": (3, "index_fill_.int_Scalar / .int_Tensor"), "masked_scatter_": (3, "masked_scatter_"),
+    "count_nonzero": (3, "count_nonzero.dim_IntList"), "trace": (3, "trace"), "equal": (3, "equal"),
+    "aminmax_all": (1, "aminmax_allreduce_stub(self, min, max)"),
+    "aminmax_dim": (1, "aminmax_stub(self, dim, keepdim, min, max)"),
+    "isin": (2, "isin.Tensor_Tensor_out"), "cross": (1, "cross_stub(result, a, b, dim)"),
 }
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},

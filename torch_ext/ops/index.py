@@ -336,6 +336,9 @@ def _masked_fill(x, m, value):
 def masked_fill_(self, mask, value):
     """masked_fill_.Scalar / .Tensor (value a number or 0-dim tensor)."""
     if isinstance(value, torch.Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.dim()} dimension(s).")
         value = value.item()
     _masked_fill.iter((self,), (self, mask.expand(self.shape)), self.dtype, value)
     return self
