@@ -106,3 +106,24 @@ def test_triton_uses_our_driver_and_current_stream():
         _scale[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
     s.synchronize()
     torch.testing.assert_close(y.cpu(), x.cpu() * 3.0)
+
+
+def test_out_of_range_index_is_reported_without_a_sync_and_touches_nothing():
+    """On the GPU the bounds flag comes back asynchronously: the error is
+    raised at the next checked op or at synchronize(); memory around the
+    operand is unchanged and the device stays usable."""
+    from torch_ext.ops import _bounds
+    base = torch.randn(9, 3)
+    based = base.to(DEV)
+    xd = based[2:7]
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        xd.index_put_((torch.tensor([5, 5], device=DEV),), torch.ones(2, 3, device=DEV), accumulate=True)
+        torch.privateuseone.synchronize()
+    assert not _bounds._pending
+    assert torch.equal(based.cpu(), base)
+    with pytest.raises(IndexError, match="index -1 is out of bounds"):
+        torch.nn.functional.embedding(torch.tensor([1, -1], device=DEV), xd)
+        torch.privateuseone.synchronize()
+    good = xd.index_select(0, torch.tensor([4, 0], device=DEV))
+    torch.privateuseone.synchronize()
+    assert torch.equal(good.cpu(), base[2:7][[4, 0]])

@@ -118,7 +118,11 @@ def get_device_capability(device: _DeviceLike = None) -> tuple:
 
 
 def synchronize(device: _DeviceLike = None) -> None:
+    """Waits for the device; then reports an out-of-range index that an
+    earlier kernel recorded (torch_ext/ops/_bounds.py)."""
     _C._synchronize(_index(device))
+    from torch_ext.ops import _bounds
+    _bounds.raise_pending()
 
 
 def get_amp_supported_dtype() -> list:

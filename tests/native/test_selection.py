@@ -299,3 +299,49 @@ def test_selection_autograd():
         fn(xc).backward()
         fn(xd).backward()
         same(xd.grad, xc.grad)
+
+
+# -- index bounds (torch_ext/ops/_bounds.py) ---------------------------------------
+
+@pytest.mark.parametrize("case", ["index_select", "embedding", "embedding_backward", "gather", "scatter",
+                                  "scatter_add", "index", "index_put", "index_put_acc", "index_add",
+                                  "nll_loss", "cross_entropy"])
+def test_out_of_range_indices_raise_and_touch_nothing(case):
+    """Each indexing kernel masks off-range lanes and raises the error PyTorch
+    raises (same exception type), naming the index. The operand is a view into
+    a larger buffer: the memory around it (where an off-range write would land)
+    and, with no valid index, the view itself are unchanged; the device stays
+    usable."""
+    torch.manual_seed(10)
+    base = torch.randn(9, 3)
+    based = dev(base)
+    xd = based[2:7]
+    i = lambda *v: dev(torch.tensor(v))  # noqa: E731
+    ones = dev(torch.ones(1, 3))
+    calls = {
+        "index_select": (IndexError, "index 5 is out of bounds", lambda: xd.index_select(0, i(0, 5))),
+        "embedding": (IndexError, "index -1 is out of bounds",
+                      lambda: torch.nn.functional.embedding(i(1, -1), xd)),
+        "embedding_backward": (IndexError, "index 7 is out of bounds", lambda: torch.ops.aten.embedding_dense_backward(
+            dev(torch.ones(2, 3)), i(1, 7), 5, -1, False)),
+        "gather": (RuntimeError, "index 3 is out of bounds for dimension 1 with size 3",
+                   lambda: xd.gather(1, i([0, 3]))),
+        "scatter": (RuntimeError, "index -1 is out of bounds for dimension 0 with size 5",
+                    lambda: xd.scatter_(0, i([-1, -1, -1]), 1.0)),
+        "scatter_add": (RuntimeError, "index 5 is out of bounds", lambda: xd.scatter_add_(0, i([5, 5, 5]), ones)),
+        "index": (IndexError, "index -6 is out of bounds for dimension 0 with size 5", lambda: xd[i(0, -6)]),
+        "index_put": (IndexError, "index 5 is out of bounds", lambda: xd.index_put_((i(5),), dev(torch.ones(3)))),
+        "index_put_acc": (IndexError, "index -7 is out of bounds",
+                          lambda: xd.index_put_((i(-7, -7),), dev(torch.ones(2, 3)), accumulate=True)),
+        "index_add": (IndexError, "index 5 is out of bounds", lambda: xd.index_add_(0, i(5), ones)),
+        "nll_loss": (IndexError, "Target 3 is out of bounds",
+                     lambda: torch.nn.functional.nll_loss(xd, i(0, 1, 2, 3, 0))),
+        "cross_entropy": (IndexError, "Target -2 is out of bounds",
+                          lambda: torch.nn.functional.cross_entropy(xd, i(0, 1, 2, -2, 0))),
+    }
+    exc, text, call = calls[case]
+    with pytest.raises(exc, match=text):
+        call()
+        torch.privateuseone.synchronize()  # (the cuda driver may report at the next sync)
+    assert torch.equal(based.cpu(), base)
+    assert torch.equal(xd.index_select(0, i(4, 0)).cpu(), base[2:7][[4, 0]])  # still usable

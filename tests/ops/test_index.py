@@ -177,10 +177,12 @@ def test_index_add_linspace_eye(device):
     from torch_ext.ops import index as I2
     x = randn((4, 6, 3), torch.float32, device)
     src = randn((4, 5, 3), torch.float32, device)
-    idx = torch.tensor([0, 5, 5, 2, -1])
+    idx = torch.tensor([0, 5, 5, 2, 1])
     out = torch.empty_like(x)
     I2.index_add_out(x, 1, idx.to(device), src, 0.5, out)
-    assert_close(out, x.cpu().index_add(1, idx % 6, src.cpu(), alpha=0.5), atol=1e-5)
+    assert_close(out, x.cpu().index_add(1, idx, src.cpu(), alpha=0.5), atol=1e-5)
+    with pytest.raises(IndexError, match="index -1 is out of bounds"):  # as on CPU: no wrapping
+        I2.index_add_out(x, 1, torch.tensor([0, 5, 5, 2, -1]).to(device), src, 0.5, out)
     for start, end, steps, dtype in [(0, 1, 11, torch.float32), (-3, 7, 1, torch.float64),
                                      (2, -2, 7, torch.float64), (0, 10, 6, torch.int64)]:
         ref = torch.linspace(start, end, steps, dtype=dtype)

@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _bounds
 from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import MAX_RANK, _block, _dot6, _pad, _unravel, with_atomic_target
@@ -116,18 +117,21 @@ def _index_kernel(src, out, i0p, i1p, i2p, i3p, t0, t1, t2, t3, n, L, R, d1, d2,
     rest = o % R
     j0, j1, j2, j3, j4, j5 = _unravel(rest, d1, d2, d3, d4, d5)
     off = _dot6(j0, j1, j2, j3, j4, j5, r0, r1, r2, r3, r4, r5)
-    off += tl.load(i0p + l, mask=mask, other=0) * t0
-    off += tl.load(i1p + l, mask=mask, other=0) * t1
-    off += tl.load(i2p + l, mask=mask, other=0) * t2
-    off += tl.load(i3p + l, mask=mask, other=0) * t3
+    i0 = tl.load(i0p + l, mask=mask, other=0)
+    i1 = tl.load(i1p + l, mask=mask, other=0)
+    i2 = tl.load(i2p + l, mask=mask, other=0)
+    i3 = tl.load(i3p + l, mask=mask, other=0)
+    # An index out of range was recorded by _wrap_kernel and replaced by -1.
+    ok = mask & (i0 >= 0) & (i1 >= 0) & (i2 >= 0) & (i3 >= 0)
+    off += i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3
     if PUT:
-        v = tl.load(src + o, mask=mask).to(out.dtype.element_ty)
+        v = tl.load(src + o, mask=ok).to(out.dtype.element_ty)
         if ACCUMULATE:
-            tl.atomic_add(out + off, v, mask=mask)
+            tl.atomic_add(out + off, v, mask=ok)
         else:
-            tl.store(out + off, v, mask=mask)
+            tl.store(out + off, v, mask=ok)
     else:
-        tl.store(out + o, tl.load(src + off, mask=mask), mask=mask)
+        tl.store(out + o, tl.load(src + off, mask=ok, other=0), mask=mask)
 
 
 def _prepare_indices(self, indices):
@@ -161,25 +165,32 @@ def _prepare_indices(self, indices):
             c = torch.empty(t.shape, dtype=torch.int64, device=t.device)
             copy_kernel((c,), (t,))
             t = c
-        longs.append(_wrap_negative(t, self.shape[dim]))
+        longs.append(_wrap_negative(t, self.shape[dim], dim))
     return dims, longs, list(shape), L
 
 
 @triton.jit
-def _wrap_kernel(t, n, size, BLOCK: tl.constexpr):
+def _wrap_kernel(t, n, size, flag, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     v = tl.load(t + o, mask=mask, other=0)
-    tl.store(t + o, tl.where(v < 0, v + size, v), mask=mask)
+    bad = mask & ((v < -size) | (v >= size))
+    _bounds.record(flag, v, bad)
+    tl.store(t + o, tl.where(bad, -1, tl.where(v < 0, v + size, v)), mask=mask)
 
 
-def _wrap_negative(t, size):
+def _wrap_negative(t, size, dim):
+    """A copy of index tensor t with negative indices wrapped; indices out of
+    [-size, size) become -1 (masked off by _index_kernel) and raise IndexError."""
     t2 = torch.empty(t.shape, dtype=torch.int64, device=t.device)
     copy_kernel((t2,), (t,))
     n = t2.numel()
     if n:
         block = _block(n)
-        launch(_wrap_kernel, (cdiv(n, block),), t2, n, size, BLOCK=block)
+        flag = _bounds.new_flag(t.device)
+        launch(_wrap_kernel, (cdiv(n, block),), t2, n, size, flag, BLOCK=block)
+        _bounds.check(flag, "index", size, IndexError,
+                      f"index {{}} is out of bounds for dimension {dim} with size {size}")
     return t2
 
 

@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from ..backends import spec
+from . import _bounds
 from ._launch import cdiv, launch, next_pow2
 from ._pointwise import pointwise
 from .copy import copy_kernel, fill_kernel
@@ -66,7 +67,7 @@ def _dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5):
 def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
                            i_t0, i_t1, i_t2, i_t3, i_t4, i_t5,
                            s_t0, s_t1, s_t2, s_t3, s_t4, s_t5,
-                           o_t0, o_t1, o_t2, o_t3, o_t4, o_t5, value,
+                           o_t0, o_t1, o_t2, o_t3, o_t4, o_t5, value, size, flag,
                            DIM: tl.constexpr, MODE: tl.constexpr, SRC_IS_VALUE: tl.constexpr,
                            BLOCK: tl.constexpr):
     # Iterates over the index tensor.  MODE 0 gather: out[i] = src[i with
@@ -77,6 +78,9 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
     i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
     idx = tl.load(index + _dot6(i0, i1, i2, i3, i4, i5, i_t0, i_t1, i_t2, i_t3, i_t4, i_t5),
                   mask=mask, other=0).to(tl.int64)
+    bad = mask & ((idx < 0) | (idx >= size))
+    _bounds.record(flag, idx, bad)
+    mask = mask & (bad == 0)
     j0 = idx if DIM == 0 else i0
     j1 = idx if DIM == 1 else i1
     j2 = idx if DIM == 2 else i2
@@ -157,9 +161,15 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
     s_st = _pad(src.stride() if src is not None and src.dim() else [0], 0)
     o_st = _pad(out.stride() if out.dim() else [0], 0)
     block = _block(n)
+    d = dim % rank
+    indexed = src if mode == 0 else out
+    size = indexed.shape[d] if indexed.dim() else 1
+    flag = _bounds.new_flag(out.device)
     launch(_gather_scatter_kernel, (cdiv(n, block),), index,
            src if src is not None else out, out, n, *shape[1:], *i_st, *s_st, *o_st,
-           value, DIM=(dim % rank) + pad, MODE=mode, SRC_IS_VALUE=src is None, BLOCK=block)
+           value, size, flag, DIM=d + pad, MODE=mode, SRC_IS_VALUE=src is None, BLOCK=block)
+    _bounds.check(flag, "gather" if mode == 0 else "scatter", size, RuntimeError,
+                  f"index {{}} is out of bounds for dimension {d} with size {size}")
 
 
 def gather_out(self, dim, index, sparse_grad, out):
@@ -232,22 +242,24 @@ def scatter_add_out(self, dim, index, src, out):
 # -- index_select / embedding ----------------------------------------------
 
 @triton.jit
-def _indexed_position(index, o, mask, L, S, B):
-    """Flat position o of an (A, L, B) iteration -> (a, l, b) and index[l]
-    (negative indices wrapped by the indexed size S)."""
+def _indexed_position(index, o, mask, L, S, B, flag):
+    """Flat position o of an (A, L, B) iteration -> (a, l, b), index[l] and
+    the mask without lanes whose index is outside [0, S) (recorded in flag)."""
     b = o % B
     l = (o // B) % L
     a = o // (B * L)
     idx = tl.load(index + l, mask=mask, other=0).to(tl.int64)
-    return a, l, b, tl.where(idx < 0, idx + S, idx)
+    bad = mask & ((idx < 0) | (idx >= S))
+    _bounds.record(flag, idx, bad)
+    return a, l, b, idx, mask & (bad == 0)
 
 
 @triton.jit
-def _index_select_kernel(src, index, out, n, L, S, B, BLOCK: tl.constexpr):
+def _index_select_kernel(src, index, out, n, L, S, B, flag, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
-    a, l, b, idx = _indexed_position(index, o, mask, L, S, B)
-    v = tl.load(src + (a * S + idx) * B + b, mask=mask)
+    a, l, b, idx, ok = _indexed_position(index, o, mask, L, S, B, flag)
+    v = tl.load(src + (a * S + idx) * B + b, mask=ok, other=0)
     tl.store(out + o, v, mask=mask)
 
 
@@ -268,8 +280,10 @@ def index_select_out(self, dim, index, out):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     block = _block(n)
-    launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B,
+    flag = _bounds.new_flag(x.device)
+    launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B, flag,
            BLOCK=block)
+    _bounds.check(flag, "index_select", S)
     if target is not out:
         copy_kernel((out,), (target,))
     return out
@@ -292,13 +306,16 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 
 @triton.jit
-def _embedding_bwd_kernel(grad, index, out, n, D, padding_idx, BLOCK: tl.constexpr):
+def _embedding_bwd_kernel(grad, index, out, n, D, padding_idx, num_weights, flag,
+                          BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     row = o // D
     col = o % D
     idx = tl.load(index + row, mask=mask, other=0).to(tl.int64)
-    mask = mask & (idx != padding_idx)
+    bad = mask & ((idx < 0) | (idx >= num_weights))
+    _bounds.record(flag, idx, bad)
+    mask = mask & (idx != padding_idx) & (bad == 0)
     g = tl.load(grad + o, mask=mask, other=0).to(out.dtype.element_ty)
     tl.atomic_add(out + idx * D + col, g, mask=mask)
 
@@ -316,8 +333,10 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     n = g.numel()
     if n:
         block = _block(n)
+        flag = _bounds.new_flag(g.device)
         launch(_embedding_bwd_kernel, (cdiv(n, block),), g, idx, grad_w, n, D,
-               padding_idx, BLOCK=block)
+               padding_idx, num_weights, flag, BLOCK=block)
+        _bounds.check(flag, "embedding_backward", num_weights)
     if acc == grad_output.dtype:
         return grad_w
     out = torch.empty((num_weights, D), dtype=grad_output.dtype, device=grad_output.device)
@@ -492,12 +511,12 @@ KERNELS = {
 # -- index_add / linspace / eye -----------------------------------------------
 
 @triton.jit
-def _index_add_kernel(src, index, out, n, L, S, B, s_a, s_l, s_b, o_a, o_s, o_b, alpha,
+def _index_add_kernel(src, index, out, n, L, S, B, s_a, s_l, s_b, o_a, o_s, o_b, alpha, flag,
                       BLOCK: tl.constexpr):
     # out[a, index[l], b] += alpha * src[a, l, b]
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
-    a, l, b, idx = _indexed_position(index, o, mask, L, S, B)
+    a, l, b, idx, mask = _indexed_position(index, o, mask, L, S, B, flag)
     v = tl.load(src + a * s_a + l * s_l + b * s_b, mask=mask, other=0)
     v = (v * alpha).to(out.dtype.element_ty)
     tl.atomic_add(out + a * o_a + idx * o_s + b * o_b, v, mask=mask)
@@ -520,8 +539,10 @@ def index_add_out(self, dim, index, source, alpha, out):
         copy_kernel((target,), (out,))
     n = A * L * B
     block = _block(n)
+    flag = _bounds.new_flag(out.device)
     launch(_index_add_kernel, (cdiv(n, block),), src, _contiguous(index.reshape(-1)), target, n,
-           L, S, B, L * B, B, 1, S * B, B, 1, alpha, BLOCK=block)
+           L, S, B, L * B, B, 1, S * B, B, 1, alpha, flag, BLOCK=block)
+    _bounds.check(flag, "index_add", S)
     if target is not out:
         copy_kernel((out,), (target,))
 

@@ -12,6 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _bounds
 from ._launch import cdiv, launch
 from .activation import mse, mse_backward
 from .copy import copy_kernel, fill_kernel
@@ -22,10 +23,14 @@ NONE, MEAN, SUM_RED = 0, 1, 2
 
 
 @triton.jit
-def _target_weight(target, weight, n, mask, ignore_index, HAS_W: tl.constexpr):
-    """Each row's class, whether it counts (not ignore_index), and its weight."""
+def _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W: tl.constexpr):
+    """Each row's class, whether it counts (not ignore_index, in [0, C): others
+    are recorded in flag), and its weight."""
     t = tl.load(target + n, mask=mask, other=0).to(tl.int64)
     valid = mask & (t != ignore_index)
+    bad = valid & ((t < 0) | (t >= C))
+    _bounds.record(flag, t, bad)
+    valid = valid & (bad == 0)
     if HAS_W:
         w = tl.load(weight + t, mask=valid, other=0).to(tl.float32)
     else:
@@ -34,22 +39,22 @@ def _target_weight(target, weight, n, mask, ignore_index, HAS_W: tl.constexpr):
 
 
 @triton.jit
-def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, HAS_W: tl.constexpr,
+def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, flag, HAS_W: tl.constexpr,
                 BLOCK: tl.constexpr):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
-    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, HAS_W)
+    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W)
     v = tl.load(x + n * C + t, mask=valid, other=0).to(tl.float32)
     tl.store(loss + n, tl.where(valid, -w * v, 0.0).to(loss.dtype.element_ty), mask=mask)
     tl.store(wsum + n, w, mask=mask)
 
 
 @triton.jit
-def _nll_bwd_kernel(g, target, weight, total_weight, gi, N, C, ignore_index,
+def _nll_bwd_kernel(g, target, weight, total_weight, gi, N, C, ignore_index, flag,
                     REDUCTION: tl.constexpr, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
-    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, HAS_W)
+    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W)
     if REDUCTION == 0:
         gv = tl.load(g + n, mask=mask, other=0).to(tl.float32)
     else:
@@ -71,8 +76,10 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     wsum = torch.empty((N,), dtype=torch.float32, device=x.device)
     if N:
         block = _block(N)
+        flag = _bounds.new_flag(x.device)
         launch(_nll_kernel, (cdiv(N, block),), x, tgt, w if w is not None else x,
-               per, wsum, N, C, ignore_index, HAS_W=w is not None, BLOCK=block)
+               per, wsum, N, C, ignore_index, flag, HAS_W=w is not None, BLOCK=block)
+        _bounds.check(flag, "nll_loss", C, IndexError, "Target {} is out of bounds.")
     if reduction == NONE:
         if per is not output:
             copy_kernel((output,), (per.view(output.shape),))
@@ -102,9 +109,11 @@ def nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_i
     tgt = _contiguous(target.reshape(-1))
     w = _contiguous(weight) if weight is not None else None
     block = _block(N)
+    flag = _bounds.new_flag(gi.device)
     launch(_nll_bwd_kernel, (cdiv(N, block),), _contiguous(grad_output), tgt,
-           w if w is not None else gi, total_weight, gi, N, C, ignore_index,
+           w if w is not None else gi, total_weight, gi, N, C, ignore_index, flag,
            REDUCTION=reduction, HAS_W=w is not None, BLOCK=block)
+    _bounds.check(flag, "nll_loss_backward", C, IndexError, "Target {} is out of bounds.")
     if gi is not grad_input:
         copy_kernel((grad_input,), (gi,))
 
