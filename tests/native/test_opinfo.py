@@ -53,11 +53,12 @@ OPS_SPECIAL = """
 OPS_SELECTION = """
 median nanmedian kthvalue mode cummax cummin logcumsumexp searchsorted bucketize bincount histc unique
 unique_consecutive take put index_fill masked_scatter count_nonzero trace aminmax isin linalg.cross cross
-repeat_interleave equal
+repeat_interleave equal cdist nn.functional.pdist nn.functional.max_unpool2d nn.functional.max_unpool2d.grad
+nn.functional.channel_shuffle tril_indices triu_indices
 """.split()
 OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION
 # Random ops: shape, dtype and device only (distributions in test_random.py).
-RANDOM = """exponential normal.in_place uniform bernoulli multinomial randn_like rand_like randint_like
+RANDOM = """exponential normal normal.number_mean nn.functional.rrelu normal.in_place uniform bernoulli multinomial randn_like rand_like randint_like
 nn.functional.dropout nn.functional.dropout2d nn.functional.dropout3d nn.functional.alpha_dropout
 nn.functional.feature_alpha_dropout.with_train""".split()
 # Reductions over the whole of a dimension: atol scaled by the reduced size.

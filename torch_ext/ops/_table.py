@@ -125,6 +125,11 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
     "repeat": "repeat", "randperm": "randperm.generator_out",
     "multinomial": "multinomial", "mse_loss_backward": "mse_loss_backward",
     "mse_loss_backward_out": "mse_loss_backward.grad_input",
+    "nll_loss2d_forward": "nll_loss2d_forward", "nll_loss2d_forward_out": "nll_loss2d_forward.output",
+    "nll_loss2d_backward": "nll_loss2d_backward",
+    "nll_loss2d_backward_out": "nll_loss2d_backward.grad_input",
+    "rrelu_with_noise": "rrelu_with_noise", "rrelu_with_noise_": "rrelu_with_noise_",
+    "max_unpool2d": "max_unpool2d", "max_unpool2d_out": "max_unpool2d.out",
     "normal": "normal_stub(self, mean, std, generator) -- tensor stub, called like (3)",
     "bernoulli_scalar": "bernoulli_scalar_stub(self, p, generator)",
     "bernoulli_tensor": "bernoulli_tensor_stub(self, p, generator)",
@@ -152,6 +157,11 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
 }
 
 # Per-family tables: name -> (convention, aten target).
+DISTANCE = {  # ops/distance.py
+    "cdist_forward": (3, "_cdist_forward"), "cdist_backward": (3, "_cdist_backward"),
+    "pdist_forward": (3, "_pdist_forward"), "pdist_backward": (3, "_pdist_backward"),
+}
+
 SPATIAL = {  # ops/spatial.py
 }
 
@@ -159,6 +169,7 @@ SPECIAL = {  # ops/special.py
 }
 
 SELECTION = {  # ops/selection.py
+    "triu_indices": (3, "triu_indices"), "tril_indices": (3, "tril_indices"),
     "median_all": (3, "median"), "nanmedian_all": (3, "nanmedian"),
     "median_dim": (3, "median.dim_values"), "nanmedian_dim": (3, "nanmedian.dim_values"),
     "kthvalue": (3, "kthvalue.values"), "mode": (3, "mode"), "mode_values": (3, "mode.values"),
@@ -179,4 +190,5 @@ SELECTION = {  # ops/selection.py
 }
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},
-         **{k: (3, v) for k, v in PLAIN.items()}, **SPATIAL, **SPECIAL, **SELECTION}
+         **{k: (3, v) for k, v in PLAIN.items()}, **SPATIAL, **SPECIAL, **SELECTION,
+         **DISTANCE}

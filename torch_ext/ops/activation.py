@@ -13,6 +13,7 @@ Iterator operand order follows PyTorch's meta functions:
   softplus(x; beta, threshold), softplus_backward(grad, x; beta, threshold)
   mse(a, b), mse_backward(x, target, grad; norm)
 """
+import torch
 import triton
 import triton.language as tl
 
@@ -236,3 +237,24 @@ def hardtanh_(self, min_val=-1.0, max_val=1.0):
 
 KERNELS.update({"relu_fn": relu, "relu_": relu_, "hardtanh_fn": hardtanh,
                 "hardtanh_out": hardtanh_out, "hardtanh_": hardtanh_})
+
+
+def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    """rrelu_with_noise(self, noise, lower, upper, training, generator): in
+    training, negative inputs are scaled by a uniform draw from [lower, upper]
+    (kept in `noise`, 1 for the others); in eval by (lower + upper) / 2."""
+    if not training:
+        return leaky_relu(self, (float(lower) + float(upper)) / 2)
+    r = torch.empty_like(self).uniform_(float(lower), float(upper), generator=generator)
+    r = torch.where(self >= 0, torch.ones_like(r), r)
+    if list(noise.shape) != list(self.shape):
+        noise.resize_(self.shape)
+    noise.copy_(r)
+    return self * r
+
+
+def rrelu_with_noise_(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    return self.copy_(rrelu_with_noise(self, noise, lower, upper, training, generator))
+
+
+KERNELS.update({"rrelu_with_noise": rrelu_with_noise, "rrelu_with_noise_": rrelu_with_noise_})

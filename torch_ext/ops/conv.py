@@ -579,3 +579,35 @@ def roll(self, shifts, dims):
 
 
 KERNELS["roll"] = roll
+
+
+def max_unpool2d_out(self, indices, output_size, out):
+    """max_unpool2d.out(self, indices, output_size, out): zeros, with each value
+    written at its index into the output plane (of max_pool2d's return_indices)."""
+    if self.dim() not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor "
+                           f"with {self.dim()} dimensions.")
+    if list(indices.shape) != list(self.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(self.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    if indices.dtype != torch.long:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
+    oh, ow = output_size
+    shape = [*self.shape[:-2], oh, ow]
+    if list(out.shape) != shape:
+        out.resize_(shape)
+    plane = torch.zeros(shape, dtype=self.dtype, device=self.device)
+    flat = plane.view(*shape[:-2], oh * ow)
+    if self.numel():
+        flat.scatter_(-1, indices.reshape(*self.shape[:-2], -1), self.reshape(*self.shape[:-2], -1))
+    copy_kernel((out,), (plane,))
+    return out
+
+
+def max_unpool2d(self, indices, output_size):
+    out = torch.empty(0, dtype=self.dtype, device=self.device)
+    return max_unpool2d_out(self, indices, output_size, out)
+
+
+KERNELS.update({"max_unpool2d": max_unpool2d, "max_unpool2d_out": max_unpool2d_out})

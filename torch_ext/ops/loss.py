@@ -138,7 +138,71 @@ def mse_loss_backward_out(grad_output, self, target, reduction, grad_input):
     mse_backward(self, target, grad_output, norm, out=grad_input)
 
 
+# -- nll_loss2d: (N, C, H, W) scores, (N, H, W) targets, through the 1-d kernels
+# on the scores with C moved last.
+
+def _check_2d(self, target, weight):
+    if self.dim() != 4:
+        raise RuntimeError(f"only batches of spatial inputs supported (4D tensors), but got input "
+                           f"of size: {list(self.shape)}")
+    if target.dim() != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets "
+                           f"of size: {list(target.shape)}")
+    if (self.shape[0], *self.shape[2:]) != tuple(target.shape):
+        raise RuntimeError(f"input and target batch or spatial sizes don't match: target "
+                           f"{list(target.shape)}, input {list(self.shape)}")
+    if weight is not None and weight.numel() != self.shape[1]:
+        raise RuntimeError(f"weight tensor should be defined either for all {self.shape[1]} classes "
+                           f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def _rows(self):
+    return self.movedim(1, -1).reshape(-1, self.shape[1])
+
+
+def nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
+    _check_2d(self, target, weight)
+    shape = list(target.shape) if reduction == NONE else []
+    if list(output.shape) != shape:
+        output.resize_(shape)
+    if list(total_weight.shape):
+        total_weight.resize_([])
+    rows = _rows(self)
+    nll_loss_forward_out(rows, target.reshape(-1), weight, reduction, ignore_index,
+                         output.view(-1) if reduction == NONE else output, total_weight)
+    return output, total_weight
+
+
+def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+    output = torch.empty(0, dtype=self.dtype, device=self.device)
+    total_weight = torch.empty([], dtype=self.dtype, device=self.device)
+    return nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output,
+                                  total_weight)
+
+
+def nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index,
+                            total_weight, grad_input):
+    _check_2d(self, target, weight)
+    if list(grad_input.shape) != list(self.shape):
+        grad_input.resize_(self.shape)
+    gi = torch.empty(_rows(self).shape, dtype=self.dtype, device=self.device)
+    g = grad_output.reshape(-1) if reduction == NONE else grad_output
+    nll_loss_backward_out(g, gi, target.reshape(-1), weight, reduction, ignore_index,
+                          total_weight, gi)
+    n, c = self.shape[0], self.shape[1]
+    copy_kernel((grad_input,), (gi.view(n, *self.shape[2:], c).movedim(-1, 1),))
+    return grad_input
+
+
+def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    grad_input = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index,
+                                   total_weight, grad_input)
+
+
 KERNELS = {
+    "nll_loss2d_forward": nll_loss2d_forward, "nll_loss2d_forward_out": nll_loss2d_forward_out,
+    "nll_loss2d_backward": nll_loss2d_backward, "nll_loss2d_backward_out": nll_loss2d_backward_out,
     "nll_loss_forward": nll_loss_forward_out, "nll_loss_backward": nll_loss_backward_out,
     "mse_loss": mse_loss_out, "mse_loss_backward": mse_loss_backward,
     "mse_loss_backward_out": mse_loss_backward_out,

@@ -746,7 +746,28 @@ def cross(result, a, b, dim):
         copy_kernel((result.select(dim, i),), (v,))
 
 
+def _tri_indices(row, col, offset, dtype, device, upper):
+    if row < 0 or col < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else
+                           f"col must be non-negative, got{col}")
+    r = torch.arange(row, dtype=torch.long, device=device).unsqueeze(1).expand(row, col)
+    c = torch.arange(col, dtype=torch.long, device=device).unsqueeze(0).expand(row, col)
+    keep = (c - r >= offset) if upper else (c - r <= offset)
+    out = torch.stack([torch.masked_select(r, keep), torch.masked_select(c, keep)])
+    return out if dtype in (None, torch.long) else out.to(dtype)
+
+
+def triu_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+    """triu_indices(row, col, offset): (2, N) coordinates of the upper triangle, row-major."""
+    return _tri_indices(row, col, offset, dtype, device, True)
+
+
+def tril_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+    return _tri_indices(row, col, offset, dtype, device, False)
+
+
 KERNELS = {
+    "triu_indices": triu_indices, "tril_indices": tril_indices,
     "median_all": median, "nanmedian_all": nanmedian, "median_dim": median_dim_values,
     "nanmedian_dim": nanmedian_dim_values, "kthvalue": kthvalue_values, "mode": mode, "mode_values": mode_values,
     "repeat_interleave": repeat_interleave,
