@@ -157,6 +157,14 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
 }
 
 # Per-family tables: name -> (convention, aten target).
+LINALG = {  # ops/linalg.py
+    "lu_factor": (1, "lu_factor_stub(LU, pivots, infos, compute_pivots)"),
+    "lu_solve": (1, "lu_solve_stub(LU, pivots, B, trans)"),
+    "cholesky": (1, "cholesky_stub(A, infos, upper)"),
+    "triangular_solve": (1, "triangular_solve_stub(A, B, left, upper, trans, unitriangular)"),
+    "cholesky_solve_helper": (3, "_cholesky_solve_helper"),
+}
+
 DISTANCE = {  # ops/distance.py
     "cdist_forward": (3, "_cdist_forward"), "cdist_backward": (3, "_cdist_backward"),
     "pdist_forward": (3, "_pdist_forward"), "pdist_backward": (3, "_pdist_backward"),
@@ -191,4 +199,4 @@ SELECTION = {  # ops/selection.py
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},
          **{k: (3, v) for k, v in PLAIN.items()}, **SPATIAL, **SPECIAL, **SELECTION,
-         **DISTANCE}
+         **DISTANCE, **LINALG}
