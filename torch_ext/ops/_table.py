@@ -165,6 +165,11 @@ LINALG = {  # ops/linalg.py
     "cholesky_solve_helper": (3, "_cholesky_solve_helper"),
 }
 
+GRID_SAMPLE = {  # ops/grid_sample.py
+    "grid_sampler_2d": (3, "grid_sampler_2d"),
+    "grid_sampler_2d_backward": (3, "grid_sampler_2d_backward"),
+}
+
 DISTANCE = {  # ops/distance.py
     "cdist_forward": (3, "_cdist_forward"), "cdist_backward": (3, "_cdist_backward"),
     "pdist_forward": (3, "_pdist_forward"), "pdist_backward": (3, "_pdist_backward"),
@@ -199,4 +204,4 @@ SELECTION = {  # ops/selection.py
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},
          **{k: (3, v) for k, v in PLAIN.items()}, **SPATIAL, **SPECIAL, **SELECTION,
-         **DISTANCE, **LINALG}
+         **DISTANCE, **LINALG, **GRID_SAMPLE}
