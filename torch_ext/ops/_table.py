@@ -170,6 +170,12 @@ GRID_SAMPLE = {  # ops/grid_sample.py
     "grid_sampler_2d_backward": (3, "grid_sampler_2d_backward"),
 }
 
+EMBEDDING_BAG = {  # ops/embedding_bag.py
+    "embedding_bag": (3, "_embedding_bag / _embedding_bag_forward_only"),
+    "embedding_bag_dense_backward": (3, "_embedding_bag_dense_backward"),
+    "embedding_bag_per_sample_weights_backward": (3, "_embedding_bag_per_sample_weights_backward"),
+}
+
 DISTANCE = {  # ops/distance.py
     "cdist_forward": (3, "_cdist_forward"), "cdist_backward": (3, "_cdist_backward"),
     "pdist_forward": (3, "_pdist_forward"), "pdist_backward": (3, "_pdist_backward"),
@@ -204,4 +210,5 @@ SELECTION = {  # ops/selection.py
 
 TABLE = {**{k: (1, v) for k, v in STUBS.items()}, **{k: (2, v) for k, v in STRUCTURED.items()},
          **{k: (3, v) for k, v in PLAIN.items()}, **SPATIAL, **SPECIAL, **SELECTION,
-         **DISTANCE, **LINALG, **GRID_SAMPLE}
+         **DISTANCE, **LINALG, **GRID_SAMPLE,
+         **EMBEDDING_BAG}
