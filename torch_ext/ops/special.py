@@ -577,7 +577,11 @@ def _bce_operands(name, self, target, weight):
         target = target.reshape(self.shape)  # PyTorch squeezes both: same elements in order
     w = 1.0
     if weight is not None:
-        if weight.dim() > self.dim() or torch.broadcast_shapes(weight.shape, self.shape) != self.shape:
+        try:
+            ok = torch.broadcast_shapes(weight.shape, self.shape) == self.shape
+        except RuntimeError:
+            ok = False
+        if not ok:
             raise RuntimeError(f"{name}: weight of size {list(weight.shape)} does not broadcast to "
                                f"the input size {list(self.shape)}")
         w = weight.expand(self.shape)
