@@ -500,3 +500,14 @@ def test_gcd_errors():
         torch.gcd(torch.ones(3, device=DEV), torch.ones(3, device=DEV))
     with pytest.raises(RuntimeError):
         torch.gcd(torch.ones(3, dtype=torch.bool, device=DEV), torch.ones(3, dtype=torch.bool, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mvlgamma(dtype):
+    # a composite over lgamma and arange (arange in bfloat16 went through a
+    # bitwise float64 -> bfloat16 cast in the interpreter)
+    x = rand((5, 4), dtype, 2.5, 8)
+    for p in (1, 3, 5):
+        check(torch.mvlgamma, x, p, reduce=p)
+    assert torch.equal(torch.arange(-1.5, 0.5, 0.5, dtype=dtype, device=DEV).cpu(),
+                       torch.arange(-1.5, 0.5, 0.5, dtype=dtype))
