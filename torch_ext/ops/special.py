@@ -229,7 +229,10 @@ def _bessel_i(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
         ser = ser * 0.5 * a
     # Asymptotic expansion, |x| > 20: e^x / sqrt(2 pi x) * sum_k c_k / x^k.
     big = tl.maximum(a, 20.0)
-    mu = 4.0 if ORDER1 else 0.0
+    if ORDER1:
+        mu = 4.0
+    else:
+        mu = 0.0
     t = tl.zeros_like(a) + 1.0
     asy = t
     for k in tl.static_range(1, 30):
@@ -311,16 +314,16 @@ def sinc(x):
 
 
 @triton.jit
-def _step_bits(x, y, it: tl.constexpr, UNIT: tl.constexpr):
-    """nextafter on the bit pattern of x (a floating dtype as wide as `it`);
-    one unit of the last place is UNIT in that pattern."""
+def _step_bits(x, y, it: tl.constexpr, SIGN: tl.constexpr):
+    """nextafter on the bit pattern of x (a floating dtype as wide as `it`,
+    whose sign bit is SIGN)."""
     bits = x.to(it, bitcast=True)
     ybits = y.to(it, bitcast=True)
-    one = tl.full(bits.shape, UNIT, it)
+    one = tl.full(bits.shape, 1, it)
     up = (x < y) == (x > 0)
     stepped = tl.where(up, bits + one, bits - one)
     # From zero: the smallest subnormal with y's sign.
-    sign = ybits & (tl.full(bits.shape, 1, it) << (it.primitive_bitwidth - 1))
+    sign = ybits & tl.full(bits.shape, SIGN, it)
     stepped = tl.where(x == 0, sign | one, stepped)
     r = stepped.to(x.dtype, bitcast=True)
     r = tl.where(x == y, y, r)
@@ -332,11 +335,11 @@ def _step_bits(x, y, it: tl.constexpr, UNIT: tl.constexpr):
 def _nextafter_same(x, y):
     # Operands as stored (one floating dtype): one unit of their own width.
     if x.dtype == tl.float64:
-        r = _step_bits(x, y, tl.int64, 1)
+        r = _step_bits(x, y, tl.int64, -9223372036854775808)
     elif x.dtype == tl.float32:
-        r = _step_bits(x, y, tl.int32, 1)
+        r = _step_bits(x, y, tl.int32, -2147483648)
     else:
-        r = _step_bits(x, y, tl.int16, 1)
+        r = _step_bits(x, y, tl.int16, -32768)
     return r
 
 
