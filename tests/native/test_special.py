@@ -66,7 +66,9 @@ def test_registered():
              "lgamma", "lgamma.out", "lgamma_", "digamma", "digamma.out", "digamma_", "polygamma",
              "polygamma.out", "i0", "i0.out", "i0_", "sinc", "sinc.out", "sinc_", "nextafter",
              "nextafter.out", "nextafter_", "gcd", "gcd.out", "gcd_", "special_i0e", "special_i0e.out",
-             "special_i1", "special_i1.out", "special_i1e", "special_i1e.out"}
+             "special_i1", "special_i1.out", "special_i1e", "special_i1e.out", "special_erfcx",
+             "special_erfcx.out", "special_log_ndtr", "special_log_ndtr.out", "special_ndtri", "special_ndtri.out",
+             "sgn", "sgn.out", "sgn_"}
     assert sorted(names - REGISTERED) == []
 
 
@@ -511,3 +513,33 @@ def test_mvlgamma(dtype):
         check(torch.mvlgamma, x, p, reduce=p)
     assert torch.equal(torch.arange(-1.5, 0.5, 0.5, dtype=dtype, device=DEV).cpu(),
                        torch.arange(-1.5, 0.5, 0.5, dtype=dtype))
+
+
+NDTR = {"special_erfcx": (torch.special.erfcx, (-8, 30)), "special_log_ndtr": (torch.special.log_ndtr, (-40, 12)),
+        "special_ndtri": (torch.special.ndtri, (0, 1))}
+
+
+@pytest.mark.parametrize("name", sorted(NDTR))
+def test_erfcx_log_ndtr_ndtri(name):
+    # float32 (PyTorch's CPU kernels take float32/float64 only) and float64
+    fn, (lo, hi) = NDTR[name]
+    for dtype in (F32, torch.float64):
+        x = rand((9, 11), dtype, lo, hi, noncontig=True)
+        check(fn, x)
+        check(fn, torch.linspace(lo, hi, 401, dtype=torch.float64).to(dtype))
+        if name == "special_ndtri":
+            e = torch.tensor([0.0, 1.0, 0.5, 1e-30, 1 - 1e-7, 1e-7, -0.5, 1.5, NAN], dtype=dtype)
+        else:
+            e = torch.tensor([0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 26.0, -26.0, -27.0, 1e4, -1e4, INF, -INF, NAN],
+                             dtype=dtype)
+        check(fn, e)
+        out = torch.empty(0, dtype=dtype, device=DEV)
+        assert fn(x.to(DEV), out=out) is out
+        assert_close(out, fn(x.double()), dtype, ref_same=fn(x))
+    check(fn, torch.arange(0, 2) if name == "special_ndtri" else torch.arange(-5, 6))  # integers -> float32
+    x = rand((6, 5), F32, max(lo, -6) + 0.01, min(hi, 6) - 0.01)
+    grads(fn, x)
+    # fp16/bf16 inputs: computed in float64 and rounded (PyTorch's CPU kernels refuse these dtypes)
+    for dt in (F16, BF16):
+        xh = rand((7, 3), dt, max(lo, -4) + 0.01, min(hi, 4) - 0.01)
+        assert_close(fn(xh.to(DEV)), fn(xh.double()), dt)

@@ -168,6 +168,8 @@ SPECIAL = {  # ops/special.py
     "polygamma": (1, "polygamma_stub (n)"), "i0": (1, "i0_stub"),
     "special_i0e": (1, "special_i0e_stub"), "special_i1": (1, "special_i1_stub"),
     "special_i1e": (1, "special_i1e_stub"), "sinc": (1, "sinc_stub"),
+    "special_erfcx": (1, "special_erfcx_stub"), "special_log_ndtr": (1, "special_log_ndtr_stub"),
+    "special_ndtri": (1, "special_ndtri_stub"),
     "nextafter": (1, "nextafter_stub"), "gcd": (1, "gcd_stub"),
     "log_sigmoid_forward": (3, "log_sigmoid_forward"),
     "log_sigmoid_forward_out": (3, "log_sigmoid_forward.output"),

@@ -8,7 +8,7 @@ Stub kernels (convention (1)), iterator operands as PyTorch builds them:
   huber(x, target; delta), huber_backward(x, target, grad; norm, delta)
   prelu(x, weight), prelu_backward(x, weight, grad) -> (grad_x, grad_weight)
   lgamma, digamma, polygamma(x; n), i0, special_i0e, special_i1, special_i1e, sinc,
-  nextafter(x, y), gcd(a, b)
+  special_erfcx, special_log_ndtr, special_ndtri, nextafter(x, y), gcd(a, b)
 Structured impl (2): glu.out (self, dim, out).
 Plain ops (convention (3)): log_sigmoid_forward(+.output), log_sigmoid_backward
 (+.grad_input), binary_cross_entropy(+.out), binary_cross_entropy_backward
@@ -24,7 +24,11 @@ libdevice: they also run in Triton's interpreter):
                  max(10, n+1) and Euler-Maclaurin (12 Bernoulli terms); x < 0
                  through zeta(s, q) = (-1)^s (Z(u) - Z(1-q)) + Z(q+m), all
                  arguments positive, so every loop is bounded by n alone;
-  i0/i1          power series for |x| <= 20, asymptotic expansion above.
+  i0/i1          power series for |x| <= 20, asymptotic expansion above;
+  erfcx          series of exp(x^2) erf(x) below 1.5, Laplace's continued
+                 fraction above (90 terms), reflection for x < 0; log_ndtr
+                 and ndtri through it (ndtri: Acklam's approximation, then
+                 two Halley steps).
 Edge values follow PyTorch's CPU kernels (poles, +-inf, signed zeros), except
 that polygamma(1, x) at negative integers is +inf (CPU returns a large finite
 number there from sin(pi x) rounding).
@@ -249,6 +253,73 @@ def _bessel_i(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
     return tl.where(x != x, x, r)
 
 
+@triton.jit
+def _erfcx_pos(a):
+    """exp(a^2) erfc(a) for a >= 0 (float64): a < 1.5, exp(a^2) minus the
+    positive series of exp(a^2) erf(a); above, Laplace's continued fraction."""
+    xs = tl.minimum(a, 1.5)
+    term = xs
+    ser = xs
+    for n in tl.static_range(1, 40):
+        term = term * 2.0 * xs * xs / (2 * n + 1)
+        ser += term
+    small = tl.exp(xs * xs) - 1.1283791670955126 * ser
+    xb = tl.maximum(a, 1.5)
+    t = xb
+    for k in tl.static_range(90, 0, -1):
+        t = xb + (0.5 * k) / t
+    return tl.where(a < 1.5, small, 0.5641895835477563 / t)
+
+
+@triton.jit
+def _erfcx64(x):
+    e = _erfcx_pos(tl.abs(x))
+    # erfcx(-a) = 2 exp(a^2) - erfcx(a): +inf below about -26.6
+    r = tl.where(x < 0, 2.0 * tl.exp(x * x) - e, e)
+    return tl.where(x != x, x, r)
+
+
+@triton.jit
+def _log_ndtr64(x):
+    z = x * 0.7071067811865476
+    # x < 0: log(erfc(-z) / 2) = log(erfcx(-z) / 2) - z^2; else log1p(-erfc(z) / 2).
+    lo = tl.log(0.5 * _erfcx_pos(tl.maximum(-z, 0.0))) - z * z
+    q = 0.5 * _erfcx_pos(tl.maximum(z, 0.0)) * tl.exp(-z * z)
+    r = tl.where(x < 0, lo, _math.log1p(-q))
+    r = tl.where(x == -float("inf"), -float("inf"), r)
+    return tl.where(x != x, x, r)
+
+
+@triton.jit
+def _ndtri64(p):
+    # Acklam's rational approximations on the lower half, two Halley steps
+    # against Phi(x) = erfcx(-x / sqrt 2) exp(-x^2 / 2) / 2; the upper half by
+    # symmetry.
+    pp = tl.minimum(p, 1.0 - p)
+    lp = tl.log(tl.where(pp > 0, pp, 1.0))
+    q = tl.sqrt(-2.0 * lp)
+    num = ((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e+00) * q
+            - 2.549732539343734e+00) * q + 4.374664141464968e+00) * q + 2.938163982698783e+00
+    den = (((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e+00) * q
+           + 3.754408661907416e+00) * q + 1.0
+    x_tail = num / den
+    c = pp - 0.5
+    r = c * c
+    num = (((((-3.969683028665376e+01 * r + 2.209460984245205e+02) * r - 2.759285104469687e+02) * r
+             + 1.383577518672690e+02) * r - 3.066479806614716e+01) * r + 2.506628277459239e+00) * c
+    den = ((((-5.447609879822406e+01 * r + 1.615858368580409e+02) * r - 1.556989798598866e+02) * r
+            + 6.680131188771972e+01) * r - 1.328068155288572e+01) * r + 1.0
+    x = tl.where(pp < 0.02425, x_tail, num / den)
+    for _ in tl.static_range(2):
+        # u = (Phi(x) - pp) / phi(x), without overflow in the far tail
+        u = 2.5066282746310002 * (0.5 * _erfcx_pos(tl.maximum(-x * 0.7071067811865476, 0.0))
+                                  - tl.exp(lp + 0.5 * x * x))
+        x = x - u / (1.0 + 0.5 * x * u)
+    x = tl.where(pp == 0, -float("inf"), x)
+    x = tl.where(p > 0.5, -x, x)
+    return tl.where((p < 0) | (p > 1) | (p != p), float("nan"), x)
+
+
 # ---------------------------------------------------------------------------
 # special functions: stub kernels (1)
 
@@ -303,6 +374,24 @@ def special_i1(x):
 @triton.jit
 def special_i1e(x):
     return _bessel_i(x.to(tl.float64), True, True)
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def special_erfcx(x):
+    return _erfcx64(x.to(tl.float64))
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def special_log_ndtr(x):
+    return _log_ndtr64(x.to(tl.float64))
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def special_ndtri(x):
+    return _ndtri64(x.to(tl.float64))
 
 
 @pointwise(promotion="int_to_float")
@@ -682,7 +771,8 @@ def glu_backward(grad_output, self, dim):
     return glu_backward_out(grad_output, self, dim, out)
 
 
-OPS = [lgamma, digamma, i0, special_i0e, special_i1, special_i1e, sinc, mish, mish_backward,
+OPS = [lgamma, digamma, i0, special_i0e, special_i1, special_i1e, special_erfcx,
+       special_log_ndtr, special_ndtri, sinc, mish, mish_backward,
        smooth_l1, smooth_l1_backward, huber, huber_backward, prelu, prelu_backward]
 
 KERNELS = {op.name: op.iter for op in OPS}
