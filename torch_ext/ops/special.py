@@ -1,6 +1,7 @@
 """Special functions (lgamma, digamma, polygamma, i0 and the scaled/first-order
-Bessel functions, sinc, nextafter, gcd), more activations (mish, log_sigmoid,
-glu, prelu) and losses (binary cross entropy, smooth L1, Huber).
+Bessel functions, erfcx, log_ndtr, ndtri, sinc, nextafter, gcd), more
+activations (mish, log_sigmoid, glu, prelu) and losses (binary cross entropy,
+smooth L1, Huber).
 
 Stub kernels (convention (1)), iterator operands as PyTorch builds them:
   mish(x), mish_backward(grad, x)
@@ -9,7 +10,8 @@ Stub kernels (convention (1)), iterator operands as PyTorch builds them:
   prelu(x, weight), prelu_backward(x, weight, grad) -> (grad_x, grad_weight)
   lgamma, digamma, polygamma(x; n), i0, special_i0e, special_i1, special_i1e, sinc,
   special_erfcx, special_log_ndtr, special_ndtri, nextafter(x, y), gcd(a, b)
-Structured impl (2): glu.out (self, dim, out).
+Structured impl (2): glu.out (self, dim, out), called by csrc/aten/Glu.cpp
+(PyTorch's glu meta puts temporaries in its iterator: they dangle by the impl).
 Plain ops (convention (3)): log_sigmoid_forward(+.output), log_sigmoid_backward
 (+.grad_input), binary_cross_entropy(+.out), binary_cross_entropy_backward
 (+.grad_input), glu_backward(+.grad_input).
@@ -33,19 +35,15 @@ Edge values follow PyTorch's CPU kernels (poles, +-inf, signed zeros), except
 that polygamma(1, x) at negative integers is +inf (CPU returns a large finite
 number there from sin(pi x) rounding).
 """
-import math
-
 import torch
 import triton
 import triton.language as tl
 
 from . import _math
-from ._launch import cdiv, launch
 from ._pointwise import pointwise
 from .copy import copy_kernel, fill_kernel
 
 NONE, MEAN, SUM_RED = 0, 1, 2
-_PI = 3.141592653589793
 
 
 # ---------------------------------------------------------------------------
