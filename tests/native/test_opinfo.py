@@ -55,7 +55,7 @@ nn.functional.prelu nn.functional.glu clamp_min clamp_max bitwise_left_shift bit
 lgamma digamma polygamma.polygamma_n_0 polygamma.polygamma_n_1 polygamma.polygamma_n_2
 polygamma.polygamma_n_3 polygamma.polygamma_n_4 special.polygamma.special_polygamma_n_0
 mvlgamma.mvlgamma_p_1 mvlgamma.mvlgamma_p_3 mvlgamma.mvlgamma_p_5 i0 special.i0e special.i1 special.i1e
-sinc nextafter gcd special.erfcx special.log_ndtr special.ndtri
+sinc nextafter gcd lcm special.erfcx special.log_ndtr special.ndtri special.zeta
 """.split()
 OPS_SELECTION = """
 """.split()

@@ -68,7 +68,7 @@ def test_registered():
              "nextafter.out", "nextafter_", "gcd", "gcd.out", "gcd_", "special_i0e", "special_i0e.out",
              "special_i1", "special_i1.out", "special_i1e", "special_i1e.out", "special_erfcx",
              "special_erfcx.out", "special_log_ndtr", "special_log_ndtr.out", "special_ndtri", "special_ndtri.out",
-             "sgn", "sgn.out", "sgn_"}
+             "sgn", "sgn.out", "sgn_", "lcm", "lcm.out", "lcm_", "special_zeta", "special_zeta.out"}
     assert sorted(names - REGISTERED) == []
 
 
@@ -497,7 +497,50 @@ def test_gcd(dtype):
     assert_close(out, torch.gcd(a, b))
 
 
+@pytest.mark.parametrize("dtype", INTS)
+def test_lcm(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (8, 9), dtype=dtype)
+    b = torch.randint(info.min, info.max, (8, 9), dtype=dtype)
+    a[0, :4] = torch.tensor([0, 0, 6, info.max], dtype=torch.int64).to(dtype)
+    b[0, :4] = torch.tensor([0, 7, 4, 2], dtype=torch.int64).to(dtype)
+    check(torch.lcm, a, b)  # products past the type wrap as on CPU
+    small = torch.randint(0 if dtype == torch.uint8 else -12, 12, (6, 7), dtype=dtype)
+    check(torch.lcm, small, small.t().contiguous().t().flip(0))
+    check(torch.lcm, small, small[:1])
+    y = small.to(DEV)
+    assert y.lcm_(small.flip(1).to(DEV)) is y
+    assert_close(y, torch.lcm(small, small.flip(1)))
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.lcm(a.to(DEV), b.to(DEV), out=out) is out
+    assert_close(out, torch.lcm(a, b))
+
+
+def test_zeta():
+    for dtype in (F32, torch.float64):
+        x = rand((9, 8), dtype, 1.01, 30, noncontig=True)
+        q = rand((9, 8), dtype, 0.01, 20)
+        check(torch.special.zeta, x, q)
+        check(torch.special.zeta, x, q[:1])  # broadcasting
+        check(torch.special.zeta, torch.randint(2, 9, (50,)).to(dtype), -torch.rand(50, dtype=torch.float64).to(
+            dtype) * 15)  # q < 0 with integer x
+        xe = torch.tensor([1.0, 0.5, 2.0, 2.0, 2.0, 2.5, 3.0, 2.0, 2.0, NAN, 2.0, 30.0, 1.5, 2.0, 200.0], dtype=dtype)
+        qe = torch.tensor([1.0, 1.0, 0.0, -1.0, -1.5, -1.5, -2.5, INF, -INF, 1.0, NAN, 0.5, 1e-3, 1e10, 1.5],
+                          dtype=dtype)
+        check(torch.special.zeta, xe, qe)
+        out = torch.empty(0, dtype=dtype, device=DEV)
+        assert torch.special.zeta(x.to(DEV), q.to(DEV), out=out) is out
+        assert_close(out, torch.special.zeta(x.double(), q.double()), dtype, ref_same=torch.special.zeta(x, q))
+    check(torch.special.zeta, 2.0, rand((5,), F32, 0.5, 4))  # the Scalar overloads (composites)
+    check(torch.special.zeta, rand((5,), F32, 1.5, 4), 3.0)
+    check(torch.special.zeta, torch.arange(2, 6), torch.arange(1, 5))  # integers -> float32
+    # the gradient with respect to q: -x * zeta(x + 1, q) (autograd composite)
+    grads(torch.special.zeta, rand((4, 3), F32, 1.5, 6), rand((4, 3), F32, 0.5, 5), const=(0,))
+
+
 def test_gcd_errors():
+    with pytest.raises(RuntimeError):
+        torch.lcm(torch.ones(3, device=DEV), torch.ones(3, device=DEV))
     with pytest.raises(RuntimeError):
         torch.gcd(torch.ones(3, device=DEV), torch.ones(3, device=DEV))
     with pytest.raises(RuntimeError):

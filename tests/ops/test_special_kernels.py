@@ -88,6 +88,30 @@ def test_gcd(dtype, device):
         special.gcd((out.float(),), (a.float().to(device), b.float().to(device)), torch.float32)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_zeta(dtype, device):
+    x = (torch.rand(3000, dtype=torch.float64) * 40 + 1.01).to(dtype)
+    q = (torch.rand(3000, dtype=torch.float64) * 30 + 1e-3).to(dtype)
+    x[:500] = x[:500].round() + 1  # integer orders with negative q
+    q[:500] = -q[:500]
+    out = torch.empty_like(x, device=device)
+    special.special_zeta((out,), (x.to(device), q.to(device)), dtype)
+    assert_close(out, torch.special.zeta(to_ref(x), to_ref(q)).to(dtype), dtype, rtol=1e-5 if dtype == torch.float32 else 1e-10)
+    special.special_zeta((out[:1],), (2.0, q[:1].to(device)), dtype)  # a number operand
+    assert_close(out[:1], torch.special.zeta(2.0, to_ref(q[:1])).to(dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_lcm(dtype, device):
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (2000,), dtype=dtype)
+    b = torch.randint(info.min, info.max, (2000,), dtype=dtype)
+    a[:3], b[1] = 0, 0
+    out = torch.empty_like(a, device=device)
+    special.lcm((out,), (a.to(device), b.to(device)), dtype)
+    assert torch.equal(out.cpu(), torch.lcm(a, b))
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_activation_stubs(dtype, device):
     x, t, g = (randn((37, 5), dtype, device, -8, 8) for _ in range(3))

@@ -1,5 +1,6 @@
 """Special functions (lgamma, digamma, polygamma, i0 and the scaled/first-order
-Bessel functions, erfcx, log_ndtr, ndtri, sinc, nextafter, gcd), more
+Bessel functions, erfcx, log_ndtr, ndtri, Hurwitz zeta, sinc, nextafter, gcd,
+lcm), more
 activations (mish, log_sigmoid, glu, prelu) and losses (binary cross entropy,
 smooth L1, Huber).
 
@@ -9,7 +10,8 @@ Stub kernels (convention (1)), iterator operands as PyTorch builds them:
   huber(x, target; delta), huber_backward(x, target, grad; norm, delta)
   prelu(x, weight), prelu_backward(x, weight, grad) -> (grad_x, grad_weight)
   lgamma, digamma, polygamma(x; n), i0, special_i0e, special_i1, special_i1e, sinc,
-  special_erfcx, special_log_ndtr, special_ndtri, nextafter(x, y), gcd(a, b)
+  special_erfcx, special_log_ndtr, special_ndtri, special_zeta(x, q), nextafter(x, y),
+  gcd(a, b), lcm(a, b)
 Structured impl (2): glu.out (self, dim, out), called by csrc/aten/Glu.cpp
 (PyTorch's glu meta puts temporaries in its iterator: they dangle by the impl).
 Plain ops (convention (3)): log_sigmoid_forward(+.output), log_sigmoid_backward
@@ -214,6 +216,40 @@ def _polygamma64(q, n, terms):
 
 
 @triton.jit
+def _zeta64(s, q):
+    """Hurwitz zeta(s, q), float64, PyTorch's domain: s == 1 inf, s < 1 nan,
+    q a non-positive integer inf, q < 0 with a non-integer s nan. Ten direct
+    terms then Euler-Maclaurin: where the series would grow (s > 2 pi (q + 10))
+    its terms are below exp(-20 pi) of the first one. q < 0 (s an integer)
+    through the three positive arguments of _polygamma64."""
+    neg = q < 0
+    m = -tl.floor(q)
+    p1 = tl.where(neg, -(q + (m - 1.0)), q)
+    p2 = tl.where(neg, 1.0 - q, 1.0)
+    p3 = tl.where(neg, q + m, 1.0)
+    z1 = tl.zeros_like(q)
+    z2 = tl.zeros_like(q)
+    z3 = tl.zeros_like(q)
+    for k in tl.static_range(10):
+        z1 += _powneg(p1 + k, s)
+        z2 += _powneg(p2 + k, s)
+        z3 += _powneg(p3 + k, s)
+    z1 += _zeta_tail(p1 + 10.0, s)
+    z2 += _zeta_tail(p2 + 10.0, s)
+    z3 += _zeta_tail(p3 + 10.0, s)
+    half = s * 0.5
+    s_odd = tl.floor(half) != half
+    zeta = tl.where(neg, tl.where(s_odd, (z3 - z1) + z2, (z1 + z3) - z2), z1)
+    q_int = tl.floor(q) == q
+    zeta = tl.where(neg & (tl.floor(s) != s), float("nan"), zeta)
+    zeta = tl.where((q <= 0) & q_int, float("inf"), zeta)
+    zeta = tl.where(q == float("inf"), float("nan"), zeta)
+    zeta = tl.where(s < 1.0, float("nan"), zeta)
+    zeta = tl.where(s == 1.0, float("inf"), zeta)
+    return tl.where((s != s) | (q != q), s + q, zeta)
+
+
+@triton.jit
 def _bessel_i(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
     """I0 / I1 (ORDER1), times exp(-|x|) when SCALED; float64."""
     a = tl.abs(x)
@@ -394,6 +430,17 @@ def special_ndtri(x):
 
 @pointwise(promotion="int_to_float")
 @triton.jit
+def _zeta(x, q):
+    return _zeta64(x.to(tl.float64), q.to(tl.float64))
+
+
+def special_zeta(outs, ins, common_dtype):
+    """zeta_stub(iter): ins (x, q); a number operand (the Scalar overloads) as a tensor."""
+    _zeta.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
 def sinc(x):
     x64 = x.to(tl.float64)
     nz = tl.where(x64 == 0, 1.0, x64)
@@ -447,20 +494,28 @@ def _nextafter_bf16(xb, yb):
     return tl.where((x != x) | (y != y), tl.full(xb.shape, 32704, tl.int16), r)  # 0x7fc0: nan
 
 
+def _as_tensors(out, ins, dtype):
+    """The iterator's operands as tensors of `dtype` and out's shape: a number
+    (0-dim CPU operand) becomes a filled 0-dim tensor, expanded."""
+    res = []
+    for t in ins:
+        if isinstance(t, torch.Tensor) and t.dtype == dtype:
+            res.append(t)
+        elif isinstance(t, torch.Tensor):
+            c = torch.empty(out.shape, dtype=dtype, device=out.device)
+            copy_kernel((c,), (t,))
+            res.append(c)
+        else:
+            c = torch.empty((), dtype=dtype, device=out.device)
+            fill_kernel((c,), (), dtype, t)
+            res.append(c.expand(out.shape))
+    return tuple(res)
+
+
 def nextafter(outs, ins, common_dtype):
     """nextafter_stub(iter): operands cast to the common dtype first."""
     out = outs[0]
-    same = []
-    for t in ins:
-        if isinstance(t, torch.Tensor) and t.dtype == common_dtype:
-            same.append(t)
-            continue
-        c = torch.empty(out.shape, dtype=common_dtype, device=out.device)
-        if isinstance(t, torch.Tensor):
-            copy_kernel((c,), (t,))
-        else:
-            fill_kernel((c,), (), common_dtype, t)
-        same.append(c)
+    same = _as_tensors(out, ins, common_dtype)
     res = out if out.dtype == common_dtype else torch.empty(out.shape, dtype=common_dtype,
                                                              device=out.device)
     if common_dtype == torch.bfloat16:
@@ -477,6 +532,11 @@ def nextafter(outs, ins, common_dtype):
 @pointwise()
 @triton.jit
 def _gcd(a, b):
+    return _gcd_value(a, b)
+
+
+@triton.jit
+def _gcd_value(a, b):
     # Euclid on |a|, |b| (as PyTorch: |INT_MIN| stays negative), in a fixed
     # number of steps: 94 is enough for any pair of int64 (Fibonacci bound).
     x = tl.where(a < 0, -a, a)
@@ -490,11 +550,37 @@ def _gcd(a, b):
     return y
 
 
+@pointwise()
+@triton.jit
+def _lcm(a, b):
+    # |a / gcd * b|, 0 where gcd is 0; as in C++, types narrower than int
+    # compute in int32 (the store wraps to the output's width).
+    g = _gcd_value(a, b)
+    nz = g != 0
+    if a.dtype.primitive_bitwidth < 32:
+        a = a.to(tl.int32)
+        b = b.to(tl.int32)
+        g = g.to(tl.int32)
+    r = a // tl.where(nz, g, tl.full(g.shape, 1, g.dtype)) * b
+    r = tl.where(r < 0, -r, r)
+    return tl.where(nz, r, tl.zeros_like(r))
+
+
+def _check_integer(name, dtype):
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        raise RuntimeError(f"{name}: not implemented for {dtype} (integer types only)")
+
+
 def gcd(outs, ins, common_dtype):
     """gcd_stub(iter): integer types only, as PyTorch."""
-    if common_dtype.is_floating_point or common_dtype.is_complex or common_dtype == torch.bool:
-        raise RuntimeError(f"gcd: not implemented for {common_dtype} (integer types only)")
-    _gcd.iter(outs, ins, common_dtype)
+    _check_integer("gcd", common_dtype)
+    _gcd.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
+
+
+def lcm(outs, ins, common_dtype):
+    """lcm_stub(iter): integer types only, as PyTorch."""
+    _check_integer("lcm", common_dtype)
+    _lcm.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -775,7 +861,8 @@ OPS = [lgamma, digamma, i0, special_i0e, special_i1, special_i1e, special_erfcx,
 
 KERNELS = {op.name: op.iter for op in OPS}
 KERNELS.update({
-    "polygamma": polygamma, "nextafter": nextafter, "gcd": gcd,
+    "polygamma": polygamma, "nextafter": nextafter, "gcd": gcd, "lcm": lcm,
+    "special_zeta": special_zeta,
     "log_sigmoid_forward": log_sigmoid_forward, "log_sigmoid_forward_out": log_sigmoid_forward_out,
     "log_sigmoid_backward": log_sigmoid_backward, "log_sigmoid_backward_out": log_sigmoid_backward_out,
     "binary_cross_entropy": binary_cross_entropy, "binary_cross_entropy_out": binary_cross_entropy_out,
