@@ -49,6 +49,13 @@ masked.log_softmax masked.softmin masked.normalize masked.logaddexp masked.logsu
 OPS_SPATIAL = """
 """.split()
 OPS_SPECIAL = """
+nn.functional.mish nn.functional.logsigmoid nn.functional.binary_cross_entropy
+nn.functional.binary_cross_entropy_with_logits nn.functional.smooth_l1_loss nn.functional.huber_loss
+nn.functional.prelu nn.functional.glu clamp_min clamp_max bitwise_left_shift bitwise_right_shift sgn
+lgamma digamma polygamma.polygamma_n_0 polygamma.polygamma_n_1 polygamma.polygamma_n_2
+polygamma.polygamma_n_3 polygamma.polygamma_n_4 special.polygamma.special_polygamma_n_0
+mvlgamma.mvlgamma_p_1 mvlgamma.mvlgamma_p_3 mvlgamma.mvlgamma_p_5 i0 special.i0e special.i1 special.i1e
+sinc nextafter gcd lcm special.erfcx special.log_ndtr special.ndtri special.zeta
 """.split()
 OPS_SELECTION = """
 median nanmedian kthvalue mode cummax cummin logcumsumexp searchsorted bucketize bincount histc unique

@@ -185,6 +185,31 @@ SPATIAL = {  # ops/spatial.py
 }
 
 SPECIAL = {  # ops/special.py
+    "mish": (1, "mish_stub"), "mish_backward": (1, "mish_backward_stub; ins (grad, self)"),
+    "smooth_l1": (1, "smooth_l1_stub (beta)"),
+    "smooth_l1_backward": (1, "smooth_l1_backward_stub (norm, beta); ins (self, target, grad)"),
+    "huber": (1, "huber_stub (delta)"),
+    "huber_backward": (1, "huber_backward_stub (norm, delta); ins (self, target, grad)"),
+    "prelu": (1, "prelu_stub; ins (self, weight)"),
+    "prelu_backward": (1, "prelu_backward_stub; outs (grad_self, grad_weight), ins (self, weight, grad)"),
+    "glu_out": (2, "glu.out: impl (self, dim, out)"),
+    "lgamma": (1, "lgamma_stub"), "digamma": (1, "digamma_stub"),
+    "polygamma": (1, "polygamma_stub (n)"), "i0": (1, "i0_stub"),
+    "special_i0e": (1, "special_i0e_stub"), "special_i1": (1, "special_i1_stub"),
+    "special_i1e": (1, "special_i1e_stub"), "sinc": (1, "sinc_stub"),
+    "special_erfcx": (1, "special_erfcx_stub"), "special_log_ndtr": (1, "special_log_ndtr_stub"),
+    "special_ndtri": (1, "special_ndtri_stub"),
+    "nextafter": (1, "nextafter_stub"), "gcd": (1, "gcd_stub"), "lcm": (1, "lcm_stub"),
+    "special_zeta": (1, "zeta_stub; ins (x, q)"),
+    "log_sigmoid_forward": (3, "log_sigmoid_forward"),
+    "log_sigmoid_forward_out": (3, "log_sigmoid_forward.output"),
+    "log_sigmoid_backward": (3, "log_sigmoid_backward"),
+    "log_sigmoid_backward_out": (3, "log_sigmoid_backward.grad_input"),
+    "binary_cross_entropy": (3, "binary_cross_entropy"),
+    "binary_cross_entropy_out": (3, "binary_cross_entropy.out"),
+    "binary_cross_entropy_backward": (3, "binary_cross_entropy_backward"),
+    "binary_cross_entropy_backward_out": (3, "binary_cross_entropy_backward.grad_input"),
+    "glu_backward": (3, "glu_backward"), "glu_backward_out": (3, "glu_backward.grad_input"),
 }
 
 SELECTION = {  # ops/selection.py

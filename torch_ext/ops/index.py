@@ -477,6 +477,8 @@ def triu_out(self, diagonal, out):
 def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     v = tl.cast(start, ACC) + o.to(ACC) * tl.cast(step, ACC)
+    if out.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # Triton's interpreter casts float64 to bfloat16 bitwise
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
 
 

@@ -1,0 +1,588 @@
+"""The special family (torch_ext/ops/special.py) through the dispatcher:
+activations and losses (mish, log_sigmoid, binary cross entropy, smooth L1,
+Huber, prelu, glu), clamp_min/clamp_max with tensor bounds, the shift
+operators, and the special functions (lgamma, digamma, polygamma, i0, i0e, i1,
+i1e, sinc, nextafter, gcd). Forward and autograd backward on the device
+against CPU (float64 reference, the same-dtype CPU result for fp16/bf16),
+edge values, layouts, broadcasting, out= and in-place forms, errors.
+Fallback is `error` (tests/conftest.py): a pass means the op ran natively."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from native_helpers import DEV, REGISTERED, assert_close, check, rand, to_dev
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+FLOATS = [F32, F16, BF16]
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+INF, NAN = math.inf, math.nan
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def grads(fn, *inputs, dtype=F32, reduce=1, const=()):
+    """fn on the device and on CPU (float64, and the same dtype) with grads for
+    the floating inputs not in `const`; compares the output and the grads."""
+    def run(device, cast):
+        xs = [t.detach().to(device=device, dtype=cast if t.is_floating_point() else t.dtype).requires_grad_(
+            t.is_floating_point() and i not in const) for i, t in enumerate(inputs)]
+        out = fn(*xs)
+        g = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
+        out.backward(g.to(device=device, dtype=out.dtype))
+        return out, [x.grad for x in xs if x.requires_grad]
+
+    out, gs = run(DEV, dtype)
+    ref_out, ref_gs = run("cpu", torch.float64)
+    same_out, same_gs = run("cpu", dtype)
+    assert_close(out, ref_out, dtype, reduce, same_out, "forward")
+    assert len(gs) == len(ref_gs) and gs
+    for i, (g, r, s) in enumerate(zip(gs, ref_gs, same_gs)):
+        assert g is not None and g.device.type == DEV
+        assert_close(g, r, dtype, reduce, s, f"grad {i}")
+
+
+def edge(dtype, *extra):
+    return torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, INF, -INF, NAN, *extra],
+                        dtype=torch.float64).to(dtype)
+
+
+def test_registered():
+    names = {"mish", "mish.out", "mish_", "mish_backward", "log_sigmoid_forward", "log_sigmoid_forward.output",
+             "log_sigmoid_backward", "log_sigmoid_backward.grad_input", "binary_cross_entropy",
+             "binary_cross_entropy.out", "binary_cross_entropy_backward",
+             "binary_cross_entropy_backward.grad_input", "smooth_l1_loss", "smooth_l1_loss.out",
+             "smooth_l1_loss_backward.grad_input", "huber_loss", "huber_loss.out", "huber_loss_backward.out",
+             "_prelu_kernel", "_prelu_kernel_backward", "glu", "glu.out", "glu_backward",
+             "glu_backward.grad_input", "clamp_min.Tensor", "clamp_min.Tensor_out", "clamp_min_.Tensor",
+             "clamp_max.Tensor", "clamp_max.Tensor_out", "clamp_max_.Tensor", "__lshift__.Scalar",
+             "__lshift__.Tensor", "__ilshift__.Scalar", "__ilshift__.Tensor", "__rshift__.Scalar",
+             "__rshift__.Tensor", "__irshift__.Scalar", "__irshift__.Tensor", "bitwise_left_shift.Tensor",
+             "bitwise_left_shift_.Tensor", "bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor",
+             "lgamma", "lgamma.out", "lgamma_", "digamma", "digamma.out", "digamma_", "polygamma",
+             "polygamma.out", "i0", "i0.out", "i0_", "sinc", "sinc.out", "sinc_", "nextafter",
+             "nextafter.out", "nextafter_", "gcd", "gcd.out", "gcd_", "special_i0e", "special_i0e.out",
+             "special_i1", "special_i1.out", "special_i1e", "special_i1e.out", "special_erfcx",
+             "special_erfcx.out", "special_log_ndtr", "special_log_ndtr.out", "special_ndtri", "special_ndtri.out",
+             "sgn", "sgn.out", "sgn_", "lcm", "lcm.out", "lcm_", "special_zeta", "special_zeta.out"}
+    assert sorted(names - REGISTERED) == []
+
+
+# ---------------------------------------------------------------------------
+# activations
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mish(dtype):
+    x = rand((9, 7), dtype, -6, 6, noncontig=True)
+    check(F.mish, x)
+    check(F.mish, edge(dtype))
+    grads(F.mish, x, dtype=dtype)
+    grads(F.mish, edge(dtype)[:10], dtype=dtype)
+    # out= and in-place
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.ops.aten.mish.out(x.to(DEV), out=out) is out
+    assert_close(out, F.mish(x.double()), dtype, ref_same=F.mish(x))
+    y = x.to(DEV)
+    F.mish(y, inplace=True)
+    assert_close(y, F.mish(x.double()), dtype, ref_same=F.mish(x))
+    g = rand((9, 7), dtype)
+    check(torch.ops.aten.mish_backward, g, x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_logsigmoid(dtype):
+    x = rand((8, 5), dtype, -10, 10, noncontig=True)
+    check(F.logsigmoid, x)
+    check(F.logsigmoid, edge(dtype, 1000.0, -1000.0) if dtype != F16 else edge(dtype))
+    grads(F.logsigmoid, x, dtype=dtype)
+    grads(F.logsigmoid, edge(dtype)[:10], dtype=dtype)
+    # the aten overloads directly; the buffer is not needed by our backward
+    out, buf = torch.ops.aten.log_sigmoid_forward(x.to(DEV))
+    assert_close(out, F.logsigmoid(x.double()), dtype, ref_same=F.logsigmoid(x))
+    o, b = torch.empty(0, dtype=dtype, device=DEV), torch.empty(3, dtype=dtype, device=DEV)
+    r = torch.ops.aten.log_sigmoid_forward.output(x.to(DEV), output=o, buffer=b)
+    assert r[0] is o and r[1] is b
+    assert_close(o, F.logsigmoid(x.double()), dtype, ref_same=F.logsigmoid(x))
+    g = rand((8, 5), dtype)
+    _, cpu_buf = torch.ops.aten.log_sigmoid_forward(x)
+    ref = torch.ops.aten.log_sigmoid_backward(g.double(), x.double(), torch.ops.aten.log_sigmoid_forward(x.double())[1])
+    gi = torch.empty(0, dtype=dtype, device=DEV)
+    res = torch.ops.aten.log_sigmoid_backward.grad_input(g.to(DEV), x.to(DEV), buf, grad_input=gi)
+    assert res is gi
+    assert_close(gi, ref, dtype, ref_same=torch.ops.aten.log_sigmoid_backward(g, x, cpu_buf))
+    with pytest.raises(RuntimeError, match="floating"):
+        torch.ops.aten.log_sigmoid_forward(torch.arange(3, device=DEV))
+
+
+# Not bfloat16: the composite's (1 - t) * x - log_sigmoid(x) cancels, and the host
+# driver's interpreter rounds float32 -> bfloat16 by truncation (an ulp off).
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_bce_with_logits(dtype):
+    x, t = rand((6, 5), dtype, -8, 8), rand((6, 5), dtype, 0, 1)
+    w, pw = rand((5,), dtype, 0.5, 2), rand((5,), dtype, 0.5, 2)
+    for red in ("mean", "sum", "none"):
+        red_n = 30 if red != "none" else 1
+        grads(lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=red), x, t, dtype=dtype,
+              reduce=red_n)
+        grads(lambda a, b, w, pw: F.binary_cross_entropy_with_logits(a, b, weight=w, pos_weight=pw,
+                                                                    reduction=red),
+              x, t, w, pw, dtype=dtype, reduce=red_n, const=(2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_prelu(dtype):
+    x = rand((4, 3, 5, 2), dtype, -3, 3, noncontig=True)
+    w = rand((3,), dtype, -1, 1)
+    check(F.prelu, x, w)
+    grads(F.prelu, x, w, dtype=dtype, reduce=40)
+    grads(F.prelu, rand((6, 7), dtype), torch.tensor([0.25], dtype=dtype), dtype=dtype, reduce=42)
+    grads(F.prelu, rand((5,), dtype), rand((1,), dtype), dtype=dtype, reduce=5)
+    check(F.prelu, edge(dtype).reshape(1, -1), torch.tensor([0.1], dtype=dtype))
+    # the aten kernels with a weight broadcast over self
+    g = rand((4, 3, 5, 2), dtype)
+    wb = w.view(1, 3, 1, 1)
+    check(torch.ops.aten._prelu_kernel, x, wb)
+    check(torch.ops.aten._prelu_kernel_backward, g, x, wb)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_glu(dtype):
+    x = rand((4, 6, 8), dtype, -4, 4)
+    for dim in (0, 1, -1, 2):
+        check(F.glu, x, dim)
+        grads(lambda t: F.glu(t, dim), x, dtype=dtype)
+    xt = rand((8, 6), dtype).t()  # non-contiguous
+    check(F.glu, xt, 0)
+    grads(lambda t: F.glu(t, 0), xt, dtype=dtype)
+    check(F.glu, edge(dtype, 2.0), 0)
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.ops.aten.glu.out(x.to(DEV), 1, out=out) is out
+    assert_close(out, F.glu(x.double(), 1), dtype, ref_same=F.glu(x, 1))
+    g = rand((4, 3, 8), dtype)
+    check(torch.ops.aten.glu_backward, g, x, 1)
+    gi = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.ops.aten.glu_backward.grad_input(g.to(DEV), x.to(DEV), 1, grad_input=gi) is gi
+    assert_close(gi, torch.ops.aten.glu_backward(g.double(), x.double(), 1), dtype,
+                 ref_same=torch.ops.aten.glu_backward(g, x, 1))
+
+
+def test_glu_errors():
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(torch.randn(3, 5, device=DEV), -1)
+    with pytest.raises(RuntimeError, match="scalars"):
+        F.glu(torch.tensor(1.0, device=DEV))
+    with pytest.raises(RuntimeError, match="does not match"):
+        torch.ops.aten.glu_backward(torch.randn(3, 3, device=DEV), torch.randn(3, 4, device=DEV), 1)
+
+
+# ---------------------------------------------------------------------------
+# losses
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_binary_cross_entropy(dtype):
+    x, t = rand((7, 6), dtype, 0.02, 0.98, noncontig=True), rand((7, 6), dtype, 0, 1)
+    w = rand((6,), dtype, 0.5, 2)
+    for red in ("none", "mean", "sum"):
+        n = 42 if red != "none" else 1
+        check(lambda a, b: F.binary_cross_entropy(a, b, reduction=red), x, t, reduce=n)
+        check(lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red), x, t, w, reduce=n)
+        grads(lambda a, b: F.binary_cross_entropy(a, b, reduction=red), x, t, dtype=dtype, reduce=n, const=(1,))
+        grads(lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red), x, t, w, dtype=dtype,
+              reduce=n, const=(1, 2))
+    # log clamped at -100: exact 0 and 1 inputs give finite losses
+    xe = torch.tensor([0.0, 0.0, 1.0, 1.0, 0.5], dtype=dtype)
+    te = torch.tensor([0.0, 1.0, 0.0, 1.0, 0.25], dtype=dtype)
+    res = check(lambda a, b: F.binary_cross_entropy(a, b, reduction="none"), xe, te)
+    assert torch.isfinite(res.cpu()).all() and res.cpu()[1].item() == 100.0
+    # the aten out= forms
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    r = torch.ops.aten.binary_cross_entropy.out(x.to(DEV), t.to(DEV), w.to(DEV), 2, out=out)
+    assert r is out and out.shape == ()
+    assert_close(out, F.binary_cross_entropy(x.double(), t.double(), w.double(), reduction="sum"), dtype, reduce=42,
+                 ref_same=F.binary_cross_entropy(x, t, w, reduction="sum"))
+    g = rand((7, 6), dtype)
+    gi = torch.empty(0, dtype=dtype, device=DEV)
+    r = torch.ops.aten.binary_cross_entropy_backward.grad_input(g.to(DEV), x.to(DEV), t.to(DEV), None, 0,
+                                                                 grad_input=gi)
+    assert r is gi
+    ref = torch.ops.aten.binary_cross_entropy_backward(g.double(), x.double(), t.double(), None, 0)
+    assert_close(gi, ref, dtype, ref_same=torch.ops.aten.binary_cross_entropy_backward(g, x, t, None, 0))
+
+
+def test_binary_cross_entropy_errors():
+    x, t = torch.rand(4, 3), torch.rand(4, 3)
+    with pytest.raises(RuntimeError, match="input should be between 0 and 1"):
+        F.binary_cross_entropy((x + 1).to(DEV), t.to(DEV))
+    with pytest.raises(RuntimeError, match="input should be between 0 and 1"):
+        F.binary_cross_entropy(torch.full((3,), NAN, device=DEV), torch.rand(3, device=DEV))
+    with pytest.raises(RuntimeError, match="target should be between 0 and 1"):
+        F.binary_cross_entropy(x.to(DEV), (t - 2).to(DEV))
+    with pytest.raises(RuntimeError, match="does not match"):
+        torch.ops.aten.binary_cross_entropy(x.to(DEV), torch.rand(5, device=DEV))
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch.ops.aten.binary_cross_entropy(x.to(DEV), t.double().to(DEV))
+    with pytest.raises(RuntimeError, match="weight"):
+        torch.ops.aten.binary_cross_entropy(x.to(DEV), t.to(DEV), torch.rand(4, device=DEV))
+    with pytest.raises(ValueError):  # the Python-level size check, before dispatch
+        F.binary_cross_entropy(x.to(DEV), torch.rand(4, 1, device=DEV))
+    # CPU raises for the same inputs
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(x + 1, t)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("loss", ["smooth_l1", "huber"])
+def test_smooth_l1_huber(dtype, loss):
+    fn = F.smooth_l1_loss if loss == "smooth_l1" else F.huber_loss
+    key = "beta" if loss == "smooth_l1" else "delta"
+    x, t = rand((6, 7), dtype, -3, 3, noncontig=True), rand((6, 7), dtype, -3, 3)
+    x[0, :3] = t[0, :3]  # zero difference
+    for red in ("none", "mean", "sum"):
+        n = 42 if red != "none" else 1
+        for param in (1.0, 0.3, 2.5):
+            f = (lambda a, b, red=red, param=param: fn(a, b, reduction=red, **{key: param}))
+            check(f, x, t, reduce=n)
+            grads(f, x, t, dtype=dtype, reduce=n)
+    # broadcast target (PyTorch warns), edge values
+    with pytest.warns(UserWarning):
+        grads(lambda a, b: fn(a, b, reduction="sum"), x, t[:1], dtype=dtype, reduce=42)
+    e = edge(dtype)
+    check(lambda a, b: fn(a, b, reduction="none"), e, torch.zeros_like(e))
+    # the aten out= forms
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    op = torch.ops.aten.smooth_l1_loss.out if loss == "smooth_l1" else torch.ops.aten.huber_loss.out
+    assert op(x.to(DEV), t.to(DEV), 1, 0.5, out=out) is out and out.shape == ()
+    assert_close(out, fn(x.double(), t.double(), **{key: 0.5}), dtype, reduce=42, ref_same=fn(x, t, **{key: 0.5}))
+    g = rand((6, 7), dtype)
+    bop = torch.ops.aten.smooth_l1_loss_backward if loss == "smooth_l1" else torch.ops.aten.huber_loss_backward
+    gi = torch.empty(0, dtype=dtype, device=DEV)
+    kw = {"grad_input": gi}
+    r = (bop.grad_input if loss == "smooth_l1" else bop.out)(g.to(DEV), x.to(DEV), t.to(DEV), 0, 0.7, **kw)
+    assert r is gi
+    assert_close(gi, bop(g.double(), x.double(), t.double(), 0, 0.7), dtype, ref_same=bop(g, x, t, 0, 0.7))
+
+
+def test_smooth_l1_errors():
+    with pytest.raises(RuntimeError, match="negative values for beta"):
+        F.smooth_l1_loss(torch.randn(3, device=DEV), torch.randn(3, device=DEV), beta=-1.0)
+    with pytest.raises(RuntimeError, match="values for delta"):
+        F.huber_loss(torch.randn(3, device=DEV), torch.randn(3, device=DEV), delta=-1.0)
+    with pytest.raises(RuntimeError):
+        F.smooth_l1_loss(torch.randn(3, device=DEV), torch.randn(4, device=DEV))
+
+
+# ---------------------------------------------------------------------------
+# clamp with tensor bounds, shifts
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8])
+def test_clamp_tensor_bounds(dtype):
+    x = rand((6, 5), dtype, -5, 5, noncontig=True)
+    lo, hi = rand((5,), dtype, -2, 0), rand((6, 1), dtype, 0, 2)
+    if dtype.is_floating_point:
+        x[0, 0], lo[1], hi[2, 0] = NAN, NAN, NAN
+    for name in ("clamp_min", "clamp_max"):
+        b = lo if name == "clamp_min" else hi
+        fn = getattr(torch, name)
+        check(fn, x, b)
+        out = torch.empty(0, dtype=dtype, device=DEV)
+        assert fn(x.to(DEV), b.to(DEV), out=out) is out
+        assert_close(out, fn(x, b), dtype)
+        y = x.to(DEV)
+        assert getattr(y, name + "_")(b.to(DEV)) is y
+        assert_close(y, fn(x, b), dtype)
+    if dtype.is_floating_point:
+        grads(lambda a, b: torch.clamp_min(a, b), rand((6, 5), dtype), rand((5,), dtype), dtype=dtype, reduce=6)
+        grads(lambda a, b: torch.clamp_max(a, b), rand((6, 5), dtype), rand((6, 1), dtype), dtype=dtype, reduce=5)
+    # promotion: an integer tensor clamped by a float tensor
+    check(torch.clamp_min, torch.arange(-3, 3), torch.tensor([0.5]))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_shifts(dtype):
+    bits = torch.iinfo(dtype).bits
+    x = rand((6, 7), dtype, -100, 100, noncontig=True)
+    s = torch.randint(0, bits + 3, (6, 7)).to(dtype)  # shifts past the width included
+    s[0, 0] = bits
+    for fn in (torch.bitwise_left_shift, torch.bitwise_right_shift, lambda a, b: a << b, lambda a, b: a >> b,
+               torch.Tensor.__lshift__, torch.Tensor.__rshift__):
+        check(fn, x, s)
+        check(fn, x, s[:1])  # broadcasting
+        for k in (0, 1, 3, bits - 1, bits, bits + 1):
+            check(fn, x, k)
+    for name in ("__ilshift__", "__irshift__", "bitwise_left_shift_", "bitwise_right_shift_"):
+        y, r = x.to(DEV), x.clone()
+        assert getattr(y, name)(s.to(DEV)) is y
+        getattr(r, name)(s)
+        assert_close(y, r)
+        if name.startswith("__"):
+            y, r = x.to(DEV), x.clone()
+            getattr(y, name)(2)
+            getattr(r, name)(2)
+            assert_close(y, r)
+
+
+def test_shift_errors():
+    with pytest.raises(RuntimeError):
+        torch.randn(3, device=DEV) << 1
+    with pytest.raises(RuntimeError):
+        torch.randn(3, device=DEV) >> torch.ones(3, device=DEV, dtype=torch.int64)
+
+
+# ---------------------------------------------------------------------------
+# special functions
+
+UNARY_SPECIAL = {
+    "lgamma": torch.lgamma, "digamma": torch.digamma, "i0": torch.i0, "sinc": torch.sinc,
+    "special_i0e": torch.special.i0e, "special_i1": torch.special.i1, "special_i1e": torch.special.i1e,
+}
+# Ranges with the interesting parts (poles of lgamma/digamma at non-positive integers).
+RANGE = {"lgamma": (-12, 12), "digamma": (-12, 12), "i0": (-30, 30), "sinc": (-6, 6),
+         "special_i0e": (-60, 60), "special_i1": (-30, 30), "special_i1e": (-60, 60)}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_SPECIAL))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_special_unary(name, dtype):
+    fn = UNARY_SPECIAL[name]
+    lo, hi = RANGE[name]
+    x = rand((9, 11), dtype, lo, hi, noncontig=True)
+    check(fn, x)
+    check(fn, edge(dtype, 1e-6, -1e-6, 2.0, -3.0, 3.5, 30.0, 1e4, -1e4 - 0.5 if dtype == F32 else -7.5))
+    check(fn, torch.linspace(lo, hi, 301, dtype=torch.float64).to(dtype))
+    # integer inputs compute in the default float dtype
+    if dtype == F32:
+        check(fn, torch.arange(-6, 7, dtype=torch.int32))
+        check(fn, torch.arange(0, 7, dtype=torch.int64))
+    # out= and in-place
+    ref, same = fn(x.double()), fn(x)
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert fn(x.to(DEV), out=out) is out
+    assert_close(out, ref, dtype, ref_same=same)
+    if hasattr(torch.Tensor, name + "_"):
+        y = x.to(DEV)
+        assert getattr(y, name + "_")() is y
+        assert_close(y, ref, dtype, ref_same=same)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_SPECIAL))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_special_unary_backward(name, dtype):
+    fn = UNARY_SPECIAL[name]
+    lo, hi = RANGE[name]
+    x = rand((7, 6), dtype, max(lo, -4) + 0.05, min(hi, 6))
+    x = torch.where((x.double() - x.double().round()).abs() < 0.05, x + 0.25, x)  # away from poles
+    if name in ("lgamma", "digamma"):
+        x = x.abs() + 0.1 if dtype != F32 else x  # negative arguments only in float32 (fp16 pole error)
+    if dtype == BF16 and name == "sinc":
+        return  # the backward is a composite, pi x cos(pi x) - sin(pi x) cancels in bfloat16 steps
+    if dtype != F32 and name in ("special_i1", "special_i1e"):
+        # PyTorch's i1_backward/i1e_backward have no Half/BFloat16 version (autograd code, any device)
+        for dev in ("cpu", DEV):
+            with pytest.raises(NotImplementedError, match="Half|BFloat16"):
+                fn(x.to(dev).requires_grad_()).sum().backward()
+        return
+    grads(fn, x, dtype=dtype)
+
+
+def test_special_poles_and_signs():
+    d = torch.tensor([0.0, -0.0, -1.0, -2.0, -INF, INF, NAN])
+    res = torch.digamma(d.to(DEV)).cpu()
+    assert torch.equal(res[:2], torch.tensor([-INF, INF]))
+    assert res[2:4].isnan().all() and res[4].isnan() and res[5] == INF and res[6].isnan()
+    assert torch.equal(torch.lgamma(d.to(DEV)).cpu()[:6], torch.full((6,), INF))
+    # i0/i1 at +-inf are nan as on CPU; the scaled forms are (signed) zero
+    e = torch.tensor([INF, -INF])
+    for fn in (torch.i0, torch.special.i1, torch.special.i0e, torch.special.i1e):
+        torch.testing.assert_close(fn(e.to(DEV)).cpu(), fn(e), equal_nan=True, rtol=0, atol=0)
+    assert torch.special.i1e(e.to(DEV)).cpu()[1].item() == 0.0 and math.copysign(
+        1.0, torch.special.i1e(e.to(DEV)).cpu()[1].item()) == -1.0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5])
+def test_polygamma(n, dtype):
+    x = rand((8, 9), dtype, -6, 10, noncontig=True)
+    x = torch.where((x.double() - x.double().round()).abs() < 0.05, x + 0.3, x)  # away from poles
+    if dtype != F32:
+        x = x.abs() + 0.2  # fp16/bf16 inputs near poles: results past the dtype's range
+    check(lambda t: torch.polygamma(n, t), x)
+    check(lambda t: torch.polygamma(n, t), torch.tensor([0.5, 1.0, 2.0, 10.0, 1e-3, 30.0, 200.0, NAN], dtype=dtype))
+    grads(lambda t: torch.polygamma(n, t), x.abs() + 0.5, dtype=dtype)
+    # method, out= and in-place (polygamma_ is a composite over polygamma.out)
+    ref, same = torch.polygamma(n, x.double()), torch.polygamma(n, x)
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.polygamma(n, x.to(DEV), out=out) is out
+    assert_close(out, ref, dtype, ref_same=same)
+    y = x.to(DEV)
+    assert y.polygamma_(n) is y
+    assert_close(y, ref, dtype, ref_same=same)
+    assert_close(x.to(DEV).polygamma(n), ref, dtype, ref_same=same)
+
+
+def test_polygamma_edges():
+    x = torch.tensor([0.0, -1.0, -3.0, INF, -INF, NAN, -0.5, -7.25, -22.5])
+    for n in (1, 2, 3, 4):
+        res = torch.polygamma(n, x.to(DEV)).cpu()
+        # poles: (-1)^(n+1) * inf at the non-positive integers
+        sign = 1.0 if n % 2 else -1.0
+        assert torch.equal(res[:3], torch.full((3,), sign * INF)), (n, res)
+        if n >= 2:  # elsewhere as on CPU (which gives finite values at n = 1's poles)
+            ref = torch.polygamma(n, x.double())
+            torch.testing.assert_close(res.double(), ref, equal_nan=True, rtol=1e-5, atol=1e-5)
+    assert torch.polygamma(1, torch.tensor([INF, -INF], device=DEV)).cpu()[0] == 0.0
+    assert torch.polygamma(1, torch.tensor([-INF], device=DEV)).cpu().isnan().all()
+    with pytest.raises(RuntimeError, match="negative n"):
+        torch.polygamma(-1, torch.ones(3, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.float64])
+def test_nextafter(dtype):
+    info = torch.finfo(dtype)
+    a = torch.tensor([0.0, 0.0, -0.0, 1.0, -1.0, 1.0, INF, -INF, NAN, 2.0, info.max, info.tiny, -info.tiny,
+                      3.0, 1e-3], dtype=dtype)
+    b = torch.tensor([1.0, -1.0, 1.0, 2.0, -2.0, 1.0, 0.0, 0.0, 0.0, NAN, INF, 0.0, 0.0, -3.0, 0.0], dtype=dtype)
+    res = torch.nextafter(a.to(DEV), b.to(DEV)).cpu()
+    ref = torch.nextafter(a, b)
+    idt = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+    nan = ref.isnan()
+    assert torch.equal(res.isnan(), nan)
+    assert torch.equal(res[~nan].view(idt), ref[~nan].view(idt)), (res, ref)  # bit for bit
+    x, y = rand((7, 5), dtype, -5, 5, noncontig=True), rand((5,), dtype, -5, 5)
+    for args in ((x, y), (y, x), (x, x)):
+        r = torch.nextafter(*to_dev(args)).cpu()
+        assert torch.equal(r.view(idt), torch.nextafter(*args).view(idt))
+    z = x.to(DEV)
+    assert z.nextafter_(y.to(DEV)) is z
+    assert torch.equal(z.cpu().view(idt), torch.nextafter(x, y).view(idt))
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.nextafter(x.to(DEV), y.to(DEV), out=out) is out
+    assert torch.equal(out.cpu().view(idt), torch.nextafter(x, y).view(idt))
+    # a 0-dim operand
+    r = torch.nextafter(x.to(DEV), torch.tensor(0.0, dtype=dtype, device=DEV)).cpu()
+    assert torch.equal(r.view(idt), torch.nextafter(x, torch.tensor(0.0, dtype=dtype)).view(idt))
+
+
+def test_nextafter_mixed_and_errors():
+    x, y = torch.randn(4, 3), torch.randn(3, dtype=torch.float64)
+    r = torch.nextafter(x.to(DEV), y.to(DEV)).cpu()
+    assert r.dtype == torch.float64 and torch.equal(r, torch.nextafter(x, y))
+    with pytest.raises(RuntimeError):
+        torch.nextafter(torch.arange(3, device=DEV), torch.arange(3, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_gcd(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (8, 9), dtype=dtype)
+    b = torch.randint(info.min, info.max, (8, 9), dtype=dtype)
+    a[0, :6] = torch.tensor([0, 0, info.min, info.max, 12, info.max], dtype=torch.int64).to(dtype)
+    b[0, :6] = torch.tensor([0, 7, 0, info.max - 1, 18, 1], dtype=torch.int64).to(dtype)
+    check(torch.gcd, a, b)
+    check(torch.gcd, a.t(), b.t())  # non-contiguous
+    check(torch.gcd, a, b[:1])  # broadcasting
+    small = torch.randint(0 if dtype == torch.uint8 else -40, 40, (50,), dtype=dtype)
+    check(torch.gcd, small, small.flip(0))
+    y = a.to(DEV)
+    assert y.gcd_(b.to(DEV)) is y
+    assert_close(y, torch.gcd(a, b))
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.gcd(a.to(DEV), b.to(DEV), out=out) is out
+    assert_close(out, torch.gcd(a, b))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_lcm(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (8, 9), dtype=dtype)
+    b = torch.randint(info.min, info.max, (8, 9), dtype=dtype)
+    a[0, :4] = torch.tensor([0, 0, 6, info.max], dtype=torch.int64).to(dtype)
+    b[0, :4] = torch.tensor([0, 7, 4, 2], dtype=torch.int64).to(dtype)
+    check(torch.lcm, a, b)  # products past the type wrap as on CPU
+    small = torch.randint(0 if dtype == torch.uint8 else -12, 12, (6, 7), dtype=dtype)
+    check(torch.lcm, small, small.t().contiguous().t().flip(0))
+    check(torch.lcm, small, small[:1])
+    y = small.to(DEV)
+    assert y.lcm_(small.flip(1).to(DEV)) is y
+    assert_close(y, torch.lcm(small, small.flip(1)))
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    assert torch.lcm(a.to(DEV), b.to(DEV), out=out) is out
+    assert_close(out, torch.lcm(a, b))
+
+
+def test_zeta():
+    for dtype in (F32, torch.float64):
+        x = rand((9, 8), dtype, 1.01, 30, noncontig=True)
+        q = rand((9, 8), dtype, 0.01, 20)
+        check(torch.special.zeta, x, q)
+        check(torch.special.zeta, x, q[:1])  # broadcasting
+        check(torch.special.zeta, torch.randint(2, 9, (50,)).to(dtype), -torch.rand(50, dtype=torch.float64).to(
+            dtype) * 15)  # q < 0 with integer x
+        xe = torch.tensor([1.0, 0.5, 2.0, 2.0, 2.0, 2.5, 3.0, 2.0, 2.0, NAN, 2.0, 30.0, 1.5, 2.0, 200.0], dtype=dtype)
+        qe = torch.tensor([1.0, 1.0, 0.0, -1.0, -1.5, -1.5, -2.5, INF, -INF, 1.0, NAN, 0.5, 1e-3, 1e10, 1.5],
+                          dtype=dtype)
+        check(torch.special.zeta, xe, qe)
+        out = torch.empty(0, dtype=dtype, device=DEV)
+        assert torch.special.zeta(x.to(DEV), q.to(DEV), out=out) is out
+        assert_close(out, torch.special.zeta(x.double(), q.double()), dtype, ref_same=torch.special.zeta(x, q))
+    check(torch.special.zeta, 2.0, rand((5,), F32, 0.5, 4))  # the Scalar overloads (composites)
+    check(torch.special.zeta, rand((5,), F32, 1.5, 4), 3.0)
+    check(torch.special.zeta, torch.arange(2, 6), torch.arange(1, 5))  # integers -> float32
+    # the gradient with respect to q: -x * zeta(x + 1, q) (autograd composite)
+    grads(torch.special.zeta, rand((4, 3), F32, 1.5, 6), rand((4, 3), F32, 0.5, 5), const=(0,))
+
+
+def test_gcd_errors():
+    with pytest.raises(RuntimeError):
+        torch.lcm(torch.ones(3, device=DEV), torch.ones(3, device=DEV))
+    with pytest.raises(RuntimeError):
+        torch.gcd(torch.ones(3, device=DEV), torch.ones(3, device=DEV))
+    with pytest.raises(RuntimeError):
+        torch.gcd(torch.ones(3, dtype=torch.bool, device=DEV), torch.ones(3, dtype=torch.bool, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mvlgamma(dtype):
+    # a composite over lgamma and arange (arange in bfloat16 went through a
+    # bitwise float64 -> bfloat16 cast in the interpreter)
+    x = rand((5, 4), dtype, 2.5, 8)
+    for p in (1, 3, 5):
+        check(torch.mvlgamma, x, p, reduce=p)
+    assert torch.equal(torch.arange(-1.5, 0.5, 0.5, dtype=dtype, device=DEV).cpu(),
+                       torch.arange(-1.5, 0.5, 0.5, dtype=dtype))
+
+
+NDTR = {"special_erfcx": (torch.special.erfcx, (-8, 30)), "special_log_ndtr": (torch.special.log_ndtr, (-40, 12)),
+        "special_ndtri": (torch.special.ndtri, (0, 1))}
+
+
+@pytest.mark.parametrize("name", sorted(NDTR))
+def test_erfcx_log_ndtr_ndtri(name):
+    # float32 (PyTorch's CPU kernels take float32/float64 only) and float64
+    fn, (lo, hi) = NDTR[name]
+    for dtype in (F32, torch.float64):
+        x = rand((9, 11), dtype, lo, hi, noncontig=True)
+        check(fn, x)
+        check(fn, torch.linspace(lo, hi, 401, dtype=torch.float64).to(dtype))
+        if name == "special_ndtri":
+            e = torch.tensor([0.0, 1.0, 0.5, 1e-30, 1 - 1e-7, 1e-7, -0.5, 1.5, NAN], dtype=dtype)
+        else:
+            e = torch.tensor([0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 26.0, -26.0, -27.0, 1e4, -1e4, INF, -INF, NAN],
+                             dtype=dtype)
+        check(fn, e)
+        out = torch.empty(0, dtype=dtype, device=DEV)
+        assert fn(x.to(DEV), out=out) is out
+        assert_close(out, fn(x.double()), dtype, ref_same=fn(x))
+    check(fn, torch.arange(0, 2) if name == "special_ndtri" else torch.arange(-5, 6))  # integers -> float32
+    x = rand((6, 5), F32, max(lo, -6) + 0.01, min(hi, 6) - 0.01)
+    grads(fn, x)
+    # fp16/bf16 inputs: computed in float64 and rounded (PyTorch's CPU kernels refuse these dtypes)
+    for dt in (F16, BF16):
+        xh = rand((7, 3), dt, max(lo, -4) + 0.01, min(hi, 4) - 0.01)
+        assert_close(fn(xh.to(DEV)), fn(xh.double()), dt)
