@@ -62,10 +62,10 @@ median nanmedian kthvalue mode cummax cummin logcumsumexp searchsorted bucketize
 unique_consecutive take put index_fill masked_scatter count_nonzero trace aminmax isin linalg.cross cross
 repeat_interleave equal cdist nn.functional.pdist nn.functional.max_unpool2d nn.functional.max_unpool2d.grad
 nn.functional.channel_shuffle tril_indices triu_indices
-linalg.det linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.lu_factor linalg.lu_factor_ex
+linalg.det linalg.slogdet logdet linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.lu_factor linalg.lu_factor_ex
 linalg.lu_solve linalg.cholesky linalg.cholesky_ex linalg.solve_triangular triangular_solve cholesky_solve
 cholesky lu_solve linalg.tensorsolve linalg.tensorinv linalg.matrix_power nn.functional.grid_sample
-nn.functional.affine_grid nn.functional.embedding_bag
+nn.functional.embedding_bag
 """.split()
 OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION
 # Random ops: shape, dtype and device only (distributions in test_random.py).
