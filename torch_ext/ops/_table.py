@@ -153,6 +153,34 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
 
 # Per-family tables: name -> (convention, aten target).
 SPATIAL = {  # ops/spatial.py
+    "_adaptive_avg_pool2d": (3, "_adaptive_avg_pool2d"),
+    "adaptive_avg_pool2d_out": (3, "adaptive_avg_pool2d.out"),
+    "_adaptive_avg_pool2d_backward": (3, "_adaptive_avg_pool2d_backward"),
+    "adaptive_max_pool2d": (2, "adaptive_max_pool2d.out"),
+    "adaptive_max_pool2d_backward": (2, "adaptive_max_pool2d_backward.grad_input"),
+    "upsample_bilinear2d": (2, "upsample_bilinear2d.out"),
+    "upsample_bilinear2d_backward": (2, "upsample_bilinear2d_backward.grad_input"),
+    "upsample_linear1d": (2, "upsample_linear1d.out"),
+    "upsample_linear1d_backward": (2, "upsample_linear1d_backward.grad_input"),
+    "upsample_nearest1d": (2, "upsample_nearest1d.out"),
+    "upsample_nearest1d_backward": (2, "upsample_nearest1d_backward.grad_input"),
+    "_upsample_nearest_exact1d": (2, "_upsample_nearest_exact1d.out"),
+    "_upsample_nearest_exact1d_backward": (2, "_upsample_nearest_exact1d_backward.grad_input"),
+    "_upsample_nearest_exact2d": (2, "_upsample_nearest_exact2d.out"),
+    "_upsample_nearest_exact2d_backward": (2, "_upsample_nearest_exact2d_backward.grad_input"),
+    "reflection_pad2d": (3, "reflection_pad2d"),
+    "reflection_pad2d_out": (3, "reflection_pad2d.out"),
+    "reflection_pad2d_backward": (3, "reflection_pad2d_backward"),
+    "reflection_pad2d_backward_out": (3, "reflection_pad2d_backward.grad_input"),
+    "replication_pad2d": (2, "replication_pad2d.out"),
+    "replication_pad2d_backward": (3, "replication_pad2d_backward"),
+    "replication_pad2d_backward_out": (3, "replication_pad2d_backward.grad_input"),
+    "reflection_pad1d": (2, "reflection_pad1d.out"),
+    "reflection_pad1d_backward": (2, "reflection_pad1d_backward.grad_input"),
+    "replication_pad1d": (2, "replication_pad1d.out"),
+    "replication_pad1d_backward": (2, "replication_pad1d_backward.grad_input"),
+    "im2col": (3, "im2col"), "im2col_out": (3, "im2col.out"),
+    "col2im": (3, "col2im"), "col2im_out": (3, "col2im.out"),
 }
 
 SPECIAL = {  # ops/special.py

@@ -497,35 +497,54 @@ KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
 #   upsample_nearest2d.out impl: (self, output_size, scales_h, scales_w, out)
 #   upsample_nearest2d_backward.grad_input impl:
 #       (grad_output, output_size, input_size, scales_h, scales_w, grad_input)
-# Source row of output row o: floor(o * scale) (float32, as PyTorch), scale =
-# 1/scales_h when given, else in/out; capped at in - 1.
+# Source row of output row o: floor((o + offset) * scale) (float32, as PyTorch;
+# offset 0.5 for "nearest-exact", ops/spatial.py), scale = 1/scales_h when
+# given, else in/out; capped at in - 1.  Plain "nearest" copies rows where
+# out == in and halves the index where out == 2 * in whatever the scale (as
+# PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx).
 
-def _nearest_scale(in_size, out_size, scale):
+def _nearest_scale(in_size, out_size, scale, exact=False):
+    if not exact and out_size in (in_size, 2 * in_size):
+        return in_size / out_size  # 1.0 or 0.5: exact in float32
     return (1.0 / scale) if scale is not None and scale > 0 else in_size / out_size
 
 
 @triton.jit
-def _nearest_src(o, scale, size):
-    return tl.minimum((o.to(tl.float32) * scale).to(tl.int64), size - 1)
+def _nearest_src(o, scale, size, offset):
+    return tl.minimum(((o.to(tl.float32) + offset) * scale).to(tl.int64), size - 1)
 
 
 @triton.jit
-def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, BACKWARD: tl.constexpr,
+def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, offset, BACKWARD: tl.constexpr,
                              BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, oh, ow = _split3(e, OH, OW)
-    src = plane * H * W + _nearest_src(oh, sh, H) * W + _nearest_src(ow, sw, W)
-    if BACKWARD:  # x: grad_output (by output element), out: float32 grad_input
-        tl.atomic_add(out + src, tl.load(x + e, mask=mask, other=0).to(tl.float32), mask=mask)
+    src = plane * H * W + _nearest_src(oh, sh, H, offset) * W + _nearest_src(ow, sw, W, offset)
+    if BACKWARD:  # x: grad_output (by output element), out: float32/64 grad_input
+        v = tl.load(x + e, mask=mask, other=0).to(out.dtype.element_ty)
+        tl.atomic_add(out + src, v, mask=mask)
     else:
         tl.store(out + e, tl.load(x + src, mask=mask, other=0), mask=mask)
 
 
-def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
+def _rows(shape):
+    """(H, W) of an N-C-[H-]W shape: a 1-d signal is one row."""
+    return (shape[-2], shape[-1]) if len(shape) >= 4 else (1, shape[-1])
+
+
+def _nearest_scales(in_shape, out_shape, scales, exact):
+    (H, W), (OH, OW) = _rows(in_shape), _rows(out_shape)
+    scales = [None] * (2 - len(scales)) + list(scales)
+    return (float(_nearest_scale(H, OH, scales[0], exact)),
+            float(_nearest_scale(W, OW, scales[1], exact)))
+
+
+def upsample_nearest(self, out, scales, exact=False):
+    """out (N, C, [OH,] OW) from self (N, C, [H,] W); scales: the op's
+    optional scales, one per spatial dim; exact: "nearest-exact"."""
     x = _contiguous(self)
-    H, W = x.shape[-2], x.shape[-1]
-    OH, OW = output_size
+    (H, W), (OH, OW) = _rows(x.shape), _rows(out.shape)
     total = out.numel()
     if total == 0:
         return
@@ -533,26 +552,35 @@ def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
     o_t = _dense(out)
     block = _block(total)
     launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW,
-           float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
+           *_nearest_scales(x.shape, out.shape, scales, exact), 0.5 if exact else 0.0,
            BACKWARD=False, BLOCK=block)
     _write_back(out, o_t)
 
 
-def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
-                                    grad_input):
+def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
+    """The adjoint of upsample_nearest: float32 (float64) atomics, then grad_input."""
     from .copy import fill_
     g = _contiguous(grad_output)
-    H, W = input_size[-2], input_size[-1]
-    OH, OW = output_size
-    acc = torch.empty(grad_input.shape, dtype=torch.float32, device=grad_input.device)
+    (H, W), (OH, OW) = _rows(grad_input.shape), _rows(g.shape)
+    acc_t = torch.float64 if grad_input.dtype == torch.float64 else torch.float32
+    acc = torch.empty(grad_input.shape, dtype=acc_t, device=grad_input.device)
     fill_(acc, 0)
     total = g.numel()
     if total:
         block = _block(total)
         launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total, H, W, OH, OW,
-               float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
-               BACKWARD=True, BLOCK=block)
+               *_nearest_scales(grad_input.shape, g.shape, scales, exact),
+               0.5 if exact else 0.0, BACKWARD=True, BLOCK=block)
     copy_kernel((grad_input,), (acc,))
+
+
+def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
+    upsample_nearest(self, out, (scales_h, scales_w))
+
+
+def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
+                                    grad_input):
+    upsample_nearest_backward(grad_output, grad_input, (scales_h, scales_w))
 
 
 KERNELS.update({"upsample_nearest2d": upsample_nearest2d_out,
