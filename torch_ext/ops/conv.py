@@ -499,12 +499,13 @@ KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
 #       (grad_output, output_size, input_size, scales_h, scales_w, grad_input)
 # Source row of output row o: floor((o + offset) * scale) (float32, as PyTorch;
 # offset 0.5 for "nearest-exact", ops/spatial.py), scale = 1/scales_h when
-# given, else in/out; capped at in - 1.  Plain "nearest" copies rows where
+# given, else in/out; capped at in - 1.  2-d "nearest" copies rows where
 # out == in and halves the index where out == 2 * in whatever the scale (as
-# PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx).
+# PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx; its 1-d kernel
+# and "nearest-exact" do not).
 
-def _nearest_scale(in_size, out_size, scale, exact=False):
-    if not exact and out_size in (in_size, 2 * in_size):
+def _nearest_scale(in_size, out_size, scale, size_rule=False):
+    if size_rule and out_size in (in_size, 2 * in_size):
         return in_size / out_size  # 1.0 or 0.5: exact in float32
     return (1.0 / scale) if scale is not None and scale > 0 else in_size / out_size
 
@@ -535,9 +536,10 @@ def _rows(shape):
 
 def _nearest_scales(in_shape, out_shape, scales, exact):
     (H, W), (OH, OW) = _rows(in_shape), _rows(out_shape)
+    rule = len(scales) == 2 and not exact
     scales = [None] * (2 - len(scales)) + list(scales)
-    return (float(_nearest_scale(H, OH, scales[0], exact)),
-            float(_nearest_scale(W, OW, scales[1], exact)))
+    return (float(_nearest_scale(H, OH, scales[0], rule)),
+            float(_nearest_scale(W, OW, scales[1], rule)))
 
 
 def upsample_nearest(self, out, scales, exact=False):

@@ -1,0 +1,416 @@
+"""Spatial ops (torch_ext/ops/spatial.py): adaptive pooling, interpolation,
+reflection/replication padding, unfold/fold -- forward and autograd backward
+against the CPU (float64 reference, then the same-dtype CPU result for
+fp16/bf16), over several shapes, layouts and dtypes, and their errors."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from native_helpers import DEV, REGISTERED, rand
+from test_backward import grads
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+DTYPES = [F32, F16, BF16]
+CL = torch.channels_last
+
+
+def _layout(kind):
+    """Input of the op inside fn, as both runs (device and CPU) see it."""
+    return {"contig": lambda t: t,
+            "channels_last": lambda t: t.contiguous(memory_format=CL) if t.dim() == 4 else
+            t.permute(1, 2, 0).contiguous().permute(2, 0, 1),  # (C, H, W) with C innermost
+            "transposed": lambda t: t.transpose(-1, -2)}[kind]
+
+
+def test_ops_are_registered():
+    ops = """_adaptive_avg_pool2d _adaptive_avg_pool2d_backward adaptive_avg_pool2d.out
+    adaptive_max_pool2d.out adaptive_max_pool2d_backward.grad_input upsample_bilinear2d.out
+    upsample_bilinear2d_backward.grad_input upsample_linear1d.out upsample_linear1d_backward.grad_input
+    upsample_nearest1d.out upsample_nearest1d_backward.grad_input _upsample_nearest_exact1d.out
+    _upsample_nearest_exact1d_backward.grad_input _upsample_nearest_exact2d.out
+    _upsample_nearest_exact2d_backward.grad_input reflection_pad2d reflection_pad2d.out
+    reflection_pad2d_backward reflection_pad2d_backward.grad_input replication_pad2d.out
+    replication_pad2d_backward replication_pad2d_backward.grad_input reflection_pad1d.out
+    reflection_pad1d_backward.grad_input replication_pad1d.out replication_pad1d_backward.grad_input
+    im2col im2col.out col2im col2im.out""".split()
+    assert sorted(set(ops) - REGISTERED) == []
+
+
+# -- adaptive pooling -----------------------------------------------------------
+
+ADAPTIVE_SIZES = [(1, 1), (3, 4), (7, 9), (10, 13), (5, 2)]  # input planes are 7 x 9
+
+
+@pytest.mark.parametrize("size", ADAPTIVE_SIZES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adaptive_avg_pool2d(size, dtype):
+    x = rand((2, 3, 7, 9), dtype)
+    reduce = max(1, (7 // size[0] + 1) * (9 // size[1] + 1))
+    # torch._adaptive_avg_pool2d itself: F.adaptive_avg_pool2d sends (1, 1) to mean.
+    grads(lambda t: torch._adaptive_avg_pool2d(t, size), x, dtype=dtype, reduce=reduce)
+    grads(lambda t: F.adaptive_avg_pool2d(t, size), x, dtype=dtype, reduce=reduce)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "transposed"])
+def test_adaptive_avg_pool2d_layouts_batch1_and_3d(layout):
+    f = _layout(layout)
+    grads(lambda t: torch._adaptive_avg_pool2d(f(t), (4, 3)), rand((1, 5, 8, 6), F32), reduce=9)
+    grads(lambda t: torch._adaptive_avg_pool2d(f(t), (1, 1)), rand((1, 5, 8, 6), F32), reduce=48)
+    grads(lambda t: F.adaptive_avg_pool2d(f(t), (5, 11)), rand((3, 8, 6), F32), reduce=4)
+    out = torch._adaptive_avg_pool2d(rand((2, 3, 6, 6), F32).to(DEV).contiguous(memory_format=CL),
+                                     (2, 2))
+    assert out.is_contiguous(memory_format=CL)  # as PyTorch: the input's memory format
+
+
+@pytest.mark.parametrize("size", ADAPTIVE_SIZES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adaptive_max_pool2d(size, dtype):
+    x = rand((2, 3, 7, 9), dtype)
+    grads(lambda t: F.adaptive_max_pool2d(t, size), x, dtype=dtype)
+    v, i = F.adaptive_max_pool2d(x.to(DEV), size, return_indices=True)
+    rv, ri = F.adaptive_max_pool2d(x, size, return_indices=True)
+    assert i.dtype == torch.int64 and torch.equal(i.cpu(), ri)  # ties: the first, as on CPU
+    assert torch.equal(v.cpu(), rv)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "transposed"])
+def test_adaptive_max_pool2d_layouts_batch1_and_3d(layout):
+    f = _layout(layout)
+    grads(lambda t: F.adaptive_max_pool2d(f(t), (4, 3)), rand((1, 5, 8, 6), F32))
+    grads(lambda t: F.adaptive_max_pool2d(f(t), (1, 1)), rand((1, 5, 8, 6), F32))
+    grads(lambda t: F.adaptive_max_pool2d(f(t), (9, 11)), rand((3, 8, 6), F32))
+    x = rand((2, 3, 8, 6), F32)
+    _, i = F.adaptive_max_pool2d(f(x.to(DEV)), (3, 5), return_indices=True)
+    assert torch.equal(i.cpu(), F.adaptive_max_pool2d(f(x), (3, 5), return_indices=True)[1])
+
+
+def test_adaptive_max_pool2d_nan_and_inf():
+    x = torch.randn(1, 2, 6, 6)
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 0, 2, 0] = float("nan")  # the same 3x3 window: the last NaN wins
+    x[0, 1, :3, :3] = float("-inf")  # an all -inf window: its first index
+    v, i = F.adaptive_max_pool2d(x.to(DEV), (2, 2), return_indices=True)
+    rv, ri = F.adaptive_max_pool2d(x, (2, 2), return_indices=True)
+    torch.testing.assert_close(v.cpu(), rv, equal_nan=True)
+    assert torch.equal(i.cpu(), ri)
+    assert ri[0, 0, 0, 0] == 12 and ri[0, 1, 0, 0] == 0
+
+
+def test_adaptive_pool_errors():
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D tensor"):
+        torch._adaptive_avg_pool2d(torch.randn(4, 4).to(DEV), (2, 2))
+    with pytest.raises(RuntimeError, match="non-zero size for non-batch dimensions"):
+        torch._adaptive_avg_pool2d(torch.randn(1, 3, 0, 4).to(DEV), (2, 2))
+    with pytest.raises(RuntimeError, match="non-zero size for non-batch dimensions"):
+        torch._adaptive_avg_pool2d(torch.randn(1, 3, 0, 4), (2, 2))  # as on CPU
+    with pytest.raises(RuntimeError, match="3D or 4D"):
+        torch.ops.aten.adaptive_max_pool2d(torch.randn(4, 4).to(DEV), [2, 2])
+    with pytest.raises(RuntimeError, match="does not match"):
+        torch.ops.aten._adaptive_avg_pool2d_backward(torch.randn(2, 2, 2, 2).to(DEV),
+                                                     torch.randn(2, 3, 5, 5).to(DEV))
+
+
+# -- interpolation ----------------------------------------------------------------
+
+SIZES_2D = {  # input planes are 5 x 6
+    "size_up": dict(size=(11, 9)), "size_down": dict(size=(3, 4)), "size_mixed": dict(size=(2, 13)),
+    "size_same": dict(size=(5, 6)), "scale_up": dict(scale_factor=2.0),
+    "scale_mixed": dict(scale_factor=(0.6, 2.3)),
+    "scale_kept_up": dict(scale_factor=(1.7, 2.5), recompute_scale_factor=False),
+    "scale_kept_down": dict(scale_factor=(0.45, 0.7), recompute_scale_factor=False),
+    "scale_kept_same": dict(scale_factor=1.1, recompute_scale_factor=False),  # out == in
+}
+SIZES_1D = {"size_up": dict(size=17), "size_down": dict(size=4), "size_same": dict(size=6),
+            "scale_up": dict(scale_factor=3.0), "scale_down": dict(scale_factor=0.5),
+            "scale_kept_up": dict(scale_factor=2.2, recompute_scale_factor=False),
+            "scale_kept_down": dict(scale_factor=0.45, recompute_scale_factor=False),
+            "scale_kept_double": dict(scale_factor=2.1, recompute_scale_factor=False),
+            "scale_kept_same": dict(scale_factor=1.1, recompute_scale_factor=False)}
+
+
+# The backward sums the gradients of the outputs that one input element
+# feeds (up to 4 x 4 here): atol scaled by that.
+INTERP_REDUCE = 16
+
+
+@pytest.mark.parametrize("case", list(SIZES_2D))
+@pytest.mark.parametrize("mode,align", [("bilinear", False), ("bilinear", True), ("nearest", None),
+                                        ("nearest-exact", None)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_interpolate_2d(case, mode, align, dtype):
+    x = rand((2, 3, 5, 6), dtype)
+    kw = dict(SIZES_2D[case], mode=mode)
+    if align is not None:
+        kw["align_corners"] = align
+    grads(lambda t: F.interpolate(t, **kw), x, dtype=dtype, reduce=INTERP_REDUCE)
+
+
+# PyTorch's CPU 1-d nearest backward copies/halves indices where out == in or
+# out == 2 * in whatever the scale, its forward does not: its gradient there
+# is not the forward's adjoint (test_nearest_1d_kept_scale_is_adjoint).
+MODES_1D = [("linear", False), ("linear", True), ("nearest", None), ("nearest-exact", None)]
+CASES_1D = [(c, m, a) for c in SIZES_1D for m, a in MODES_1D
+            if not (m == "nearest" and c in ("scale_kept_double", "scale_kept_same"))]
+
+
+@pytest.mark.parametrize("case,mode,align", CASES_1D)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_interpolate_1d(case, mode, align, dtype):
+    x = rand((2, 3, 6), dtype)
+    kw = dict(SIZES_1D[case], mode=mode)
+    if align is not None:
+        kw["align_corners"] = align
+    grads(lambda t: F.interpolate(t, **kw), x, dtype=dtype, reduce=INTERP_REDUCE)
+
+
+@pytest.mark.parametrize("scale", [2.1, 1.1])  # out == 2 * in, out == in
+def test_nearest_1d_kept_scale_is_adjoint(scale):
+    """Forward as on CPU; gradient the forward's adjoint (as PyTorch's CUDA
+    kernels give it), which PyTorch's CPU backward is not here."""
+    x = rand((2, 3, 6), F32)
+    y = F.interpolate(x, scale_factor=scale, mode="nearest", recompute_scale_factor=False)
+    src = F.interpolate(torch.arange(6.).expand(1, 1, 6), scale_factor=scale, mode="nearest",
+                        recompute_scale_factor=False).long().flatten()
+    g = torch.randn(y.shape)
+    xd = x.to(DEV).requires_grad_()
+    yd = F.interpolate(xd, scale_factor=scale, mode="nearest", recompute_scale_factor=False)
+    yd.backward(g.to(DEV))
+    assert torch.equal(yd.detach().cpu(), y)
+    expected = torch.zeros(2, 3, 6).index_add_(2, src, g)
+    torch.testing.assert_close(xd.grad.cpu(), expected)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "transposed"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "nearest-exact"])
+def test_interpolate_layouts_and_batch1(layout, mode):
+    f = _layout(layout)
+    kw = dict(align_corners=False) if mode == "bilinear" else {}
+    grads(lambda t: F.interpolate(f(t), size=(9, 4), mode=mode, **kw), rand((1, 4, 6, 7), F32),
+          reduce=8)
+    grads(lambda t: F.interpolate(f(t), scale_factor=1.5, mode=mode, **kw), rand((3, 2, 5, 4), F32),
+          reduce=8)
+    out = F.interpolate(rand((2, 3, 4, 4), F32).to(DEV).contiguous(memory_format=CL), size=(6, 6),
+                        mode=mode, **kw)
+    assert out.is_contiguous(memory_format=CL)  # the meta's layout, filled through a temporary
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "nearest-exact"])
+def test_interpolate_1d_noncontiguous(mode):
+    kw = dict(align_corners=True) if mode == "linear" else {}
+    grads(lambda t: F.interpolate(t.transpose(0, 1), size=11, mode=mode, **kw), rand((3, 2, 7), F32),
+          reduce=8)
+
+
+def test_interpolate_errors():
+    x = torch.randn(1, 2, 4, 4)
+    with pytest.raises(RuntimeError, match="expected input_size equals to 4"):
+        torch.ops.aten.upsample_bilinear2d(x[0].to(DEV), [8, 8], False)
+    with pytest.raises(RuntimeError, match="should be greater than 0"):
+        torch.ops.aten.upsample_bilinear2d(x.to(DEV), [0, 8], False)
+    with pytest.raises(RuntimeError, match="should be greater than 0"):
+        torch.ops.aten.upsample_bilinear2d(x, [0, 8], False)  # as on CPU
+    with pytest.raises(RuntimeError, match="expected input_size equals to 3"):
+        torch.ops.aten.upsample_linear1d(x.to(DEV), [8], False)
+    with pytest.raises(RuntimeError, match="Expected grad_output"):
+        torch.ops.aten.upsample_bilinear2d_backward(torch.randn(1, 2, 7, 8).to(DEV), [8, 8],
+                                                    [1, 2, 4, 4], False)
+
+
+def test_interpolate_out_variants():
+    x, g = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 7, 9)
+
+    def same(fn, *args):
+        res = fn(*[a.to(DEV) for a in args])
+        torch.testing.assert_close(res.cpu(), fn(*args), rtol=1e-5, atol=1e-5)
+
+    same(lambda t: torch.ops.aten.upsample_bilinear2d.out(
+        t, [7, 9], True, out=torch.empty(2, 3, 7, 9, device=t.device)), x)
+    same(lambda gg: torch.ops.aten.upsample_bilinear2d_backward.grad_input(
+        gg, [7, 9], [2, 3, 5, 4], False, 1.5, 2.0, grad_input=torch.empty(2, 3, 5, 4, device=gg.device)), g)
+    same(lambda t: torch.ops.aten._upsample_nearest_exact2d.out(
+        t, [7, 9], None, None, out=torch.empty(2, 3, 7, 9, device=t.device)), x)
+    same(lambda t: torch.ops.aten.upsample_linear1d.out(
+        t, [9], False, None, out=torch.empty(2, 3, 9, device=t.device)), x[:, :, 0])
+    same(lambda t: torch.ops.aten.upsample_nearest1d.out(
+        t, [9], None, out=torch.empty(2, 3, 9, device=t.device)), x[:, :, 0])
+
+
+def test_bilinear_align_corners_values():
+    # The corners of align_corners=True land exactly on the input's corners.
+    x = torch.arange(16.).reshape(1, 1, 4, 4)
+    y = F.interpolate(x.to(DEV), size=(7, 7), mode="bilinear", align_corners=True).cpu()
+    assert y[0, 0, 0, 0] == 0 and y[0, 0, -1, -1] == 15 and y[0, 0, 0, -1] == 3
+    torch.testing.assert_close(y[0, 0, 1, 0], torch.tensor(2.0))  # halfway between rows 0 and 1
+
+
+# -- padding --------------------------------------------------------------------
+
+PADS_2D = {"all": (1, 2, 3, 2), "wide": (4, 4, 0, 0), "tall": (0, 0, 4, 1), "one": (1, 1, 1, 1),
+           "zero": (0, 0, 0, 0)}
+PADS_2D_REPLICATE = {**PADS_2D, "big": (7, 0, 2, 9), "negative": (-1, 2, 1, -2)}
+
+
+@pytest.mark.parametrize("mode,case", [("reflect", c) for c in PADS_2D] +
+                         [("replicate", c) for c in PADS_2D_REPLICATE])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pad_2d(mode, case, dtype):
+    p = PADS_2D_REPLICATE[case]
+    x = rand((2, 3, 5, 6), dtype)
+    grads(lambda t: F.pad(t, p, mode=mode), x, dtype=dtype, reduce=10)
+    grads(lambda t: F.pad(t, p, mode=mode), rand((3, 5, 6), dtype), dtype=dtype, reduce=10)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("pad", [(2, 3), (5, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pad_1d(mode, pad, dtype):
+    grads(lambda t: F.pad(t, pad, mode=mode), rand((2, 3, 6), dtype), dtype=dtype, reduce=6)
+    grads(lambda t: F.pad(t, pad, mode=mode), rand((3, 6), dtype), dtype=dtype, reduce=6)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("layout", ["channels_last", "transposed"])
+def test_pad_layouts_batch1_and_ints(mode, layout):
+    f = _layout(layout)
+    grads(lambda t: F.pad(f(t), (2, 1, 3, 3), mode=mode), rand((1, 4, 5, 6), F32), reduce=4)
+    grads(lambda t: F.pad(t.transpose(0, 1), (3, 2), mode=mode), rand((5, 2, 4), F32), reduce=4)
+    xi = torch.randint(-100, 100, (2, 3, 5, 6), dtype=torch.int64)
+    assert torch.equal(F.pad(xi.to(DEV), (2, 1, 3, 3), mode=mode).cpu(), F.pad(xi, (2, 1, 3, 3), mode=mode))
+
+
+def test_replicate_negative_1d_and_reflect_values():
+    grads(lambda t: F.pad(t, (-2, 3), mode="replicate"), rand((2, 3, 6), F32), reduce=4)
+    x = torch.arange(4.).reshape(1, 1, 4)
+    assert F.pad(x.to(DEV), (3, 2), mode="reflect").cpu().flatten().tolist() == \
+        [3, 2, 1, 0, 1, 2, 3, 2, 1]
+
+
+def test_pad_errors():
+    x = torch.randn(1, 2, 4, 5)
+    with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding input"):
+        F.pad(x, (5, 0, 0, 0), mode="reflect")  # as on CPU
+    with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding input"):
+        F.pad(x.to(DEV), (5, 0, 0, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding input"):
+        F.pad(x.to(DEV), (1, 1, 0, 4), mode="reflect")
+    with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding input"):
+        F.pad(x[0].to(DEV), (0, 5), mode="reflect")  # 1-d: PyTorch's meta
+    for t in (x, x.to(DEV)):  # PyTorch's meta, on CPU too
+        with pytest.raises(RuntimeError, match="negative dimension"):
+            F.pad(t, (-3, -3, 0, 0), mode="replicate")
+    with pytest.raises(RuntimeError, match="too small"):
+        torch.ops.aten.reflection_pad2d(x.to(DEV), [-3, -3, 0, 0])
+    with pytest.raises(RuntimeError, match="3D or 4D"):
+        torch.ops.aten.reflection_pad2d(torch.randn(4, 5).to(DEV), [1, 1, 1, 1])
+    with pytest.raises(RuntimeError, match="does not match"):
+        torch.ops.aten.reflection_pad2d_backward(torch.randn(1, 2, 4, 5).to(DEV), x.to(DEV), [1, 1, 1, 1])
+    with pytest.raises(RuntimeError, match="does not match"):
+        torch.ops.aten.replication_pad2d_backward(torch.randn(1, 2, 4, 5).to(DEV), x.to(DEV), [1, 1, 1, 1])
+
+
+def test_pad_out_variants():
+    x, g = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 7, 8)
+
+    def same(fn, *args):
+        res = fn(*[a.to(DEV) for a in args])
+        torch.testing.assert_close(res.cpu(), fn(*args), rtol=1e-6, atol=1e-6)
+
+    same(lambda t: torch.ops.aten.reflection_pad2d.out(t, [1, 2, 2, 1], out=torch.empty(0, device=t.device)), x)
+    same(lambda t: torch.ops.aten.replication_pad2d.out(t, [1, 2, 2, 1], out=torch.empty(
+        2, 3, 7, 8, device=t.device)), x)
+    for op in (torch.ops.aten.reflection_pad2d_backward, torch.ops.aten.replication_pad2d_backward):
+        same(lambda gg, t, op=op: op.grad_input(gg, t, [1, 2, 2, 1], grad_input=torch.empty(
+            0, device=t.device)), g, x)
+    same(lambda t: torch.ops.aten.reflection_pad1d.out(t, [3, 1], out=torch.empty(
+        2, 3, 9, device=t.device)), x[:, :, 0])
+
+
+# -- unfold / fold (im2col / col2im) ---------------------------------------------
+
+UNFOLD = {
+    "k3": dict(kernel_size=3),
+    "k2x3_dil_pad_stride": dict(kernel_size=(2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+    "k1": dict(kernel_size=1),
+    "k_whole": dict(kernel_size=(5, 6)),
+    "stride3_pad2": dict(kernel_size=2, stride=3, padding=2),
+}
+
+
+@pytest.mark.parametrize("case", list(UNFOLD))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unfold(case, dtype):
+    kw = UNFOLD[case]
+    grads(lambda t: F.unfold(t, **kw), rand((2, 3, 5, 6), dtype), dtype=dtype, reduce=9)
+    grads(lambda t: F.unfold(t, **kw), rand((3, 5, 6), dtype), dtype=dtype, reduce=9)  # no batch
+
+
+@pytest.mark.parametrize("case", list(UNFOLD))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fold(case, dtype):
+    kw = UNFOLD[case]
+    out_size = (5, 6)
+    L = F.unfold(torch.zeros(1, 1, *out_size), **kw).shape[-1]
+    k = kw["kernel_size"]
+    kp = k * k if isinstance(k, int) else k[0] * k[1]
+    grads(lambda t: F.fold(t, out_size, **kw), rand((2, 2 * kp, L), dtype), dtype=dtype, reduce=9)
+    grads(lambda t: F.fold(t, out_size, **kw), rand((2 * kp, L), dtype), dtype=dtype, reduce=9)
+
+
+def test_unfold_fold_noncontiguous_and_batch1():
+    grads(lambda t: F.unfold(t.contiguous(memory_format=CL), (2, 3), padding=1), rand((1, 4, 5, 6), F32))
+    grads(lambda t: F.unfold(t.transpose(-1, -2), 3, stride=2), rand((2, 3, 7, 5), F32))
+    grads(lambda t: F.fold(t.transpose(-1, -2), (4, 5), 2), rand((1, 12, 12), F32), reduce=4)
+    # unfold then fold: each pixel times the number of windows covering it
+    x = rand((2, 3, 6, 6), F32)
+    y = F.fold(F.unfold(x.to(DEV), 3, padding=1), (6, 6), 3, padding=1).cpu()
+    torch.testing.assert_close(y, F.fold(F.unfold(x, 3, padding=1), (6, 6), 3, padding=1))
+
+
+def test_unfold_fold_errors_and_out():
+    x = torch.randn(1, 2, 4, 4)
+    with pytest.raises(RuntimeError, match="must be at least one"):
+        F.unfold(x.to(DEV), 5)
+    with pytest.raises(RuntimeError, match="must be at least one"):
+        F.unfold(x, 5)  # as on CPU
+    with pytest.raises(RuntimeError, match="match the calculated number of sliding blocks"):
+        F.fold(torch.randn(1, 8, 5).to(DEV), (4, 4), 2)
+    with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
+        F.fold(torch.randn(1, 7, 9).to(DEV), (4, 4), 2)
+    with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+        torch.ops.aten.im2col(x.to(DEV), [0, 2], [1, 1], [0, 0], [1, 1])
+    c = torch.randn(2, 8, 9)
+    res = torch.ops.aten.col2im.out(c.to(DEV), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1],
+                                    out=torch.empty(0, device=DEV))
+    torch.testing.assert_close(res.cpu(), torch.ops.aten.col2im(c, [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]))
+    res = torch.ops.aten.im2col.out(x.to(DEV), [2, 2], [1, 1], [0, 0], [1, 1], out=torch.empty(0, device=DEV))
+    torch.testing.assert_close(res.cpu(), torch.ops.aten.im2col(x, [2, 2], [1, 1], [0, 0], [1, 1]))
+
+
+def test_adaptive_avg_pool2d_out_variant():
+    x = torch.randn(2, 3, 7, 5)
+    res = torch.ops.aten.adaptive_avg_pool2d.out(x.to(DEV), [3, 2], out=torch.empty(0, device=DEV))
+    torch.testing.assert_close(res.cpu(), torch.ops.aten.adaptive_avg_pool2d.out(
+        x, [3, 2], out=torch.empty(0)))
+
+
+def test_resnet_head_and_unet_block_train_like_cpu():
+    """A small net with reflection padding, bilinear upsampling and an adaptive
+    pooling head: three SGD steps on the device track the CPU's."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.ReflectionPad2d(1), torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+        torch.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+        torch.nn.ReplicationPad2d((1, 0, 0, 1)), torch.nn.Conv2d(4, 4, 2),
+        torch.nn.AdaptiveMaxPool2d((3, 3)), torch.nn.AdaptiveAvgPool2d((2, 2)), torch.nn.Flatten(),
+        torch.nn.Linear(16, 5))
+    net_d = __import__("copy").deepcopy(net).to(DEV)
+    x, y = torch.randn(2, 3, 6, 6), torch.tensor([0, 4])
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    opt_d = torch.optim.SGD(net_d.parameters(), lr=0.1)
+    for _ in range(3):
+        for m, o, xx, yy in ((net, opt, x, y), (net_d, opt_d, x.to(DEV), y.to(DEV))):
+            o.zero_grad()
+            F.cross_entropy(m(xx), yy).backward()
+            o.step()
+    for p, q in zip(net.parameters(), net_d.parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
