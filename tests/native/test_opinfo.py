@@ -47,6 +47,9 @@ masked.log_softmax masked.softmin masked.normalize masked.logaddexp masked.logsu
 """.split()
 # By family of kernels (torch_ext/ops/spatial.py, special.py, selection.py).
 OPS_SPATIAL = """
+nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d nn.functional.adaptive_max_pool1d
+nn.functional.adaptive_max_pool2d nn.functional.interpolate.bilinear nn.functional.interpolate.linear
+nn.functional.upsample_bilinear nn.functional.pad.replicate_negative nn.functional.unfold
 """.split()
 OPS_SPECIAL = """
 """.split()
