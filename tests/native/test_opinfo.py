@@ -47,9 +47,12 @@ masked.log_softmax masked.softmin masked.normalize masked.logaddexp masked.logsu
 """.split()
 # By family of kernels (torch_ext/ops/spatial.py, special.py, selection.py).
 OPS_SPATIAL = """
-nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d nn.functional.adaptive_max_pool1d
-nn.functional.adaptive_max_pool2d nn.functional.interpolate.bilinear nn.functional.interpolate.linear
-nn.functional.upsample_bilinear nn.functional.pad.replicate_negative nn.functional.unfold
+nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d nn.functional.adaptive_avg_pool3d
+nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool2d nn.functional.adaptive_max_pool3d
+nn.functional.interpolate.linear nn.functional.interpolate.bilinear nn.functional.interpolate.trilinear
+nn.functional.interpolate.nearest nn.functional.interpolate.nearest-exact nn.functional.interpolate.area
+nn.functional.upsample_bilinear nn.functional.upsample_nearest nn.functional.pad.reflect
+nn.functional.pad.replicate nn.functional.pad.replicate_negative nn.functional.unfold
 """.split()
 OPS_SPECIAL = """
 """.split()

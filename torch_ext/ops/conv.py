@@ -501,8 +501,8 @@ KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
 # offset 0.5 for "nearest-exact", ops/spatial.py), scale = 1/scales_h when
 # given, else in/out; capped at in - 1.  2-d "nearest" copies rows where
 # out == in and halves the index where out == 2 * in whatever the scale (as
-# PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx; its 1-d kernel
-# and "nearest-exact" do not).
+# PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx; its 1-d and 3-d
+# forward kernels and "nearest-exact" do not).
 
 def _nearest_scale(in_size, out_size, scale, size_rule=False):
     if size_rule and out_size in (in_size, 2 * in_size):
@@ -516,12 +516,20 @@ def _nearest_src(o, scale, size, offset):
 
 
 @triton.jit
-def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, offset, BACKWARD: tl.constexpr,
-                             BLOCK: tl.constexpr):
+def _split4(v, S1, S2, S3):
+    rest, i2, i3 = _split3(v, S2, S3)
+    return rest // S1, rest % S1, i2, i3
+
+
+@triton.jit
+def _upsample_nearest_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, offset,
+                             BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
+    # Planes of (D, H, W): a 2-d op has D = 1, a 1-d op D = H = 1.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, oh, ow = _split3(e, OH, OW)
-    src = plane * H * W + _nearest_src(oh, sh, H, offset) * W + _nearest_src(ow, sw, W, offset)
+    plane, od, oh, ow = _split4(e, OD, OH, OW)
+    src = ((plane * D + _nearest_src(od, sd, D, offset)) * H + _nearest_src(oh, sh, H, offset)) * W \
+        + _nearest_src(ow, sw, W, offset)
     if BACKWARD:  # x: grad_output (by output element), out: float32/64 grad_input
         v = tl.load(x + e, mask=mask, other=0).to(out.dtype.element_ty)
         tl.atomic_add(out + src, v, mask=mask)
@@ -529,31 +537,32 @@ def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, offset, BACKWA
         tl.store(out + e, tl.load(x + src, mask=mask, other=0), mask=mask)
 
 
-def _rows(shape):
-    """(H, W) of an N-C-[H-]W shape: a 1-d signal is one row."""
-    return (shape[-2], shape[-1]) if len(shape) >= 4 else (1, shape[-1])
+def _spatial3(shape, nsp):
+    """(D, H, W) of an N-C-spatial shape with nsp spatial dims (1s in front)."""
+    return [1] * (3 - nsp) + [int(v) for v in shape[len(shape) - nsp:]]
 
 
 def _nearest_scales(in_shape, out_shape, scales, exact):
-    (H, W), (OH, OW) = _rows(in_shape), _rows(out_shape)
-    rule = len(scales) == 2 and not exact
-    scales = [None] * (2 - len(scales)) + list(scales)
-    return (float(_nearest_scale(H, OH, scales[0], rule)),
-            float(_nearest_scale(W, OW, scales[1], rule)))
+    nsp = len(scales)
+    rule = nsp == 2 and not exact
+    return [float(_nearest_scale(i, o, s, rule)) for i, o, s in
+            zip(_spatial3(in_shape, nsp), _spatial3(out_shape, nsp), [None] * (3 - nsp) + list(scales))]
 
 
 def upsample_nearest(self, out, scales, exact=False):
-    """out (N, C, [OH,] OW) from self (N, C, [H,] W); scales: the op's
-    optional scales, one per spatial dim; exact: "nearest-exact"."""
+    """out (N, C, *out_spatial) from self (N, C, *spatial), 1 to 3 spatial
+    dims; scales: the op's optional scales, one per spatial dim; exact:
+    "nearest-exact"."""
     x = _contiguous(self)
-    (H, W), (OH, OW) = _rows(x.shape), _rows(out.shape)
+    nsp = len(scales)
     total = out.numel()
     if total == 0:
         return
 
     o_t = _dense(out)
     block = _block(total)
-    launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW,
+    launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total,
+           *_spatial3(x.shape, nsp), *_spatial3(out.shape, nsp),
            *_nearest_scales(x.shape, out.shape, scales, exact), 0.5 if exact else 0.0,
            BACKWARD=False, BLOCK=block)
     _write_back(out, o_t)
@@ -563,14 +572,15 @@ def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
     """The adjoint of upsample_nearest: float32 (float64) atomics, then grad_input."""
     from .copy import fill_
     g = _contiguous(grad_output)
-    (H, W), (OH, OW) = _rows(grad_input.shape), _rows(g.shape)
+    nsp = len(scales)
     acc_t = torch.float64 if grad_input.dtype == torch.float64 else torch.float32
     acc = torch.empty(grad_input.shape, dtype=acc_t, device=grad_input.device)
     fill_(acc, 0)
     total = g.numel()
     if total:
         block = _block(total)
-        launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total, H, W, OH, OW,
+        launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total,
+               *_spatial3(grad_input.shape, nsp), *_spatial3(g.shape, nsp),
                *_nearest_scales(grad_input.shape, g.shape, scales, exact),
                0.5 if exact else 0.0, BACKWARD=True, BLOCK=block)
     copy_kernel((grad_input,), (acc,))

@@ -2,8 +2,8 @@
 (linear/bilinear/nearest/nearest-exact), reflection/replication padding, im2col/col2im.
 
 Every kernel runs one program per block of output elements (int64 offsets),
-on planes: a contiguous (N*C, H, W) view of the input, a 1-d op as one row
-(H = 1).  Sums accumulate in float32 (float64 for float64 tensors); the
+on planes: a contiguous (N*C, D, H, W) view of the input, where a 2-d op has
+D = 1 and a 1-d op D = H = 1.  Sums accumulate in float32 (float64 for float64 tensors); the
 backward kernels that scatter (interpolation, padding) add with float32
 atomics into a temporary that is cast into grad_input once.
 
@@ -19,8 +19,8 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch
-from .conv import (_col2im, _dense, _im2col, _rows, _split3, _store, _write_back, upsample_nearest,
-                   upsample_nearest_backward)
+from .conv import (_col2im, _dense, _im2col, _spatial3, _split4, _store, _write_back,
+                   upsample_nearest, upsample_nearest_backward)
 from .copy import copy_kernel, fill_
 from .index import _block, _gather_scatter
 from .reduction import _contiguous
@@ -48,15 +48,16 @@ def _accumulator(like):
     return acc
 
 
-# -- adaptive pooling, 2-d ----------------------------------------------------
-#   _adaptive_avg_pool2d(self, output_size) -> out                     (plain)
-#   _adaptive_avg_pool2d_backward(grad_output, self) -> grad_input     (plain)
-#   adaptive_avg_pool2d.out(self, output_size, out)                    (plain)
-#   adaptive_max_pool2d.out impl: (self, output_size, out, indices)   (structured)
-#   adaptive_max_pool2d_backward.grad_input impl: (grad_output, self, indices, grad_input)
+# -- adaptive pooling, 2-d and 3-d ---------------------------------------------------
+#   _adaptive_avg_pool{2,3}d(self, output_size) -> out                     (plain)
+#   _adaptive_avg_pool{2,3}d_backward(grad_output, self) -> grad_input     (plain)
+#   adaptive_avg_pool{2,3}d.out(self, output_size, out)                    (plain)
+#   adaptive_max_pool{2,3}d.out impl: (self, output_size, out, indices)   (structured)
+#   adaptive_max_pool{2,3}d_backward.grad_input impl: (grad_output, self, indices, grad_input)
 # Output o pools input rows [floor(o*I/O), ceil((o+1)*I/O)); input row i lies
 # in the windows of outputs [floor(i*O/I), ceil((i+1)*O/I)) (the same
-# bounds, roles swapped), which the backward gathers.
+# bounds, roles swapped), which the backward gathers.  Max indices are
+# offsets into the input's (H, W) plane / (D, H, W) volume.
 
 @triton.jit
 def _window(o, I, O):
@@ -69,84 +70,101 @@ def _max_window(I, O):
 
 
 @triton.jit
-def _adaptive_avg_kernel(x, out, total, H, W, OH, OW, KH, KW, ACC: tl.constexpr,
+def _adaptive_avg_kernel(x, out, total, D, H, W, OD, OH, OW, KD, KH, KW, ACC: tl.constexpr,
                          BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, oh, ow = _split3(e, OH, OW)
+    plane, od, oh, ow = _split4(e, OD, OH, OW)
+    ds, de = _window(od, D, OD)
     hs, he = _window(oh, H, OH)
     ws, we = _window(ow, W, OW)
-    base = plane * H * W
     acc = tl.zeros((BLOCK,), ACC)
-    for kh in range(0, KH):
-        ih = hs + kh
-        for kw in range(0, KW):
-            iw = ws + kw
-            ok = mask & (ih < he) & (iw < we)
-            acc += tl.load(x + base + ih * W + iw, mask=ok, other=0).to(ACC)
-    _store(out, e, acc / ((he - hs) * (we - ws)).to(ACC), mask)
+    for kd in range(0, KD):
+        idd = ds + kd
+        for kh in range(0, KH):
+            ih = hs + kh
+            row = ((plane * D + idd) * H + ih) * W
+            for kw in range(0, KW):
+                iw = ws + kw
+                ok = mask & (idd < de) & (ih < he) & (iw < we)
+                acc += tl.load(x + row + iw, mask=ok, other=0).to(ACC)
+    _store(out, e, acc / ((de - ds) * (he - hs) * (we - ws)).to(ACC), mask)
 
 
 @triton.jit
-def _adaptive_avg_backward_kernel(g, gin, total, H, W, OH, OW, KH, KW, ACC: tl.constexpr,
-                                  BLOCK: tl.constexpr):
+def _adaptive_avg_backward_kernel(g, gin, total, D, H, W, OD, OH, OW, KD, KH, KW,
+                                  ACC: tl.constexpr, BLOCK: tl.constexpr):
     # Each input element gathers grad / window size from the outputs whose
-    # windows hold it (KH x KW of them at most).
+    # windows hold it (KD x KH x KW of them at most).
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, ih, iw = _split3(e, H, W)
+    plane, idd, ih, iw = _split4(e, D, H, W)
+    ods, ode = _window(idd, OD, D)
     ohs, ohe = _window(ih, OH, H)
     ows, owe = _window(iw, OW, W)
-    base = plane * OH * OW
     acc = tl.zeros((BLOCK,), ACC)
-    for kh in range(0, KH):
-        oh = ohs + kh
-        hs, he = _window(oh, H, OH)
-        for kw in range(0, KW):
-            ow = ows + kw
-            ws, we = _window(ow, W, OW)
-            ok = mask & (oh < ohe) & (ow < owe)
-            v = tl.load(g + base + oh * OW + ow, mask=ok, other=0).to(ACC)
-            acc += v / tl.maximum((he - hs) * (we - ws), 1).to(ACC)
+    for kd in range(0, KD):
+        od = ods + kd
+        ds, de = _window(od, D, OD)
+        for kh in range(0, KH):
+            oh = ohs + kh
+            hs, he = _window(oh, H, OH)
+            row = ((plane * OD + od) * OH + oh) * OW
+            for kw in range(0, KW):
+                ow = ows + kw
+                ws, we = _window(ow, W, OW)
+                ok = mask & (od < ode) & (oh < ohe) & (ow < owe)
+                v = tl.load(g + row + ow, mask=ok, other=0).to(ACC)
+                acc += v / tl.maximum((de - ds) * (he - hs) * (we - ws), 1).to(ACC)
     _store(gin, e, acc, mask)
 
 
 @triton.jit
-def _adaptive_max_kernel(x, out, idx, total, H, W, OH, OW, KH, KW, ACC: tl.constexpr,
-                         BLOCK: tl.constexpr):
+def _adaptive_max_kernel(x, out, idx, total, D, H, W, OD, OH, OW, KD, KH, KW,
+                         ACC: tl.constexpr, BLOCK: tl.constexpr):
     # PyTorch's rule: a value replaces the maximum when greater or NaN (so
     # the last NaN of a window wins); the index starts at the window's corner.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, oh, ow = _split3(e, OH, OW)
+    plane, od, oh, ow = _split4(e, OD, OH, OW)
+    ds, de = _window(od, D, OD)
     hs, he = _window(oh, H, OH)
     ws, we = _window(ow, W, OW)
-    base = plane * H * W
     best = tl.full((BLOCK,), float("-inf"), ACC)
-    bidx = hs * W + ws
-    for kh in range(0, KH):
-        ih = hs + kh
-        for kw in range(0, KW):
-            iw = ws + kw
-            ok = mask & (ih < he) & (iw < we)
-            v = tl.load(x + base + ih * W + iw, mask=ok, other=0).to(ACC)
-            take = ok & ((v > best) | (v != v))
-            best = tl.where(take, v, best)
-            bidx = tl.where(take, ih * W + iw, bidx)
+    bidx = (ds * H + hs) * W + ws
+    for kd in range(0, KD):
+        idd = ds + kd
+        for kh in range(0, KH):
+            ih = hs + kh
+            for kw in range(0, KW):
+                iw = ws + kw
+                ok = mask & (idd < de) & (ih < he) & (iw < we)
+                at = (idd * H + ih) * W + iw
+                v = tl.load(x + plane * D * H * W + at, mask=ok, other=0).to(ACC)
+                take = ok & ((v > best) | (v != v))
+                best = tl.where(take, v, best)
+                bidx = tl.where(take, at, bidx)
     _store(out, e, best, mask)
     tl.store(idx + e, bidx, mask=mask)
 
 
-def _check_adaptive_input(name, x, output_size):
-    if len(output_size) != 2:
-        raise RuntimeError(f"{name}: output_size must be 2, got {list(output_size)}")
-    if x.dim() not in (3, 4):
-        raise RuntimeError(f"{name}(): Expected 3D or 4D tensor, but got {list(x.shape)}")
-    for d in (-2, -1):
+def _windows(in_shape, out_shape, nsp):
+    """(D, H, W, OD, OH, OW, KD, KH, KW): sizes and longest windows."""
+    i, o = _spatial3(in_shape, nsp), _spatial3(out_shape, nsp)
+    return (*i, *o, *(_max_window(a, b) for a, b in zip(i, o)))
+
+
+def _check_adaptive_input(name, x, output_size, nsp):
+    if len(output_size) != nsp:
+        raise RuntimeError(f"{name}: output_size must be {nsp}, got {list(output_size)}")
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got "
+                           f"{list(x.shape)}")
+    for d in range(x.dim() - nsp, x.dim()):
         if x.shape[d] <= 0:
             raise RuntimeError(
                 f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
-                f"input has sizes {list(x.shape)} with dimension {d + x.dim()} being empty")
+                f"input has sizes {list(x.shape)} with dimension {d} being empty")
     if any(o < 0 for o in output_size):
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
                            f"but received {list(output_size)}")
@@ -154,110 +172,123 @@ def _check_adaptive_input(name, x, output_size):
         raise RuntimeError(f"{name}: expected a floating point input, got {x.dtype}")
 
 
-def _adaptive_avg_into(self, output_size, out):
+def _adaptive_avg_into(self, nsp, out):
     x = _contiguous(self)
-    H, W = x.shape[-2:]
-    OH, OW = output_size
     total = out.numel()
     if total == 0:
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_adaptive_avg_kernel, grid, x, o_t, total, H, W, OH, OW, _max_window(H, OH),
-           _max_window(W, OW), ACC=_tl_acc(x.dtype), BLOCK=block)
+    launch(_adaptive_avg_kernel, grid, x, o_t, total, *_windows(x.shape, out.shape, nsp),
+           ACC=_tl_acc(x.dtype), BLOCK=block)
     _write_back(out, o_t)
 
 
 def _adaptive_out_shape(self, output_size):
-    return list(self.shape[:-2]) + [int(o) for o in output_size]
+    return list(self.shape[:self.dim() - len(output_size)]) + [int(o) for o in output_size]
 
 
-def _adaptive_avg_pool2d(self, output_size):
-    _check_adaptive_input("adaptive_avg_pool2d", self, output_size)
-    fmt = torch.channels_last if self.dim() == 4 and self.is_contiguous(
-        memory_format=torch.channels_last) and not self.is_contiguous() else torch.contiguous_format
-    out = torch.empty(_adaptive_out_shape(self, output_size), dtype=self.dtype, device=self.device,
-                      memory_format=fmt)
-    _adaptive_avg_into(self, output_size, out)
-    return out
+def _memory_format(x):
+    """channels_last(_3d) for such a batched input (as PyTorch's
+    suggest_memory_format), else contiguous."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
+    if fmt is not None and not x.is_contiguous() and x.is_contiguous(memory_format=fmt):
+        return fmt
+    return torch.contiguous_format
 
 
-def adaptive_avg_pool2d_out(self, output_size, out):
-    _check_adaptive_input("adaptive_avg_pool2d", self, output_size)
-    if out.dtype != self.dtype:
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected out to have dtype {self.dtype}, "
-                           f"but got {out.dtype}")
-    out.resize_(_adaptive_out_shape(self, output_size))  # a plain out= op sizes its own out
-    _adaptive_avg_into(self, output_size, out)
-    return out
+def _adaptive_avg_fns(nsp):
+    name = f"adaptive_avg_pool{nsp}d"
+
+    def forward(self, output_size):
+        _check_adaptive_input(name, self, output_size, nsp)
+        out = torch.empty(_adaptive_out_shape(self, output_size), dtype=self.dtype,
+                          device=self.device, memory_format=_memory_format(self))
+        _adaptive_avg_into(self, nsp, out)
+        return out
+
+    def forward_out(self, output_size, out):
+        _check_adaptive_input(name, self, output_size, nsp)
+        if out.dtype != self.dtype:
+            raise RuntimeError(f"{name}(): Expected out to have dtype {self.dtype}, "
+                               f"but got {out.dtype}")
+        out.resize_(_adaptive_out_shape(self, output_size))  # a plain out= op sizes its own out
+        _adaptive_avg_into(self, nsp, out)
+        return out
+
+    def backward(grad_output, self):
+        bname = name + "_backward"
+        for d in range(1, grad_output.dim()):
+            if grad_output.shape[d] <= 0:
+                raise RuntimeError(
+                    f"{bname}(): Expected grad_output to have non-zero size for non-batch "
+                    f"dimensions, but grad_output has sizes {list(grad_output.shape)} with "
+                    f"dimension {d} being empty")
+        if self.dim() not in (nsp + 1, nsp + 2) or grad_output.dim() != self.dim() or \
+                grad_output.shape[:-nsp] != self.shape[:-nsp]:
+            raise RuntimeError(f"{bname}(): grad_output of shape {list(grad_output.shape)} does "
+                               f"not match an input of shape {list(self.shape)}")
+        if grad_output.dtype != self.dtype:
+            raise RuntimeError(f"{bname}(): expected dtype {self.dtype} for `grad_output` but got "
+                               f"dtype {grad_output.dtype}")
+        g = _contiguous(grad_output)
+        gi = torch.empty(self.shape, dtype=self.dtype, device=self.device,
+                         memory_format=_memory_format(self))
+        total = gi.numel()
+        if total:
+            gi_t = _dense(gi)
+            grid, block = _grid(total)
+            launch(_adaptive_avg_backward_kernel, grid, g, gi_t, total,
+                   *_spatial3(gi.shape, nsp), *_spatial3(g.shape, nsp),
+                   *(_max_window(o, i) for i, o in zip(_spatial3(gi.shape, nsp),
+                                                       _spatial3(g.shape, nsp))),
+                   ACC=_tl_acc(g.dtype), BLOCK=block)
+            _write_back(gi, gi_t)
+        return gi
+    return forward, forward_out, backward
 
 
-def _adaptive_avg_pool2d_backward(grad_output, self):
-    name = "adaptive_avg_pool2d_backward"
-    for d in range(1, grad_output.dim()):
-        if grad_output.shape[d] <= 0:
-            raise RuntimeError(
-                f"{name}(): Expected grad_output to have non-zero size for non-batch dimensions, "
-                f"but grad_output has sizes {list(grad_output.shape)} with dimension {d} being empty")
-    if self.dim() not in (3, 4) or grad_output.dim() != self.dim() or \
-            grad_output.shape[:-2] != self.shape[:-2]:
-        raise RuntimeError(f"{name}(): grad_output of shape {list(grad_output.shape)} does not "
-                           f"match an input of shape {list(self.shape)}")
-    if grad_output.dtype != self.dtype:
-        raise RuntimeError(f"{name}(): expected dtype {self.dtype} for `grad_output` but got "
-                           f"dtype {grad_output.dtype}")
-    g = _contiguous(grad_output)
-    H, W = self.shape[-2:]
-    OH, OW = g.shape[-2:]
-    gi = torch.empty(self.shape, dtype=self.dtype, device=self.device)
-    total = gi.numel()
-    if total:
+def _adaptive_max_fns(nsp):
+    def forward_out(self, output_size, out, indices):
+        x = _contiguous(self)
+        total = out.numel()
+        if total == 0:
+            return
+        o_t, i_t = _dense(out), _dense(indices)
         grid, block = _grid(total)
-        launch(_adaptive_avg_backward_kernel, grid, g, gi, total, H, W, OH, OW,
-               _max_window(OH, H), _max_window(OW, W), ACC=_tl_acc(g.dtype), BLOCK=block)
-    return gi
+        launch(_adaptive_max_kernel, grid, x, o_t, i_t, total, *_windows(x.shape, out.shape, nsp),
+               ACC=_tl_acc(x.dtype), BLOCK=block)
+        _write_back(out, o_t)
+        _write_back(indices, i_t)
+
+    def backward_out(grad_output, self, indices, grad_input):
+        # Adds each gradient at its index (fp16/bf16 through float32).
+        volume = math.prod(self.shape[self.dim() - nsp:])
+        planes = self.numel() // volume if self.numel() else 0
+        gi = _dense(grad_input)
+        fill_(gi, 0)
+        if grad_output.numel():
+            g2 = _contiguous(grad_output).reshape(planes, -1)
+            i2 = _contiguous(indices).reshape(planes, -1)
+            _gather_scatter(i2, g2, gi.view(planes, -1), 1, 2)
+        _write_back(grad_input, gi)
+    return forward_out, backward_out
 
 
-def adaptive_max_pool2d_out(self, output_size, out, indices):
-    x = _contiguous(self)
-    H, W = x.shape[-2:]
-    OH, OW = output_size
-    total = out.numel()
-    if total == 0:
-        return
-    o_t, i_t = _dense(out), _dense(indices)
-    grid, block = _grid(total)
-    launch(_adaptive_max_kernel, grid, x, o_t, i_t, total, H, W, OH, OW, _max_window(H, OH),
-           _max_window(W, OW), ACC=_tl_acc(x.dtype), BLOCK=block)
-    _write_back(out, o_t)
-    _write_back(indices, i_t)
+for _n in (2, 3):
+    _f, _fo, _b = _adaptive_avg_fns(_n)
+    _mo, _mb = _adaptive_max_fns(_n)
+    KERNELS.update({f"_adaptive_avg_pool{_n}d": _f, f"adaptive_avg_pool{_n}d_out": _fo,
+                    f"_adaptive_avg_pool{_n}d_backward": _b, f"adaptive_max_pool{_n}d": _mo,
+                    f"adaptive_max_pool{_n}d_backward": _mb})
 
 
-def adaptive_max_pool2d_backward_out(grad_output, self, indices, grad_input):
-    planes = self.numel() // (self.shape[-2] * self.shape[-1]) if self.numel() else 0
-    gi = _dense(grad_input)
-    fill_(gi, 0)
-    if grad_output.numel():
-        g2 = _contiguous(grad_output).reshape(planes, -1)
-        i2 = _contiguous(indices).reshape(planes, -1)
-        _gather_scatter(i2, g2, gi.view(planes, -1), 1, 2)  # add (fp16/bf16 via float32)
-    _write_back(grad_input, gi)
-
-
-KERNELS.update({"_adaptive_avg_pool2d": _adaptive_avg_pool2d,
-                "adaptive_avg_pool2d_out": adaptive_avg_pool2d_out,
-                "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward,
-                "adaptive_max_pool2d": adaptive_max_pool2d_out,
-                "adaptive_max_pool2d_backward": adaptive_max_pool2d_backward_out})
-
-
-# -- linear interpolation, 1-d and 2-d (structured impls) -----------------------
-#   upsample_bilinear2d.out impl: (self, output_size, align_corners, scales_h, scales_w, out)
-#   upsample_bilinear2d_backward.grad_input impl:
-#       (grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input)
+# -- linear interpolation, 1-d to 3-d (structured impls) ---------------------------
 #   upsample_linear1d.out impl: (self, output_size, align_corners, scales, out)
-#   upsample_linear1d_backward.grad_input impl:
-#       (grad_output, output_size, input_size, align_corners, scales, grad_input)
+#   upsample_bilinear2d.out impl: (self, output_size, align_corners, scales_h, scales_w, out)
+#   upsample_trilinear3d.out impl: (self, output_size, align_corners, scales_d, scales_h, scales_w, out)
+#   their _backward.grad_input impls: (grad_output, output_size, input_size, align_corners,
+#                                      *scales, grad_input)
 # Source position of output o (float32, ATen/native/UpSample.h):
 #   align_corners: o * (I-1)/(O-1)   (0 when O == 1)
 #   else:          max(scale * (o + 0.5) - 0.5, 0), scale = 1/scales when given, else I/O
@@ -286,90 +317,101 @@ def _linear_src(o, scale, size, ALIGN: tl.constexpr):
 
 
 @triton.jit
-def _linear_kernel(x, out, total, H, W, OH, OW, sh, sw, ALIGN: tl.constexpr,
-                   ONE_ROW: tl.constexpr, BACKWARD: tl.constexpr, ACC: tl.constexpr,
+def _lerp_row(x, row, w0, w1, lw, mask, ACC: tl.constexpr):
+    return (1 - lw) * tl.load(x + row + w0, mask=mask, other=0).to(ACC) + \
+        lw * tl.load(x + row + w1, mask=mask, other=0).to(ACC)
+
+
+@triton.jit
+def _spread_row(acc, row, w0, w1, lw, g, mask):
+    tl.atomic_add(acc + row + w0, g * (1 - lw), mask=mask)
+    tl.atomic_add(acc + row + w1, g * lw, mask=mask)
+
+
+@triton.jit
+def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, ALIGN: tl.constexpr,
+                   NDIM: tl.constexpr, BACKWARD: tl.constexpr, ACC: tl.constexpr,
                    BLOCK: tl.constexpr):
     # Forward: out[e] from x.  Backward: x is grad_output (by output element),
-    # out the float32 (float64) accumulator of grad_input.
+    # out the float32 (float64) accumulator of grad_input.  NDIM spatial dims
+    # interpolate (the others are 1).
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, oh, ow = _split3(e, OH, OW)
+    plane, od, oh, ow = _split4(e, OD, OH, OW)
     w0, w1, lw = _linear_src(ow, sw, W, ALIGN)
     lw = lw.to(ACC)
-    base = plane * H * W
-    if ONE_ROW:
-        if BACKWARD:
-            g = tl.load(x + e, mask=mask, other=0).to(ACC)
-            tl.atomic_add(out + base + w0, g * (1 - lw), mask=mask)
-            tl.atomic_add(out + base + w1, g * lw, mask=mask)
-        else:
-            v = (1 - lw) * tl.load(x + base + w0, mask=mask, other=0).to(ACC) + \
-                lw * tl.load(x + base + w1, mask=mask, other=0).to(ACC)
-            _store(out, e, v, mask)
-    else:
+    if NDIM >= 2:
         h0, h1, lh = _linear_src(oh, sh, H, ALIGN)
         lh = lh.to(ACC)
-        r0 = base + h0 * W
-        r1 = base + h1 * W
-        if BACKWARD:
-            g = tl.load(x + e, mask=mask, other=0).to(ACC)
-            g0 = g * (1 - lh)
-            g1 = g * lh
-            tl.atomic_add(out + r0 + w0, g0 * (1 - lw), mask=mask)
-            tl.atomic_add(out + r0 + w1, g0 * lw, mask=mask)
-            tl.atomic_add(out + r1 + w0, g1 * (1 - lw), mask=mask)
-            tl.atomic_add(out + r1 + w1, g1 * lw, mask=mask)
+    else:
+        h0, h1, lh = oh, oh, tl.zeros((BLOCK,), ACC)
+    if NDIM == 3:
+        d0, d1, ld = _linear_src(od, sd, D, ALIGN)
+        ld = ld.to(ACC)
+    else:
+        d0, d1, ld = od, od, tl.zeros((BLOCK,), ACC)
+    r00 = ((plane * D + d0) * H + h0) * W
+    r01 = ((plane * D + d0) * H + h1) * W
+    r10 = ((plane * D + d1) * H + h0) * W
+    r11 = ((plane * D + d1) * H + h1) * W
+    if BACKWARD:
+        g = tl.load(x + e, mask=mask, other=0).to(ACC)
+        if NDIM == 1:
+            _spread_row(out, r00, w0, w1, lw, g, mask)
+        elif NDIM == 2:
+            _spread_row(out, r00, w0, w1, lw, g * (1 - lh), mask)
+            _spread_row(out, r01, w0, w1, lw, g * lh, mask)
         else:
-            top = (1 - lw) * tl.load(x + r0 + w0, mask=mask, other=0).to(ACC) + \
-                lw * tl.load(x + r0 + w1, mask=mask, other=0).to(ACC)
-            bot = (1 - lw) * tl.load(x + r1 + w0, mask=mask, other=0).to(ACC) + \
-                lw * tl.load(x + r1 + w1, mask=mask, other=0).to(ACC)
-            _store(out, e, (1 - lh) * top + lh * bot, mask)
+            g0 = g * (1 - ld)
+            g1 = g * ld
+            _spread_row(out, r00, w0, w1, lw, g0 * (1 - lh), mask)
+            _spread_row(out, r01, w0, w1, lw, g0 * lh, mask)
+            _spread_row(out, r10, w0, w1, lw, g1 * (1 - lh), mask)
+            _spread_row(out, r11, w0, w1, lw, g1 * lh, mask)
+    else:
+        v = _lerp_row(x, r00, w0, w1, lw, mask, ACC)
+        if NDIM >= 2:
+            v = (1 - lh) * v + lh * _lerp_row(x, r01, w0, w1, lw, mask, ACC)
+        if NDIM == 3:
+            v1 = (1 - lh) * _lerp_row(x, r10, w0, w1, lw, mask, ACC) + \
+                lh * _lerp_row(x, r11, w0, w1, lw, mask, ACC)
+            v = (1 - ld) * v + ld * v1
+        _store(out, e, v, mask)
 
 
-def _linear_scales(in_shape, out_shape, align_corners, scales):
-    (H, W), (OH, OW) = _rows(in_shape), _rows(out_shape)
-    scales = [None] * (2 - len(scales)) + list(scales)
-    return (float(_linear_scale(H, OH, align_corners, scales[0])),
-            float(_linear_scale(W, OW, align_corners, scales[1])))
+def _linear_args(in_shape, out_shape, align_corners, scales):
+    nsp = len(scales)
+    i, o = _spatial3(in_shape, nsp), _spatial3(out_shape, nsp)
+    s = [float(_linear_scale(a, b, align_corners, c))
+         for a, b, c in zip(i, o, [None] * (3 - nsp) + list(scales))]
+    return (*i, *o, *s)
 
 
 def _upsample_linear(self, out, align_corners, scales):
     x = _contiguous(self)
-    (H, W), (OH, OW) = _rows(x.shape), _rows(out.shape)
     total = out.numel()
     if total == 0:
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_linear_kernel, grid, x, o_t, total, H, W, OH, OW,
-           *_linear_scales(x.shape, out.shape, align_corners, scales),
-           ALIGN=bool(align_corners), ONE_ROW=x.dim() == 3, BACKWARD=False,
+    launch(_linear_kernel, grid, x, o_t, total,
+           *_linear_args(x.shape, out.shape, align_corners, scales),
+           ALIGN=bool(align_corners), NDIM=len(scales), BACKWARD=False,
            ACC=_tl_acc(x.dtype), BLOCK=block)
     _write_back(out, o_t)
 
 
 def _upsample_linear_backward(grad_output, grad_input, align_corners, scales):
     g = _contiguous(grad_output)
-    (H, W), (OH, OW) = _rows(grad_input.shape), _rows(g.shape)
     acc = _accumulator(grad_input)
     total = g.numel()
     if total:
         grid, block = _grid(total)
-        launch(_linear_kernel, grid, g, acc, total, H, W, OH, OW,
-               *_linear_scales(grad_input.shape, g.shape, align_corners, scales),
-               ALIGN=bool(align_corners), ONE_ROW=g.dim() == 3, BACKWARD=True,
+        launch(_linear_kernel, grid, g, acc, total,
+               *_linear_args(grad_input.shape, g.shape, align_corners, scales),
+               ALIGN=bool(align_corners), NDIM=len(scales), BACKWARD=True,
                ACC=_tl_acc(acc.dtype), BLOCK=block)
     copy_kernel((grad_input,), (acc,))
-
-
-def upsample_bilinear2d_out(self, output_size, align_corners, scales_h, scales_w, out):
-    _upsample_linear(self, out, align_corners, (scales_h, scales_w))
-
-
-def upsample_bilinear2d_backward_out(grad_output, output_size, input_size, align_corners,
-                                     scales_h, scales_w, grad_input):
-    _upsample_linear_backward(grad_output, grad_input, align_corners, (scales_h, scales_w))
 
 
 def upsample_linear1d_out(self, output_size, align_corners, scales, out):
@@ -381,64 +423,71 @@ def upsample_linear1d_backward_out(grad_output, output_size, input_size, align_c
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales,))
 
 
-KERNELS.update({"upsample_bilinear2d": upsample_bilinear2d_out,
+def upsample_bilinear2d_out(self, output_size, align_corners, scales_h, scales_w, out):
+    _upsample_linear(self, out, align_corners, (scales_h, scales_w))
+
+
+def upsample_bilinear2d_backward_out(grad_output, output_size, input_size, align_corners,
+                                     scales_h, scales_w, grad_input):
+    _upsample_linear_backward(grad_output, grad_input, align_corners, (scales_h, scales_w))
+
+
+def upsample_trilinear3d_out(self, output_size, align_corners, scales_d, scales_h, scales_w, out):
+    _upsample_linear(self, out, align_corners, (scales_d, scales_h, scales_w))
+
+
+def upsample_trilinear3d_backward_out(grad_output, output_size, input_size, align_corners,
+                                      scales_d, scales_h, scales_w, grad_input):
+    _upsample_linear_backward(grad_output, grad_input, align_corners,
+                              (scales_d, scales_h, scales_w))
+
+
+KERNELS.update({"upsample_linear1d": upsample_linear1d_out,
+                "upsample_linear1d_backward": upsample_linear1d_backward_out,
+                "upsample_bilinear2d": upsample_bilinear2d_out,
                 "upsample_bilinear2d_backward": upsample_bilinear2d_backward_out,
-                "upsample_linear1d": upsample_linear1d_out,
-                "upsample_linear1d_backward": upsample_linear1d_backward_out})
+                "upsample_trilinear3d": upsample_trilinear3d_out,
+                "upsample_trilinear3d_backward": upsample_trilinear3d_backward_out})
 
 
-# -- nearest / nearest-exact, 1-d and exact 2-d (structured impls) --------------
-# The kernel of upsample_nearest2d (ops/conv.py), with a 1-d signal as one row
-# and "nearest-exact"'s half-pixel offset: src = min(floor((o + 0.5) * scale), I-1).
-#   upsample_nearest1d.out impl: (self, output_size, scales, out)
-#   upsample_nearest1d_backward.grad_input impl: (grad_output, output_size, input_size, scales, grad_input)
-#   _upsample_nearest_exact1d(.out / _backward.grad_input): the same arguments
-#   _upsample_nearest_exact2d(.out / _backward.grad_input): as upsample_nearest2d's
+# -- nearest / nearest-exact, 1-d to 3-d (structured impls) -------------------------
+# The kernel of upsample_nearest2d (ops/conv.py upsample_nearest), with
+# "nearest-exact"'s half-pixel offset: src = min(floor((o + 0.5) * scale), I-1).
+#   upsample_nearest{1,3}d.out impl: (self, output_size, *scales, out)
+#   upsample_nearest{1,3}d_backward.grad_input impl:
+#       (grad_output, output_size, input_size, *scales, grad_input)
+#   _upsample_nearest_exact{1,2,3}d(.out / _backward.grad_input): the same arguments
 
-def upsample_nearest1d_out(self, output_size, scales, out):
-    upsample_nearest(self, out, (scales,))
+def _nearest_fns(nsp, exact):
+    def forward_out(self, output_size, *scales_and_out):
+        *scales, out = scales_and_out
+        upsample_nearest(self, out, scales, exact=exact)
 
-
-def upsample_nearest1d_backward_out(grad_output, output_size, input_size, scales, grad_input):
-    upsample_nearest_backward(grad_output, grad_input, (scales,))
-
-
-def upsample_nearest_exact1d_out(self, output_size, scales, out):
-    upsample_nearest(self, out, (scales,), exact=True)
-
-
-def upsample_nearest_exact1d_backward_out(grad_output, output_size, input_size, scales,
-                                          grad_input):
-    upsample_nearest_backward(grad_output, grad_input, (scales,), exact=True)
+    def backward_out(grad_output, output_size, input_size, *scales_and_grad):
+        *scales, grad_input = scales_and_grad
+        upsample_nearest_backward(grad_output, grad_input, scales, exact=exact)
+    return forward_out, backward_out
 
 
-def upsample_nearest_exact2d_out(self, output_size, scales_h, scales_w, out):
-    upsample_nearest(self, out, (scales_h, scales_w), exact=True)
+for _n, _exact, _name in ((1, False, "upsample_nearest1d"), (3, False, "upsample_nearest3d"),
+                          (1, True, "_upsample_nearest_exact1d"),
+                          (2, True, "_upsample_nearest_exact2d"),
+                          (3, True, "_upsample_nearest_exact3d")):
+    _fo, _bo = _nearest_fns(_n, _exact)
+    KERNELS.update({_name: _fo, _name + "_backward": _bo})
 
 
-def upsample_nearest_exact2d_backward_out(grad_output, output_size, input_size, scales_h,
-                                          scales_w, grad_input):
-    upsample_nearest_backward(grad_output, grad_input, (scales_h, scales_w), exact=True)
-
-
-KERNELS.update({"upsample_nearest1d": upsample_nearest1d_out,
-                "upsample_nearest1d_backward": upsample_nearest1d_backward_out,
-                "_upsample_nearest_exact1d": upsample_nearest_exact1d_out,
-                "_upsample_nearest_exact1d_backward": upsample_nearest_exact1d_backward_out,
-                "_upsample_nearest_exact2d": upsample_nearest_exact2d_out,
-                "_upsample_nearest_exact2d_backward": upsample_nearest_exact2d_backward_out})
-
-
-# -- reflection / replication padding, 1-d and 2-d ------------------------------
-#   reflection_pad1d.out, replication_pad1d.out, replication_pad2d.out impls: (self, padding, out)
-#   reflection_pad1d_backward.grad_input, replication_pad1d_backward.grad_input impls:
+# -- reflection / replication padding, 1-d to 3-d ---------------------------------
+#   reflection_pad{1,3}d.out, replication_pad{1,2,3}d.out impls: (self, padding, out)
+#   reflection_pad{1,3}d_backward.grad_input, replication_pad1d_backward.grad_input impls:
 #       (grad_output, self, padding, grad_input)                             (structured)
 #   reflection_pad2d(self, padding) / .out(self, padding, out)               (plain)
-#   reflection_pad2d_backward / replication_pad2d_backward(grad_output, self, padding)
+#   reflection_pad2d_backward, replication_pad{2,3}d_backward(grad_output, self, padding)
 #       and their .grad_input(..., grad_input)                               (plain)
-# Output o of a dimension padded by (before, after) reads input i = o - before,
-# reflected (i < 0: -i; i >= I: 2(I-1) - i) or clamped into [0, I-1]; negative
-# padding crops.  The backward adds each grad_output element into its source.
+# Padding lists (left, right, top, bottom, front, back).  Output o of a
+# dimension padded by (before, after) reads input i = o - before, reflected
+# (i < 0: -i; i >= I: 2(I-1) - i) or clamped into [0, I-1]; negative padding
+# crops.  The backward adds each grad_output element into its source.
 
 @triton.jit
 def _pad_src(o, before, size, REFLECT: tl.constexpr):
@@ -452,12 +501,13 @@ def _pad_src(o, before, size, REFLECT: tl.constexpr):
 
 
 @triton.jit
-def _pad_kernel(x, out, total, H, W, OH, OW, top, left, REFLECT: tl.constexpr,
+def _pad_kernel(x, out, total, D, H, W, OD, OH, OW, front, top, left, REFLECT: tl.constexpr,
                 BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, oh, ow = _split3(e, OH, OW)
-    src = plane * H * W + _pad_src(oh, top, H, REFLECT) * W + _pad_src(ow, left, W, REFLECT)
+    plane, od, oh, ow = _split4(e, OD, OH, OW)
+    src = ((plane * D + _pad_src(od, front, D, REFLECT)) * H + _pad_src(oh, top, H, REFLECT)) * W \
+        + _pad_src(ow, left, W, REFLECT)
     if BACKWARD:  # x: grad_output (by output element), out: float32/64 grad_input
         v = tl.load(x + e, mask=mask, other=0).to(out.dtype.element_ty)
         tl.atomic_add(out + src, v, mask=mask)
@@ -465,76 +515,70 @@ def _pad_kernel(x, out, total, H, W, OH, OW, top, left, REFLECT: tl.constexpr,
         tl.store(out + e, tl.load(x + src, mask=mask, other=0), mask=mask)
 
 
-def _pads(padding):
-    """(left, right, top, bottom) of a 1-d (2 values) or 2-d (4 values) padding."""
-    p = [int(v) for v in padding]
-    return (p[0], p[1], 0, 0) if len(p) == 2 else tuple(p)
+def _pad_args(in_shape, out_shape, padding):
+    """(D, H, W, OD, OH, OW, front, top, left) of a padding of len(padding)//2 dims."""
+    nsp = len(padding) // 2
+    p = [int(v) for v in padding] + [0] * (6 - len(padding))
+    return (*_spatial3(in_shape, nsp), *_spatial3(out_shape, nsp), p[4], p[2], p[0])
 
 
 def _padded_shape(shape, padding):
-    left, right, top, bottom = _pads(padding)
-    if len(padding) == 2:
-        return list(shape[:-1]) + [shape[-1] + left + right]
-    return list(shape[:-2]) + [shape[-2] + top + bottom, shape[-1] + left + right]
-
-
-def _hw(shape, padding):
-    """(H, W) of the planes a 1-d (one row) or 2-d padding works on."""
-    return (1, shape[-1]) if len(padding) == 2 else (shape[-2], shape[-1])
+    nsp = len(padding) // 2
+    lead = list(shape[:len(shape) - nsp])
+    # padding runs from the last dim: (left, right) of W first
+    sp = [shape[len(shape) - 1 - k] + padding[2 * k] + padding[2 * k + 1] for k in range(nsp)]
+    return lead + sp[::-1]
 
 
 def _pad(self, padding, out, reflect):
     x = _contiguous(self)
-    left, _, top, _ = _pads(padding)
-    (H, W), (OH, OW) = _hw(x.shape, padding), _hw(out.shape, padding)
     total = out.numel()
     if total == 0:
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_pad_kernel, grid, x, o_t, total, H, W, OH, OW, top, left, REFLECT=reflect,
-           BACKWARD=False, BLOCK=block)
+    launch(_pad_kernel, grid, x, o_t, total, *_pad_args(x.shape, out.shape, padding),
+           REFLECT=reflect, BACKWARD=False, BLOCK=block)
     _write_back(out, o_t)
 
 
 def _pad_backward(grad_output, padding, grad_input, reflect):
     g = _contiguous(grad_output)
-    left, _, top, _ = _pads(padding)
-    (H, W), (OH, OW) = _hw(grad_input.shape, padding), _hw(g.shape, padding)
     acc = _accumulator(grad_input)
     total = g.numel()
     if total:
         grid, block = _grid(total)
-        launch(_pad_kernel, grid, g, acc, total, H, W, OH, OW, top, left, REFLECT=reflect,
-               BACKWARD=True, BLOCK=block)
+        launch(_pad_kernel, grid, g, acc, total, *_pad_args(grad_input.shape, g.shape, padding),
+               REFLECT=reflect, BACKWARD=True, BLOCK=block)
     copy_kernel((grad_input,), (acc,))
 
 
-def _check_pad2d(name, x, padding, reflect):
-    if len(padding) != 4:
-        raise RuntimeError(f"{name}: padding size is expected to be 4, got {len(padding)}")
-    if not ((x.dim() == 3 and x.shape[0] != 0 and x.shape[1] != 0 and x.shape[2] != 0) or
-            (x.dim() == 4 and x.shape[1] != 0 and x.shape[2] != 0 and x.shape[3] != 0)):
-        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor with possibly 0 batch "
-                           f"size and other non-zero dimensions for input, but got: {list(x.shape)}")
-    left, right, top, bottom = _pads(padding)
-    H, W = x.shape[-2:]
-    if reflect:
-        if not (left < W and right < W):
-            raise RuntimeError(f"{name}: Argument #4: Padding size should be less than the "
-                               f"corresponding input dimension, but got: padding ({left}, {right}) "
-                               f"at dimension {x.dim() - 1} of input {list(x.shape)}")
-        if not (top < H and bottom < H):
-            raise RuntimeError(f"{name}: Argument #6: Padding size should be less than the "
-                               f"corresponding input dimension, but got: padding ({top}, {bottom}) "
-                               f"at dimension {x.dim() - 2} of input {list(x.shape)}")
-    OH, OW = H + top + bottom, W + left + right
-    if OH < 1 or OW < 1:
-        raise RuntimeError(f"{name}: input (H: {H}, W: {W}) is too small. Calculated output "
-                           f"H: {OH} W: {OW}")
+_DIM_NAMES = ("width", "height", "depth")
 
 
-def _check_pad2d_grad(name, grad_output, x, padding):
+def _check_pad(name, x, padding, nsp, reflect):
+    """PyTorch's checks of a plain padding op (its meta's for the structured ones)."""
+    if len(padding) != 2 * nsp:
+        raise RuntimeError(f"{name}: padding size is expected to be {2 * nsp}, got {len(padding)}")
+    if not (x.dim() in (nsp + 1, nsp + 2) and
+            all(s != 0 for s in (x.shape if x.dim() == nsp + 1 else x.shape[1:]))):
+        raise RuntimeError(f"{name}: Expected {nsp + 1}D or {nsp + 2}D (batch mode) tensor with "
+                           "possibly 0 batch size and other non-zero dimensions for input, but got: "
+                           f"{list(x.shape)}")
+    for k in range(nsp):
+        d = x.dim() - 1 - k
+        before, after = padding[2 * k], padding[2 * k + 1]
+        if reflect and not (before < x.shape[d] and after < x.shape[d]):
+            raise RuntimeError(f"{name}: Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({before}, {after}) at dimension {d} "
+                               f"of input {list(x.shape)}")
+    out = _padded_shape(x.shape, padding)
+    if any(o < 1 for o in out[x.dim() - nsp:]):
+        raise RuntimeError(f"{name}: input {list(x.shape)} is too small for padding "
+                           f"{list(padding)}: calculated output {out}")
+
+
+def _check_pad_grad(name, grad_output, x, padding):
     expected = _padded_shape(x.shape, padding)
     if list(grad_output.shape) != expected:
         raise RuntimeError(f"{name}: grad_output of shape {list(grad_output.shape)} does not match "
@@ -545,72 +589,57 @@ def _check_pad2d_grad(name, grad_output, x, padding):
 
 
 def reflection_pad2d_out(self, padding, out):
-    _check_pad2d("reflection_pad2d", self, padding, True)
+    _check_pad("reflection_pad2d", self, padding, 2, True)
     out.resize_(_padded_shape(self.shape, padding))  # a plain out= op sizes its own out
     _pad(self, padding, out, True)
     return out
 
 
 def reflection_pad2d(self, padding):
-    _check_pad2d("reflection_pad2d", self, padding, True)
+    _check_pad("reflection_pad2d", self, padding, 2, True)
     out = torch.empty(_padded_shape(self.shape, padding), dtype=self.dtype, device=self.device)
     _pad(self, padding, out, True)
     return out
 
 
-def _pad2d_backward_fn(name, reflect):
+def _plain_pad_backward_fns(name, nsp, reflect):
     def backward(grad_output, self, padding):
-        _check_pad2d(name, self, padding, reflect)
-        _check_pad2d_grad(name, grad_output, self, padding)
+        _check_pad(name, self, padding, nsp, reflect)
+        _check_pad_grad(name, grad_output, self, padding)
         grad_input = torch.empty(self.shape, dtype=self.dtype, device=self.device)
         _pad_backward(grad_output, padding, grad_input, reflect)
         return grad_input
 
     def backward_out(grad_output, self, padding, grad_input):
-        _check_pad2d(name, self, padding, reflect)
-        _check_pad2d_grad(name, grad_output, self, padding)
-        grad_input.resize_(self.shape)
+        _check_pad(name, self, padding, nsp, reflect)
+        _check_pad_grad(name, grad_output, self, padding)
+        grad_input.resize_(self.shape)  # a plain out= op sizes its own out
         _pad_backward(grad_output, padding, grad_input, reflect)
         return grad_input
     return backward, backward_out
 
 
-reflection_pad2d_backward, reflection_pad2d_backward_out = \
-    _pad2d_backward_fn("reflection_pad2d_backward", True)
-replication_pad2d_backward, replication_pad2d_backward_out = \
-    _pad2d_backward_fn("replication_pad2d_backward", False)
+def _structured_pad_fns(reflect):
+    def forward_out(self, padding, out):
+        _pad(self, padding, out, reflect)
+
+    def backward_out(grad_output, self, padding, grad_input):
+        _pad_backward(grad_output, padding, grad_input, reflect)
+    return forward_out, backward_out
 
 
-def reflection_pad1d_out(self, padding, out):
-    _pad(self, padding, out, True)
-
-
-def reflection_pad1d_backward_out(grad_output, self, padding, grad_input):
-    _pad_backward(grad_output, padding, grad_input, True)
-
-
-def replication_pad1d_out(self, padding, out):
-    _pad(self, padding, out, False)
-
-
-def replication_pad1d_backward_out(grad_output, self, padding, grad_input):
-    _pad_backward(grad_output, padding, grad_input, False)
-
-
-def replication_pad2d_out(self, padding, out):
-    _pad(self, padding, out, False)
-
-
-KERNELS.update({"reflection_pad2d": reflection_pad2d, "reflection_pad2d_out": reflection_pad2d_out,
-                "reflection_pad2d_backward": reflection_pad2d_backward,
-                "reflection_pad2d_backward_out": reflection_pad2d_backward_out,
-                "replication_pad2d": replication_pad2d_out,
-                "replication_pad2d_backward": replication_pad2d_backward,
-                "replication_pad2d_backward_out": replication_pad2d_backward_out,
-                "reflection_pad1d": reflection_pad1d_out,
-                "reflection_pad1d_backward": reflection_pad1d_backward_out,
-                "replication_pad1d": replication_pad1d_out,
-                "replication_pad1d_backward": replication_pad1d_backward_out})
+KERNELS.update({"reflection_pad2d": reflection_pad2d, "reflection_pad2d_out": reflection_pad2d_out})
+for _name, _n, _reflect in (("reflection_pad2d_backward", 2, True),
+                            ("replication_pad2d_backward", 2, False),
+                            ("replication_pad3d_backward", 3, False)):
+    _b, _bo = _plain_pad_backward_fns(_name, _n, _reflect)
+    KERNELS.update({_name: _b, _name + "_out": _bo})
+for _name, _reflect in (("reflection_pad1d", True), ("reflection_pad3d", True),
+                        ("replication_pad1d", False)):
+    _fo, _bo = _structured_pad_fns(_reflect)
+    KERNELS.update({_name: _fo, _name + "_backward": _bo})
+for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, above
+    KERNELS[_name] = _structured_pad_fns(False)[0]
 
 
 # -- im2col / col2im (plain ops): F.unfold / F.fold ------------------------------
