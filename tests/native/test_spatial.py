@@ -32,7 +32,13 @@ def test_ops_are_registered():
     reflection_pad2d_backward reflection_pad2d_backward.grad_input replication_pad2d.out
     replication_pad2d_backward replication_pad2d_backward.grad_input reflection_pad1d.out
     reflection_pad1d_backward.grad_input replication_pad1d.out replication_pad1d_backward.grad_input
-    im2col im2col.out col2im col2im.out""".split()
+    im2col im2col.out col2im col2im.out _adaptive_avg_pool3d _adaptive_avg_pool3d_backward
+    adaptive_avg_pool3d.out adaptive_max_pool3d.out adaptive_max_pool3d_backward.grad_input
+    upsample_trilinear3d.out upsample_trilinear3d_backward.grad_input upsample_nearest3d.out
+    upsample_nearest3d_backward.grad_input _upsample_nearest_exact3d.out
+    _upsample_nearest_exact3d_backward.grad_input reflection_pad3d.out
+    reflection_pad3d_backward.grad_input replication_pad3d.out replication_pad3d_backward
+    replication_pad3d_backward.grad_input""".split()
     assert sorted(set(ops) - REGISTERED) == []
 
 
@@ -414,3 +420,106 @@ def test_resnet_head_and_unet_block_train_like_cpu():
             o.step()
     for p, q in zip(net.parameters(), net_d.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
+
+
+# -- 3-d variants (the same kernels on (D, H, W) planes) --------------------------
+
+CL3 = torch.channels_last_3d
+
+
+@pytest.mark.parametrize("size", [(1, 1, 1), (2, 3, 4), (5, 7, 3), (4, 2, 9)])  # input 4 x 5 x 6
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adaptive_pool3d(size, dtype):
+    x = rand((2, 3, 4, 5, 6), dtype)
+    grads(lambda t: torch._adaptive_avg_pool3d(t, size), x, dtype=dtype, reduce=120)
+    grads(lambda t: F.adaptive_avg_pool3d(t, size), x, dtype=dtype, reduce=120)
+    grads(lambda t: F.adaptive_max_pool3d(t, size), x, dtype=dtype)
+    _, i = F.adaptive_max_pool3d(x.to(DEV), size, return_indices=True)
+    assert torch.equal(i.cpu(), F.adaptive_max_pool3d(x, size, return_indices=True)[1])
+
+
+def test_adaptive_pool3d_layouts_batch1_and_errors():
+    f = lambda t: t.contiguous(memory_format=CL3)  # noqa: E731
+    grads(lambda t: torch._adaptive_avg_pool3d(f(t), (3, 2, 4)), rand((1, 3, 4, 5, 6), F32), reduce=8)
+    grads(lambda t: F.adaptive_max_pool3d(t.transpose(-1, -3), (3, 2, 4)), rand((1, 3, 4, 5, 6), F32))
+    grads(lambda t: F.adaptive_avg_pool3d(t, (5, 2, 7)), rand((3, 4, 5, 6), F32), reduce=8)  # no batch
+    out = torch._adaptive_avg_pool3d(f(rand((2, 3, 4, 4, 4), F32).to(DEV)), (2, 2, 2))
+    assert out.is_contiguous(memory_format=CL3)
+    with pytest.raises(RuntimeError, match="Expected 4D or 5D tensor"):
+        torch._adaptive_avg_pool3d(torch.randn(4, 4, 4).to(DEV), (2, 2, 2))
+    res = torch.ops.aten.adaptive_avg_pool3d.out(torch.randn(2, 2, 4, 5, 6).to(DEV), [3, 2, 4],
+                                                 out=torch.empty(0, device=DEV))
+    assert res.shape == (2, 2, 3, 2, 4)
+
+
+SIZES_3D = {"size_mixed": dict(size=(7, 3, 9)), "scale_up": dict(scale_factor=2.0),
+            "scale_mixed": dict(scale_factor=(0.5, 1.5, 2.5)),
+            "scale_kept": dict(scale_factor=(1.7, 0.6, 2.3), recompute_scale_factor=False)}
+
+
+@pytest.mark.parametrize("case", list(SIZES_3D))
+@pytest.mark.parametrize("mode,align", [("trilinear", False), ("trilinear", True), ("nearest", None),
+                                        ("nearest-exact", None)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_interpolate_3d(case, mode, align, dtype):
+    x = rand((2, 2, 3, 4, 5), dtype)
+    kw = dict(SIZES_3D[case], mode=mode)
+    if align is not None:
+        kw["align_corners"] = align
+    grads(lambda t: F.interpolate(t, **kw), x, dtype=dtype, reduce=4 * INTERP_REDUCE)
+
+
+@pytest.mark.parametrize("mode", ["trilinear", "nearest", "nearest-exact"])
+def test_interpolate_3d_layouts_and_batch1(mode):
+    kw = dict(align_corners=False) if mode == "trilinear" else {}
+    grads(lambda t: F.interpolate(t.contiguous(memory_format=CL3), size=(5, 2, 7), mode=mode, **kw),
+          rand((1, 3, 3, 4, 5), F32), reduce=16)
+    grads(lambda t: F.interpolate(t.transpose(-1, -3), scale_factor=1.5, mode=mode, **kw),
+          rand((2, 2, 3, 4, 5), F32), reduce=16)
+
+
+@pytest.mark.parametrize("scale", [2.1, 1.1])  # out == 2 * in, out == in along W
+def test_nearest_3d_kept_scale_is_adjoint(scale):
+    """As in 1-d: forward as on CPU, gradient the forward's adjoint."""
+    sf = (1.0, 1.0, scale)
+    x = rand((2, 3, 2, 2, 6), F32)
+    y = F.interpolate(x, scale_factor=sf, mode="nearest", recompute_scale_factor=False)
+    src = F.interpolate(torch.arange(6.).expand(1, 1, 1, 1, 6), scale_factor=sf, mode="nearest",
+                        recompute_scale_factor=False).long().flatten()
+    g = torch.randn(y.shape)
+    xd = x.to(DEV).requires_grad_()
+    yd = F.interpolate(xd, scale_factor=sf, mode="nearest", recompute_scale_factor=False)
+    yd.backward(g.to(DEV))
+    assert torch.equal(yd.detach().cpu(), y)
+    torch.testing.assert_close(xd.grad.cpu(), torch.zeros(2, 3, 2, 2, 6).index_add_(4, src, g))
+
+
+PADS_3D = {"all": (1, 2, 2, 1, 1, 2), "depth": (0, 0, 0, 0, 2, 1), "zero": (0,) * 6}
+PADS_3D_REPLICATE = {**PADS_3D, "big": (6, 0, 0, 5, 4, 0), "negative": (-1, 2, 1, -2, 0, 1)}
+
+
+@pytest.mark.parametrize("mode,case", [("reflect", c) for c in PADS_3D] +
+                         [("replicate", c) for c in PADS_3D_REPLICATE])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pad_3d(mode, case, dtype):
+    p = PADS_3D_REPLICATE[case]
+    grads(lambda t: F.pad(t, p, mode=mode), rand((2, 2, 3, 4, 5), dtype), dtype=dtype, reduce=16)
+    grads(lambda t: F.pad(t, p, mode=mode), rand((2, 3, 4, 5), dtype), dtype=dtype, reduce=16)
+
+
+def test_pad_3d_layouts_errors_and_out():
+    for mode in ("reflect", "replicate"):
+        grads(lambda t: F.pad(t.contiguous(memory_format=CL3), (1, 1, 2, 0, 1, 2), mode=mode),
+              rand((1, 3, 3, 4, 5), F32), reduce=8)
+    x = torch.randn(1, 2, 3, 4, 5)
+    for t in (x, x.to(DEV)):
+        with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding"):
+            F.pad(t, (0, 0, 0, 0, 3, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="does not match"):
+        torch.ops.aten.replication_pad3d_backward(torch.randn(1, 2, 3, 4, 5).to(DEV), x.to(DEV),
+                                                  [1, 1, 0, 0, 0, 0])
+    g = torch.randn(1, 2, 4, 6, 7)
+    res = torch.ops.aten.replication_pad3d_backward.grad_input(
+        g.to(DEV), x.to(DEV), [1, 1, 1, 1, 1, 0], grad_input=torch.empty(0, device=DEV))
+    torch.testing.assert_close(res.cpu(), torch.ops.aten.replication_pad3d_backward(
+        g, x, [1, 1, 1, 1, 1, 0]))
