@@ -241,6 +241,20 @@ def test_interpolate_out_variants():
         t, [9], None, out=torch.empty(2, 3, 9, device=t.device)), x[:, :, 0])
 
 
+@pytest.mark.parametrize("align", [False, True])
+def test_bilinear_uint8(align):
+    """uint8 images: rounded to the nearest value; PyTorch's CPU kernel works
+    in fixed point, so results may differ from it by one."""
+    x = torch.randint(0, 256, (2, 3, 5, 6), dtype=torch.uint8)
+    for size in [(7, 9), (3, 4), (11, 13)]:
+        res = F.interpolate(x.to(DEV), size=size, mode="bilinear", align_corners=align).cpu()
+        exact = F.interpolate(x.double(), size=size, mode="bilinear", align_corners=align)
+        assert res.dtype == torch.uint8
+        assert (res.double() - exact).abs().max() <= 0.5 + 1e-3
+        cpu = F.interpolate(x, size=size, mode="bilinear", align_corners=align)
+        assert (res.int() - cpu.int()).abs().max() <= 1
+
+
 def test_bilinear_align_corners_values():
     # The corners of align_corners=True land exactly on the input's corners.
     x = torch.arange(16.).reshape(1, 1, 4, 4)

@@ -376,6 +376,8 @@ def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, ALIGN: tl.con
             v1 = (1 - lh) * _lerp_row(x, r10, w0, w1, lw, mask, ACC) + \
                 lh * _lerp_row(x, r11, w0, w1, lw, mask, ACC)
             v = (1 - ld) * v + ld * v1
+        if out.dtype.element_ty.is_int():  # uint8 images: to the nearest, not truncated
+            v = v + 0.5
         _store(out, e, v, mask)
 
 
