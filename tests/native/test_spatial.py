@@ -537,3 +537,34 @@ def test_pad_3d_layouts_errors_and_out():
         g.to(DEV), x.to(DEV), [1, 1, 1, 1, 1, 0], grad_input=torch.empty(0, device=DEV))
     torch.testing.assert_close(res.cpu(), torch.ops.aten.replication_pad3d_backward(
         g, x, [1, 1, 1, 1, 1, 0]))
+
+
+F64_OPS = {
+    "adaptive_avg": lambda t: torch._adaptive_avg_pool2d(t, (3, 4)),
+    "adaptive_max": lambda t: F.adaptive_max_pool2d(t, (3, 4)),
+    "bilinear": lambda t: F.interpolate(t, scale_factor=1.7, mode="bilinear",
+                                        recompute_scale_factor=False),
+    "bilinear_align": lambda t: F.interpolate(t, size=(7, 3), mode="bilinear", align_corners=True),
+    "trilinear": lambda t: F.interpolate(t.unsqueeze(2), size=(2, 7, 9), mode="trilinear"),
+    "nearest_exact": lambda t: F.interpolate(t, size=(7, 9), mode="nearest-exact"),
+    "reflect": lambda t: F.pad(t, (2, 1, 3, 0), mode="reflect"),
+    "replicate": lambda t: F.pad(t, (2, 1, 3, 0), mode="replicate"),
+    "unfold": lambda t: F.unfold(t, 2, padding=1),
+    "fold": lambda t: F.fold(t.reshape(2, 4, 15), (4, 11), 2, stride=(1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(F64_OPS))
+def test_float64_to_float64_precision(name):
+    """float64 computes in float64 (sums, weights and source positions)."""
+    grads(F64_OPS[name], rand((2, 3, 5, 4), torch.float64), dtype=torch.float64, reduce=4)
+
+
+def test_fold_integer_dtypes_refused_like_pytorch():
+    c = torch.ones(2, 8, 9, dtype=torch.int64)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        F.fold(c, (4, 4), 2)  # as on CPU
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        F.fold(c.to(DEV), (4, 4), 2)
+    b = torch.rand(2, 8, 9) > 0.5
+    assert torch.equal(F.fold(b.to(DEV), (4, 4), 2).cpu(), F.fold(b, (4, 4), 2))

@@ -67,14 +67,14 @@ def _im2col_kernel(im, cols, total, CK, KP, GP, I0, I1, I2, G1, G2, K1, K2,
 
 @triton.jit
 def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
-                   s0, s1, s2, p0, p1, p2, d0, d1, d2, BLOCK: tl.constexpr):
+                   s0, s1, s2, p0, p1, p2, d0, d1, d2, ACC: tl.constexpr, BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     IP = I0 * I1 * I2
     i = e % IP
     nc = e // IP
     i0, i1, i2 = _split3(i, I1, I2)
-    acc = tl.zeros((BLOCK,), tl.float32)
+    acc = tl.zeros((BLOCK,), ACC)  # float32, float64 for float64
     for k in range(0, KP):
         k0, k1, k2 = _split3(k, K1, K2)
         t0 = i0 + p0 - k0 * d0
@@ -86,7 +86,7 @@ def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
         ok = mask & (t0 >= 0) & (t1 >= 0) & (t2 >= 0) & (g0 * s0 == t0) & (g1 * s1 == t1) & \
             (g2 * s2 == t2) & (g0 < G0) & (g1 < G1) & (g2 < G2)
         src = (nc * KP + k) * GP + (g0 * G1 + g1) * G2 + g2
-        acc += tl.load(cols + src, mask=ok, other=0).to(tl.float32)
+        acc += tl.load(cols + src, mask=ok, other=0).to(ACC)
     _store(im, e, acc, mask)
 
 
@@ -126,7 +126,8 @@ def _col2im(cols, C, im_shape, grid_shape, kernel, stride, padding, dilation, dt
     if total:
         block = _block(total)
         launch(_col2im_kernel, (cdiv(total, block),), cols, out, total, C, math.prod(k),
-               math.prod(grid), *im, *grid, k[1], k[2], *s, *p, *d, BLOCK=block)
+               math.prod(grid), *im, *grid, k[1], k[2], *s, *p, *d,
+               ACC=tl.float64 if dtype == torch.float64 else tl.float32, BLOCK=block)
     return out
 
 

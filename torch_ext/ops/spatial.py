@@ -13,6 +13,7 @@ the arguments; (3) plain ops check their arguments here, as PyTorch's CPU
 kernels do, and return (or fill) the result.
 """
 import math
+import struct
 
 import torch
 import triton
@@ -304,14 +305,19 @@ def _linear_scale(in_size, out_size, align_corners, scale):
 
 
 @triton.jit
-def _linear_src(o, scale, size, ALIGN: tl.constexpr):
-    of = o.to(tl.float32)
+def _linear_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.constexpr):
+    # In ACC (float32, float64 for float64 data, as PyTorch's opmath); the
+    # scale comes as two float32 parts whose sum is the float64 scale.
+    of = o.to(ACC)
+    scale = tl.zeros_like(of) + scale_hi
+    if ACC == tl.float64:
+        scale = scale + scale_lo
     if ALIGN:
         src = scale * of
     else:
         src = tl.maximum(scale * (of + 0.5) - 0.5, 0.0)
     i0 = tl.minimum(src.to(tl.int64), size - 1)  # src >= 0: truncation is floor
-    lam = tl.minimum(tl.maximum(src - i0.to(tl.float32), 0.0), 1.0)
+    lam = tl.minimum(tl.maximum(src - i0.to(ACC), 0.0), 1.0)
     i1 = tl.where(i0 < size - 1, i0 + 1, i0)
     return i0, i1, lam
 
@@ -329,7 +335,8 @@ def _spread_row(acc, row, w0, w1, lw, g, mask):
 
 
 @triton.jit
-def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, ALIGN: tl.constexpr,
+def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sd_lo, sh, sh_lo, sw, sw_lo,
+                   ALIGN: tl.constexpr,
                    NDIM: tl.constexpr, BACKWARD: tl.constexpr, ACC: tl.constexpr,
                    BLOCK: tl.constexpr):
     # Forward: out[e] from x.  Backward: x is grad_output (by output element),
@@ -338,16 +345,13 @@ def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, ALIGN: tl.con
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, od, oh, ow = _split4(e, OD, OH, OW)
-    w0, w1, lw = _linear_src(ow, sw, W, ALIGN)
-    lw = lw.to(ACC)
+    w0, w1, lw = _linear_src(ow, sw, sw_lo, W, ALIGN, ACC)
     if NDIM >= 2:
-        h0, h1, lh = _linear_src(oh, sh, H, ALIGN)
-        lh = lh.to(ACC)
+        h0, h1, lh = _linear_src(oh, sh, sh_lo, H, ALIGN, ACC)
     else:
         h0, h1, lh = oh, oh, tl.zeros((BLOCK,), ACC)
     if NDIM == 3:
-        d0, d1, ld = _linear_src(od, sd, D, ALIGN)
-        ld = ld.to(ACC)
+        d0, d1, ld = _linear_src(od, sd, sd_lo, D, ALIGN, ACC)
     else:
         d0, d1, ld = od, od, tl.zeros((BLOCK,), ACC)
     r00 = ((plane * D + d0) * H + h0) * W
@@ -381,12 +385,18 @@ def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, ALIGN: tl.con
         _store(out, e, v, mask)
 
 
+def _split_f64(v):
+    """v as float32 hi + lo (the kernel adds them in float64 for float64 data)."""
+    hi = struct.unpack("f", struct.pack("f", v))[0]
+    return hi, v - hi
+
+
 def _linear_args(in_shape, out_shape, align_corners, scales):
     nsp = len(scales)
     i, o = _spatial3(in_shape, nsp), _spatial3(out_shape, nsp)
-    s = [float(_linear_scale(a, b, align_corners, c))
+    s = [_split_f64(float(_linear_scale(a, b, align_corners, c)))
          for a, b, c in zip(i, o, [None] * (3 - nsp) + list(scales))]
-    return (*i, *o, *s)
+    return (*i, *o, *(part for pair in s for part in pair))
 
 
 def _upsample_linear(self, out, align_corners, scales):
@@ -739,6 +749,9 @@ def _col2im_check(self, output_size, kernel_size, dilation, padding, stride):
 
 
 def col2im(self, output_size, kernel_size, dilation, padding, stride):
+    if not (self.dtype.is_floating_point or self.dtype == torch.bool):
+        # as PyTorch's kernels (sums of integers would round through float32 here)
+        raise NotImplementedError(f'"col2im" not implemented for {self.dtype}')
     grid, C = _col2im_check(self, output_size, kernel_size, dilation, padding, stride)
     cols = self if self.dim() == 3 else self.unsqueeze(0)
     im = _col2im(cols, C, list(output_size), list(grid), list(kernel_size), list(stride),
