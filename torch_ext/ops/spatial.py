@@ -1,11 +1,14 @@
-"""Spatial ops on N-C-spatial tensors: adaptive pooling, interpolation
-(linear/bilinear/nearest/nearest-exact), reflection/replication padding, im2col/col2im.
+"""Spatial ops on N-C-spatial tensors, 1 to 3 spatial dims: adaptive
+pooling, interpolation (linear/bilinear/trilinear, nearest, nearest-exact),
+reflection/replication padding, im2col/col2im.
 
 Every kernel runs one program per block of output elements (int64 offsets),
 on planes: a contiguous (N*C, D, H, W) view of the input, where a 2-d op has
-D = 1 and a 1-d op D = H = 1.  Sums accumulate in float32 (float64 for float64 tensors); the
-backward kernels that scatter (interpolation, padding) add with float32
-atomics into a temporary that is cast into grad_input once.
+D = 1 and a 1-d op D = H = 1.  Sums and weights are float32 (float64 for
+float64 tensors); the backward kernels that scatter (interpolation, padding)
+add with float32 (float64) atomics into a temporary that is cast into
+grad_input once, the others gather.  Outputs of another memory format
+(channels_last) are filled through a contiguous temporary.
 
 Conventions (see ops/__init__.py): (2) structured impls get the impl's
 arguments and the outputs sized by PyTorch's meta function, which has checked
