@@ -50,6 +50,7 @@ OPS_SPATIAL = """
 nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d nn.functional.adaptive_avg_pool3d
 nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool2d nn.functional.adaptive_max_pool3d
 nn.functional.interpolate.linear nn.functional.interpolate.bilinear nn.functional.interpolate.trilinear
+nn.functional.interpolate.bicubic
 nn.functional.interpolate.nearest nn.functional.interpolate.nearest-exact nn.functional.interpolate.area
 nn.functional.upsample_bilinear nn.functional.upsample_nearest nn.functional.pad.reflect
 nn.functional.pad.replicate nn.functional.pad.replicate_negative nn.functional.unfold

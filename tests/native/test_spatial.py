@@ -38,7 +38,8 @@ def test_ops_are_registered():
     upsample_nearest3d_backward.grad_input _upsample_nearest_exact3d.out
     _upsample_nearest_exact3d_backward.grad_input reflection_pad3d.out
     reflection_pad3d_backward.grad_input replication_pad3d.out replication_pad3d_backward
-    replication_pad3d_backward.grad_input""".split()
+    replication_pad3d_backward.grad_input upsample_bicubic2d.out
+    upsample_bicubic2d_backward.grad_input""".split()
     assert sorted(set(ops) - REGISTERED) == []
 
 
@@ -167,6 +168,62 @@ def test_interpolate_1d(case, mode, align, dtype):
     if align is not None:
         kw["align_corners"] = align
     grads(lambda t: F.interpolate(t, **kw), x, dtype=dtype, reduce=INTERP_REDUCE)
+
+
+@pytest.mark.parametrize("case", [c for c in SIZES_2D if c != "scale_kept_same"])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_interpolate_bicubic(case, align, dtype):
+    x = rand((2, 3, 5, 6), dtype)
+    kw = dict(SIZES_2D[case], mode="bicubic", align_corners=align)
+    # weights reach 1.3 in size and sum to 1: atol scaled by 2 (forward), 16 (backward)
+    grads(lambda t: F.interpolate(t, **kw), x, dtype=dtype, reduce=2 * INTERP_REDUCE)
+
+
+def test_bicubic_layouts_batch1_uint8_and_kept_scale():
+    grads(lambda t: F.interpolate(t.contiguous(memory_format=CL), size=(9, 4), mode="bicubic"),
+          rand((1, 4, 6, 7), F32), reduce=16)
+    grads(lambda t: F.interpolate(t.transpose(-1, -2), scale_factor=1.5, mode="bicubic",
+                                  align_corners=True), rand((3, 2, 5, 4), F32), reduce=16)
+    # out == in with a scale: the forward as PyTorch's CPU (interpolated, not copied),
+    # the gradient its adjoint (PyTorch's CPU backward copies there)
+    x = rand((2, 3, 5, 6), F32)
+    kw = dict(scale_factor=1.1, mode="bicubic", recompute_scale_factor=False)
+    xd = x.to(DEV).requires_grad_()
+    y = F.interpolate(xd, **kw)
+    torch.testing.assert_close(y.detach().cpu(), F.interpolate(x, **kw), rtol=1e-5, atol=1e-5)
+    g = torch.randn(y.shape, dtype=torch.float64)
+    y.backward(g.float().to(DEV))
+    ref = lambda t: _bicubic_reference(t, 1 / 1.1)  # noqa: E731
+    torch.testing.assert_close(ref(x.double()), F.interpolate(x.double(), **kw))  # the reference is right
+    vjp = torch.autograd.functional.vjp(ref, x.double(), g)[1]
+    torch.testing.assert_close(xd.grad.cpu().double(), vjp, rtol=1e-5, atol=1e-5)
+    # uint8: clamped, rounded to the nearest (PyTorch's CPU rounds between passes too)
+    xu = torch.randint(0, 256, (2, 3, 5, 6), dtype=torch.uint8)
+    for size in [(7, 9), (3, 4)]:
+        res = F.interpolate(xu.to(DEV), size=size, mode="bicubic").cpu()
+        exact = F.interpolate(xu.double(), size=size, mode="bicubic").clamp(0, 255)
+        assert res.dtype == torch.uint8 and (res.double() - exact).abs().max() <= 0.5 + 1e-3
+
+
+def _bicubic_reference(x, scale):
+    """PyTorch's bicubic formula in float64 torch ops (align_corners=False, a
+    given scale, no copy rule): its gradient is the forward's adjoint."""
+    def taps(size_in, size_out):
+        src = (torch.arange(size_out, dtype=torch.float64) + 0.5) * scale - 0.5
+        i = src.floor().long().clamp(max=size_in - 1)
+        t = (src - i).clamp(0, 1)
+        A = -0.75
+        u, v = t + 1, 1 - t
+        w = torch.stack([((A * u - 5 * A) * u + 8 * A) * u - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1,
+                         ((A + 2) * v - (A + 3)) * v * v + 1,
+                         ((A * (v + 1) - 5 * A) * (v + 1) + 8 * A) * (v + 1) - 4 * A], 1)
+        idx = (i[:, None] - 1 + torch.arange(4)).clamp(0, size_in - 1)
+        m = torch.zeros(size_out, size_in, dtype=torch.float64)
+        return m.index_put_((torch.arange(size_out)[:, None].expand(-1, 4), idx), w, accumulate=True)
+    H, W = x.shape[-2:]
+    mh, mw = taps(H, H), taps(W, W)
+    return mh @ x @ mw.T
 
 
 @pytest.mark.parametrize("scale", [2.1, 1.1])  # out == 2 * in, out == in

@@ -165,6 +165,8 @@ SPATIAL = {  # ops/spatial.py
     "adaptive_max_pool3d_backward": (2, "adaptive_max_pool3d_backward.grad_input"),
     "upsample_trilinear3d": (2, "upsample_trilinear3d.out"),
     "upsample_trilinear3d_backward": (2, "upsample_trilinear3d_backward.grad_input"),
+    "upsample_bicubic2d": (2, "upsample_bicubic2d.out"),
+    "upsample_bicubic2d_backward": (2, "upsample_bicubic2d_backward.grad_input"),
     "upsample_nearest3d": (2, "upsample_nearest3d.out"),
     "upsample_nearest3d_backward": (2, "upsample_nearest3d_backward.grad_input"),
     "_upsample_nearest_exact3d": (2, "_upsample_nearest_exact3d.out"),

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch
-from .conv import (_col2im, _dense, _im2col, _spatial3, _split4, _store, _write_back,
+from .conv import (_col2im, _dense, _im2col, _spatial3, _split3, _split4, _store, _write_back,
                    upsample_nearest, upsample_nearest_backward)
 from .copy import copy_kernel, fill_
 from .index import _block, _gather_scatter
@@ -299,10 +299,10 @@ for _n in (2, 3):
 # then i0 = min(floor(src), I-1), i1 = i0 + (i0 < I-1), lambda = clamp(src - i0, 0, 1).
 # As PyTorch's CPU kernels, a dimension with O == I is copied whatever the scale.
 
-def _linear_scale(in_size, out_size, align_corners, scale):
+def _linear_scale(in_size, out_size, align_corners, scale, size_rule=True):
     if align_corners:
         return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-    if out_size == in_size:
+    if size_rule and out_size == in_size:
         return 1.0
     return (1.0 / scale) if scale is not None and scale > 0 else in_size / out_size
 
@@ -394,10 +394,10 @@ def _split_f64(v):
     return hi, v - hi
 
 
-def _linear_args(in_shape, out_shape, align_corners, scales):
+def _linear_args(in_shape, out_shape, align_corners, scales, size_rule=True):
     nsp = len(scales)
     i, o = _spatial3(in_shape, nsp), _spatial3(out_shape, nsp)
-    s = [_split_f64(float(_linear_scale(a, b, align_corners, c)))
+    s = [_split_f64(float(_linear_scale(a, b, align_corners, c, size_rule)))
          for a, b, c in zip(i, o, [None] * (3 - nsp) + list(scales))]
     return (*i, *o, *(part for pair in s for part in pair))
 
@@ -463,6 +463,138 @@ KERNELS.update({"upsample_linear1d": upsample_linear1d_out,
                 "upsample_bilinear2d_backward": upsample_bilinear2d_backward_out,
                 "upsample_trilinear3d": upsample_trilinear3d_out,
                 "upsample_trilinear3d_backward": upsample_trilinear3d_backward_out})
+
+
+# -- bicubic interpolation, 2-d (structured impls) ------------------------------------
+#   upsample_bicubic2d.out impl: (self, output_size, align_corners, scales_h, scales_w, out)
+#   upsample_bicubic2d_backward.grad_input impl:
+#       (grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input)
+# Source position as linear's without the clamp at 0 (PyTorch's cubic=True)
+# and without the out == in copy (PyTorch's CPU forward has none here; its
+# backward has, and is not the forward's adjoint there: ours is);
+# i = min(floor(src), I-1), t = clamp(src - i, 0, 1); the 4 x 4 taps at rows
+# and columns i-1 .. i+2 (clamped into the input) with Keys' cubic
+# convolution weights, A = -0.75 (ATen/native/UpSample.h).
+
+@triton.jit
+def _cubic_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.constexpr):
+    of = o.to(ACC)
+    scale = tl.zeros_like(of) + scale_hi
+    if ACC == tl.float64:
+        scale = scale + scale_lo
+    if ALIGN:
+        src = scale * of
+    else:
+        src = scale * (of + 0.5) - 0.5
+    i = src.to(tl.int64)
+    i = tl.where(i.to(ACC) > src, i - 1, i)  # floor (src may be negative)
+    i = tl.minimum(i, size - 1)
+    t = tl.minimum(tl.maximum(src - i.to(ACC), 0.0), 1.0)
+    return i, t
+
+
+@triton.jit
+def _cubic_weights(t):
+    A = -0.75
+    u = t + 1
+    v = 1 - t
+    w = v + 1
+    return (((A * u - 5 * A) * u + 8 * A) * u - 4 * A,
+            ((A + 2) * t - (A + 3)) * t * t + 1,
+            ((A + 2) * v - (A + 3)) * v * v + 1,
+            ((A * w - 5 * A) * w + 8 * A) * w - 4 * A)
+
+
+@triton.jit
+def _tap(i, k, size):
+    return tl.minimum(tl.maximum(i - 1 + k, 0), size - 1)
+
+
+@triton.jit
+def _cubic_row(x, row, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC: tl.constexpr):
+    return tl.load(x + row + c0, mask=mask, other=0).to(ACC) * w0 + \
+        tl.load(x + row + c1, mask=mask, other=0).to(ACC) * w1 + \
+        tl.load(x + row + c2, mask=mask, other=0).to(ACC) * w2 + \
+        tl.load(x + row + c3, mask=mask, other=0).to(ACC) * w3
+
+
+@triton.jit
+def _cubic_spread(acc, row, c0, c1, c2, c3, w0, w1, w2, w3, g, mask):
+    tl.atomic_add(acc + row + c0, g * w0, mask=mask)
+    tl.atomic_add(acc + row + c1, g * w1, mask=mask)
+    tl.atomic_add(acc + row + c2, g * w2, mask=mask)
+    tl.atomic_add(acc + row + c3, g * w3, mask=mask)
+
+
+@triton.jit
+def _bicubic_kernel(x, out, total, H, W, OH, OW, sh, sh_lo, sw, sw_lo, ALIGN: tl.constexpr,
+                    BACKWARD: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    # Forward: out[e] from x.  Backward: x is grad_output (by output element),
+    # out the float32 (float64) accumulator of grad_input.
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    plane, oh, ow = _split3(e, OH, OW)
+    ih, th = _cubic_src(oh, sh, sh_lo, H, ALIGN, ACC)
+    iw, tw = _cubic_src(ow, sw, sw_lo, W, ALIGN, ACC)
+    h0, h1, h2, h3 = _cubic_weights(th)
+    w0, w1, w2, w3 = _cubic_weights(tw)
+    c0, c1, c2, c3 = _tap(iw, 0, W), _tap(iw, 1, W), _tap(iw, 2, W), _tap(iw, 3, W)
+    base = plane * H * W
+    r0 = base + _tap(ih, 0, H) * W
+    r1 = base + _tap(ih, 1, H) * W
+    r2 = base + _tap(ih, 2, H) * W
+    r3 = base + _tap(ih, 3, H) * W
+    if BACKWARD:
+        g = tl.load(x + e, mask=mask, other=0).to(ACC)
+        _cubic_spread(out, r0, c0, c1, c2, c3, w0, w1, w2, w3, g * h0, mask)
+        _cubic_spread(out, r1, c0, c1, c2, c3, w0, w1, w2, w3, g * h1, mask)
+        _cubic_spread(out, r2, c0, c1, c2, c3, w0, w1, w2, w3, g * h2, mask)
+        _cubic_spread(out, r3, c0, c1, c2, c3, w0, w1, w2, w3, g * h3, mask)
+    else:
+        v = _cubic_row(x, r0, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h0 + \
+            _cubic_row(x, r1, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h1 + \
+            _cubic_row(x, r2, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h2 + \
+            _cubic_row(x, r3, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h3
+        if out.dtype.element_ty.is_int():  # uint8 images: clamped, to the nearest
+            v = tl.minimum(tl.maximum(v, 0.0), 255.0) + 0.5
+        _store(out, e, v, mask)
+
+
+def _bicubic_args(in_shape, out_shape, align_corners, scales_h, scales_w):
+    """H, W, OH, OW and the two scales (float32 hi and lo parts each)."""
+    _, H, W, _, OH, OW, _, _, *scales = _linear_args(in_shape, out_shape, align_corners,
+                                                     (scales_h, scales_w), size_rule=False)
+    return (H, W, OH, OW, *scales)
+
+
+def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w, out):
+    x = _contiguous(self)
+    total = out.numel()
+    if total == 0:
+        return
+    o_t = _dense(out)
+    grid, block = _grid(total)
+    launch(_bicubic_kernel, grid, x, o_t, total,
+           *_bicubic_args(x.shape, out.shape, align_corners, scales_h, scales_w),
+           ALIGN=bool(align_corners), BACKWARD=False, ACC=_tl_acc(x.dtype), BLOCK=block)
+    _write_back(out, o_t)
+
+
+def upsample_bicubic2d_backward_out(grad_output, output_size, input_size, align_corners,
+                                    scales_h, scales_w, grad_input):
+    g = _contiguous(grad_output)
+    acc = _accumulator(grad_input)
+    total = g.numel()
+    if total:
+        grid, block = _grid(total)
+        launch(_bicubic_kernel, grid, g, acc, total,
+               *_bicubic_args(grad_input.shape, g.shape, align_corners, scales_h, scales_w),
+               ALIGN=bool(align_corners), BACKWARD=True, ACC=_tl_acc(acc.dtype), BLOCK=block)
+    copy_kernel((grad_input,), (acc,))
+
+
+KERNELS.update({"upsample_bicubic2d": upsample_bicubic2d_out,
+                "upsample_bicubic2d_backward": upsample_bicubic2d_backward_out})
 
 
 # -- nearest / nearest-exact, 1-d to 3-d (structured impls) -------------------------
