@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch
+from ._math import _fmod, _rint
 from .conv import (_col2im, _dense, _im2col, _spatial3, _split3, _split4, _store, _write_back,
                    upsample_nearest, upsample_nearest_backward)
 from .copy import copy_kernel, fill_
@@ -787,6 +788,486 @@ for _name, _reflect in (("reflection_pad1d", True), ("reflection_pad3d", True),
     KERNELS.update({_name: _fo, _name + "_backward": _bo})
 for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, above
     KERNELS[_name] = _structured_pad_fns(False)[0]
+
+
+# -- grid sampling, 2-d and 3-d (plain ops): F.grid_sample -------------------------
+#   grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners) -> out
+#   grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
+#                            align_corners, output_mask) -> (grad_input?, grad_grid)
+# interpolation 0 bilinear, 1 nearest (round half to even), 2 bicubic; padding
+# 0 zeros, 1 border, 2 reflection (ATen/native/GridSampler.h).  Coordinates
+# in float32 (float64 for float64).  The forward runs one program per block
+# of output elements; the backward one per block of grid points, looping over
+# the channels: grad_grid sums them, grad_input takes float32 atomics.
+
+@triton.jit
+def _unnormalize(coord, size, ALIGN: tl.constexpr):
+    if ALIGN:
+        return ((coord + 1) / 2) * (size - 1), (size - 1) / 2
+    return ((coord + 1) * size - 1) / 2, size / 2
+
+
+@triton.jit
+def _reflect(x, twice_low, twice_high):
+    # Reflects x into [low, high]; d(result)/dx is the sign returned.
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    d = x - lo
+    sign = tl.where(d < 0, -1.0, 1.0)
+    d = tl.abs(d)
+    extra = _fmod(d, span)
+    flips = tl.floor(d / span)
+    even = _fmod(flips, 2.0) == 0
+    r = tl.where(even, extra + lo, span - extra + lo)
+    g = tl.where(even, sign, -sign)
+    r = tl.where(twice_low == twice_high, 0.0, r)
+    g = tl.where(twice_low == twice_high, 0.0, g)
+    return r, g
+
+
+@triton.jit
+def _pad_coord(x, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
+    """compute_coordinates with its derivative (border and reflection clip)."""
+    g = tl.full(x.shape, 1.0, x.dtype)
+    if PADDING == 2:
+        if ALIGN:
+            x, g = _reflect(x, 0, 2 * (size - 1))
+        else:
+            x, g = _reflect(x, -1, 2 * size - 1)
+        g = g.to(x.dtype)
+    if PADDING != 0:
+        inside = (x > 0) & (x < size - 1)
+        g = tl.where(inside, g, 0.0)
+        x = tl.minimum(tl.maximum(x, 0.0), size - 1.0)
+    return x, g
+
+
+@triton.jit
+def _grid_coords(grid, p, W, H, ALIGN: tl.constexpr, ACC: tl.constexpr, mask):
+    gx = tl.load(grid + 2 * p, mask=mask, other=0).to(ACC)
+    gy = tl.load(grid + 2 * p + 1, mask=mask, other=0).to(ACC)
+    ix, mx = _unnormalize(gx, W, ALIGN)
+    iy, my = _unnormalize(gy, H, ALIGN)
+    return ix, iy, mx, my
+
+
+@triton.jit
+def _inb(y, x, H, W):
+    return (y >= 0) & (y < H) & (x >= 0) & (x < W)
+
+
+@triton.jit
+def _sel4(i: tl.constexpr, a, b, c, d):
+    r = a
+    if i == 1:
+        r = b
+    if i == 2:
+        r = c
+    if i == 3:
+        r = d
+    return r
+
+
+@triton.jit
+def _cubic_weights_grad(t):
+    A = -0.75
+    x0 = -1 - t
+    x1 = -t
+    x2 = 1 - t
+    x3 = 2 - t
+    return ((-3 * A * x0 - 10 * A) * x0 - 8 * A,
+            (-3 * (A + 2) * x1 - 2 * (A + 3)) * x1,
+            (3 * (A + 2) * x2 - 2 * (A + 3)) * x2,
+            (3 * A * x3 - 10 * A) * x3 + 8 * A)
+
+
+@triton.jit
+def _bounded_tap(fx, fy, W, H, PADDING: tl.constexpr, ALIGN: tl.constexpr):
+    """get_value_bounded's index: the padded coordinate, truncated; and in-bounds."""
+    x, _ = _pad_coord(fx, W, PADDING, ALIGN)
+    y, _ = _pad_coord(fy, H, PADDING, ALIGN)
+    xi = x.to(tl.int64)
+    yi = y.to(tl.int64)
+    return yi, xi, _inb(yi, xi, H, W)
+
+
+@triton.jit
+def _grid_sample_kernel(x, grid, out, total, C, H, W, OH, OW, MODE: tl.constexpr,
+                        PADDING: tl.constexpr, ALIGN: tl.constexpr, ACC: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    nc, oh, ow = _split3(e, OH, OW)
+    n = nc // C
+    p = (n * OH + oh) * OW + ow  # the grid point
+    ix, iy, _, _ = _grid_coords(grid, p, W, H, ALIGN, ACC, mask)
+    base = x + nc * H * W
+    if MODE == 2:  # bicubic: taps around the unpadded position, each padded
+        fx = tl.floor(ix)
+        fy = tl.floor(iy)
+        wx0, wx1, wx2, wx3 = _cubic_weights(ix - fx)
+        wy0, wy1, wy2, wy3 = _cubic_weights(iy - fy)
+        v = tl.zeros((BLOCK,), ACC)
+        for j in tl.static_range(4):
+            row = tl.zeros((BLOCK,), ACC)
+            for i in tl.static_range(4):
+                yi, xi, ok = _bounded_tap(fx - 1 + i, fy - 1 + j, W, H, PADDING, ALIGN)
+                t = tl.load(base + yi * W + xi, mask=mask & ok, other=0).to(ACC)
+                row += t * _sel4(i, wx0, wx1, wx2, wx3)
+            v += row * _sel4(j, wy0, wy1, wy2, wy3)
+    else:
+        ix, _ = _pad_coord(ix, W, PADDING, ALIGN)
+        iy, _ = _pad_coord(iy, H, PADDING, ALIGN)
+        if MODE == 1:
+            xn = _rint(ix).to(tl.int64)
+            yn = _rint(iy).to(tl.int64)
+            v = tl.load(base + yn * W + xn, mask=mask & _inb(yn, xn, H, W), other=0).to(ACC)
+        else:
+            fx = tl.floor(ix)
+            fy = tl.floor(iy)
+            x0 = fx.to(tl.int64)
+            y0 = fy.to(tl.int64)
+            dx = ix - fx
+            dy = iy - fy
+            nw = (1 - dx) * (1 - dy)
+            ne = dx * (1 - dy)
+            sw = (1 - dx) * dy
+            se = dx * dy
+            v = tl.load(base + y0 * W + x0, mask=mask & _inb(y0, x0, H, W), other=0).to(ACC) * nw
+            v += tl.load(base + y0 * W + x0 + 1, mask=mask & _inb(y0, x0 + 1, H, W), other=0).to(ACC) * ne
+            v += tl.load(base + (y0 + 1) * W + x0, mask=mask & _inb(y0 + 1, x0, H, W), other=0).to(ACC) * sw
+            v += tl.load(base + (y0 + 1) * W + x0 + 1, mask=mask & _inb(y0 + 1, x0 + 1, H, W),
+                         other=0).to(ACC) * se
+    _store(out, e, v, mask)
+
+
+@triton.jit
+def _grid_sample_backward_kernel(g, x, grid, gin, ggrid, total, C, H, W, OH, OW,
+                                 MODE: tl.constexpr, PADDING: tl.constexpr, ALIGN: tl.constexpr,
+                                 INPUT_GRAD: tl.constexpr, ACC: tl.constexpr,
+                                 BLOCK: tl.constexpr):
+    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # grid points
+    mask = p < total
+    n = p // (OH * OW)
+    hw = p % (OH * OW)
+    ix, iy, mx, my = _grid_coords(grid, p, W, H, ALIGN, ACC, mask)
+    gix = tl.zeros((BLOCK,), ACC)
+    giy = tl.zeros((BLOCK,), ACC)
+    if MODE == 2:
+        fx = tl.floor(ix)
+        fy = tl.floor(iy)
+        tx = ix - fx
+        ty = iy - fy
+        wx0, wx1, wx2, wx3 = _cubic_weights(tx)
+        wy0, wy1, wy2, wy3 = _cubic_weights(ty)
+        dx0, dx1, dx2, dx3 = _cubic_weights_grad(tx)
+        dy0, dy1, dy2, dy3 = _cubic_weights_grad(ty)
+        for c in range(0, C):
+            plane = (n * C + c) * H * W
+            go = tl.load(g + (n * C + c) * OH * OW + hw, mask=mask, other=0).to(ACC)
+            for j in tl.static_range(4):
+                for i in tl.static_range(4):
+                    yi, xi, ok = _bounded_tap(fx - 1 + i, fy - 1 + j, W, H, PADDING, ALIGN)
+                    ok = mask & ok
+                    wx = _sel4(i, wx0, wx1, wx2, wx3)
+                    wy = _sel4(j, wy0, wy1, wy2, wy3)
+                    if INPUT_GRAD:
+                        tl.atomic_add(gin + plane + yi * W + xi, go * wx * wy, mask=ok)
+                    t = tl.load(x + plane + yi * W + xi, mask=ok, other=0).to(ACC)
+                    gix -= t * _sel4(i, dx0, dx1, dx2, dx3) * wy * go
+                    giy -= t * _sel4(j, dy0, dy1, dy2, dy3) * wx * go
+    else:
+        ix, gx_pad = _pad_coord(ix, W, PADDING, ALIGN)
+        iy, gy_pad = _pad_coord(iy, H, PADDING, ALIGN)
+        mx = mx * gx_pad
+        my = my * gy_pad
+        if MODE == 1:
+            xn = _rint(ix).to(tl.int64)
+            yn = _rint(iy).to(tl.int64)
+            ok = mask & _inb(yn, xn, H, W)
+            if INPUT_GRAD:
+                for c in range(0, C):
+                    go = tl.load(g + (n * C + c) * OH * OW + hw, mask=mask, other=0).to(ACC)
+                    tl.atomic_add(gin + (n * C + c) * H * W + yn * W + xn, go, mask=ok)
+        else:
+            fx = tl.floor(ix)
+            fy = tl.floor(iy)
+            x0 = fx.to(tl.int64)
+            y0 = fy.to(tl.int64)
+            dx = ix - fx
+            dy = iy - fy
+            ok00 = mask & _inb(y0, x0, H, W)
+            ok01 = mask & _inb(y0, x0 + 1, H, W)
+            ok10 = mask & _inb(y0 + 1, x0, H, W)
+            ok11 = mask & _inb(y0 + 1, x0 + 1, H, W)
+            for c in range(0, C):
+                plane = (n * C + c) * H * W
+                go = tl.load(g + (n * C + c) * OH * OW + hw, mask=mask, other=0).to(ACC)
+                a = plane + y0 * W + x0
+                if INPUT_GRAD:
+                    tl.atomic_add(gin + a, go * (1 - dx) * (1 - dy), mask=ok00)
+                    tl.atomic_add(gin + a + 1, go * dx * (1 - dy), mask=ok01)
+                    tl.atomic_add(gin + a + W, go * (1 - dx) * dy, mask=ok10)
+                    tl.atomic_add(gin + a + W + 1, go * dx * dy, mask=ok11)
+                v00 = tl.load(x + a, mask=ok00, other=0).to(ACC) * go
+                v01 = tl.load(x + a + 1, mask=ok01, other=0).to(ACC) * go
+                v10 = tl.load(x + a + W, mask=ok10, other=0).to(ACC) * go
+                v11 = tl.load(x + a + W + 1, mask=ok11, other=0).to(ACC) * go
+                gix += (v01 - v00) * (1 - dy) + (v11 - v10) * dy
+                giy += (v10 - v00) * (1 - dx) + (v11 - v01) * dx
+    _store(ggrid, 2 * p, gix * mx, mask)
+    _store(ggrid, 2 * p + 1, giy * my, mask)
+
+
+def _check_grid_sampler(input, grid, interpolation_mode, padding_mode):
+    if input.dim() != 4 or grid.dim() != 4:
+        raise RuntimeError("grid_sampler(): expected 4D input and grid with same number of dimensions, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    _check_grid_common(input, grid, interpolation_mode, padding_mode)
+
+
+def _check_grid_common(input, grid, interpolation_mode, padding_mode):
+    nsp = input.dim() - 2
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != nsp:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nsp} in last dimension, but "
+                           f"got grid with sizes {list(grid.shape)}")
+    for d in range(2, input.dim()):
+        if input.shape[d] <= 0:
+            raise RuntimeError("grid_sampler(): expected input to have non-empty spatial dimensions, "
+                               f"but input has sizes {list(input.shape)} with dimension {d} being empty")
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected grid to have the input's dtype {input.dtype}, "
+                           f"but got {grid.dtype}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"grid_sampler(): expected a floating point input, got {input.dtype}")
+    if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
+        raise RuntimeError(f"grid_sampler(): unknown interpolation mode {interpolation_mode} or "
+                           f"padding mode {padding_mode}")
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    _check_grid_sampler(input, grid, interpolation_mode, padding_mode)
+    x, gr = _contiguous(input), _contiguous(grid)
+    N, C, H, W = x.shape
+    OH, OW = gr.shape[1:3]
+    out = torch.empty((N, C, OH, OW), dtype=x.dtype, device=x.device)
+    total = out.numel()
+    if total:
+        grid_, block = _grid(total)
+        launch(_grid_sample_kernel, grid_, x, gr, out, total, C, H, W, OH, OW,
+               MODE=int(interpolation_mode), PADDING=int(padding_mode), ALIGN=bool(align_corners),
+               ACC=_tl_acc(x.dtype), BLOCK=block)
+    return out
+
+
+def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
+                             align_corners, output_mask):
+    _check_grid_sampler(input, grid, interpolation_mode, padding_mode)
+    x, gr, g = _contiguous(input), _contiguous(grid), _contiguous(grad_output)
+    N, C, H, W = x.shape
+    OH, OW = gr.shape[1:3]
+    if list(g.shape) != [N, C, OH, OW]:
+        raise RuntimeError(f"grid_sampler_2d_backward(): grad_output of shape {list(g.shape)}, "
+                           f"expected {[N, C, OH, OW]}")
+    want_input = bool(output_mask[0])
+    acc = _accumulator(x) if want_input else None
+    ggrid = torch.empty(gr.shape, dtype=gr.dtype, device=gr.device)
+    total = N * OH * OW
+    if total:
+        grid_, block = _grid(total)
+        launch(_grid_sample_backward_kernel, grid_, g, x, gr, acc if want_input else x, ggrid,
+               total, C, H, W, OH, OW, MODE=int(interpolation_mode), PADDING=int(padding_mode),
+               ALIGN=bool(align_corners), INPUT_GRAD=want_input, ACC=_tl_acc(x.dtype), BLOCK=block)
+    grad_input = None
+    if want_input:
+        grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        copy_kernel((grad_input,), (acc,))
+    return grad_input, ggrid
+
+
+KERNELS.update({"grid_sampler_2d": grid_sampler_2d,
+                "grid_sampler_2d_backward": grid_sampler_2d_backward})
+
+
+# 3-d: grid_sampler_3d(input (N, C, D, H, W), grid (N, OD, OH, OW, 3), ...) and its
+# backward, trilinear (mode 0) and nearest (1); grid's last dim is (x, y, z) ->
+# (W, H, D).
+
+@triton.jit
+def _corner(b: tl.constexpr, d):
+    """Weight of the lower (b = 0) or upper (b = 1) tap at fraction d, and its slope."""
+    if b == 1:
+        return d, 1.0
+    return 1 - d, -1.0
+
+
+@triton.jit
+def _grid_coords3(grid, p, D, H, W, PADDING: tl.constexpr, ALIGN: tl.constexpr,
+                  ACC: tl.constexpr, mask):
+    gx = tl.load(grid + 3 * p, mask=mask, other=0).to(ACC)
+    gy = tl.load(grid + 3 * p + 1, mask=mask, other=0).to(ACC)
+    gz = tl.load(grid + 3 * p + 2, mask=mask, other=0).to(ACC)
+    ix, mx = _unnormalize(gx, W, ALIGN)
+    iy, my = _unnormalize(gy, H, ALIGN)
+    iz, mz = _unnormalize(gz, D, ALIGN)
+    ix, px = _pad_coord(ix, W, PADDING, ALIGN)
+    iy, py = _pad_coord(iy, H, PADDING, ALIGN)
+    iz, pz = _pad_coord(iz, D, PADDING, ALIGN)
+    return ix, iy, iz, mx * px, my * py, mz * pz
+
+
+@triton.jit
+def _inb3(z, y, x, D, H, W):
+    return (z >= 0) & (z < D) & (y >= 0) & (y < H) & (x >= 0) & (x < W)
+
+
+@triton.jit
+def _grid_sample3d_kernel(x, grid, out, total, C, D, H, W, OD, OH, OW, MODE: tl.constexpr,
+                          PADDING: tl.constexpr, ALIGN: tl.constexpr, ACC: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    nc, od, oh, ow = _split4(e, OD, OH, OW)
+    n = nc // C
+    p = ((n * OD + od) * OH + oh) * OW + ow
+    ix, iy, iz, _, _, _ = _grid_coords3(grid, p, D, H, W, PADDING, ALIGN, ACC, mask)
+    base = x + nc * D * H * W
+    if MODE == 1:
+        xn = _rint(ix).to(tl.int64)
+        yn = _rint(iy).to(tl.int64)
+        zn = _rint(iz).to(tl.int64)
+        v = tl.load(base + (zn * H + yn) * W + xn, mask=mask & _inb3(zn, yn, xn, D, H, W),
+                    other=0).to(ACC)
+    else:
+        fx = tl.floor(ix)
+        fy = tl.floor(iy)
+        fz = tl.floor(iz)
+        x0 = fx.to(tl.int64)
+        y0 = fy.to(tl.int64)
+        z0 = fz.to(tl.int64)
+        v = tl.zeros((BLOCK,), ACC)
+        for k in tl.static_range(8):
+            wx, _ = _corner(k & 1, ix - fx)
+            wy, _ = _corner((k >> 1) & 1, iy - fy)
+            wz, _ = _corner(k >> 2, iz - fz)
+            xi = x0 + (k & 1)
+            yi = y0 + ((k >> 1) & 1)
+            zi = z0 + (k >> 2)
+            ok = mask & _inb3(zi, yi, xi, D, H, W)
+            v += tl.load(base + (zi * H + yi) * W + xi, mask=ok, other=0).to(ACC) * (wx * wy * wz)
+    _store(out, e, v, mask)
+
+
+@triton.jit
+def _grid_sample3d_backward_kernel(g, x, grid, gin, ggrid, total, C, D, H, W, OD, OH, OW,
+                                   MODE: tl.constexpr, PADDING: tl.constexpr,
+                                   ALIGN: tl.constexpr, INPUT_GRAD: tl.constexpr,
+                                   ACC: tl.constexpr, BLOCK: tl.constexpr):
+    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # grid points
+    mask = p < total
+    S = OD * OH * OW
+    n = p // S
+    s = p % S
+    ix, iy, iz, mx, my, mz = _grid_coords3(grid, p, D, H, W, PADDING, ALIGN, ACC, mask)
+    gix = tl.zeros((BLOCK,), ACC)
+    giy = tl.zeros((BLOCK,), ACC)
+    giz = tl.zeros((BLOCK,), ACC)
+    if MODE == 1:
+        xn = _rint(ix).to(tl.int64)
+        yn = _rint(iy).to(tl.int64)
+        zn = _rint(iz).to(tl.int64)
+        ok = mask & _inb3(zn, yn, xn, D, H, W)
+        if INPUT_GRAD:
+            for c in range(0, C):
+                go = tl.load(g + (n * C + c) * S + s, mask=mask, other=0).to(ACC)
+                tl.atomic_add(gin + (n * C + c) * D * H * W + (zn * H + yn) * W + xn, go, mask=ok)
+    else:
+        fx = tl.floor(ix)
+        fy = tl.floor(iy)
+        fz = tl.floor(iz)
+        x0 = fx.to(tl.int64)
+        y0 = fy.to(tl.int64)
+        z0 = fz.to(tl.int64)
+        for c in range(0, C):
+            plane = (n * C + c) * D * H * W
+            go = tl.load(g + (n * C + c) * S + s, mask=mask, other=0).to(ACC)
+            for k in tl.static_range(8):
+                wx, sx = _corner(k & 1, ix - fx)
+                wy, sy = _corner((k >> 1) & 1, iy - fy)
+                wz, sz = _corner(k >> 2, iz - fz)
+                xi = x0 + (k & 1)
+                yi = y0 + ((k >> 1) & 1)
+                zi = z0 + (k >> 2)
+                ok = mask & _inb3(zi, yi, xi, D, H, W)
+                a = plane + (zi * H + yi) * W + xi
+                if INPUT_GRAD:
+                    tl.atomic_add(gin + a, go * (wx * wy * wz), mask=ok)
+                v = tl.load(x + a, mask=ok, other=0).to(ACC) * go
+                gix += v * (sx * wy * wz)
+                giy += v * (wx * sy * wz)
+                giz += v * (wx * wy * sz)
+    _store(ggrid, 3 * p, gix * mx, mask)
+    _store(ggrid, 3 * p + 1, giy * my, mask)
+    _store(ggrid, 3 * p + 2, giz * mz, mask)
+
+
+def _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode):
+    if input.dim() != 5 or grid.dim() != 5:
+        raise RuntimeError("grid_sampler(): expected 5D input and grid with same number of dimensions, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if interpolation_mode == 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    _check_grid_common(input, grid, interpolation_mode, padding_mode)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
+    x, gr = _contiguous(input), _contiguous(grid)
+    N, C, D, H, W = x.shape
+    OD, OH, OW = gr.shape[1:4]
+    out = torch.empty((N, C, OD, OH, OW), dtype=x.dtype, device=x.device)
+    total = out.numel()
+    if total:
+        grid_, block = _grid(total)
+        launch(_grid_sample3d_kernel, grid_, x, gr, out, total, C, D, H, W, OD, OH, OW,
+               MODE=int(interpolation_mode), PADDING=int(padding_mode), ALIGN=bool(align_corners),
+               ACC=_tl_acc(x.dtype), BLOCK=block)
+    return out
+
+
+def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
+                             align_corners, output_mask):
+    _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
+    x, gr, g = _contiguous(input), _contiguous(grid), _contiguous(grad_output)
+    N, C, D, H, W = x.shape
+    OD, OH, OW = gr.shape[1:4]
+    if list(g.shape) != [N, C, OD, OH, OW]:
+        raise RuntimeError(f"grid_sampler_3d_backward(): grad_output of shape {list(g.shape)}, "
+                           f"expected {[N, C, OD, OH, OW]}")
+    want_input = bool(output_mask[0])
+    acc = _accumulator(x) if want_input else None
+    ggrid = torch.empty(gr.shape, dtype=gr.dtype, device=gr.device)
+    total = N * OD * OH * OW
+    if total:
+        grid_, block = _grid(total)
+        launch(_grid_sample3d_backward_kernel, grid_, g, x, gr, acc if want_input else x, ggrid,
+               total, C, D, H, W, OD, OH, OW, MODE=int(interpolation_mode),
+               PADDING=int(padding_mode), ALIGN=bool(align_corners), INPUT_GRAD=want_input,
+               ACC=_tl_acc(x.dtype), BLOCK=block)
+    grad_input = None
+    if want_input:
+        grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        copy_kernel((grad_input,), (acc,))
+    return grad_input, ggrid
+
+
+KERNELS.update({"grid_sampler_3d": grid_sampler_3d,
+                "grid_sampler_3d_backward": grid_sampler_3d_backward})
 
 
 # -- im2col / col2im (plain ops): F.unfold / F.fold ------------------------------
