@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, REGISTERED, rand
+from native_helpers import DEV, REGISTERED, assert_close, rand
 from test_backward import grads
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -40,7 +40,8 @@ def test_ops_are_registered():
     reflection_pad3d_backward.grad_input replication_pad3d.out replication_pad3d_backward
     replication_pad3d_backward.grad_input upsample_bicubic2d.out
     upsample_bicubic2d_backward.grad_input grid_sampler_2d grid_sampler_2d_backward grid_sampler_3d
-    grid_sampler_3d_backward""".split()
+    grid_sampler_3d_backward _upsample_bilinear2d_aa.out _upsample_bilinear2d_aa_backward.grad_input
+    _upsample_bicubic2d_aa.out _upsample_bicubic2d_aa_backward.grad_input""".split()
     assert sorted(set(ops) - REGISTERED) == []
 
 
@@ -699,3 +700,74 @@ def test_grid_sample_3d_layouts_and_errors():
     with pytest.raises(RuntimeError, match="expected grid to have size 3 in last dimension"):
         torch.grid_sampler_3d(torch.randn(1, 2, 3, 4, 5).to(DEV), torch.rand(1, 2, 2, 2, 2).to(DEV),
                               0, 0, False)
+
+
+# -- antialiased interpolation (_upsample_{bilinear,bicubic}2d_aa) -------------------
+
+AA_SIZES = {"down": dict(size=(3, 4)), "mixed": dict(size=(2, 9)), "up": dict(size=(11, 13)),
+            "one": dict(size=(1, 1)), "scale": dict(scale_factor=0.35),
+            "scale_kept": dict(scale_factor=(0.3, 1.7), recompute_scale_factor=False)}
+
+
+@pytest.mark.parametrize("case", list(AA_SIZES))
+@pytest.mark.parametrize("mode,align", [("bilinear", False), ("bilinear", True), ("bicubic", False),
+                                        ("bicubic", True)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_interpolate_antialias(case, mode, align, dtype):
+    x = rand((2, 3, 7, 6), dtype)
+    kw = dict(AA_SIZES[case], mode=mode, align_corners=align, antialias=True)
+    if dtype == F32:
+        grads(lambda t: F.interpolate(t, **kw), x, dtype=dtype, reduce=2 * INTERP_REDUCE)
+        return
+    # PyTorch's CPU has no fp16/bf16 antialiasing (its CUDA has): against float64 only
+    xd = x.to(DEV).requires_grad_()
+    y = F.interpolate(xd, **kw)
+    g = torch.linspace(-1, 1, y.numel(), dtype=torch.float64).reshape(y.shape)
+    y.backward(g.to(device=DEV, dtype=dtype))
+    x64 = x.double().requires_grad_()
+    y64 = F.interpolate(x64, **kw)
+    y64.backward(g)
+    assert y.dtype == dtype and xd.grad.dtype == dtype
+    assert_close(y, y64, dtype, reduce=2, msg="forward")
+    assert_close(xd.grad, x64.grad, dtype, reduce=2 * INTERP_REDUCE, msg="grad")
+
+
+def test_interpolate_antialias_layouts_uint8_and_kept_size():
+    grads(lambda t: F.interpolate(t.contiguous(memory_format=CL), size=(4, 3), mode="bilinear",
+                                  antialias=True), rand((1, 3, 9, 8), F32), reduce=16)
+    grads(lambda t: F.interpolate(t.transpose(-1, -2), size=(5, 2), mode="bicubic", antialias=True),
+          rand((2, 2, 6, 9), F32), reduce=16)
+    for mode in ("bilinear", "bicubic"):
+        # out == in along H with a scale: forward as PyTorch's CPU (that dim copied),
+        # gradient the adjoint: <f(x), g> == <x, grad>
+        kw = dict(scale_factor=(1.1, 0.5), mode=mode, antialias=True, recompute_scale_factor=False)
+        x = rand((2, 3, 7, 6), torch.float64)
+        xd = x.to(DEV).requires_grad_()
+        y = F.interpolate(xd, **kw)
+        torch.testing.assert_close(y.detach().cpu(), F.interpolate(x, **kw))
+        g = torch.randn(y.shape, dtype=torch.float64)
+        y.backward(g.to(DEV))
+        torch.testing.assert_close((y.detach().cpu() * g).sum(), (x * xd.grad.cpu()).sum())
+        # uint8: clamped, rounded to the nearest (PyTorch's CPU rounds between its passes)
+        xu = torch.randint(0, 256, (2, 3, 17, 15), dtype=torch.uint8)
+        for size in [(5, 7), (30, 20)]:
+            res = F.interpolate(xu.to(DEV), size=size, mode=mode, antialias=True).cpu()
+            exact = F.interpolate(xu.double(), size=size, mode=mode, antialias=True).clamp(0, 255)
+            assert res.dtype == torch.uint8 and (res.double() - exact).abs().max() <= 0.5 + 1e-3
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: F.interpolate(t, scale_factor=1.1, mode="bicubic", recompute_scale_factor=False),
+    lambda t: F.interpolate(t, scale_factor=(1.1, 2.1), mode="nearest", recompute_scale_factor=False),
+    lambda t: F.interpolate(t[:, :, 0], scale_factor=2.1, mode="nearest", recompute_scale_factor=False),
+    lambda t: F.interpolate(t, scale_factor=(1.1, 0.5), mode="bicubic", antialias=True,
+                            recompute_scale_factor=False)])
+def test_gradients_are_adjoints(fn):
+    """<f(x), g> == <x, f'(x)^T g> for these linear maps, where PyTorch's CPU
+    backward is not its forward's adjoint."""
+    x = rand((2, 3, 7, 6), torch.float64)
+    xd = x.to(DEV).requires_grad_()
+    y = fn(xd)
+    g = torch.randn(y.shape, dtype=torch.float64)
+    y.backward(g.to(DEV))
+    torch.testing.assert_close((y.detach().cpu() * g).sum(), (x * xd.grad.cpu()).sum())
