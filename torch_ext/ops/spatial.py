@@ -1,6 +1,7 @@
 """Spatial ops on N-C-spatial tensors, 1 to 3 spatial dims: adaptive
-pooling, interpolation (linear/bilinear/trilinear, nearest, nearest-exact),
-reflection/replication padding, im2col/col2im.
+pooling, interpolation (linear/bilinear/trilinear, bicubic, antialiased
+bilinear/bicubic, nearest, nearest-exact), reflection/replication padding,
+grid sampling, im2col/col2im.
 
 Every kernel runs one program per block of output elements (int64 offsets),
 on planes: a contiguous (N*C, D, H, W) view of the input, where a 2-d op has
@@ -826,8 +827,6 @@ def _pad_backward(grad_output, padding, grad_input, reflect):
                REFLECT=reflect, BACKWARD=True, BLOCK=block)
     copy_kernel((grad_input,), (acc,))
 
-
-_DIM_NAMES = ("width", "height", "depth")
 
 
 def _check_pad(name, x, padding, nsp, reflect):
