@@ -57,7 +57,7 @@ nn.functional.interpolate.bicubic
 nn.functional.interpolate.nearest nn.functional.interpolate.nearest-exact nn.functional.interpolate.area
 nn.functional.upsample_bilinear nn.functional.upsample_nearest nn.functional.pad.reflect
 nn.functional.pad.replicate nn.functional.pad.replicate_negative nn.functional.unfold
-nn.functional.grid_sample grid_sampler_2d grid_sampler_3d
+grid_sampler_3d
 """.split()
 OPS_SPECIAL = """
 """.split()

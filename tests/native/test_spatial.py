@@ -39,7 +39,7 @@ def test_ops_are_registered():
     _upsample_nearest_exact3d_backward.grad_input reflection_pad3d.out
     reflection_pad3d_backward.grad_input replication_pad3d.out replication_pad3d_backward
     replication_pad3d_backward.grad_input upsample_bicubic2d.out
-    upsample_bicubic2d_backward.grad_input grid_sampler_2d grid_sampler_2d_backward grid_sampler_3d
+    upsample_bicubic2d_backward.grad_input grid_sampler_3d
     grid_sampler_3d_backward _upsample_bilinear2d_aa.out _upsample_bilinear2d_aa_backward.grad_input
     _upsample_bicubic2d_aa.out _upsample_bicubic2d_aa_backward.grad_input""".split()
     assert sorted(set(ops) - REGISTERED) == []
@@ -629,52 +629,7 @@ def test_fold_integer_dtypes_refused_like_pytorch():
     assert torch.equal(F.fold(b.to(DEV), (4, 4), 2).cpu(), F.fold(b, (4, 4), 2))
 
 
-# -- grid sampling (grid_sampler_2d) -------------------------------------------------
-
-GRID_MODES = [(m, p) for m in ("bilinear", "nearest", "bicubic") for p in ("zeros", "border", "reflection")]
-
-
-@pytest.mark.parametrize("mode,padding", GRID_MODES)
-@pytest.mark.parametrize("align", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_grid_sample(mode, padding, align, dtype):
-    """Grids reaching past the borders (-1.3 .. 1.3): gradients of input and grid."""
-    x = rand((2, 3, 5, 6), dtype)
-    grid = rand((2, 4, 7, 2), dtype, -1.3, 1.3)
-    fn = lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding, align_corners=align)  # noqa: E731
-    # grad_grid sums over channels and taps of values up to 3 times weights' slopes
-    grads(fn, x, grid, dtype=dtype, reduce=64 if dtype != F32 else 16)
-
-
-@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
-def test_grid_sample_layouts_batch1_and_grid_only(mode):
-    grads(lambda t, g: F.grid_sample(t.contiguous(memory_format=CL), g, mode=mode, align_corners=False),
-          rand((1, 4, 6, 5), F32), rand((1, 3, 8, 2), F32, -1.1, 1.1), reduce=16)
-    grads(lambda t, g: F.grid_sample(t.transpose(-1, -2), g.transpose(1, 2), mode=mode,
-                                     padding_mode="reflection"),
-          rand((2, 2, 5, 6), F32), rand((2, 4, 3, 2), F32, -1.5, 1.5), reduce=16)
-    # input as a constant: only grad_grid (output_mask [False, True])
-    grads(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode="border"),
-          rand((2, 3, 5, 6), F32), rand((2, 4, 7, 2), F32), reduce=16, const=(0,))
-
-
-def test_grid_sample_identity_and_errors():
-    # the identity grid of align_corners=True samples the input exactly
-    x = rand((2, 3, 5, 6), F32)
-    theta = torch.tensor([[1.0, 0, 0], [0, 1.0, 0]]).expand(2, 2, 3)
-    grid = F.affine_grid(theta, (2, 3, 5, 6), align_corners=True)
-    y = F.grid_sample(x.to(DEV), grid.to(DEV), align_corners=True).cpu()
-    torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-5)
-    for dev in ("cpu", DEV):
-        with pytest.raises(RuntimeError, match="expected grid and input to have same batch size"):
-            torch.grid_sampler_2d(torch.randn(2, 3, 4, 4).to(dev), torch.randn(3, 4, 4, 2).to(dev),
-                                  0, 0, False)
-        with pytest.raises(RuntimeError, match="expected grid to have size 2 in last dimension"):
-            torch.grid_sampler_2d(torch.randn(2, 3, 4, 4).to(dev), torch.randn(2, 4, 4, 3).to(dev),
-                                  0, 0, False)
-    with pytest.raises(RuntimeError, match="non-empty spatial dimensions"):
-        torch.grid_sampler_2d(torch.randn(2, 3, 0, 4).to(DEV), torch.randn(2, 4, 4, 2).to(DEV), 0, 0, False)
-
+# -- grid sampling, 3-d (grid_sampler_3d; the 2-d one is ops/grid_sample.py's) -------------
 
 @pytest.mark.parametrize("mode,padding", [(m, p) for m in ("bilinear", "nearest")
                                           for p in ("zeros", "border", "reflection")])

@@ -201,8 +201,6 @@ SPATIAL = {  # ops/spatial.py
     "reflection_pad1d_backward": (2, "reflection_pad1d_backward.grad_input"),
     "replication_pad1d": (2, "replication_pad1d.out"),
     "replication_pad1d_backward": (2, "replication_pad1d_backward.grad_input"),
-    "grid_sampler_2d": (3, "grid_sampler_2d"),
-    "grid_sampler_2d_backward": (3, "grid_sampler_2d_backward"),
     "grid_sampler_3d": (3, "grid_sampler_3d"),
     "grid_sampler_3d_backward": (3, "grid_sampler_3d_backward"),
     "im2col": (3, "im2col"), "im2col_out": (3, "im2col.out"),

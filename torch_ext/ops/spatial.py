@@ -915,15 +915,18 @@ for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, abo
     KERNELS[_name] = _structured_pad_fns(False)[0]
 
 
-# -- grid sampling, 2-d and 3-d (plain ops): F.grid_sample -------------------------
-#   grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners) -> out
-#   grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
+# -- grid sampling, 3-d (plain ops): F.grid_sample on 5-d inputs ----------------
+#   grid_sampler_3d(input (N, C, D, H, W), grid (N, OD, OH, OW, 3), interpolation_mode,
+#                   padding_mode, align_corners) -> out
+#   grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
 #                            align_corners, output_mask) -> (grad_input?, grad_grid)
-# interpolation 0 bilinear, 1 nearest (round half to even), 2 bicubic; padding
-# 0 zeros, 1 border, 2 reflection (ATen/native/GridSampler.h).  Coordinates
-# in float32 (float64 for float64).  The forward runs one program per block
-# of output elements; the backward one per block of grid points, looping over
-# the channels: grad_grid sums them, grad_input takes float32 atomics.
+# interpolation 0 trilinear, 1 nearest (round half to even); padding 0 zeros,
+# 1 border, 2 reflection (ATen/native/GridSampler.h); grid's last dim is
+# (x, y, z) -> (W, H, D).  Coordinates in float32 (float64 for float64).  The
+# forward runs one program per block of output elements; the backward one per
+# block of grid points, looping over the channels: grad_grid sums them,
+# grad_input takes float32 atomics.  (grid_sampler_2d is ops/grid_sample.py's
+# on main, which has the same coordinate helpers: a candidate to share.)
 
 @triton.jit
 def _unnormalize(coord, size, ALIGN: tl.constexpr):
@@ -967,191 +970,6 @@ def _pad_coord(x, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
     return x, g
 
 
-@triton.jit
-def _grid_coords(grid, p, W, H, ALIGN: tl.constexpr, ACC: tl.constexpr, mask):
-    gx = tl.load(grid + 2 * p, mask=mask, other=0).to(ACC)
-    gy = tl.load(grid + 2 * p + 1, mask=mask, other=0).to(ACC)
-    ix, mx = _unnormalize(gx, W, ALIGN)
-    iy, my = _unnormalize(gy, H, ALIGN)
-    return ix, iy, mx, my
-
-
-@triton.jit
-def _inb(y, x, H, W):
-    return (y >= 0) & (y < H) & (x >= 0) & (x < W)
-
-
-@triton.jit
-def _sel4(i: tl.constexpr, a, b, c, d):
-    r = a
-    if i == 1:
-        r = b
-    if i == 2:
-        r = c
-    if i == 3:
-        r = d
-    return r
-
-
-@triton.jit
-def _cubic_weights_grad(t):
-    A = -0.75
-    x0 = -1 - t
-    x1 = -t
-    x2 = 1 - t
-    x3 = 2 - t
-    return ((-3 * A * x0 - 10 * A) * x0 - 8 * A,
-            (-3 * (A + 2) * x1 - 2 * (A + 3)) * x1,
-            (3 * (A + 2) * x2 - 2 * (A + 3)) * x2,
-            (3 * A * x3 - 10 * A) * x3 + 8 * A)
-
-
-@triton.jit
-def _bounded_tap(fx, fy, W, H, PADDING: tl.constexpr, ALIGN: tl.constexpr):
-    """get_value_bounded's index: the padded coordinate, truncated; and in-bounds."""
-    x, _ = _pad_coord(fx, W, PADDING, ALIGN)
-    y, _ = _pad_coord(fy, H, PADDING, ALIGN)
-    xi = x.to(tl.int64)
-    yi = y.to(tl.int64)
-    return yi, xi, _inb(yi, xi, H, W)
-
-
-@triton.jit
-def _grid_sample_kernel(x, grid, out, total, C, H, W, OH, OW, MODE: tl.constexpr,
-                        PADDING: tl.constexpr, ALIGN: tl.constexpr, ACC: tl.constexpr,
-                        BLOCK: tl.constexpr):
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = e < total
-    nc, oh, ow = _split3(e, OH, OW)
-    n = nc // C
-    p = (n * OH + oh) * OW + ow  # the grid point
-    ix, iy, _, _ = _grid_coords(grid, p, W, H, ALIGN, ACC, mask)
-    base = x + nc * H * W
-    if MODE == 2:  # bicubic: taps around the unpadded position, each padded
-        fx = tl.floor(ix)
-        fy = tl.floor(iy)
-        wx0, wx1, wx2, wx3 = _cubic_weights(ix - fx)
-        wy0, wy1, wy2, wy3 = _cubic_weights(iy - fy)
-        v = tl.zeros((BLOCK,), ACC)
-        for j in tl.static_range(4):
-            row = tl.zeros((BLOCK,), ACC)
-            for i in tl.static_range(4):
-                yi, xi, ok = _bounded_tap(fx - 1 + i, fy - 1 + j, W, H, PADDING, ALIGN)
-                t = tl.load(base + yi * W + xi, mask=mask & ok, other=0).to(ACC)
-                row += t * _sel4(i, wx0, wx1, wx2, wx3)
-            v += row * _sel4(j, wy0, wy1, wy2, wy3)
-    else:
-        ix, _ = _pad_coord(ix, W, PADDING, ALIGN)
-        iy, _ = _pad_coord(iy, H, PADDING, ALIGN)
-        if MODE == 1:
-            xn = _rint(ix).to(tl.int64)
-            yn = _rint(iy).to(tl.int64)
-            v = tl.load(base + yn * W + xn, mask=mask & _inb(yn, xn, H, W), other=0).to(ACC)
-        else:
-            fx = tl.floor(ix)
-            fy = tl.floor(iy)
-            x0 = fx.to(tl.int64)
-            y0 = fy.to(tl.int64)
-            dx = ix - fx
-            dy = iy - fy
-            nw = (1 - dx) * (1 - dy)
-            ne = dx * (1 - dy)
-            sw = (1 - dx) * dy
-            se = dx * dy
-            v = tl.load(base + y0 * W + x0, mask=mask & _inb(y0, x0, H, W), other=0).to(ACC) * nw
-            v += tl.load(base + y0 * W + x0 + 1, mask=mask & _inb(y0, x0 + 1, H, W), other=0).to(ACC) * ne
-            v += tl.load(base + (y0 + 1) * W + x0, mask=mask & _inb(y0 + 1, x0, H, W), other=0).to(ACC) * sw
-            v += tl.load(base + (y0 + 1) * W + x0 + 1, mask=mask & _inb(y0 + 1, x0 + 1, H, W),
-                         other=0).to(ACC) * se
-    _store(out, e, v, mask)
-
-
-@triton.jit
-def _grid_sample_backward_kernel(g, x, grid, gin, ggrid, total, C, H, W, OH, OW,
-                                 MODE: tl.constexpr, PADDING: tl.constexpr, ALIGN: tl.constexpr,
-                                 INPUT_GRAD: tl.constexpr, ACC: tl.constexpr,
-                                 BLOCK: tl.constexpr):
-    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # grid points
-    mask = p < total
-    n = p // (OH * OW)
-    hw = p % (OH * OW)
-    ix, iy, mx, my = _grid_coords(grid, p, W, H, ALIGN, ACC, mask)
-    gix = tl.zeros((BLOCK,), ACC)
-    giy = tl.zeros((BLOCK,), ACC)
-    if MODE == 2:
-        fx = tl.floor(ix)
-        fy = tl.floor(iy)
-        tx = ix - fx
-        ty = iy - fy
-        wx0, wx1, wx2, wx3 = _cubic_weights(tx)
-        wy0, wy1, wy2, wy3 = _cubic_weights(ty)
-        dx0, dx1, dx2, dx3 = _cubic_weights_grad(tx)
-        dy0, dy1, dy2, dy3 = _cubic_weights_grad(ty)
-        for c in range(0, C):
-            plane = (n * C + c) * H * W
-            go = tl.load(g + (n * C + c) * OH * OW + hw, mask=mask, other=0).to(ACC)
-            for j in tl.static_range(4):
-                for i in tl.static_range(4):
-                    yi, xi, ok = _bounded_tap(fx - 1 + i, fy - 1 + j, W, H, PADDING, ALIGN)
-                    ok = mask & ok
-                    wx = _sel4(i, wx0, wx1, wx2, wx3)
-                    wy = _sel4(j, wy0, wy1, wy2, wy3)
-                    if INPUT_GRAD:
-                        tl.atomic_add(gin + plane + yi * W + xi, go * wx * wy, mask=ok)
-                    t = tl.load(x + plane + yi * W + xi, mask=ok, other=0).to(ACC)
-                    gix -= t * _sel4(i, dx0, dx1, dx2, dx3) * wy * go
-                    giy -= t * _sel4(j, dy0, dy1, dy2, dy3) * wx * go
-    else:
-        ix, gx_pad = _pad_coord(ix, W, PADDING, ALIGN)
-        iy, gy_pad = _pad_coord(iy, H, PADDING, ALIGN)
-        mx = mx * gx_pad
-        my = my * gy_pad
-        if MODE == 1:
-            xn = _rint(ix).to(tl.int64)
-            yn = _rint(iy).to(tl.int64)
-            ok = mask & _inb(yn, xn, H, W)
-            if INPUT_GRAD:
-                for c in range(0, C):
-                    go = tl.load(g + (n * C + c) * OH * OW + hw, mask=mask, other=0).to(ACC)
-                    tl.atomic_add(gin + (n * C + c) * H * W + yn * W + xn, go, mask=ok)
-        else:
-            fx = tl.floor(ix)
-            fy = tl.floor(iy)
-            x0 = fx.to(tl.int64)
-            y0 = fy.to(tl.int64)
-            dx = ix - fx
-            dy = iy - fy
-            ok00 = mask & _inb(y0, x0, H, W)
-            ok01 = mask & _inb(y0, x0 + 1, H, W)
-            ok10 = mask & _inb(y0 + 1, x0, H, W)
-            ok11 = mask & _inb(y0 + 1, x0 + 1, H, W)
-            for c in range(0, C):
-                plane = (n * C + c) * H * W
-                go = tl.load(g + (n * C + c) * OH * OW + hw, mask=mask, other=0).to(ACC)
-                a = plane + y0 * W + x0
-                if INPUT_GRAD:
-                    tl.atomic_add(gin + a, go * (1 - dx) * (1 - dy), mask=ok00)
-                    tl.atomic_add(gin + a + 1, go * dx * (1 - dy), mask=ok01)
-                    tl.atomic_add(gin + a + W, go * (1 - dx) * dy, mask=ok10)
-                    tl.atomic_add(gin + a + W + 1, go * dx * dy, mask=ok11)
-                v00 = tl.load(x + a, mask=ok00, other=0).to(ACC) * go
-                v01 = tl.load(x + a + 1, mask=ok01, other=0).to(ACC) * go
-                v10 = tl.load(x + a + W, mask=ok10, other=0).to(ACC) * go
-                v11 = tl.load(x + a + W + 1, mask=ok11, other=0).to(ACC) * go
-                gix += (v01 - v00) * (1 - dy) + (v11 - v10) * dy
-                giy += (v10 - v00) * (1 - dx) + (v11 - v01) * dx
-    _store(ggrid, 2 * p, gix * mx, mask)
-    _store(ggrid, 2 * p + 1, giy * my, mask)
-
-
-def _check_grid_sampler(input, grid, interpolation_mode, padding_mode):
-    if input.dim() != 4 or grid.dim() != 4:
-        raise RuntimeError("grid_sampler(): expected 4D input and grid with same number of dimensions, "
-                           f"but got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
-    _check_grid_common(input, grid, interpolation_mode, padding_mode)
-
-
 def _check_grid_common(input, grid, interpolation_mode, padding_mode):
     nsp = input.dim() - 2
     if input.shape[0] != grid.shape[0]:
@@ -1173,54 +991,6 @@ def _check_grid_common(input, grid, interpolation_mode, padding_mode):
         raise RuntimeError(f"grid_sampler(): unknown interpolation mode {interpolation_mode} or "
                            f"padding mode {padding_mode}")
 
-
-def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
-    _check_grid_sampler(input, grid, interpolation_mode, padding_mode)
-    x, gr = _contiguous(input), _contiguous(grid)
-    N, C, H, W = x.shape
-    OH, OW = gr.shape[1:3]
-    out = torch.empty((N, C, OH, OW), dtype=x.dtype, device=x.device)
-    total = out.numel()
-    if total:
-        grid_, block = _grid(total)
-        launch(_grid_sample_kernel, grid_, x, gr, out, total, C, H, W, OH, OW,
-               MODE=int(interpolation_mode), PADDING=int(padding_mode), ALIGN=bool(align_corners),
-               ACC=_tl_acc(x.dtype), BLOCK=block)
-    return out
-
-
-def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
-                             align_corners, output_mask):
-    _check_grid_sampler(input, grid, interpolation_mode, padding_mode)
-    x, gr, g = _contiguous(input), _contiguous(grid), _contiguous(grad_output)
-    N, C, H, W = x.shape
-    OH, OW = gr.shape[1:3]
-    if list(g.shape) != [N, C, OH, OW]:
-        raise RuntimeError(f"grid_sampler_2d_backward(): grad_output of shape {list(g.shape)}, "
-                           f"expected {[N, C, OH, OW]}")
-    want_input = bool(output_mask[0])
-    acc = _accumulator(x) if want_input else None
-    ggrid = torch.empty(gr.shape, dtype=gr.dtype, device=gr.device)
-    total = N * OH * OW
-    if total:
-        grid_, block = _grid(total)
-        launch(_grid_sample_backward_kernel, grid_, g, x, gr, acc if want_input else x, ggrid,
-               total, C, H, W, OH, OW, MODE=int(interpolation_mode), PADDING=int(padding_mode),
-               ALIGN=bool(align_corners), INPUT_GRAD=want_input, ACC=_tl_acc(x.dtype), BLOCK=block)
-    grad_input = None
-    if want_input:
-        grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        copy_kernel((grad_input,), (acc,))
-    return grad_input, ggrid
-
-
-KERNELS.update({"grid_sampler_2d": grid_sampler_2d,
-                "grid_sampler_2d_backward": grid_sampler_2d_backward})
-
-
-# 3-d: grid_sampler_3d(input (N, C, D, H, W), grid (N, OD, OH, OW, 3), ...) and its
-# backward, trilinear (mode 0) and nearest (1); grid's last dim is (x, y, z) ->
-# (W, H, D).
 
 @triton.jit
 def _corner(b: tl.constexpr, d):
