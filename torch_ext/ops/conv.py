@@ -67,14 +67,14 @@ def _im2col_kernel(im, cols, total, CK, KP, GP, I0, I1, I2, G1, G2, K1, K2,
 
 @triton.jit
 def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
-                   s0, s1, s2, p0, p1, p2, d0, d1, d2, BLOCK: tl.constexpr):
+                   s0, s1, s2, p0, p1, p2, d0, d1, d2, ACC: tl.constexpr, BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     IP = I0 * I1 * I2
     i = e % IP
     nc = e // IP
     i0, i1, i2 = _split3(i, I1, I2)
-    acc = tl.zeros((BLOCK,), tl.float32)
+    acc = tl.zeros((BLOCK,), ACC)  # float32, float64 for float64
     for k in range(0, KP):
         k0, k1, k2 = _split3(k, K1, K2)
         t0 = i0 + p0 - k0 * d0
@@ -86,7 +86,7 @@ def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
         ok = mask & (t0 >= 0) & (t1 >= 0) & (t2 >= 0) & (g0 * s0 == t0) & (g1 * s1 == t1) & \
             (g2 * s2 == t2) & (g0 < G0) & (g1 < G1) & (g2 < G2)
         src = (nc * KP + k) * GP + (g0 * G1 + g1) * G2 + g2
-        acc += tl.load(cols + src, mask=ok, other=0).to(tl.float32)
+        acc += tl.load(cols + src, mask=ok, other=0).to(ACC)
     _store(im, e, acc, mask)
 
 
@@ -126,7 +126,8 @@ def _col2im(cols, C, im_shape, grid_shape, kernel, stride, padding, dilation, dt
     if total:
         block = _block(total)
         launch(_col2im_kernel, (cdiv(total, block),), cols, out, total, C, math.prod(k),
-               math.prod(grid), *im, *grid, k[1], k[2], *s, *p, *d, BLOCK=block)
+               math.prod(grid), *im, *grid, k[1], k[2], *s, *p, *d,
+               ACC=tl.float64 if dtype == torch.float64 else tl.float32, BLOCK=block)
     return out
 
 
@@ -497,62 +498,102 @@ KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
 #   upsample_nearest2d.out impl: (self, output_size, scales_h, scales_w, out)
 #   upsample_nearest2d_backward.grad_input impl:
 #       (grad_output, output_size, input_size, scales_h, scales_w, grad_input)
-# Source row of output row o: floor(o * scale) (float32, as PyTorch), scale =
-# 1/scales_h when given, else in/out; capped at in - 1.
+# Source row of output row o: floor((o + offset) * scale) (float32, as PyTorch;
+# offset 0.5 for "nearest-exact", ops/spatial.py), scale = 1/scales_h when
+# given, else in/out; capped at in - 1.  2-d "nearest" copies rows where
+# out == in and halves the index where out == 2 * in whatever the scale (as
+# PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx; its 1-d and 3-d
+# forward kernels and "nearest-exact" do not).
 
-def _nearest_scale(in_size, out_size, scale):
+def _nearest_scale(in_size, out_size, scale, size_rule=False):
+    if size_rule and out_size in (in_size, 2 * in_size):
+        return in_size / out_size  # 1.0 or 0.5: exact in float32
     return (1.0 / scale) if scale is not None and scale > 0 else in_size / out_size
 
 
 @triton.jit
-def _nearest_src(o, scale, size):
-    return tl.minimum((o.to(tl.float32) * scale).to(tl.int64), size - 1)
+def _nearest_src(o, scale, size, offset):
+    return tl.minimum(((o.to(tl.float32) + offset) * scale).to(tl.int64), size - 1)
 
 
 @triton.jit
-def _upsample_nearest_kernel(x, out, total, H, W, OH, OW, sh, sw, BACKWARD: tl.constexpr,
-                             BLOCK: tl.constexpr):
+def _split4(v, S1, S2, S3):
+    rest, i2, i3 = _split3(v, S2, S3)
+    return rest // S1, rest % S1, i2, i3
+
+
+@triton.jit
+def _upsample_nearest_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, offset,
+                             BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
+    # Planes of (D, H, W): a 2-d op has D = 1, a 1-d op D = H = 1.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
-    plane, oh, ow = _split3(e, OH, OW)
-    src = plane * H * W + _nearest_src(oh, sh, H) * W + _nearest_src(ow, sw, W)
-    if BACKWARD:  # x: grad_output (by output element), out: float32 grad_input
-        tl.atomic_add(out + src, tl.load(x + e, mask=mask, other=0).to(tl.float32), mask=mask)
+    plane, od, oh, ow = _split4(e, OD, OH, OW)
+    src = ((plane * D + _nearest_src(od, sd, D, offset)) * H + _nearest_src(oh, sh, H, offset)) * W \
+        + _nearest_src(ow, sw, W, offset)
+    if BACKWARD:  # x: grad_output (by output element), out: float32/64 grad_input
+        v = tl.load(x + e, mask=mask, other=0).to(out.dtype.element_ty)
+        tl.atomic_add(out + src, v, mask=mask)
     else:
         tl.store(out + e, tl.load(x + src, mask=mask, other=0), mask=mask)
 
 
-def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
+def _spatial3(shape, nsp):
+    """(D, H, W) of an N-C-spatial shape with nsp spatial dims (1s in front)."""
+    return [1] * (3 - nsp) + [int(v) for v in shape[len(shape) - nsp:]]
+
+
+def _nearest_scales(in_shape, out_shape, scales, exact):
+    nsp = len(scales)
+    rule = nsp == 2 and not exact
+    return [float(_nearest_scale(i, o, s, rule)) for i, o, s in
+            zip(_spatial3(in_shape, nsp), _spatial3(out_shape, nsp), [None] * (3 - nsp) + list(scales))]
+
+
+def upsample_nearest(self, out, scales, exact=False):
+    """out (N, C, *out_spatial) from self (N, C, *spatial), 1 to 3 spatial
+    dims; scales: the op's optional scales, one per spatial dim; exact:
+    "nearest-exact"."""
     x = _contiguous(self)
-    H, W = x.shape[-2], x.shape[-1]
-    OH, OW = output_size
+    nsp = len(scales)
     total = out.numel()
     if total == 0:
         return
 
     o_t = _dense(out)
     block = _block(total)
-    launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW,
-           float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
+    launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total,
+           *_spatial3(x.shape, nsp), *_spatial3(out.shape, nsp),
+           *_nearest_scales(x.shape, out.shape, scales, exact), 0.5 if exact else 0.0,
            BACKWARD=False, BLOCK=block)
     _write_back(out, o_t)
 
 
-def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
-                                    grad_input):
+def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
+    """The adjoint of upsample_nearest: float32 (float64) atomics, then grad_input."""
     from .copy import fill_
     g = _contiguous(grad_output)
-    H, W = input_size[-2], input_size[-1]
-    OH, OW = output_size
-    acc = torch.empty(grad_input.shape, dtype=torch.float32, device=grad_input.device)
+    nsp = len(scales)
+    acc_t = torch.float64 if grad_input.dtype == torch.float64 else torch.float32
+    acc = torch.empty(grad_input.shape, dtype=acc_t, device=grad_input.device)
     fill_(acc, 0)
     total = g.numel()
     if total:
         block = _block(total)
-        launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total, H, W, OH, OW,
-               float(_nearest_scale(H, OH, scales_h)), float(_nearest_scale(W, OW, scales_w)),
-               BACKWARD=True, BLOCK=block)
+        launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total,
+               *_spatial3(grad_input.shape, nsp), *_spatial3(g.shape, nsp),
+               *_nearest_scales(grad_input.shape, g.shape, scales, exact),
+               0.5 if exact else 0.0, BACKWARD=True, BLOCK=block)
     copy_kernel((grad_input,), (acc,))
+
+
+def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
+    upsample_nearest(self, out, (scales_h, scales_w))
+
+
+def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
+                                    grad_input):
+    upsample_nearest_backward(grad_output, grad_input, (scales_h, scales_w))
 
 
 KERNELS.update({"upsample_nearest2d": upsample_nearest2d_out,
