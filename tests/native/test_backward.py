@@ -88,10 +88,10 @@ def test_embedding_backward():
     grads(lambda w, i: F.embedding(i, w, padding_idx=3), w, idx, reduce=4)
     grads(lambda w, i: F.embedding(i, w), w.bfloat16(), idx, dtype=BF16, reduce=4)
     g = rand((2, 3, 6), F32)
-    # (scale_grad_by_freq=True is refused by the kernel: NotImplementedError)
     for pad in (-1, 3):
-        r = torch.ops.aten.embedding_dense_backward(g.to(DEV), idx.to(DEV), 11, pad, False)
-        assert_close(r, torch.ops.aten.embedding_dense_backward(g.double(), idx, 11, pad, False), F32, 4)
+        for freq in (False, True):
+            r = torch.ops.aten.embedding_dense_backward(g.to(DEV), idx.to(DEV), 11, pad, freq)
+            assert_close(r, torch.ops.aten.embedding_dense_backward(g.double(), idx, 11, pad, freq), F32, 4)
 
 
 def test_linear_backward():

@@ -345,3 +345,16 @@ def test_out_of_range_indices_raise_and_touch_nothing(case):
         torch.privateuseone.synchronize()  # (the cuda driver may report at the next sync)
     assert torch.equal(based.cpu(), base)
     assert torch.equal(xd.index_select(0, i(4, 0)).cpu(), base[2:7][[4, 0]])  # still usable
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_embedding_scale_grad_by_freq(dtype):
+    torch.manual_seed(11)
+    w = torch.randn(10, 4).to(dtype)
+    idx = torch.tensor([[1, 3, 3, 7], [3, 0, 1, 9]])
+    wc, wd = w.clone().requires_grad_(), w.to(DEV).requires_grad_()
+    g = torch.randn(2, 4, 4).to(dtype)
+    torch.nn.functional.embedding(idx, wc, scale_grad_by_freq=True, padding_idx=0).backward(g)
+    torch.nn.functional.embedding(dev(idx), wd, scale_grad_by_freq=True, padding_idx=0).backward(dev(g))
+    assert wd.grad.dtype == dtype
+    same(wd.grad, wc.grad, rtol=2e-3, atol=2e-3)

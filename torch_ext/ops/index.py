@@ -322,9 +322,14 @@ def _embedding_bwd_kernel(grad, index, out, n, D, padding_idx, num_weights, flag
 
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
                              scale_grad_by_freq):
-    if scale_grad_by_freq:
-        raise NotImplementedError("torch_ext: embedding backward with scale_grad_by_freq")
     D = grad_output.shape[-1]
+    out_dtype = grad_output.dtype
+    if scale_grad_by_freq:  # each row's gradient divided by how often its index occurs
+        idx = indices.reshape(-1)
+        freq = torch.bincount(idx.long(), minlength=num_weights).index_select(0, idx.long())
+        g = grad_output.reshape(-1, D).to(torch.float64 if grad_output.dtype == torch.float64
+                                          else torch.float32)
+        grad_output = g / freq.to(g.dtype).unsqueeze(1)
     acc = torch.float64 if grad_output.dtype == torch.float64 else torch.float32
     grad_w = torch.empty((num_weights, D), dtype=acc, device=grad_output.device)
     fill_kernel((grad_w,), (), acc, 0)
@@ -337,9 +342,9 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
         launch(_embedding_bwd_kernel, (cdiv(n, block),), g, idx, grad_w, n, D,
                padding_idx, num_weights, flag, BLOCK=block)
         _bounds.check(flag, "embedding_backward", num_weights)
-    if acc == grad_output.dtype:
+    if acc == out_dtype:
         return grad_w
-    out = torch.empty((num_weights, D), dtype=grad_output.dtype, device=grad_output.device)
+    out = torch.empty((num_weights, D), dtype=out_dtype, device=grad_output.device)
     copy_kernel((out,), (grad_w,))
     return out
 
