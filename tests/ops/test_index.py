@@ -183,6 +183,8 @@ def test_index_add_linspace_eye(device):
     assert_close(out, x.cpu().index_add(1, idx, src.cpu(), alpha=0.5), atol=1e-5)
     with pytest.raises(IndexError, match="index -1 is out of bounds"):  # as on CPU: no wrapping
         I2.index_add_out(x, 1, torch.tensor([0, 5, 5, 2, -1]).to(device), src, 0.5, out)
+        if out.device.type == "privateuseone":  # the cuda driver reports at the next sync
+            torch.privateuseone.synchronize()
     for start, end, steps, dtype in [(0, 1, 11, torch.float32), (-3, 7, 1, torch.float64),
                                      (2, -2, 7, torch.float64), (0, 10, 6, torch.int64)]:
         ref = torch.linspace(start, end, steps, dtype=dtype)

@@ -1,24 +1,26 @@
 """Out-of-range indices: the kernels that read an index tensor mask such lanes
 off (nothing is read or written out of bounds) and `record` the offending index
-in a small device flag; `check` turns the flag into an IndexError that names
-the op, the index and the size.
+in a flag slot; `check` turns a set slot into the error PyTorch raises, naming
+the index (and the op, through the message registered for the slot).
 
-The host driver checks at once (its kernels have already run). On the cuda
-driver reading the flag would stall the host until the GPU catches up, so the
-flag is copied back asynchronously into pinned memory and looked at by the next
-checked op, or by `synchronize()`: like CUDA's own device-side errors the
-report may come at a later call, but the device stays usable and no memory was
-touched out of bounds.
+Slots come from a per-device ring of RING flags (int64 pairs: set, index),
+zeroed once; a slot is written only when an index is bad, and cleared when it
+is reported, so an op costs no extra launch.
+
+The host driver reads the op's slot at once (its kernels have already run).
+On the cuda driver reading a slot would stall the host until the GPU catches
+up, so the ring is copied back asynchronously into pinned memory, one copy in
+flight at a time, and looked at by the next checked op or by `synchronize()`:
+like CUDA's own device-side errors the report may come at a later call, but the
+device stays usable and no memory was touched out of bounds.
 """
-import collections
 import warnings
 
 import torch
 import triton
 import triton.language as tl
 
-_pending = collections.deque()  # (host flag, event, exception, message) of the cuda driver
-_free = []  # pinned host flags to reuse
+RING = 1024
 
 
 @triton.jit
@@ -29,13 +31,59 @@ def record(flag, idx, bad):
     tl.store(flag + zero, zero + 1, mask=bad)
 
 
-def new_flag(device):
-    return torch.zeros(2, dtype=torch.long, device=device)
+class _Ring:
+    def __init__(self, device):
+        self.flags = torch.zeros(RING, 2, dtype=torch.long, device=device)
+        self.next = 0
+        self.messages = [None] * RING  # (exception, message with {} for the index)
+        self.host = None  # pinned copy of flags (cuda driver)
+        self.event = None  # set while a copy is in flight
+
+    def take(self, exc, message):
+        s = self.next
+        self.next = (s + 1) % RING
+        self.messages[s] = (exc, message)
+        return s
+
+    def report(self, values, late):
+        """Raises for the first set slot of `values` (a CPU (RING, 2) tensor),
+        clearing the set slots on the device."""
+        bad = torch.nonzero(values[:, 0]).reshape(-1).tolist()
+        if not bad:
+            return
+        for s in bad:
+            self.flags[s].zero_()
+        exc, message = self.messages[bad[0]]
+        note = " (reported asynchronously: it comes from an earlier launch)" if late else ""
+        raise exc(message.format(int(values[bad[0], 1])) + note)
+
+    def poll(self, wait):
+        """cuda: examines a finished copy, then starts the next one."""
+        if self.event is not None:
+            if not wait and not self.event.query():
+                return
+            self.event.synchronize()
+            self.event = None
+            self.report(self.host, late=True)
+        if self.host is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # pin_memory(device) is deprecated, not replaced
+                self.host = torch.empty(RING, 2, dtype=torch.long).pin_memory(self.flags.device)
+        if not wait:
+            self.host.copy_(self.flags, non_blocking=True)
+            self.event = torch.privateuseone.Event()
+            self.event.record()
 
 
-def _raise(exc, message, value, late=False):
-    note = " (reported asynchronously: it comes from an earlier launch)" if late else ""
-    raise exc(message.format(value) + note)
+_rings = {}
+
+
+def _ring(device):
+    device = torch.device(device)
+    r = _rings.get(device)
+    if r is None:
+        r = _rings[device] = _Ring(device)
+    return r
 
 
 def _driver():
@@ -43,43 +91,51 @@ def _driver():
     return _C._driver_name()
 
 
-def check(flag, what, size, exc=IndexError, message=None):
-    """Raises `exc` if a kernel recorded an out-of-range index in `flag` (at
-    once on the host driver; at a later check or synchronize on cuda).
-    `message` has one {} for the index."""
+def _deferred(device):
+    return torch.device(device).type == "privateuseone" and _driver() != "host"
+
+
+def new_flag(device, what="index", size=None, exc=IndexError, message=None):
+    """A flag slot for one launch on `device`, with the error to raise if the
+    kernel records a bad index there (`message` has one {} for the index)."""
     message = message or f"{what}: index {{}} is out of bounds for dimension with size {size}"
-    if flag.device.type != "privateuseone" or _driver() == "host":
+    device = torch.device(device)
+    if device.type != "privateuseone":  # tests/ops on plain CPU or torch's CUDA tensors
+        flag = torch.zeros(2, dtype=torch.long, device=device)
+        _plain[flag.data_ptr()] = (exc, message)
+        return flag
+    r = _ring(device)
+    return r.flags[r.take(exc, message)]
+
+
+_plain = {}
+
+
+def check(flag):
+    """Raises if the launch that used `flag` recorded an out-of-range index:
+    at once, or for the cuda driver at a later check or synchronize."""
+    if flag.device.type != "privateuseone":
+        exc, message = _plain.pop(flag.data_ptr())
         bad, value = flag.tolist()
         if bad:
-            _raise(exc, message, value)
+            raise exc(message.format(value))
         return
-    raise_pending(wait=False)
-    host = _free.pop() if _free else _pinned(flag.device)
-    host.copy_(flag, non_blocking=True)
-    event = torch.privateuseone.Event()
-    event.record()
-    _pending.append((host, event, exc, message))
-
-
-def _pinned(device):
-    """Page-locked host memory of our driver (torch's own pin_memory=True would
-    pin through torch.cuda where torch has CUDA)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pin_memory(device) is deprecated, not yet replaced
-        return torch.empty(2, dtype=torch.long).pin_memory(device)
-
-
-def raise_pending(wait=True):
-    """Reports the first out-of-range index of earlier cuda launches whose flag
-    has come back (all of them when `wait`)."""
-    while _pending:
-        host, event, exc, message = _pending[0]
-        if not wait and not event.query():
-            return
-        event.synchronize()
-        _pending.popleft()
-        bad, value = host.tolist()
-        _free.append(host)
+    r = _ring(flag.device)
+    if not _deferred(flag.device):
+        bad, value = flag.tolist()
         if bad:
-            _pending.clear()
-            _raise(exc, message, value, late=True)
+            flag.zero_()
+            s = (flag.data_ptr() - r.flags.data_ptr()) // r.flags.stride(0) // flag.element_size()
+            exc, message = r.messages[s]
+            raise exc(message.format(value))
+        return
+    r.poll(wait=False)
+
+
+def raise_pending():
+    """After a device synchronize: reports any out-of-range index recorded so far."""
+    for device, r in list(_rings.items()):
+        if device.type != "privateuseone" or not _deferred(device):
+            continue
+        r.poll(wait=True)
+        r.report(r.flags.cpu(), late=True)

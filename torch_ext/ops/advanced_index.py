@@ -187,10 +187,10 @@ def _wrap_negative(t, size, dim):
     n = t2.numel()
     if n:
         block = _block(n)
-        flag = _bounds.new_flag(t.device)
+        message = f"index {{}} is out of bounds for dimension {dim} with size {size}"
+        flag = _bounds.new_flag(t.device, exc=IndexError, message=message)
         launch(_wrap_kernel, (cdiv(n, block),), t2, n, size, flag, BLOCK=block)
-        _bounds.check(flag, "index", size, IndexError,
-                      f"index {{}} is out of bounds for dimension {dim} with size {size}")
+        _bounds.check(flag)
     return t2
 
 

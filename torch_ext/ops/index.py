@@ -164,12 +164,12 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
     d = dim % rank
     indexed = src if mode == 0 else out
     size = indexed.shape[d] if indexed.dim() else 1
-    flag = _bounds.new_flag(out.device)
+    flag = _bounds.new_flag(out.device, exc=RuntimeError,
+                            message=f"index {{}} is out of bounds for dimension {d} with size {size}")
     launch(_gather_scatter_kernel, (cdiv(n, block),), index,
            src if src is not None else out, out, n, *shape[1:], *i_st, *s_st, *o_st,
            value, size, flag, DIM=d + pad, MODE=mode, SRC_IS_VALUE=src is None, BLOCK=block)
-    _bounds.check(flag, "gather" if mode == 0 else "scatter", size, RuntimeError,
-                  f"index {{}} is out of bounds for dimension {d} with size {size}")
+    _bounds.check(flag)
 
 
 def gather_out(self, dim, index, sparse_grad, out):
@@ -280,10 +280,10 @@ def index_select_out(self, dim, index, out):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     block = _block(n)
-    flag = _bounds.new_flag(x.device)
+    flag = _bounds.new_flag(x.device, "index_select", S)
     launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B, flag,
            BLOCK=block)
-    _bounds.check(flag, "index_select", S)
+    _bounds.check(flag)
     if target is not out:
         copy_kernel((out,), (target,))
     return out
@@ -338,10 +338,10 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     n = g.numel()
     if n:
         block = _block(n)
-        flag = _bounds.new_flag(g.device)
+        flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
         launch(_embedding_bwd_kernel, (cdiv(n, block),), g, idx, grad_w, n, D,
                padding_idx, num_weights, flag, BLOCK=block)
-        _bounds.check(flag, "embedding_backward", num_weights)
+        _bounds.check(flag)
     if acc == out_dtype:
         return grad_w
     out = torch.empty((num_weights, D), dtype=out_dtype, device=grad_output.device)
@@ -546,10 +546,10 @@ def index_add_out(self, dim, index, source, alpha, out):
         copy_kernel((target,), (out,))
     n = A * L * B
     block = _block(n)
-    flag = _bounds.new_flag(out.device)
+    flag = _bounds.new_flag(out.device, "index_add", S)
     launch(_index_add_kernel, (cdiv(n, block),), src, _contiguous(index.reshape(-1)), target, n,
            L, S, B, L * B, B, 1, S * B, B, 1, alpha, flag, BLOCK=block)
-    _bounds.check(flag, "index_add", S)
+    _bounds.check(flag)
     if target is not out:
         copy_kernel((out,), (target,))
 

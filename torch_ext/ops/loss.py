@@ -76,10 +76,10 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     wsum = torch.empty((N,), dtype=torch.float32, device=x.device)
     if N:
         block = _block(N)
-        flag = _bounds.new_flag(x.device)
+        flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
         launch(_nll_kernel, (cdiv(N, block),), x, tgt, w if w is not None else x,
                per, wsum, N, C, ignore_index, flag, HAS_W=w is not None, BLOCK=block)
-        _bounds.check(flag, "nll_loss", C, IndexError, "Target {} is out of bounds.")
+        _bounds.check(flag)
     if reduction == NONE:
         if per is not output:
             copy_kernel((output,), (per.view(output.shape),))
@@ -109,11 +109,11 @@ def nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_i
     tgt = _contiguous(target.reshape(-1))
     w = _contiguous(weight) if weight is not None else None
     block = _block(N)
-    flag = _bounds.new_flag(gi.device)
+    flag = _bounds.new_flag(gi.device, message="Target {} is out of bounds.")
     launch(_nll_bwd_kernel, (cdiv(N, block),), _contiguous(grad_output), tgt,
            w if w is not None else gi, total_weight, gi, N, C, ignore_index, flag,
            REDUCTION=reduction, HAS_W=w is not None, BLOCK=block)
-    _bounds.check(flag, "nll_loss_backward", C, IndexError, "Target {} is out of bounds.")
+    _bounds.check(flag)
     if gi is not grad_input:
         copy_kernel((grad_input,), (gi,))
 

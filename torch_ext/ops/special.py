@@ -282,8 +282,8 @@ def _bessel_i(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
     else:
         eh = tl.exp(0.5 * big)  # e^x as e^(x/2)^2: finite up to x ~ 1419
         r = tl.where(a <= 20.0, ser, eh * (eh * asy))
-    if ORDER1:
-        r = tl.where(x < 0, -r, r)
+    if ORDER1:  # (r * -1, not -r: Triton negates as 0 - r, which loses the sign of 0)
+        r = tl.where(x < 0, r * -1.0, r)
     return tl.where(x != x, x, r)
 
 
