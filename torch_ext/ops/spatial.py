@@ -24,10 +24,11 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch
-from ._math import _fmod, _rint
+from ._math import _rint
 from .conv import (_col2im, _dense, _im2col, _spatial3, _split3, _split4, _store, _write_back,
                    upsample_nearest, upsample_nearest_backward)
 from .copy import copy_kernel, fill_
+from .grid_sample import _source
 from .index import _block, _gather_scatter
 from .reduction import _contiguous
 
@@ -925,50 +926,8 @@ for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, abo
 # (x, y, z) -> (W, H, D).  Coordinates in float32 (float64 for float64).  The
 # forward runs one program per block of output elements; the backward one per
 # block of grid points, looping over the channels: grad_grid sums them,
-# grad_input takes float32 atomics.  (grid_sampler_2d is ops/grid_sample.py's
-# on main, which has the same coordinate helpers: a candidate to share.)
-
-@triton.jit
-def _unnormalize(coord, size, ALIGN: tl.constexpr):
-    if ALIGN:
-        return ((coord + 1) / 2) * (size - 1), (size - 1) / 2
-    return ((coord + 1) * size - 1) / 2, size / 2
-
-
-@triton.jit
-def _reflect(x, twice_low, twice_high):
-    # Reflects x into [low, high]; d(result)/dx is the sign returned.
-    lo = twice_low / 2
-    span = (twice_high - twice_low) / 2
-    d = x - lo
-    sign = tl.where(d < 0, -1.0, 1.0)
-    d = tl.abs(d)
-    extra = _fmod(d, span)
-    flips = tl.floor(d / span)
-    even = _fmod(flips, 2.0) == 0
-    r = tl.where(even, extra + lo, span - extra + lo)
-    g = tl.where(even, sign, -sign)
-    r = tl.where(twice_low == twice_high, 0.0, r)
-    g = tl.where(twice_low == twice_high, 0.0, g)
-    return r, g
-
-
-@triton.jit
-def _pad_coord(x, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
-    """compute_coordinates with its derivative (border and reflection clip)."""
-    g = tl.full(x.shape, 1.0, x.dtype)
-    if PADDING == 2:
-        if ALIGN:
-            x, g = _reflect(x, 0, 2 * (size - 1))
-        else:
-            x, g = _reflect(x, -1, 2 * size - 1)
-        g = g.to(x.dtype)
-    if PADDING != 0:
-        inside = (x > 0) & (x < size - 1)
-        g = tl.where(inside, g, 0.0)
-        x = tl.minimum(tl.maximum(x, 0.0), size - 1.0)
-    return x, g
-
+# grad_input takes float32 atomics.  Source coordinates (unnormalise, pad, and
+# their derivative) are grid_sample.py's, shared with grid_sampler_2d.
 
 def _check_grid_common(input, grid, interpolation_mode, padding_mode):
     nsp = input.dim() - 2
@@ -1006,13 +965,10 @@ def _grid_coords3(grid, p, D, H, W, PADDING: tl.constexpr, ALIGN: tl.constexpr,
     gx = tl.load(grid + 3 * p, mask=mask, other=0).to(ACC)
     gy = tl.load(grid + 3 * p + 1, mask=mask, other=0).to(ACC)
     gz = tl.load(grid + 3 * p + 2, mask=mask, other=0).to(ACC)
-    ix, mx = _unnormalize(gx, W, ALIGN)
-    iy, my = _unnormalize(gy, H, ALIGN)
-    iz, mz = _unnormalize(gz, D, ALIGN)
-    ix, px = _pad_coord(ix, W, PADDING, ALIGN)
-    iy, py = _pad_coord(iy, H, PADDING, ALIGN)
-    iz, pz = _pad_coord(iz, D, PADDING, ALIGN)
-    return ix, iy, iz, mx * px, my * py, mz * pz
+    ix, dx = _source(gx, W, PADDING, ALIGN)
+    iy, dy = _source(gy, H, PADDING, ALIGN)
+    iz, dz = _source(gz, D, PADDING, ALIGN)
+    return ix, iy, iz, dx, dy, dz
 
 
 @triton.jit
