@@ -549,10 +549,10 @@ def _empty_long(device):
     return torch.empty(0, dtype=torch.long, device=device)
 
 
-def unique2(self, sorted=True, return_inverse=False, return_counts=False):
-    """_unique2(self, sorted, return_inverse, return_counts): the distinct values
-    in ascending order (always sorted, as on CUDA), the position of each input
-    element among them, and how often each occurs."""
+def _unique(self, return_inverse, return_counts, sort):
+    """(values, inverse, counts) of the runs of equal neighbours of the
+    flattened tensor, sorted first when `sort`; the inverse and counts are
+    empty unless asked for (as PyTorch returns them)."""
     flat = self.reshape(-1)
     n = flat.numel()
     dev = self.device
@@ -560,21 +560,30 @@ def unique2(self, sorted=True, return_inverse=False, return_counts=False):
         inv = torch.empty(self.shape, dtype=torch.long, device=dev) if return_inverse \
             else _empty_long(dev)
         return flat.clone(), inv, _empty_long(dev)
-    s, perm = torch.sort(flat)
+    s, perm = torch.sort(flat) if sort else (flat, None)
     first, group = _runs(s)
     values = torch.masked_select(s, first)
     inverse = _empty_long(dev)
     if return_inverse:
-        inverse = torch.empty(n, dtype=torch.long, device=dev)
-        inverse.scatter_(0, perm, group)
+        if sort:  # group ids back in the input's order
+            inverse = torch.empty(n, dtype=torch.long, device=dev).scatter_(0, perm, group)
+        else:
+            inverse = group
         inverse = inverse.reshape(self.shape)
     counts = _counts(first, n) if return_counts else _empty_long(dev)
     return values, inverse, counts
 
 
+def unique2(self, sorted=True, return_inverse=False, return_counts=False):
+    """_unique2(self, sorted, return_inverse, return_counts): the distinct values
+    in ascending order (always sorted, as on CUDA), the position of each input
+    element among them, and how often each occurs."""
+    return _unique(self, return_inverse, return_counts, sort=True)
+
+
 def unique(self, sorted=True, return_inverse=False):
     """_unique(self, sorted, return_inverse)."""
-    values, inverse, _ = unique2(self, sorted, return_inverse, False)
+    values, inverse, _ = _unique(self, return_inverse, False, sort=True)
     return values, inverse
 
 
@@ -584,18 +593,7 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
     if dim is not None:
         raise NotImplementedError("torch_ext: unique_consecutive with dim= is not supported "
                                   "(only the flattened form)")
-    flat = self.reshape(-1)
-    n = flat.numel()
-    dev = self.device
-    if n == 0:
-        inv = torch.empty(self.shape, dtype=torch.long, device=dev) if return_inverse \
-            else _empty_long(dev)
-        return flat.clone(), inv, _empty_long(dev)
-    first, group = _runs(flat)
-    values = torch.masked_select(flat, first)
-    inverse = group.reshape(self.shape) if return_inverse else _empty_long(dev)
-    counts = _counts(first, n) if return_counts else _empty_long(dev)
-    return values, inverse, counts
+    return _unique(self, return_inverse, return_counts, sort=False)
 
 
 # -- indexing by flat position and masks ------------------------------------

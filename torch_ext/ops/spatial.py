@@ -311,17 +311,24 @@ def _linear_scale(in_size, out_size, align_corners, scale, size_rule=True):
 
 
 @triton.jit
-def _linear_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.constexpr):
-    # In ACC (float32, float64 for float64 data, as PyTorch's opmath); the
-    # scale comes as two float32 parts whose sum is the float64 scale.
+def _scaled_src(o, scale_hi, scale_lo, ALIGN: tl.constexpr, ACC: tl.constexpr):
+    # Output index o -> source coordinate, in ACC (float32, float64 for float64
+    # data, as PyTorch's opmath); the scale comes as two float32 parts whose sum
+    # is the float64 scale.
     of = o.to(ACC)
     scale = tl.zeros_like(of) + scale_hi
     if ACC == tl.float64:
         scale = scale + scale_lo
     if ALIGN:
-        src = scale * of
-    else:
-        src = tl.maximum(scale * (of + 0.5) - 0.5, 0.0)
+        return scale * of
+    return scale * (of + 0.5) - 0.5
+
+
+@triton.jit
+def _linear_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.constexpr):
+    src = _scaled_src(o, scale_hi, scale_lo, ALIGN, ACC)
+    if not ALIGN:
+        src = tl.maximum(src, 0.0)
     i0 = tl.minimum(src.to(tl.int64), size - 1)  # src >= 0: truncation is floor
     lam = tl.minimum(tl.maximum(src - i0.to(ACC), 0.0), 1.0)
     i1 = tl.where(i0 < size - 1, i0 + 1, i0)
@@ -481,14 +488,7 @@ KERNELS.update({"upsample_linear1d": upsample_linear1d_out,
 
 @triton.jit
 def _cubic_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.constexpr):
-    of = o.to(ACC)
-    scale = tl.zeros_like(of) + scale_hi
-    if ACC == tl.float64:
-        scale = scale + scale_lo
-    if ALIGN:
-        src = scale * of
-    else:
-        src = scale * (of + 0.5) - 0.5
+    src = _scaled_src(o, scale_hi, scale_lo, ALIGN, ACC)
     i = src.to(tl.int64)
     i = tl.where(i.to(ACC) > src, i - 1, i)  # floor (src may be negative)
     i = tl.minimum(i, size - 1)
