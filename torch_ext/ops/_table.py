@@ -182,6 +182,11 @@ DISTANCE = {  # ops/distance.py
 }
 
 SPATIAL = {  # ops/spatial.py
+    "max_pool3d_with_indices": (3, "max_pool3d_with_indices"),
+    "max_pool3d_with_indices_out": (3, "max_pool3d_with_indices.out"),
+    "max_pool3d_with_indices_backward": (3, "max_pool3d_with_indices_backward"),
+    "max_pool3d_with_indices_backward_out": (3, "max_pool3d_with_indices_backward.grad_input"),
+    "avg_pool3d": (2, "avg_pool3d.out"), "avg_pool3d_backward": (2, "avg_pool3d_backward.grad_input"),
     "_adaptive_avg_pool2d": (3, "_adaptive_avg_pool2d"),
     "adaptive_avg_pool2d_out": (3, "adaptive_avg_pool2d.out"),
     "_adaptive_avg_pool2d_backward": (3, "_adaptive_avg_pool2d_backward"),

@@ -360,7 +360,7 @@ def _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD: tl.constexpr, d
     ws = tl.maximum(ws, 0)
     he = tl.minimum(he, H)
     we = tl.minimum(we, W)
-    if divisor > 0:
+    if divisor != 0:  # divisor_override (PyTorch takes any non-zero value)
         d = tl.zeros_like(pool) + divisor
     elif COUNT_PAD:
         d = pool
