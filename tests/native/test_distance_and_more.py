@@ -123,3 +123,23 @@ def test_normal_with_tensor_mean_and_std():
     assert abs(z.std() - 2) < 0.15
     z = torch.normal(1.0, std.to(DEV)).cpu() - 1.0
     assert abs((z / std).std() - 1) < 0.1
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multi_margin_loss(p, reduction, weighted):
+    torch.manual_seed(6)
+    x = torch.randn(5, 7, dtype=torch.float64)
+    t = torch.randint(0, 7, (5,))
+    w = torch.rand(7, dtype=torch.float64) if weighted else None
+    fn = lambda a, tt, ww: F.multi_margin_loss(a, tt, p=p, margin=0.7, weight=ww,  # noqa: E731
+                                               reduction=reduction)
+    xc, xd = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    rc, rd = fn(xc, t, w), fn(xd, t.to(DEV), w.to(DEV) if w is not None else None)
+    same(rd, rc.detach(), rtol=1e-10, atol=1e-12)
+    rc.sum().backward()
+    rd.sum().backward()
+    same(xd.grad, xc.grad, rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="only p == 1 and p == 2"):  # (F.* checks p itself)
+        torch.ops.aten.multi_margin_loss(xd, t.to(DEV), 3)

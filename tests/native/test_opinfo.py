@@ -78,7 +78,7 @@ linalg.lu_solve linalg.cholesky linalg.cholesky_ex linalg.solve_triangular trian
 cholesky lu_solve linalg.tensorsolve linalg.tensorinv linalg.matrix_power nn.functional.grid_sample
 nn.functional.embedding_bag nn.functional.max_pool3d nn.functional.avg_pool3d
 nn.functional.local_response_norm nn.functional.max_pool1d nn.functional.avg_pool1d nn.functional.max_pool2d
-nn.functional.avg_pool2d
+nn.functional.avg_pool2d nn.functional.multi_margin_loss
 """.split()
 OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION
 # Random ops: shape, dtype and device only (distributions in test_random.py).

@@ -125,6 +125,8 @@ PLAIN = {  # convention 3: name -> aten op (or torch_ext:: op)
     "repeat": "repeat", "randperm": "randperm.generator_out",
     "multinomial": "multinomial", "mse_loss_backward": "mse_loss_backward",
     "mse_loss_backward_out": "mse_loss_backward.grad_input",
+    "multi_margin_loss": "multi_margin_loss", "multi_margin_loss_out": "multi_margin_loss.out",
+    "multi_margin_loss_backward": "multi_margin_loss_backward",
     "nll_loss2d_forward": "nll_loss2d_forward", "nll_loss2d_forward_out": "nll_loss2d_forward.output",
     "nll_loss2d_backward": "nll_loss2d_backward",
     "nll_loss2d_backward_out": "nll_loss2d_backward.grad_input",

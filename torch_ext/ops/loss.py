@@ -200,7 +200,63 @@ def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_ind
                                    total_weight, grad_input)
 
 
+# -- multi_margin_loss: composed from our kernels --------------------------------
+
+def _margin_terms(self, target, p, margin, weight):
+    """(x (N, C), target (N,), per-element active terms before the power, mask)."""
+    if p not in (1, 2):
+        raise RuntimeError("only p == 1 and p == 2 supported")
+    if self.dim() > 2 or (self.dim() == 2 and target.dim() != 1) or \
+            (self.dim() < 2 and target.dim() > 1):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(self.shape)}")
+    x = self.reshape(-1, self.shape[-1] if self.dim() else 1)
+    y = target.reshape(-1).long()
+    if y.numel() != x.shape[0]:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(self.shape)}")
+    xy = torch.gather(x, 1, y.unsqueeze(1))
+    m = float(margin) - xy + x
+    keep = m > 0
+    keep.scatter_(1, y.unsqueeze(1), False)
+    return x, y, m, keep
+
+
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=MEAN):
+    x, y, m, keep = _margin_terms(self, target, int(p), margin, weight)
+    z = torch.where(keep, m * m if int(p) == 2 else m, torch.zeros_like(m))
+    if weight is not None:
+        z = z * weight.index_select(0, y).unsqueeze(1).to(z.dtype)
+    loss = z.sum(1) / x.shape[1]
+    if reduction == NONE:
+        return loss.reshape(target.shape) if self.dim() == 2 else loss.reshape([])
+    return loss.mean() if reduction == MEAN else loss.sum()
+
+
+def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
+    r = multi_margin_loss(self, target, p, margin, weight, reduction)
+    out.resize_(r.shape)
+    copy_kernel((out,), (r,))
+    return out
+
+
+def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None,
+                               reduction=MEAN):
+    x, y, m, keep = _margin_terms(self, target, int(p), margin, weight)
+    d = torch.where(keep, 2 * m if int(p) == 2 else torch.ones_like(m), torch.zeros_like(m))
+    if weight is not None:
+        d = d * weight.index_select(0, y).unsqueeze(1).to(d.dtype)
+    d = d / x.shape[1]
+    d.scatter_(1, y.unsqueeze(1), -d.sum(1, keepdim=True))
+    g = grad_output.reshape(-1, 1) if reduction == NONE else grad_output.reshape(1, 1)
+    if reduction == MEAN:
+        g = g / x.shape[0]
+    return (d * g.to(d.dtype)).reshape(self.shape)
+
+
 KERNELS = {
+    "multi_margin_loss": multi_margin_loss, "multi_margin_loss_out": multi_margin_loss_out,
+    "multi_margin_loss_backward": multi_margin_loss_backward,
     "nll_loss2d_forward": nll_loss2d_forward, "nll_loss2d_forward_out": nll_loss2d_forward_out,
     "nll_loss2d_backward": nll_loss2d_backward, "nll_loss2d_backward_out": nll_loss2d_backward_out,
     "nll_loss_forward": nll_loss_forward_out, "nll_loss_backward": nll_loss_backward_out,
