@@ -111,3 +111,41 @@ def rand(shape, dtype, low=-3.0, high=3.0, noncontig=False):
     if noncontig and t.dim() >= 2:
         t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
     return t
+
+
+def grads(fn, *inputs, dtype=torch.float32, reduce=1, const=()):
+    """fn on the device and on CPU (float64, and the same dtype) with grads for
+    the floating inputs not in `const`; compares the output and the grads."""
+    def run(device, cast):
+        xs = [t.detach().to(device=device, dtype=cast if t.is_floating_point() else t.dtype).requires_grad_(
+            t.is_floating_point() and i not in const) for i, t in enumerate(inputs)]
+        out = fn(*xs)
+        g = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
+        out.backward(g.to(device=device, dtype=out.dtype))
+        return out, [x.grad for x in xs if x.requires_grad]
+
+    out, gs = run(DEV, dtype)
+    ref_out, ref_gs = run("cpu", torch.float64)
+    same_out, same_gs = run("cpu", dtype)
+    assert_close(out, ref_out, dtype, reduce, same_out, "forward")
+    for i, (g, r, s) in enumerate(zip(gs, ref_gs, same_gs)):
+        assert g is not None and g.device.type == DEV
+        assert_close(g, r, dtype, reduce, s, f"grad {i}")
+    return gs, ref_gs
+
+
+def train_matches_cpu(net, x, y, momentum=0.0, steps=3):
+    """A few SGD steps of `net` and of a device copy on cross entropy; the
+    parameters must agree."""
+    import copy
+    import torch.nn.functional as F
+    net_d = copy.deepcopy(net).to(DEV)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=momentum)
+    opt_d = torch.optim.SGD(net_d.parameters(), lr=0.1, momentum=momentum)
+    for _ in range(steps):
+        for m, o, xx, yy in ((net, opt, x, y), (net_d, opt_d, x.to(DEV), y.to(DEV))):
+            o.zero_grad()
+            F.cross_entropy(m(xx), yy).backward()
+            o.step()
+    for p, q in zip(net.parameters(), net_d.parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)

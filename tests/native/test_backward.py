@@ -5,29 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, REGISTERED, assert_close, rand
+from native_helpers import DEV, REGISTERED, assert_close, grads, rand
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
-
-
-def grads(fn, *inputs, dtype=F32, reduce=1, const=()):
-    """Runs fn on the device and on CPU (float64) with grads for the floating
-    inputs; compares outputs and input gradients."""
-    def run(device, cast):
-        xs = [t.detach().to(device=device, dtype=cast if t.is_floating_point() else t.dtype).requires_grad_(
-            t.is_floating_point() and i not in const) for i, t in enumerate(inputs)]
-        out = fn(*xs)
-        g = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
-        out.backward(g.to(device=device, dtype=out.dtype))
-        return out, [x.grad for x in xs if x.requires_grad]
-
-    out, gs = run(DEV, dtype)
-    ref_out, ref_gs = run("cpu", torch.float64)
-    same_out, same_gs = run("cpu", dtype)
-    assert_close(out, ref_out, dtype, reduce, same_out, "forward")
-    for i, (g, r, s) in enumerate(zip(gs, ref_gs, same_gs)):
-        assert g is not None and g.device.type == DEV
-        assert_close(g, r, dtype, reduce, s, f"grad {i}")
 
 
 ACT = {

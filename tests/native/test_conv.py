@@ -6,8 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, rand
-from test_backward import grads
+from native_helpers import DEV, grads, rand, train_matches_cpu
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 
@@ -124,17 +123,8 @@ def test_small_cnn_trains_like_cpu():
         torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1, groups=2),
         torch.nn.AvgPool2d(2), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
         torch.nn.Linear(8, 5))
-    net_d = torch.nn.Sequential(*[m for m in __import__("copy").deepcopy(net)]).to(DEV)
     x, y = torch.randn(4, 3, 12, 12), torch.tensor([0, 1, 4, 2])
-    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-    opt_d = torch.optim.SGD(net_d.parameters(), lr=0.1, momentum=0.9)
-    for _ in range(3):
-        for m, o, xx, yy in ((net, opt, x, y), (net_d, opt_d, x.to(DEV), y.to(DEV))):
-            o.zero_grad()
-            F.cross_entropy(m(xx), yy).backward()
-            o.step()
-    for p, q in zip(net.parameters(), net_d.parameters()):
-        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
+    train_matches_cpu(net, x, y, momentum=0.9)
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])

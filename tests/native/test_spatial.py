@@ -6,8 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, REGISTERED, assert_close, rand
-from test_backward import grads
+from native_helpers import DEV, REGISTERED, assert_close, grads, rand, train_matches_cpu
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 DTYPES = [F32, F16, BF16]
@@ -482,17 +481,8 @@ def test_resnet_head_and_unet_block_train_like_cpu():
         torch.nn.ReplicationPad2d((1, 0, 0, 1)), torch.nn.Conv2d(4, 4, 2),
         torch.nn.AdaptiveMaxPool2d((3, 3)), torch.nn.AdaptiveAvgPool2d((2, 2)), torch.nn.Flatten(),
         torch.nn.Linear(16, 5))
-    net_d = __import__("copy").deepcopy(net).to(DEV)
     x, y = torch.randn(2, 3, 6, 6), torch.tensor([0, 4])
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    opt_d = torch.optim.SGD(net_d.parameters(), lr=0.1)
-    for _ in range(3):
-        for m, o, xx, yy in ((net, opt, x, y), (net_d, opt_d, x.to(DEV), y.to(DEV))):
-            o.zero_grad()
-            F.cross_entropy(m(xx), yy).backward()
-            o.step()
-    for p, q in zip(net.parameters(), net_d.parameters()):
-        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
+    train_matches_cpu(net, x, y)
 
 
 # -- 3-d variants (the same kernels on (D, H, W) planes) --------------------------

@@ -40,7 +40,10 @@ class _Ring:
         self.flags = torch.zeros(RING, 2, dtype=torch.long, device=device)
         self.next = 0
         self.messages = [None] * RING  # (exception, message with {} for the index)
-        self.host = None  # pinned copy of flags (cuda driver)
+        # Only the cuda driver's flags are read back asynchronously (plain CPU
+        # or torch.cuda tensors, as tests/ops uses, are read at once).
+        self.deferred = device.type == "privateuseone" and _driver() != "host"
+        self.host = None  # pinned copy of flags (deferred)
         self.event = None  # set while a copy is in flight
 
     def take(self, exc, message):
@@ -82,64 +85,43 @@ class _Ring:
 _rings = {}
 
 
+def _driver():
+    from torch_ext import _C
+    return _C._driver_name()
+
+
 def _ring(device):
-    device = torch.device(device)
     r = _rings.get(device)
     if r is None:
         r = _rings[device] = _Ring(device)
     return r
 
 
-def _driver():
-    from torch_ext import _C
-    return _C._driver_name()
-
-
-def _deferred(device):
-    return torch.device(device).type == "privateuseone" and _driver() != "host"
-
-
 def new_flag(device, what="index", size=None, exc=IndexError, message=None):
     """A flag slot for one launch on `device`, with the error to raise if the
     kernel records a bad index there (`message` has one {} for the index)."""
     message = message or f"{what}: index {{}} is out of bounds for dimension with size {size}"
-    device = torch.device(device)
-    if device.type != "privateuseone":  # tests/ops on plain CPU or torch's CUDA tensors
-        flag = torch.zeros(2, dtype=torch.long, device=device)
-        _plain[flag.data_ptr()] = (exc, message)
-        return flag
-    r = _ring(device)
+    r = _ring(torch.device(device))
     return r.flags[r.take(exc, message)]
-
-
-_plain = {}
 
 
 def check(flag):
     """Raises if the launch that used `flag` recorded an out-of-range index:
     at once, or for the cuda driver at a later check or synchronize."""
-    if flag.device.type != "privateuseone":
-        exc, message = _plain.pop(flag.data_ptr())
-        bad, value = flag.tolist()
-        if bad:
-            raise exc(message.format(value))
-        return
     r = _ring(flag.device)
-    if not _deferred(flag.device):
-        bad, value = flag.tolist()
-        if bad:
-            flag.zero_()
-            s = (flag.data_ptr() - r.flags.data_ptr()) // r.flags.stride(0) // flag.element_size()
-            exc, message = r.messages[s]
-            raise exc(message.format(value))
+    if r.deferred:
+        r.poll(wait=False)
         return
-    r.poll(wait=False)
+    bad, value = flag.tolist()
+    if bad:
+        flag.zero_()
+        exc, message = r.messages[(flag.data_ptr() - r.flags.data_ptr()) // (2 * flag.element_size())]
+        raise exc(message.format(value))
 
 
 def raise_pending():
     """After a device synchronize: reports any out-of-range index recorded so far."""
-    for device, r in list(_rings.items()):
-        if device.type != "privateuseone" or not _deferred(device):
-            continue
-        r.poll(wait=True)
-        r.report(r.flags.cpu(), late=True)
+    for r in list(_rings.values()):
+        if r.deferred:
+            r.poll(wait=True)
+            r.report(r.flags.cpu(), late=True)

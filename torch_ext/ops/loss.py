@@ -202,7 +202,7 @@ def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_ind
 
 # -- multi_margin_loss: composed from our kernels --------------------------------
 
-def _margin_terms(self, target, p, margin, weight):
+def _margin_terms(self, target, p, margin):
     """(x (N, C), target (N,), per-element active terms before the power, mask)."""
     if p not in (1, 2):
         raise RuntimeError("only p == 1 and p == 2 supported")
@@ -223,7 +223,7 @@ def _margin_terms(self, target, p, margin, weight):
 
 
 def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=MEAN):
-    x, y, m, keep = _margin_terms(self, target, int(p), margin, weight)
+    x, y, m, keep = _margin_terms(self, target, int(p), margin)
     z = torch.where(keep, m * m if int(p) == 2 else m, torch.zeros_like(m))
     if weight is not None:
         z = z * weight.index_select(0, y).unsqueeze(1).to(z.dtype)
@@ -242,7 +242,7 @@ def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
 
 def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None,
                                reduction=MEAN):
-    x, y, m, keep = _margin_terms(self, target, int(p), margin, weight)
+    x, y, m, keep = _margin_terms(self, target, int(p), margin)
     d = torch.where(keep, 2 * m if int(p) == 2 else torch.ones_like(m), torch.zeros_like(m))
     if weight is not None:
         d = d * weight.index_select(0, y).unsqueeze(1).to(d.dtype)

@@ -18,7 +18,7 @@ import triton.language as tl
 from . import _math
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
-from .reduction import _blocks, _contiguous, as_arb
+from .reduction import _TL, _blocks, _contiguous, acc_dtype, as_arb
 
 
 def _dim(dim, ndim):
@@ -239,9 +239,6 @@ def _logcumsumexp_kernel(x, out, O, R, B, ACC: tl.constexpr, BLOCK_O: tl.constex
         carry = tl.max(tl.where((tl.arange(0, BLOCK_R) == last)[:, None], c, float("-inf")), 0)
 
 
-_ACC = {torch.float16: tl.float32, torch.bfloat16: tl.float32, torch.float32: tl.float32,
-        torch.float64: tl.float64}
-
 
 def _scan_layout(self, dim):
     x = _contiguous(self)
@@ -259,9 +256,7 @@ def _cum_ext(self, dim, values, indices, is_max):
         return
     xv, A, R, B = _scan_layout(self, dim)
     O = A * B
-    acc = _ACC.get(self.dtype)
-    if acc is None:
-        acc = tl.int64 if self.dtype != torch.bool else tl.int8
+    acc = _TL[acc_dtype(self.dtype)]
     tv = values if values.is_contiguous() else torch.empty_like(values,
                                                             memory_format=torch.contiguous_format)
     ti = indices if indices.is_contiguous() else torch.empty_like(indices,
@@ -287,7 +282,7 @@ def cummin_helper(self, values, indices, dim):
 
 def logcumsumexp_out(self, dim, out):
     """_logcumsumexp.out(self, dim, out)."""
-    if self.dtype not in _ACC:
+    if not self.dtype.is_floating_point:
         raise NotImplementedError(f"torch_ext: logcumsumexp is not supported for {self.dtype}")
     if list(out.shape) != list(self.shape):
         out.resize_(self.shape)
@@ -298,8 +293,8 @@ def logcumsumexp_out(self, dim, out):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
                                                          device=out.device)
     bo, br = _blocks(O, R, B)
-    launch(_logcumsumexp_kernel, (cdiv(O, bo),), xv, target, O, R, B, ACC=_ACC[self.dtype],
-           BLOCK_O=bo, BLOCK_R=br)
+    launch(_logcumsumexp_kernel, (cdiv(O, bo),), xv, target, O, R, B,
+           ACC=_TL[acc_dtype(self.dtype)], BLOCK_O=bo, BLOCK_R=br)
     if target is not out:
         copy_kernel((out,), (target,))
     return out
@@ -471,11 +466,11 @@ def bincount(self, weights=None, minlength=0):
             raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
         size = max(size, int(hi.item()) + 1)
     if weights is None:
-        acc_dtype, dtype = torch.int32, torch.long
+        acc_type, dtype = torch.int32, torch.long
     else:
         dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
-        acc_dtype = dtype
-    acc = torch.zeros(size, dtype=acc_dtype, device=self.device)
+        acc_type = dtype
+    acc = torch.zeros(size, dtype=acc_type, device=self.device)
     if n:
         x = _contiguous(self)
         w = _contiguous(weights if weights is None or weights.dtype == dtype else weights.to(dtype)) \
