@@ -7,6 +7,7 @@ vs FlagGems on cuda, same ops, shapes and dtypes, one run.
 Each implementation runs in its own worker process, one after the other (see
 worker.py for why); then report.py writes results.{md,json,png} into --out.
 """
+
 import argparse
 import os
 import subprocess
@@ -40,19 +41,41 @@ def main(argv=None):
                     continue
             except Exception:
                 continue
-        cmd = [sys.executable, "-m", "bench.worker", "--impl", impl, "--out", str(out / f"{impl}.jsonl"),
-               "--torch-device", args.torch_device, "--scale", str(args.scale),
-               "--small-calls", str(args.small_calls), "--ops", args.ops]
+        cmd = [
+            sys.executable,
+            "-m",
+            "bench.worker",
+            "--impl",
+            impl,
+            "--out",
+            str(out / f"{impl}.jsonl"),
+            "--torch-device",
+            args.torch_device,
+            "--scale",
+            str(args.scale),
+            "--small-calls",
+            str(args.small_calls),
+            "--ops",
+            args.ops,
+        ]
         t0 = time.perf_counter()
         print(f"== {impl}: {' '.join(cmd)}", flush=True)
         with open(out / f"{impl}.log", "w") as log:
             try:
-                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.timeout,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+                rc = subprocess.run(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=args.timeout,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                ).returncode
             except subprocess.TimeoutExpired:
                 rc = "timeout"
-        print(f"== {impl}: exit {rc} after {time.perf_counter() - t0:.0f} s "
-              f"(log: {out / f'{impl}.log'})", flush=True)
+        print(
+            f"== {impl}: exit {rc} after {time.perf_counter() - t0:.0f} s "
+            f"(log: {out / f'{impl}.log'})",
+            flush=True,
+        )
     summary, plotted = report.render(out)
     print((out / "results.md").read_text())
     if not plotted:

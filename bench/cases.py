@@ -5,6 +5,7 @@ implementation sees the same values), then moves them to the device under
 test. `bytes` counts each input read once and each output written once (the
 floor a memory-bound kernel must move); `flops` is set for matrix ops.
 """
+
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -102,8 +103,9 @@ def _embedding(dtype, vocab=65536, dim=4096, tokens=16384):
         return (torch.randint(0, v, (_n(scale, tokens),), generator=g), _randn(v, dim, dtype=dt))
 
     # Bytes: the gathered rows are read once, the output written once.
-    return Case("embedding", f"{tokens}x{dim} of {vocab}", dtype, make, F.embedding,
-                tags=["gather"])
+    return Case(
+        "embedding", f"{tokens}x{dim} of {vocab}", dtype, make, F.embedding, tags=["gather"]
+    )
 
 
 def _index_select(dtype, rows=32768, dim=2048, count=16384):
@@ -112,8 +114,14 @@ def _index_select(dtype, rows=32768, dim=2048, count=16384):
         r = _n(scale, rows)
         return (_randn(r, dim, dtype=dt), torch.randint(0, r, (_n(scale, count),), generator=g))
 
-    return Case("index_select", f"{count}x{dim} of {rows}", dtype, make,
-                lambda x, idx: torch.index_select(x, 0, idx), tags=["gather"])
+    return Case(
+        "index_select",
+        f"{count}x{dim} of {rows}",
+        dtype,
+        make,
+        lambda x, idx: torch.index_select(x, 0, idx),
+        tags=["gather"],
+    )
 
 
 def _cat(dtype, rows=8192, cols=4096):
@@ -147,10 +155,18 @@ def large_cases():
         _elementwise("gelu", F.gelu, 1, bf16),
         _elementwise("silu", F.silu, 1, bf16),
         _rows("softmax", lambda x: torch.softmax(x, -1), f16),
-        _rows("layer_norm", lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b), f16,
-              extra=_norm_weights),
-        _rows("rms_norm", lambda x, w: F.rms_norm(x, (x.shape[-1],), w), f16,
-              extra=lambda c, dt: _norm_weights(c, dt, bias=False)),
+        _rows(
+            "layer_norm",
+            lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
+            f16,
+            extra=_norm_weights,
+        ),
+        _rows(
+            "rms_norm",
+            lambda x, w: F.rms_norm(x, (x.shape[-1],), w),
+            f16,
+            extra=lambda c, dt: _norm_weights(c, dt, bias=False),
+        ),
         _elementwise("sum", torch.sum, 1, f32),
         _rows("mean", lambda x: x.mean(-1), f16),
         _rows("amax", lambda x: x.amax(-1), f16),
@@ -164,9 +180,13 @@ def large_cases():
         _index_select(f32),
         _cat(f32),
         _where(f32),
-        Case("lerp", f"{64}M", f32,
-             lambda dt, s: (_randn(_n(s, 64 * M), dtype=dt), _randn(_n(s, 64 * M), dtype=dt)),
-             lambda a, b: torch.lerp(a, b, 0.3)),
+        Case(
+            "lerp",
+            f"{64}M",
+            f32,
+            lambda dt, s: (_randn(_n(s, 64 * M), dtype=dt), _randn(_n(s, 64 * M), dtype=dt)),
+            lambda a, b: torch.lerp(a, b, 0.3),
+        ),
     ]
 
 

@@ -1,7 +1,8 @@
 """Turns the workers' JSON lines into results.json, results.md and results.png.
 
-    python -m bench.report bench_out      # re-render from saved worker output
+python -m bench.report bench_out      # re-render from saved worker output
 """
+
 import json
 import math
 import sys
@@ -80,8 +81,11 @@ def summarize(meta, rows):
     non_matrix = [r for r in table if not r.get("matrix") and r.get("speedup_vs_torch")]
     if non_matrix:
         worst = min(non_matrix, key=lambda r: r["speedup_vs_torch"])
-        summary["worst_non_matrix"] = {"op": worst["op"], "dtype": worst["dtype"],
-                                       "speedup": worst["speedup_vs_torch"]}
+        summary["worst_non_matrix"] = {
+            "op": worst["op"],
+            "dtype": worst["dtype"],
+            "speedup": worst["speedup_vs_torch"],
+        }
     add = (pick("add", "float32") or [{}])[0]
     for impl in IMPLS:
         if add.get(f"{impl}_host_us"):
@@ -90,12 +94,19 @@ def summarize(meta, rows):
         summary["add_host_ratio_vs_torch"] = add["ours_host_us"] / add["torch_host_us"]
     if add.get("ours_host_us") and add.get("flaggems_host_us"):
         summary["add_host_ratio_vs_flaggems"] = add["ours_host_us"] / add["flaggems_host_us"]
-    summary["bw_frac"] = {f"{r['op']}/{r['dtype']}": r.get("ours_bw_frac")
-                          for op in ELEMENTWISE_BW_OPS for r in pick(op)}
+    summary["bw_frac"] = {
+        f"{r['op']}/{r['dtype']}": r.get("ours_bw_frac")
+        for op in ELEMENTWISE_BW_OPS
+        for r in pick(op)
+    }
     summary["mm_tflops_ratio"] = {
-        r["dtype"]: (r["ours_tflops"] / r["torch_tflops"]
-                     if r.get("ours_tflops") and r.get("torch_tflops") else None)
-        for r in pick("mm")}
+        r["dtype"]: (
+            r["ours_tflops"] / r["torch_tflops"]
+            if r.get("ours_tflops") and r.get("torch_tflops")
+            else None
+        )
+        for r in pick("mm")
+    }
     summary["targets"] = targets(summary)
     return table, summary
 
@@ -112,7 +123,9 @@ def targets(s):
     host = s.get("add_host_ratio_vs_torch")
     vs_fg = s.get("add_host_ratio_vs_flaggems")
     return {
-        "geomean kernel speed-up vs torch >= 1.0": verdict(s["geomean_speedup_vs_torch"], lambda v: v >= 1.0),
+        "geomean kernel speed-up vs torch >= 1.0": verdict(
+            s["geomean_speedup_vs_torch"], lambda v: v >= 1.0
+        ),
         "no non-matrix op below 0.8x": verdict(worst, lambda v: v >= 0.8),
         "add 1-element host cost <= 1.5x torch": verdict(host, lambda v: v <= 1.5),
         "add 1-element host cost < FlagGems": verdict(vs_fg, lambda v: v < 1.0),
@@ -126,57 +139,96 @@ def _fmt(v, spec=".3f", none="n/a"):
 
 
 def markdown(meta, table, summary):
-    gpu = next((m.get("device_name") for m in meta.values() if m.get("device_name")), "unknown device")
+    gpu = next(
+        (m.get("device_name") for m in meta.values() if m.get("device_name")), "unknown device"
+    )
     lines = [f"# torch_ext benchmark on {gpu}", ""]
     for impl, m in meta.items():
-        extra = ", ".join(f"{k} {m[k]}" for k in ("torch", "triton", "flaggems", "python") if k in m)
-        lines.append(f"- **{impl}**: `{m.get('device')}`; {extra}; D2D copy "
-                     f"{_fmt(m.get('copy_gbps'), '.0f')} GB/s" + (f" ({m['copy_error']})" if "copy_error" in m else ""))
-    lines += ["", "Kernel time is the median of event-timed calls on each side's own current stream, "
-              "each call queued behind a short GPU spin so that the device runs its kernels back to "
-              "back instead of waiting for the host (the host's cost is the host µs column); "
-              "speed-up = peer time / ours. Bandwidth counts each input read once and each output "
-              "written once, as a fraction of torch's device-to-device copy in the same run. "
-              "Host µs = wall time per call on (about) 1-element inputs, many calls back to back. "
-              "`n/a` = the op does not run natively in our build (fallback set to error) or the peer failed.", ""]
+        extra = ", ".join(
+            f"{k} {m[k]}" for k in ("torch", "triton", "flaggems", "python") if k in m
+        )
+        lines.append(
+            f"- **{impl}**: `{m.get('device')}`; {extra}; D2D copy "
+            f"{_fmt(m.get('copy_gbps'), '.0f')} GB/s"
+            + (f" ({m['copy_error']})" if "copy_error" in m else "")
+        )
+    lines += [
+        "",
+        "Kernel time is the median of event-timed calls on each side's own current stream, "
+        "each call queued behind a short GPU spin so that the device runs its kernels back to "
+        "back instead of waiting for the host (the host's cost is the host µs column); "
+        "speed-up = peer time / ours. Bandwidth counts each input read once and each output "
+        "written once, as a fraction of torch's device-to-device copy in the same run. "
+        "Host µs = wall time per call on (about) 1-element inputs, many calls back to back. "
+        "`n/a` = the op does not run natively in our build (fallback set to error) or the peer failed.",
+        "",
+    ]
     lines.append("## Targets (issue 5)")
     lines.append("")
     lines.append("| target | value | verdict |")
     lines.append("|---|---|---|")
     vals = {
         "geomean kernel speed-up vs torch >= 1.0": _fmt(summary["geomean_speedup_vs_torch"], ".2f"),
-        "no non-matrix op below 0.8x": (f"{summary['worst_non_matrix']['op']} {summary['worst_non_matrix']['dtype']} "
-                                        f"{summary['worst_non_matrix']['speedup']:.2f}x") if summary.get("worst_non_matrix") else "n/a",
-        "add 1-element host cost <= 1.5x torch": (f"{_fmt(summary.get('add_host_us_ours'), '.1f')} µs vs "
-                                                  f"{_fmt(summary.get('add_host_us_torch'), '.1f')} µs "
-                                                  f"({_fmt(summary.get('add_host_ratio_vs_torch'), '.2f')}x)"),
+        "no non-matrix op below 0.8x": (
+            f"{summary['worst_non_matrix']['op']} {summary['worst_non_matrix']['dtype']} "
+            f"{summary['worst_non_matrix']['speedup']:.2f}x"
+        )
+        if summary.get("worst_non_matrix")
+        else "n/a",
+        "add 1-element host cost <= 1.5x torch": (
+            f"{_fmt(summary.get('add_host_us_ours'), '.1f')} µs vs "
+            f"{_fmt(summary.get('add_host_us_torch'), '.1f')} µs "
+            f"({_fmt(summary.get('add_host_ratio_vs_torch'), '.2f')}x)"
+        ),
         "add 1-element host cost < FlagGems": f"FlagGems {_fmt(summary.get('add_host_us_flaggems'), '.1f')} µs",
-        "add/mul/exp >= 85% of D2D copy": ", ".join(f"{k} {_fmt(v, '.0%')}" for k, v in summary["bw_frac"].items()) or "n/a",
-        "bf16/fp16 mm 4096^3 >= 70% of torch TFLOP/s": ", ".join(f"{k} {_fmt(v, '.0%')}" for k, v in summary["mm_tflops_ratio"].items()) or "n/a",
+        "add/mul/exp >= 85% of D2D copy": ", ".join(
+            f"{k} {_fmt(v, '.0%')}" for k, v in summary["bw_frac"].items()
+        )
+        or "n/a",
+        "bf16/fp16 mm 4096^3 >= 70% of torch TFLOP/s": ", ".join(
+            f"{k} {_fmt(v, '.0%')}" for k, v in summary["mm_tflops_ratio"].items()
+        )
+        or "n/a",
     }
     for name, verdict in summary["targets"].items():
         lines.append(f"| {name} | {vals[name]} | {verdict} |")
-    lines += ["", f"Ops measured natively: {summary['ops_measured']} of {summary['ops_total']} cases.", ""]
+    lines += [
+        "",
+        f"Ops measured natively: {summary['ops_measured']} of {summary['ops_total']} cases.",
+        "",
+    ]
     lines.append("## Per op")
     lines.append("")
-    lines.append("| op | shape | dtype | ours ms | torch ms | FlagGems ms | vs torch | vs FlagGems | "
-                 "ours BW (of copy) | TFLOP/s ours / torch / FG | host µs ours / torch / FG | check |")
+    lines.append(
+        "| op | shape | dtype | ours ms | torch ms | FlagGems ms | vs torch | vs FlagGems | "
+        "ours BW (of copy) | TFLOP/s ours / torch / FG | host µs ours / torch / FG | check |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
+
         def ms(impl):
             return _fmt(r.get(f"{impl}_ms"), ".4f")
 
-        tfl = " / ".join(_fmt(r.get(f"{i}_tflops"), ".0f") for i in IMPLS) if r.get("matrix") else ""
+        tfl = (
+            " / ".join(_fmt(r.get(f"{i}_tflops"), ".0f") for i in IMPLS) if r.get("matrix") else ""
+        )
         host = " / ".join(_fmt(r.get(f"{i}_host_us"), ".1f") for i in IMPLS)
-        bw = "" if r.get("matrix") or r.get("ours_bw_frac") is None else \
-            f"{r['ours_gbps']:.0f} GB/s ({r['ours_bw_frac']:.0%})"
+        bw = (
+            ""
+            if r.get("matrix") or r.get("ours_bw_frac") is None
+            else f"{r['ours_gbps']:.0f} GB/s ({r['ours_bw_frac']:.0%})"
+        )
         check = ""
         if "check_rel_diff" in r:
             check = f"{r['check_rel_diff']:.1e}" + ("" if r.get("check_shape_ok") else " SHAPE")
-        lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {ms('ours')} | {ms('torch')} | {ms('flaggems')} | "
-                     f"{_fmt(r.get('speedup_vs_torch'), '.2f')} | {_fmt(r.get('speedup_vs_flaggems'), '.2f')} | "
-                     f"{bw} | {tfl} | {host} | {check} |")
-    errors = [(r["op"], r["dtype"], i, r[f"{i}_error"]) for r in table for i in IMPLS if f"{i}_error" in r]
+        lines.append(
+            f"| {r['op']} | {r['shape']} | {r['dtype']} | {ms('ours')} | {ms('torch')} | {ms('flaggems')} | "
+            f"{_fmt(r.get('speedup_vs_torch'), '.2f')} | {_fmt(r.get('speedup_vs_flaggems'), '.2f')} | "
+            f"{bw} | {tfl} | {host} | {check} |"
+        )
+    errors = [
+        (r["op"], r["dtype"], i, r[f"{i}_error"]) for r in table for i in IMPLS if f"{i}_error" in r
+    ]
     if errors:
         lines += ["", "## Not measured", "", "| op | dtype | impl | reason |", "|---|---|---|---|"]
         for op, dt, impl, err in errors:
@@ -196,7 +248,10 @@ def plot(table, path, title):
     x = range(len(table))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(10, 0.6 * len(table)), 9))
     width = 0.4
-    for off, key, name in ((-width / 2, "ours_ms", "torch_ext (privateuseone)"), (width / 2, "flaggems_ms", "FlagGems")):
+    for off, key, name in (
+        (-width / 2, "ours_ms", "torch_ext (privateuseone)"),
+        (width / 2, "flaggems_ms", "FlagGems"),
+    ):
         vals = [(r["torch_ms"] / r[key]) if r.get(key) and r.get("torch_ms") else 0 for r in table]
         ax1.bar([i + off for i in x], vals, width, label=name)
     ax1.axhline(1.0, color="k", lw=0.8)
@@ -222,10 +277,16 @@ def render(out_dir):
     out_dir = Path(out_dir)
     meta, rows = load(out_dir)
     table, summary = summarize(meta, rows)
-    gpu = next((m.get("device_name") for m in meta.values() if m.get("device_name")), "unknown device")
-    (out_dir / "results.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": table}, indent=1))
+    gpu = next(
+        (m.get("device_name") for m in meta.values() if m.get("device_name")), "unknown device"
+    )
+    (out_dir / "results.json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "rows": table}, indent=1)
+    )
     (out_dir / "results.md").write_text(markdown(meta, table, summary))
-    plotted = plot(table, out_dir / "results.png", f"torch_ext vs PyTorch eager vs FlagGems on {gpu}")
+    plotted = plot(
+        table, out_dir / "results.png", f"torch_ext vs PyTorch eager vs FlagGems on {gpu}"
+    )
     return summary, plotted
 
 

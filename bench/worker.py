@@ -8,6 +8,7 @@ streams), so FlagGems and torch_ext must not share a process. One JSON line is
 written per case as soon as it is measured, so a worker that is stopped still
 leaves what it measured.
 """
+
 import argparse
 import json
 import math
@@ -32,7 +33,9 @@ class Impl:
 
     @property
     def device(self):
-        return torch.device(self.device_type, 0) if self.device_type != "cpu" else torch.device("cpu")
+        return (
+            torch.device(self.device_type, 0) if self.device_type != "cpu" else torch.device("cpu")
+        )
 
     def sync(self):
         if self.module is not None:
@@ -64,6 +67,7 @@ class Impl:
     def on_gpu(self):
         if self.device_type == "privateuseone":
             import torch_ext
+
             return torch_ext.driver_name() == "cuda"
         return self.device_type == "cuda"
 
@@ -83,12 +87,14 @@ def _make_spin_kernel():
 
     @triton.jit
     def spin(flag, ns):
-        t0 = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
-                                       is_pure=False, pack=1)
+        t0 = tl.inline_asm_elementwise(
+            "mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1
+        )
         t = t0
         while t - t0 < ns:
-            t = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
-                                          is_pure=False, pack=1)
+            t = tl.inline_asm_elementwise(
+                "mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1
+            )
         tl.store(flag, t - t0)
 
     return spin
@@ -200,13 +206,21 @@ def fingerprint(out):
     if isinstance(out, (tuple, list)):
         out = out[0]
     x = out.detach().to("cpu").double()
-    return {"sum": float(x.sum()), "abs_sum": float(x.abs().sum()), "numel": x.numel(),
-            "shape": list(out.shape)}
+    return {
+        "sum": float(x.sum()),
+        "abs_sum": float(x.abs().sum()),
+        "numel": x.numel(),
+        "shape": list(out.shape),
+    }
 
 
 def run_case(impl, case, scale, small_calls):
-    rec = {"op": case.op, "shape": case.shape, "dtype": str(case.dtype).replace("torch.", ""),
-           "matrix": case.matrix}
+    rec = {
+        "op": case.op,
+        "shape": case.shape,
+        "dtype": str(case.dtype).replace("torch.", ""),
+        "matrix": case.matrix,
+    }
     try:
         cpu_inputs = case.make(case.dtype, scale)
         args = to_device(cpu_inputs, impl.device)
@@ -225,7 +239,9 @@ def run_case(impl, case, scale, small_calls):
         rec["small_shape"] = [list(t.shape) for t in tiny if isinstance(t, torch.Tensor)]
         rec["host_us"] = host_us(impl, case.fn, tiny, calls=small_calls)
     except Exception as e:  # reported as n/a with the reason, never faked
-        rec["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+        rec["error"] = (
+            f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+        )
         rec["traceback"] = traceback.format_exc()[-2000:]
     return rec
 
@@ -234,7 +250,9 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--impl", required=True, choices=["ours", "torch", "flaggems"])
     p.add_argument("--out", required=True)
-    p.add_argument("--torch-device", default="cuda", help="device of the 'torch' peer (cpu: dry run)")
+    p.add_argument(
+        "--torch-device", default="cuda", help="device of the 'torch' peer (cpu: dry run)"
+    )
     p.add_argument("--scale", type=float, default=1.0, help="shrink every shape (dry runs)")
     p.add_argument("--small-calls", type=int, default=2000)
     p.add_argument("--ops", default="", help="comma-separated subset")
@@ -244,12 +262,18 @@ def main(argv=None):
     torch.manual_seed(0)
     wanted = set(filter(None, args.ops.split(",")))
     with open(args.out, "w") as f:
+
         def emit(rec):
             f.write(json.dumps(rec) + "\n")
             f.flush()
 
-        meta = {"meta": True, "impl": impl.name, **impl.describe(), "torch": torch.__version__,
-                "python": sys.version.split()[0]}
+        meta = {
+            "meta": True,
+            "impl": impl.name,
+            **impl.describe(),
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+        }
         try:
             import triton
 

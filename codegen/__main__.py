@@ -1,12 +1,12 @@
 """python -m codegen --manifest musa_functions.yaml --out build/generated
 python -m codegen --list            # each entry: mode, meta class, impl class, body
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
-import shutil
 import sys
 import tempfile
 import types
@@ -33,7 +33,9 @@ def kernel_registry():
     try:
         return importlib.import_module("torch_ext.ops").KERNELS
     except ImportError as e:
-        raise ManifestError(f"cannot import torch_ext.ops to check the manifest's kernel names: {e}") from e
+        raise ManifestError(
+            f"cannot import torch_ext.ops to check the manifest's kernel names: {e}"
+        ) from e
 
 
 def kernel_exists(name: str) -> bool:
@@ -57,7 +59,8 @@ def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> l
     aten_ops = [o for o in ops if o.mode != "New"]
     for i in range(gen.SHARDS):
         files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(
-            [o for o in aten_ops if gen.shard_of(o) == i], namespace)
+            [o for o in aten_ops if gen.shard_of(o) == i], namespace
+        )
     new_ops = [o for o in ops if o.mode == "New"]
     if new_ops:
         files["RegisterTorchExtOps.cpp"] = gen.emit_new_ops(new_ops, namespace)
@@ -85,8 +88,16 @@ def _write_all(out: Path, files: dict[str, str]) -> None:
 def print_list(ops) -> None:
     rows = [("entry", "line", "mode", "meta class", "impl class / kernel", "body")]
     for o in ops:
-        rows.append((o.name, str(o.line), o.mode, o.meta_class or "-",
-                     o.impl_class or o.kernel, o.body_source()))
+        rows.append(
+            (
+                o.name,
+                str(o.line),
+                o.mode,
+                o.meta_class or "-",
+                o.impl_class or o.kernel,
+                o.body_source(),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
@@ -97,11 +108,16 @@ def print_list(ops) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m codegen", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m codegen",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--manifest", default=str(ROOT / "musa_functions.yaml"))
     ap.add_argument("--out", help="folder for the generated C++")
-    ap.add_argument("--namespace", default="at::musa", help="C++ namespace of our structured classes")
+    ap.add_argument(
+        "--namespace", default="at::musa", help="C++ namespace of our structured classes"
+    )
     ap.add_argument("--csrc", action="append", help="hand-written C++ folder(s) (default: csrc/)")
     ap.add_argument("--list", action="store_true", help="print each entry's mode, classes and body")
     a = ap.parse_args(argv)

@@ -5,6 +5,7 @@ dispatcher wrappers (dest.RegisterDispatchKey / StructuredRegisterDispatchKey);
 we subclass it only where it refuses PrivateUse1 (functional outputs, device
 guard). Bodies and stub fills that the manifest asks for are ours.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,9 @@ class PrivateUse1StructuredGen(StructuredRegisterDispatchKey):
         return GUARD_SETUP + super().gen_class_set_output_body(k, maybe_create_proxy)
 
     def gen_class(self, f, k, *, class_name, parent_class, generate_super) -> str:
-        text = super().gen_class(f, k, class_name=class_name, parent_class=parent_class,
-                                 generate_super=generate_super)
+        text = super().gen_class(
+            f, k, class_name=class_name, parent_class=parent_class, generate_super=generate_super
+        )
         end = text.rstrip().rfind("};")
         return text[:end] + "    c10::OptionalDeviceGuard guard_;\n};\n"
 
@@ -59,16 +61,29 @@ def backend_index(op: Op, namespace: str) -> BackendIndex:
     index = {}
     ns = "at::native" if op.mode == "Legacy" else namespace
     for f in op.functions:
-        index[f.func.name] = BackendMetadata(kernel=op.kernel, structured=op.structured, cpp_namespace=ns)
-    return BackendIndex(dispatch_key=DispatchKey.PrivateUse1, use_out_as_primary=True,
-                        external=False, device_guard=True, index=index)
+        index[f.func.name] = BackendMetadata(
+            kernel=op.kernel, structured=op.structured, cpp_namespace=ns
+        )
+    return BackendIndex(
+        dispatch_key=DispatchKey.PrivateUse1,
+        use_out_as_primary=True,
+        external=False,
+        device_guard=True,
+        index=index,
+    )
 
 
 def _dispatch_gen(op: Op, namespace: str, target: Target):
     bi = backend_index(op, namespace)
-    common = dict(backend_index=bi, target=target, selector=SelectiveBuilder.get_nop_selector(),
-                  rocm=False, symint=False, class_method_name=None,
-                  skip_dispatcher_op_registration=False)
+    common = dict(
+        backend_index=bi,
+        target=target,
+        selector=SelectiveBuilder.get_nop_selector(),
+        rocm=False,
+        symint=False,
+        class_method_name=None,
+        skip_dispatcher_op_registration=False,
+    )
     if not op.structured:
         return lambda f: RegisterDispatchKey(**common).gen_unstructured(f, None)
     return PrivateUse1StructuredGen(**common, g=op.group).gen_one
@@ -80,7 +95,9 @@ def _call_kernel(triton: str, ret: str, args: list[str], returned: list[str]) ->
     if ret == "void":
         return f"torch_ext::launch::call({call_args});"
     if ret.endswith("&") or (ret.startswith("::std::tuple<") and "&" in ret):
-        back = returned[0] if len(returned) == 1 else f"::std::forward_as_tuple({', '.join(returned)})"
+        back = (
+            returned[0] if len(returned) == 1 else f"::std::forward_as_tuple({', '.join(returned)})"
+        )
         return f"torch_ext::launch::call({call_args});\nreturn {back};"
     return f"return torch_ext::launch::call<{ret}>({call_args});"
 
@@ -113,8 +130,10 @@ def emit_header(ops: list[Op], namespace: str, meta_bases: str | None) -> str:
             g = op.group
             with native_function_manager(g.out):
                 args = ", ".join(a.decl() for a in structured.impl_arguments(g))
-            decls.append(f"struct TORCH_API structured_{op.kernel} : public {op.meta_class} {{\n"
-                         f"  void impl({args});\n}};")
+            decls.append(
+                f"struct TORCH_API structured_{op.kernel} : public {op.meta_class} {{\n"
+                f"  void impl({args});\n}};"
+            )
         elif op.mode == "Plain":
             bi = backend_index(op, namespace)
             for f in op.functions:
@@ -158,7 +177,8 @@ def _bodies(op: Op, namespace: str) -> str:
         sig = NativeSignature(op.schema, prefix="", symint=False)
         ret = sig.returns_type().cpp_type()
         returned = [a.name for a in op.schema.arguments.out] or [
-            a.name for a in op.schema.arguments.flat_all if a.annotation and a.annotation.is_write]
+            a.name for a in op.schema.arguments.flat_all if a.annotation and a.annotation.is_write
+        ]
         call = _call_kernel(op.triton, ret, [a.name for a in sig.arguments()], returned)
         return f"{sig.defn(name=op.kernel)} {{\n{textwrap.indent(call, '  ')}\n}}\n"
     bi = backend_index(op, namespace)
@@ -167,7 +187,9 @@ def _bodies(op: Op, namespace: str) -> str:
         with native_function_manager(f):
             sig = kernel_signature(f, bi)
             ret = sig.returns_type().cpp_type()
-            call = _call_kernel(op.triton, ret, [a.name for a in sig.arguments()], list(cpp.return_names(f)))
+            call = _call_kernel(
+                op.triton, ret, [a.name for a in sig.arguments()], list(cpp.return_names(f))
+            )
             out.append(f"{sig.defn(name=op.kernel)} {{\n{textwrap.indent(call, '  ')}\n}}\n")
     return "\n".join(out)
 
@@ -214,8 +236,13 @@ def emit_shard(ops: list[Op], namespace: str) -> str:
     inc = "\n".join(f"#include <{i}>" for i in sorted(includes))
     stub_part = ""
     if stub_fns:
-        stub_part = ("namespace at::native {\nnamespace {\n" + "\n\n".join(stub_fns) +
-                     "\n} // namespace\n" + "\n".join(stub_regs) + "\n} // namespace at::native\n")
+        stub_part = (
+            "namespace at::native {\nnamespace {\n"
+            + "\n\n".join(stub_fns)
+            + "\n} // namespace\n"
+            + "\n".join(stub_regs)
+            + "\n} // namespace at::native\n"
+        )
     reg_block = "\n".join("  " + r.replace("\n", " ") for r in regs)
     return f"""// Generated by `python -m codegen` from the op manifest. Do not edit.
 #include <ATen/core/Tensor.h>
@@ -264,8 +291,10 @@ def emit_new_ops(ops: list[Op], namespace: str) -> str:
         impls.append(f'  m.impl("{name}", TORCH_FN({namespace}::{op.kernel}));')
         returned = [a.name for a in op.schema.arguments.out]
         meta_fn = f"meta_{op.kernel}"
-        wrappers.append(f"{sig.defn(name=meta_fn)} {{\n"
-                        f"{textwrap.indent(_call_kernel(op.fake, ret, names, returned), '  ')}\n}}\n")
+        wrappers.append(
+            f"{sig.defn(name=meta_fn)} {{\n"
+            f"{textwrap.indent(_call_kernel(op.fake, ret, names, returned), '  ')}\n}}\n"
+        )
         metas.append(f'  m.impl("{name}", TORCH_FN({meta_fn}));')
     nl = "\n"
     bodies = "".join(_bodies(op, namespace) for op in ops)  # generated Triton calls

@@ -1,4 +1,5 @@
 """Reading musa_functions.yaml: entries with their line numbers, nothing resolved yet."""
+
 from __future__ import annotations
 
 import re
@@ -75,9 +76,13 @@ def load(path: str | Path) -> list[Entry]:
         e = Entry(func=str(item.pop("func")).strip(), line=line, path=str(path), keys=item)
         for k in e.keys:
             if k not in KNOWN_KEYS:
-                raise e.error(f"unknown key '{k}' (known: {', '.join(sorted(KNOWN_KEYS - {'func'}))})")
+                raise e.error(
+                    f"unknown key '{k}' (known: {', '.join(sorted(KNOWN_KEYS - {'func'}))})"
+                )
         if not e.is_new_op and not _NAME.match(e.func):
-            raise e.error("expected an aten operator name such as 'tril.out', or "
-                          f"'{NEW_OP_NAMESPACE}::name(schema) -> ...' for a new operator")
+            raise e.error(
+                "expected an aten operator name such as 'tril.out', or "
+                f"'{NEW_OP_NAMESPACE}::name(schema) -> ...' for a new operator"
+            )
         entries.append(e)
     return entries

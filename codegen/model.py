@@ -16,12 +16,12 @@ the out entry, where seed 002 puts them. The one exception: a member given
 its own `dispatch:` while the out entry is not named is registered alone, as a
 Plain (non-structured) kernel.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import functools
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -35,12 +35,11 @@ from torchgen.model import (
     FunctionSchema,
     NativeFunction,
     NativeFunctionsGroup,
-    OperatorName,
     Precompute,
 )
 
-from .manifest import NEW_OP_NAMESPACE, Entry, ManifestError
-from .stubs import Stub, all_stubs
+from .manifest import NEW_OP_NAMESPACE, Entry
+from .stubs import all_stubs
 
 OUR_KEY = "PrivateUse1"
 
@@ -79,8 +78,11 @@ class Op:
     def body_source(self) -> str:
         if self.mode == "Legacy":
             fills = ", ".join(f"{s} <- {k}" for s, k in self.stubs.items())
-            return (f"PyTorch impl; fills {fills}" if fills
-                    else "PyTorch impl; its stubs are filled by another entry or by C++")
+            return (
+                f"PyTorch impl; fills {fills}"
+                if fills
+                else "PyTorch impl; its stubs are filled by another entry or by C++"
+            )
         if self.handwritten:
             return "hand-written C++"
         return f"generated Triton call '{self.triton}'"
@@ -109,7 +111,9 @@ def native_db() -> NativeDb:
 @functools.lru_cache(maxsize=None)
 def _libtorch_cpu_symbols() -> str:
     lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
-    return subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True
+    ).stdout
 
 
 @functools.lru_cache(maxsize=None)
@@ -125,7 +129,7 @@ def exported_native_functions() -> frozenset[str]:
     out = set()
     for m in re.finditer(r"_ZN2at6native(\d+)", syms):
         n = int(m.group(1))
-        out.add(syms[m.end():m.end() + n])
+        out.add(syms[m.end() : m.end() + n])
     return frozenset(out)
 
 
@@ -140,7 +144,9 @@ def _lookup(e: Entry) -> NativeFunction:
     if f is None:
         close = difflib.get_close_matches(e.func, db.functions.keys(), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise e.error(f"unknown operator or overload '{e.func}' in this torch ({torch.__version__}){hint}")
+        raise e.error(
+            f"unknown operator or overload '{e.func}' in this torch ({torch.__version__}){hint}"
+        )
     return f
 
 
@@ -209,12 +215,17 @@ def _legacy_impl_class(e: Entry, g: NativeFunctionsGroup) -> str:
     elif cpu is not None and cuda is not None and cpu.kernel == cuda.kernel:
         name = cpu.kernel
     if name is None or f"structured_{name}" not in exported_impl_classes():
-        detail = (f"PyTorch implements {g.out.func.name} separately for CPU and CUDA "
-                  f"({cpu.kernel if cpu else '-'} / {cuda.kernel if cuda else '-'})"
-                  if name is None else f"at::native::structured_{name}::impl is not exported by libtorch_cpu")
-        raise e.error(f"Legacy mode needs PyTorch's device-generic impl class, but {detail}; "
-                      f"use LegacyMeta instead: give the out entry "
-                      f"'dispatch: {{{OUR_KEY}: <Name>}}' and a body (triton: or TORCH_IMPL_FUNC(<Name>))")
+        detail = (
+            f"PyTorch implements {g.out.func.name} separately for CPU and CUDA "
+            f"({cpu.kernel if cpu else '-'} / {cuda.kernel if cuda else '-'})"
+            if name is None
+            else f"at::native::structured_{name}::impl is not exported by libtorch_cpu"
+        )
+        raise e.error(
+            f"Legacy mode needs PyTorch's device-generic impl class, but {detail}; "
+            f"use LegacyMeta instead: give the out entry "
+            f"'dispatch: {{{OUR_KEY}: <Name>}}' and a body (triton: or TORCH_IMPL_FUNC(<Name>))"
+        )
     return f"at::native::structured_{name}"
 
 
@@ -225,8 +236,10 @@ def _check_triton(e: Entry, kernel_exists) -> str | None:
     if not isinstance(t, str):
         raise e.error("'triton:' must name one kernel")
     if not kernel_exists(t):
-        raise e.error(f"'triton: {t}' names no kernel (not in torch_ext.ops.KERNELS, "
-                      "and not an importable 'module:attribute')")
+        raise e.error(
+            f"'triton: {t}' names no kernel (not in torch_ext.ops.KERNELS, "
+            "and not an importable 'module:attribute')"
+        )
     return t
 
 
@@ -248,9 +261,13 @@ def resolve(entries: list[Entry], namespace: str, scan: Scan, kernel_exists) -> 
             continue
         f = _lookup(e)
         g = db.group_of.get(e.func)
-        lone_member = (g is not None and g.structured and "dispatch" in e.keys
-                       and e.func != str(g.out.func.name)
-                       and not any(x.func == str(g.out.func.name) for x in entries))
+        lone_member = (
+            g is not None
+            and g.structured
+            and "dispatch" in e.keys
+            and e.func != str(g.out.func.name)
+            and not any(x.func == str(g.out.func.name) for x in entries)
+        )
         if g is not None and g.structured and not lone_member:
             by_group.setdefault(id(g), []).append(e)
             groups[id(g)] = g
@@ -268,8 +285,10 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
     out_entry = next((e for e in es if e.func == out_name), None)
     for e in es:
         if e is not out_entry and e.keys:
-            raise e.error(f"'{', '.join(e.keys)}' belongs on the out entry '{out_name}' "
-                          f"(the structured group is implemented once, on its out variant)")
+            raise e.error(
+                f"'{', '.join(e.keys)}' belongs on the out entry '{out_name}' "
+                f"(the structured group is implemented once, on its out variant)"
+            )
     e = out_entry or es[0]
     keys = e.keys
     kernel = _dispatch_kernel(e)
@@ -282,17 +301,29 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
 
     if kernel is None:
         if inherits is not None or precomputed is not None:
-            raise e.error("'structured_inherits'/'precomputed' (Customized mode) need "
-                          f"'dispatch: {{{OUR_KEY}: <Name>}}' naming the impl class")
+            raise e.error(
+                "'structured_inherits'/'precomputed' (Customized mode) need "
+                f"'dispatch: {{{OUR_KEY}: <Name>}}' naming the impl class"
+            )
         impl = _legacy_impl_class(e, g)
         if triton is not None and not stubs:
-            raise e.error("a Legacy entry's Triton kernel fills a DispatchStub: add 'stub: <stub name>'")
+            raise e.error(
+                "a Legacy entry's Triton kernel fills a DispatchStub: add 'stub: <stub name>'"
+            )
         for s in list(stubs):
             if s in scan.stub_fills:
                 del stubs[s]  # hand-written REGISTER_PRIVATEUSE1_DISPATCH wins
-        return Op("Legacy", es, structured=True, group=g, functions=functions, impl_class=impl,
-                  kernel=impl.split("::")[-1][len("structured_"):], stubs=stubs,
-                  meta_class=f"at::meta::structured_{meta_name}")
+        return Op(
+            "Legacy",
+            es,
+            structured=True,
+            group=g,
+            functions=functions,
+            impl_class=impl,
+            kernel=impl.split("::")[-1][len("structured_") :],
+            stubs=stubs,
+            meta_class=f"at::meta::structured_{meta_name}",
+        )
     if stubs:
         raise e.error("'stub:' is for Legacy entries (no dispatch:); here the impl body is ours")
 
@@ -309,31 +340,47 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
         except (AssertionError, ValueError) as ex:  # torchgen asserts on bad syntax
             raise e.error(f"bad 'precomputed:' {precomputed!r}: {ex}") from None
         new_out = dataclasses.replace(g.out, structured_inherits=inherits, precomputed=pre)
-        g = NativeFunctionsGroup(functional=g.functional, inplace=g.inplace,
-                                 mutable=g.mutable, out=new_out)
+        g = NativeFunctionsGroup(
+            functional=g.functional, inplace=g.inplace, mutable=g.mutable, out=new_out
+        )
         functions = list(g.functions())
         meta_class = f"{namespace}::structured_{meta_name}"
         meta_fn = meta_name
         if meta_fn not in scan.meta_funcs:
             macro = "TORCH_PRECOMPUTE_META_FUNC" if pre is not None else "TORCH_META_FUNC"
-            raise e.error(f"Customized mode needs a hand-written {macro}({meta_fn}) "
-                          f"in namespace {namespace} (csrc/aten/)")
+            raise e.error(
+                f"Customized mode needs a hand-written {macro}({meta_fn}) "
+                f"in namespace {namespace} (csrc/aten/)"
+            )
     else:
         meta_class = f"at::meta::structured_{meta_name}"
     handwritten = kernel in scan.impl_funcs
     if not handwritten and triton is None:
-        raise e.error(f"no body for {kernel}: add 'triton: <kernel>' or write "
-                      f"TORCH_IMPL_FUNC({kernel}) in namespace {namespace} (csrc/aten/)")
-    return Op(mode, es, structured=True, group=g, functions=functions,
-              impl_class=f"{namespace}::structured_{kernel}",
-              kernel=kernel, meta_class=meta_class, triton=triton, handwritten=handwritten)
+        raise e.error(
+            f"no body for {kernel}: add 'triton: <kernel>' or write "
+            f"TORCH_IMPL_FUNC({kernel}) in namespace {namespace} (csrc/aten/)"
+        )
+    return Op(
+        mode,
+        es,
+        structured=True,
+        group=g,
+        functions=functions,
+        impl_class=f"{namespace}::structured_{kernel}",
+        kernel=kernel,
+        meta_class=meta_class,
+        triton=triton,
+        handwritten=handwritten,
+    )
 
 
 def _resolve_plain(e, f, g, namespace, scan, kernel_exists) -> Op:
     for k in ("structured_inherits", "precomputed"):
         if k in e.keys:
-            raise e.error(f"'{k}' is only for structured ops, and {e.func} is not structured "
-                          "in PyTorch; register it with 'dispatch:' alone")
+            raise e.error(
+                f"'{k}' is only for structured ops, and {e.func} is not structured "
+                "in PyTorch; register it with 'dispatch:' alone"
+            )
     kernel = _dispatch_kernel(e)
     if kernel is None:
         # Legacy for a non-structured op: PyTorch's one at::native kernel for
@@ -341,28 +388,49 @@ def _resolve_plain(e, f, g, namespace, scan, kernel_exists) -> Op:
         cpu = db_kernel(DispatchKey.CPU, f)
         cuda = db_kernel(DispatchKey.CUDA, f)
         if cpu is None or cpu != cuda or cpu not in exported_native_functions():
-            raise e.error(f"{e.func} is not structured in PyTorch and has no device-generic "
-                          f"at::native kernel (CPU: {cpu or '-'}, CUDA: {cuda or '-'}): give it "
-                          f"'dispatch: {{{OUR_KEY}: <kernel>}}' and a body (triton: or C++)")
+            raise e.error(
+                f"{e.func} is not structured in PyTorch and has no device-generic "
+                f"at::native kernel (CPU: {cpu or '-'}, CUDA: {cuda or '-'}): give it "
+                f"'dispatch: {{{OUR_KEY}: <kernel>}}' and a body (triton: or C++)"
+            )
         if "triton" in e.keys and "stub" not in e.keys:
-            raise e.error("a Legacy entry's Triton kernel fills a DispatchStub: add 'stub: <stub name>'")
+            raise e.error(
+                "a Legacy entry's Triton kernel fills a DispatchStub: add 'stub: <stub name>'"
+            )
         _check_triton(e, kernel_exists)
         stubs = {s: k for s, k in _stub_map(e).items() if s not in scan.stub_fills}
-        return Op("Legacy", [e], group=g, functions=[f], impl_class=f"at::native::{cpu}", kernel=cpu,
-                  stubs=stubs)
+        return Op(
+            "Legacy",
+            [e],
+            group=g,
+            functions=[f],
+            impl_class=f"at::native::{cpu}",
+            kernel=cpu,
+            stubs=stubs,
+        )
     if "stub" in e.keys:
         raise e.error("'stub:' is for Legacy entries (no dispatch:); here the body is ours")
     triton = _check_triton(e, kernel_exists)
     handwritten = scan.defines_function(kernel)
     if not handwritten and triton is None:
-        raise e.error(f"no body for {kernel}: add 'triton: <kernel>' or define "
-                      f"{namespace}::{kernel} in csrc/aten/")
-    return Op("Plain", [e], group=g, functions=[f], impl_class=f"{namespace}::{kernel}", kernel=kernel,
-              triton=triton, handwritten=handwritten)
+        raise e.error(
+            f"no body for {kernel}: add 'triton: <kernel>' or define "
+            f"{namespace}::{kernel} in csrc/aten/"
+        )
+    return Op(
+        "Plain",
+        [e],
+        group=g,
+        functions=[f],
+        impl_class=f"{namespace}::{kernel}",
+        kernel=kernel,
+        triton=triton,
+        handwritten=handwritten,
+    )
 
 
 def _resolve_new(e, scan, kernel_exists) -> Op:
-    text = e.func[len(NEW_OP_NAMESPACE) + 2:]
+    text = e.func[len(NEW_OP_NAMESPACE) + 2 :]
     try:
         schema = FunctionSchema.parse(text)
     except Exception as ex:
@@ -377,8 +445,12 @@ def _resolve_new(e, scan, kernel_exists) -> Op:
         raise e.error(f"no body: add 'triton: <kernel>' or define {kernel} in csrc/aten/")
     fake = e.keys.get("fake")
     if fake is None:
-        raise e.error("a new operator needs 'fake: <kernel>' computing its outputs on meta "
-                      "tensors (used by FakeTensor and torch.compile)")
+        raise e.error(
+            "a new operator needs 'fake: <kernel>' computing its outputs on meta "
+            "tensors (used by FakeTensor and torch.compile)"
+        )
     if not kernel_exists(fake):
         raise e.error(f"'fake: {fake}' names no kernel")
-    return Op("New", [e], schema=schema, kernel=kernel, triton=triton, handwritten=handwritten, fake=fake)
+    return Op(
+        "New", [e], schema=schema, kernel=kernel, triton=triton, handwritten=handwritten, fake=fake
+    )

@@ -1,4 +1,5 @@
 """PyTorch's DispatchStubs and their C++ signatures, read from the installed headers."""
+
 from __future__ import annotations
 
 import functools
@@ -24,7 +25,10 @@ class Stub:
 
     @property
     def takes_iterator(self) -> bool:
-        return bool(self.params) and re.search(r"\bTensorIterator(Base)?\s*&", self.params[0].type) is not None
+        return (
+            bool(self.params)
+            and re.search(r"\bTensorIterator(Base)?\s*&", self.params[0].type) is not None
+        )
 
 
 _USING = re.compile(r"using\s+(\w+)\s*=\s*void\s*\(\s*\*\s*\)\s*\((.*?)\)\s*;", re.S)
@@ -39,7 +43,7 @@ def _declarations(text: str):
         while i < len(text) and depth:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
-        args = _split_params(text[m.end():i - 1])
+        args = _split_params(text[m.end() : i - 1])
         if len(args) == 2 and re.match(r"^\w+$", args[1]):
             yield args[0], args[1], m.start()
 

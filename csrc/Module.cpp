@@ -133,15 +133,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(d))));
   });
-  m.def("_generator_philox", [](std::optional<at::Generator> gen, int64_t d, uint64_t increment) {
-    return philoxSeedOffset(gen, static_cast<c10::DeviceIndex>(d), increment);
-  }, py::arg("gen"), py::arg("device_index"), py::arg("increment"));
+  m.def(
+      "_generator_philox",
+      [](std::optional<at::Generator> gen, int64_t d, uint64_t increment) {
+        return philoxSeedOffset(gen, static_cast<c10::DeviceIndex>(d), increment);
+      },
+      py::arg("gen"), py::arg("device_index"), py::arg("increment"));
 
   // CPU fallback.
   m.def("_fallback_stats", [] { return aten::fallbackStats(); });
   m.def("_reset_fallback_stats", [] { aten::resetFallbackStats(); });
-  m.def("_get_fallback_mode", [] { return std::string(aten::fallbackModeName(aten::fallbackMode())); });
-  m.def("_set_fallback_mode", [](const std::string& mode) { aten::setFallbackMode(aten::parseFallbackMode(mode)); });
+  m.def("_get_fallback_mode",
+        [] { return std::string(aten::fallbackModeName(aten::fallbackMode())); });
+  m.def("_set_fallback_mode",
+        [](const std::string& mode) { aten::setFallbackMode(aten::parseFallbackMode(mode)); });
 
   torch_ext::cuda::register_cuda_bindings(m);
 }

@@ -8,6 +8,7 @@ the README's GPU command runs them:
 Without the cuda driver they fail at collection, on purpose: a GPU run that
 silently fell back to the host driver must not pass.
 """
+
 import os
 
 os.environ.setdefault("TORCH_EXT_DRIVER", "cuda")
@@ -18,6 +19,7 @@ import torch  # noqa: E402
 import torch_ext  # noqa: E402,F401
 
 assert torch_ext._C._driver_name() == "cuda", (
-    f"tests_gpu needs the cuda driver, got {torch_ext._C._driver_name()!r}")
+    f"tests_gpu needs the cuda driver, got {torch_ext._C._driver_name()!r}"
+)
 
 DEV = torch.device("privateuseone", 0)

@@ -1,5 +1,6 @@
 """The cuda driver under the runtime: memory, copies, streams, events, and
 Triton compiling for the GPU and launching on the current privateuseone stream."""
+
 import subprocess
 import sys
 
@@ -67,7 +68,9 @@ print("usable")
 
 def test_out_of_memory_raises_and_device_stays_usable():
     # In a child process: a crash there is this test's failure, not the run's.
-    r = subprocess.run([sys.executable, "-c", OOM_SCRIPT], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", OOM_SCRIPT], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0 and "usable" in r.stdout, (r.returncode, r.stdout, r.stderr[-2000:])
 
 
@@ -116,7 +119,9 @@ def test_out_of_range_index_is_reported_without_a_sync_and_touches_nothing():
     based = base.to(DEV)
     xd = based[2:7]
     with pytest.raises(IndexError, match="index 5 is out of bounds"):
-        xd.index_put_((torch.tensor([5, 5], device=DEV),), torch.ones(2, 3, device=DEV), accumulate=True)
+        xd.index_put_(
+            (torch.tensor([5, 5], device=DEV),), torch.ones(2, 3, device=DEV), accumulate=True
+        )
         torch.privateuseone.synchronize()
     torch.privateuseone.synchronize()  # reported once: nothing left to report
     assert torch.equal(based.cpu(), base)

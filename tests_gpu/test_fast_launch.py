@@ -1,6 +1,7 @@
 """Tier 2: a call signature's Triton launches are recorded once and replayed
 from C++; each specialisation (dtype, alignment, value 1, scalars, aliasing)
 gets its own recording, and results stay right."""
+
 import pytest
 import torch
 
@@ -58,8 +59,11 @@ def test_misaligned_inputs_get_their_own_kernel():
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32, torch.int64])
 def test_other_dtypes_get_their_own_kernel(dtype):
-    make = (lambda: torch.randint(-100, 100, (5000,), dtype=dtype)) if not dtype.is_floating_point \
+    make = (
+        (lambda: torch.randint(-100, 100, (5000,), dtype=dtype))
+        if not dtype.is_floating_point
         else (lambda: torch.randn(5000).to(dtype))
+    )
     check_add(torch.randn(5000), torch.randn(5000))
     r0 = stats()["recorded"]
     for _ in range(2):

@@ -8,6 +8,7 @@ The driver is chosen here, once (TORCH_EXT_DRIVER=auto|host|cuda). Under the
 host driver Triton runs in its interpreter, which must be chosen before
 Triton is first imported.
 """
+
 import os
 
 import torch
@@ -24,7 +25,9 @@ torch.utils.rename_privateuse1_backend(_DEVICE)
 from torch_ext import device as _device_module  # noqa: E402
 
 torch._register_device_module(_DEVICE, _device_module)
-torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_storage=True
+)
 
 if _C._driver_name() == "cuda":
     # Triton compiles for the GPU and launches on privateuseone streams.
@@ -63,7 +66,8 @@ def _drain_autograd_device_thread():
         x = torch.ones((), device=_DEVICE, requires_grad=True)
         y = x * 2
         torch.autograd.Variable._execution_engine.run_backward(
-            (y,), (torch.ones_like(y),), False, False, (), True, True)
+            (y,), (torch.ones_like(y),), False, False, (), True, True
+        )
     except Exception:  # never turn a clean exit into a failing one
         pass
 

@@ -1,4 +1,5 @@
 """The CPU fallback's mode and statistics (see csrc/aten/Fallback.cpp)."""
+
 from torch_ext import _C
 
 MODES = ("warn", "silent", "error")

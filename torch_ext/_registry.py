@@ -6,6 +6,7 @@ function (or a `Pointwise`) is lifted by the pointwise generator to the
 TensorIterator calling convention, so a new pointwise op needs only YAML and
 that function.
 """
+
 import importlib
 
 import triton

@@ -6,6 +6,7 @@ hand-written C++ ops), the kernel, and whether the last test run
 (`bash scripts/test.sh`, which records the overloads its tests ran on the
 device into build/op_coverage.txt) called it on device tensors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ DEFAULT_RECORD = ROOT / "build" / "op_coverage.txt"
 
 def registered_overloads() -> list[str]:
     names = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
-    return sorted(n[len("aten::"):] for n in names if n.startswith("aten::"))
+    return sorted(n[len("aten::") :] for n in names if n.startswith("aten::"))
 
 
 def manifest_modes() -> dict[str, tuple[str, str]]:
@@ -29,7 +30,9 @@ def manifest_modes() -> dict[str, tuple[str, str]]:
     from codegen.manifest import load
     from codegen.model import Scan, resolve
 
-    ops = resolve(load(ROOT / "musa_functions.yaml"), "at::musa", Scan([str(ROOT / "csrc")]), kernel_exists)
+    ops = resolve(
+        load(ROOT / "musa_functions.yaml"), "at::musa", Scan([str(ROOT / "csrc")]), kernel_exists
+    )
     out = {}
     for op in ops:
         if op.mode == "New":
@@ -91,15 +94,20 @@ def main(argv=None) -> int:
         totals[mode] = totals.get(mode, 0) + 1
         rows.append((name, mode, kernel, f"yes ({n})" if n else "no"))
     if not a.quiet:
-        w = [max(len(r[i]) for r in rows + [("overload", "mode", "kernel", "tested")]) for i in range(3)]
+        w = [
+            max(len(r[i]) for r in rows + [("overload", "mode", "kernel", "tested")])
+            for i in range(3)
+        ]
         print(f"{'overload':<{w[0]}}  {'mode':<{w[1]}}  {'kernel':<{w[2]}}  tested")
         for r in rows:
             print(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}")
     if not calls:
         print(f"\n(no test record at {a.record}: run `bash scripts/test.sh` first)")
-    print(f"\n{len(rows)} aten overloads with a PrivateUse1 kernel: "
-          + ", ".join(f"{k} {v}" for k, v in sorted(totals.items()))
-          + f"; {tested} called on the device by the tests")
+    print(
+        f"\n{len(rows)} aten overloads with a PrivateUse1 kernel: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(totals.items()))
+        + f"; {tested} called on the device by the tests"
+    )
     return 0
 
 

@@ -5,10 +5,10 @@ pooling) and an MLP classifier for a few AdamW steps on the device and on CPU
 from the same initial weights, compares losses and parameters, and reports
 which aten ops ran natively and which fell back.
 """
+
 from __future__ import annotations
 
 import argparse
-import copy
 import math
 import sys
 import time
@@ -51,7 +51,9 @@ class GatedMLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, dim, heads, norm):
         super().__init__()
-        make_norm = (lambda: nn.RMSNorm(dim, eps=1e-6)) if norm == "rms" else (lambda: nn.LayerNorm(dim))
+        make_norm = (
+            (lambda: nn.RMSNorm(dim, eps=1e-6)) if norm == "rms" else (lambda: nn.LayerNorm(dim))
+        )
         self.norm1, self.norm2 = make_norm(), make_norm()
         self.attn = CausalSelfAttention(dim, heads)
         self.mlp = GatedMLP(dim, 4 * dim)
@@ -92,8 +94,14 @@ class TinyDecoder(nn.Module):
 class MLPClassifier(nn.Module):
     def __init__(self, features=20, hidden=64, classes=5):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(features, hidden), nn.GELU(), nn.LayerNorm(hidden),
-                                 nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+        self.net = nn.Sequential(
+            nn.Linear(features, hidden),
+            nn.GELU(),
+            nn.LayerNorm(hidden),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, classes),
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -101,7 +109,9 @@ class MLPClassifier(nn.Module):
     @staticmethod
     def batch(seed=0, batch=32, features=20, classes=5):
         g = torch.Generator().manual_seed(seed)
-        return torch.randn(batch, features, generator=g), torch.randint(0, classes, (batch,), generator=g)
+        return torch.randn(batch, features, generator=g), torch.randint(
+            0, classes, (batch,), generator=g
+        )
 
     @staticmethod
     def loss(model, inputs, targets):
@@ -117,10 +127,18 @@ class SmallCNN(nn.Module):
     def __init__(self, channels=3, width=8, classes=5):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Conv2d(channels, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.MaxPool2d(2), nn.Conv2d(width, 2 * width, 3, padding=1, groups=2, bias=False),
-            nn.BatchNorm2d(2 * width), nn.ReLU(), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(), nn.Linear(2 * width, classes))
+            nn.Conv2d(channels, width, 3, padding=1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(width, 2 * width, 3, padding=1, groups=2, bias=False),
+            nn.BatchNorm2d(2 * width),
+            nn.ReLU(),
+            nn.AvgPool2d(2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(2 * width, classes),
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -128,8 +146,10 @@ class SmallCNN(nn.Module):
     @staticmethod
     def batch(seed=0, batch=8, channels=3, size=16, classes=5):
         g = torch.Generator().manual_seed(seed)
-        return (torch.randn(batch, channels, size, size, generator=g),
-                torch.randint(0, classes, (batch,), generator=g))
+        return (
+            torch.randn(batch, channels, size, size, generator=g),
+            torch.randint(0, classes, (batch,), generator=g),
+        )
 
     @staticmethod
     def loss(model, inputs, targets):
@@ -178,7 +198,9 @@ def compare(model_cls, steps=5, atol=2e-4, rtol=2e-3, **kw):
     worst = max(abs(a - b) for a, b in zip(cpu_losses, dev_losses))
     param_err = max((dev_params[k] - cpu_params[k]).abs().max().item() for k in cpu_params)
     ok = all(math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in zip(cpu_losses, dev_losses))
-    ok = ok and all(torch.allclose(dev_params[k], cpu_params[k], atol=atol, rtol=rtol) for k in cpu_params)
+    ok = ok and all(
+        torch.allclose(dev_params[k], cpu_params[k], atol=atol, rtol=rtol) for k in cpu_params
+    )
     return ok, cpu_losses, dev_losses, worst, param_err
 
 
@@ -189,8 +211,10 @@ def main(argv=None) -> int:
 
     import torch_ext
 
-    print(f"torch {torch.__version__}, torch_ext driver: {torch_ext.driver_name()}, "
-          f"device: {torch.privateuseone.get_device_name()}")
+    print(
+        f"torch {torch.__version__}, torch_ext driver: {torch_ext.driver_name()}, "
+        f"device: {torch.privateuseone.get_device_name()}"
+    )
     torch_ext.reset_fallback_stats()
     counter = OpCounter()
     all_ok = True
@@ -199,19 +223,25 @@ def main(argv=None) -> int:
         with counter:
             ok, cpu_l, dev_l, worst, perr = compare(cls, steps=args.steps, **kw)
         all_ok &= ok
-        print(f"\n{cls.__name__}: {args.steps} AdamW steps in {time.perf_counter() - start:.1f}s "
-              f"-> {'MATCHES CPU' if ok else 'DIFFERS FROM CPU'}")
+        print(
+            f"\n{cls.__name__}: {args.steps} AdamW steps in {time.perf_counter() - start:.1f}s "
+            f"-> {'MATCHES CPU' if ok else 'DIFFERS FROM CPU'}"
+        )
         print("  loss cpu:    " + " ".join(f"{v:.5f}" for v in cpu_l))
         print("  loss device: " + " ".join(f"{v:.5f}" for v in dev_l))
         print(f"  max |loss diff| {worst:.2e}, max |param diff| {perr:.2e}")
 
     fell_back = torch_ext.fallback_stats()
     native = {op: n for op, n in counter.ops.items() if op not in fell_back}
-    print(f"\naten ops called on {DEV}: {len(counter.ops)} distinct, "
-          f"{sum(counter.ops.values())} calls")
+    print(
+        f"\naten ops called on {DEV}: {len(counter.ops)} distinct, "
+        f"{sum(counter.ops.values())} calls"
+    )
     print(f"  native (ours): {len(native)} ops, {sum(native.values())} calls")
-    print(f"  fell back to CPU: {len(fell_back)} ops, {sum(fell_back.values())} calls"
-          + (": " + ", ".join(f"{k} x{v}" for k, v in sorted(fell_back.items())) if fell_back else ""))
+    print(
+        f"  fell back to CPU: {len(fell_back)} ops, {sum(fell_back.values())} calls"
+        + (": " + ", ".join(f"{k} x{v}" for k, v in sorted(fell_back.items())) if fell_back else "")
+    )
     print("  native ops: " + ", ".join(sorted(native)))
     return 0 if all_ok else 1
 

@@ -1,4 +1,5 @@
 """`torch.privateuseone`: the device module, in the shape of `torch.cuda`."""
+
 import collections
 import os
 from typing import Any, Optional, Union
@@ -122,6 +123,7 @@ def synchronize(device: _DeviceLike = None) -> None:
     earlier kernel recorded (torch_ext/ops/_bounds.py)."""
     _C._synchronize(_index(device))
     from torch_ext.ops import _bounds
+
     _bounds.raise_pending()
 
 
@@ -144,7 +146,9 @@ class Stream(torch.Stream):
         if "stream_id" in kwargs:  # wrapping an existing stream
             return super().__new__(cls, **kwargs)
         index, stream_id = _C._new_stream(_index(device), priority)
-        return super().__new__(cls, stream_id=stream_id, device_index=index, device_type=_DEVICE_TYPE)
+        return super().__new__(
+            cls, stream_id=stream_id, device_index=index, device_type=_DEVICE_TYPE
+        )
 
     @property
     def priority(self) -> int:
@@ -159,7 +163,9 @@ class Stream(torch.Stream):
 
 
 def _wrap(stream: torch.Stream) -> Stream:
-    return Stream(stream_id=stream.stream_id, device_index=stream.device_index, device_type=stream.device_type)
+    return Stream(
+        stream_id=stream.stream_id, device_index=stream.device_index, device_type=stream.device_type
+    )
 
 
 class _EventMeta(type):
@@ -171,8 +177,12 @@ class Event(metaclass=_EventMeta):
     """A torch.Event on the privateuseone device (torch.Event does not accept
     subclasses as the other event of elapsed_time, so this makes plain ones)."""
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        return torch.Event(device=_TYPE, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ):
+        return torch.Event(
+            device=_TYPE, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
 
 
 def current_stream(device: _DeviceLike = None) -> Stream:

@@ -8,6 +8,7 @@ torch.compile). Their backward is registered here, so they train:
     y = torch_ext.fused.silu_and_mul(x)            # silu(x[..., :d]) * x[..., d:]
     out, new_residual = torch_ext.fused.fused_add_rms_norm(x, residual, w, 1e-6)
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,8 +35,10 @@ def _like(t):
 
 
 def rms_norm_fake(input, normalized_shape, weight, eps):
-    return (_like(input),
-            input.new_empty(_stat_shape(input, normalized_shape), dtype=_stat_dtype(input.dtype)))
+    return (
+        _like(input),
+        input.new_empty(_stat_shape(input, normalized_shape), dtype=_stat_dtype(input.dtype)),
+    )
 
 
 def rms_norm_backward_fake(grad_out, input, normalized_shape, rstd, weight, output_mask):
@@ -187,10 +190,14 @@ def register_autograd():
 
     def skip_ln_backward(ctx, grad_out, _gm, _gr):
         x, residual, weight, bias, mean, rstd = ctx.saved_tensors
-        mask = [True, weight is not None and ctx.needs_input_grad[3],
-                bias is not None and ctx.needs_input_grad[4]]
+        mask = [
+            True,
+            weight is not None and ctx.needs_input_grad[3],
+            bias is not None and ctx.needs_input_grad[4],
+        ]
         dx, dw, db = torch.ops.aten.native_layer_norm_backward(
-            grad_out, x + residual, ctx.shape, mean, rstd, weight, bias, mask)
+            grad_out, x + residual, ctx.shape, mean, rstd, weight, bias, mask
+        )
         return dx, dx, None, dw, db, None
 
     reg("torch_ext::skip_layer_norm", skip_ln_backward, setup_context=skip_ln_setup)
@@ -223,6 +230,8 @@ def register_autograd():
 
     global _aten_lib
     _aten_lib = torch.library.Library("aten", "IMPL")
-    _aten_lib.impl("rms_norm", lambda input, shape, weight=None, eps=None:
-                   _AtenRMSNorm.apply(input, shape, weight, eps), "AutogradPrivateUse1")
-
+    _aten_lib.impl(
+        "rms_norm",
+        lambda input, shape, weight=None, eps=None: _AtenRMSNorm.apply(input, shape, weight, eps),
+        "AutogradPrivateUse1",
+    )

@@ -15,21 +15,22 @@
 namespace at::musa {
 
 int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                         const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
-                         std::optional<double> scale, bool enable_gqa) {
+                         const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                         bool is_causal, std::optional<double> scale, bool enable_gqa) {
   const auto& ctx = at::globalContext();
-  const bool float_inputs = at::isFloatingType(query.scalar_type()) &&
-                            query.scalar_type() != at::kDouble &&
-                            key.scalar_type() == query.scalar_type() &&
-                            value.scalar_type() == query.scalar_type();
+  const bool float_inputs =
+      at::isFloatingType(query.scalar_type()) && query.scalar_type() != at::kDouble &&
+      key.scalar_type() == query.scalar_type() && value.scalar_type() == query.scalar_type();
   const bool fused_ok = ctx.userEnabledOverrideableSDP() && dropout_p == 0.0 && float_inputs &&
                         query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
                         (!attn_mask.has_value() || !attn_mask->requires_grad()) &&
                         query.size(1) % key.size(1) == 0 && key.size(1) == value.size(1);
   if (fused_ok) return static_cast<int64_t>(at::SDPBackend::overrideable);
-  TORCH_CHECK(ctx.userEnabledMathSDP(), "scaled_dot_product_attention on privateuseone: the fused "
-              "kernel cannot serve this call (dropout, a mask needing grad, or not 4-D) and the math "
-              "backend is disabled");
+  TORCH_CHECK(
+      ctx.userEnabledMathSDP(),
+      "scaled_dot_product_attention on privateuseone: the fused "
+      "kernel cannot serve this call (dropout, a mask needing grad, or not 4-D) and the math "
+      "backend is disabled");
   return static_cast<int64_t>(at::SDPBackend::math);
 }
 

@@ -9,18 +9,22 @@ namespace {
 
 using at::Tensor;
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
-using at::DimnameList;  // named unqualified by torch 2.11's AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE
+using at::DimnameList;  // named unqualified by torch 2.11's
+                        // AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE
 #endif
 using at::IntArrayRef;
-using at::ScalarType;
 using at::Scalar;
+using at::ScalarType;
 using at::autocast::CastPolicy;
 
 // As CUDA: binary_cross_entropy is unsafe in lower precision.
-Tensor binary_cross_entropy_banned(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t) {
-  TORCH_CHECK(false,
-              "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast; use "
-              "torch.nn.functional.binary_cross_entropy_with_logits or torch.nn.BCEWithLogitsLoss instead.");
+Tensor binary_cross_entropy_banned(const Tensor&, const Tensor&, const std::optional<Tensor>&,
+                                   int64_t) {
+  TORCH_CHECK(
+      false,
+      "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast; use "
+      "torch.nn.functional.binary_cross_entropy_with_logits or torch.nn.BCEWithLogitsLoss "
+      "instead.");
 }
 
 #define LOWER_PRECISION(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
@@ -39,9 +43,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 }
 
 // Ops not listed run unchanged (PyTorch registers no fallthrough for this key).
-TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFallthrough());
-}
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) { m.fallback(torch::CppFunction::makeFallthrough()); }
 
 }  // namespace
 }  // namespace torch_ext::aten

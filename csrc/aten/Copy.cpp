@@ -42,7 +42,9 @@ Span span_of(const at::Tensor& t) {
 }
 
 char* storage_base(const at::Tensor& t) { return static_cast<char*>(t.storage().mutable_data()); }
-const char* span_ptr(const at::Tensor& t, const Span& s) { return storage_base(t) + s.first * t.element_size(); }
+const char* span_ptr(const at::Tensor& t, const Span& s) {
+  return storage_base(t) + s.first * t.element_size();
+}
 
 runtime::StreamHandle current_stream(c10::DeviceIndex device) {
   return runtime::driverStream(runtime::getCurrentStream(device));
@@ -50,8 +52,8 @@ runtime::StreamHandle current_stream(c10::DeviceIndex device) {
 
 bool same_layout(const at::Tensor& a, const at::Tensor& b) {
   return a.dtype() == b.dtype() && a.sizes().equals(b.sizes()) && a.strides().equals(b.strides()) &&
-         a.is_non_overlapping_and_dense() && b.is_non_overlapping_and_dense() && a.is_conj() == b.is_conj() &&
-         a.is_neg() == b.is_neg();
+         a.is_non_overlapping_and_dense() && b.is_non_overlapping_and_dense() &&
+         a.is_conj() == b.is_conj() && a.is_neg() == b.is_neg();
 }
 
 // A CPU tensor with `t`'s sizes, strides and math bits over a host copy of
@@ -60,8 +62,8 @@ at::Tensor stage(const at::Tensor& t, bool read) {
   Span s = span_of(t);
   auto buffer = at::empty({static_cast<int64_t>(s.bytes)}, at::TensorOptions().dtype(at::kByte));
   if (read && s.bytes) {
-    driver().memcpy(buffer.data_ptr(), span_ptr(t, s), s.bytes, CopyKind::DeviceToHost, t.device().index(),
-                    current_stream(t.device().index()), false);
+    driver().memcpy(buffer.data_ptr(), span_ptr(t, s), s.bytes, CopyKind::DeviceToHost,
+                    t.device().index(), current_stream(t.device().index()), false);
   }
   auto host = at::from_blob(
       buffer.data_ptr(), t.sizes(), t.strides(), [keep = buffer](void*) {},
@@ -75,14 +77,23 @@ at::Tensor stage(const at::Tensor& t, bool read) {
 void unstage(const at::Tensor& host, const at::Tensor& dst) {
   Span s = span_of(dst);
   if (!s.bytes) return;
-  driver().memcpy(const_cast<char*>(span_ptr(dst, s)), host.data_ptr(), s.bytes, CopyKind::HostToDevice,
-                  dst.device().index(), current_stream(dst.device().index()), false);
+  driver().memcpy(const_cast<char*>(span_ptr(dst, s)), host.data_ptr(), s.bytes,
+                  CopyKind::HostToDevice, dst.device().index(),
+                  current_stream(dst.device().index()), false);
 }
 
 bool kernel_dtype(at::ScalarType t) {
   switch (t) {
-    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
-    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+    case at::kBool:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+    case at::kDouble:
       return true;
     default:
       return false;
@@ -91,9 +102,10 @@ bool kernel_dtype(at::ScalarType t) {
 
 // Same-device copies that the Triton copy kernel handles (cuda driver).
 bool on_device_kernel(const at::Tensor& src, const at::Tensor& dst) {
-  return std::strcmp(driver().name(), "cuda") == 0 && !src.is_cpu() && src.device() == dst.device() &&
-         kernel_dtype(src.scalar_type()) && kernel_dtype(dst.scalar_type()) && !src.is_conj() &&
-         !dst.is_conj() && !src.is_neg() && !dst.is_neg();
+  return std::strcmp(driver().name(), "cuda") == 0 && !src.is_cpu() &&
+         src.device() == dst.device() && kernel_dtype(src.scalar_type()) &&
+         kernel_dtype(dst.scalar_type()) && !src.is_conj() && !dst.is_conj() && !src.is_neg() &&
+         !dst.is_neg();
 }
 
 void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
@@ -116,8 +128,8 @@ void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_block
     } else {
       // The copy is ordered on dst's stream; src's work must be done first.
       driver().synchronizeStream(src_device, current_stream(src_device));
-      driver().memcpyPeer(const_cast<char*>(span_ptr(dst, s)), device, span_ptr(src, span_of(src)), src_device,
-                          s.bytes, current_stream(device));
+      driver().memcpyPeer(const_cast<char*>(span_ptr(dst, s)), device, span_ptr(src, span_of(src)),
+                          src_device, s.bytes, current_stream(device));
       driver().synchronizeStream(device, current_stream(device));
     }
     return;
@@ -162,8 +174,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   bool src_host = self.is_cpu(), dst_host = dst.is_cpu();
   TORCH_CHECK((src_host || self.is_privateuseone()) && (dst_host || dst.is_privateuseone()),
               "torch_ext copy: cannot copy from ", self.device(), " to ", dst.device());
-  if (dst_host) copy_to_host(self, dst, non_blocking);
-  else copy_to_device(self, dst, non_blocking);
+  if (dst_host)
+    copy_to_host(self, dst, non_blocking);
+  else
+    copy_to_device(self, dst, non_blocking);
   return dst;
 }
 
@@ -173,7 +187,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
   auto host = at::empty({}, self.options().device(at::kCPU));
   copy_to_host(self.reshape({}), host, false);
   return at::native::_local_scalar_dense_cpu(host);

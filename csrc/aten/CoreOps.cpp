@@ -31,41 +31,46 @@ c10::Device check_factory(std::optional<c10::Device> device, std::optional<c10::
   TORCH_CHECK(d.is_privateuseone(), "torch_ext: expected a privateuseone device, got ", d);
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
               "torch_ext: only strided tensors are supported on privateuseone");
-  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "torch_ext: only CPU memory can be pinned");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
+              "torch_ext: only CPU memory can be pinned");
   if (d.has_index()) runtime::check_device_index(d.index());
   return d;
 }
 
 at::Tensor empty_memory_format(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+                               std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format) {
   c10::DeviceGuard guard(check_factory(device, layout, pin_memory));
   return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size), &deviceAllocator(), kDeviceKeys,
                                    c10::dtype_or_default(dtype), memory_format);
 }
 
-at::Tensor empty_strided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride, std::optional<at::ScalarType> dtype,
-                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                         std::optional<bool> pin_memory) {
+at::Tensor empty_strided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                         std::optional<at::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   c10::DeviceGuard guard(check_factory(device, layout, pin_memory));
-  return at::detail::empty_strided_generic(C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
-                                           &deviceAllocator(), kDeviceKeys, c10::dtype_or_default(dtype));
+  return at::detail::empty_strided_generic(C10_AS_INTARRAYREF_SLOW(size),
+                                           C10_AS_INTARRAYREF_SLOW(stride), &deviceAllocator(),
+                                           kDeviceKeys, c10::dtype_or_default(dtype));
 }
 
 at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
                       std::optional<c10::SymInt> storage_offset) {
   std::optional<int64_t> offset;
   if (storage_offset) offset = storage_offset->guard_int(__FILE__, __LINE__);
-  return at::native::as_strided_tensorimpl(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
-                                           offset);
+  return at::native::as_strided_tensorimpl(self, C10_AS_INTARRAYREF_SLOW(size),
+                                           C10_AS_INTARRAYREF_SLOW(stride), offset);
 }
 
 at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
   return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
-at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
-  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
+                         c10::SymIntArrayRef stride) {
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                    C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 // Grows the storage (through the hooks' resizePrivateUse1Bytes, which copies
@@ -73,16 +78,18 @@ at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::
 void ensure_storage(const at::Tensor& self) {
   auto* impl = self.unsafeGetTensorImpl();
   if (impl->numel() == 0) return;
-  size_t needed = at::detail::computeStorageNbytes(impl->sizes(), impl->strides(), impl->dtype().itemsize(),
-                                                   impl->storage_offset());
+  size_t needed = at::detail::computeStorageNbytes(
+      impl->sizes(), impl->strides(), impl->dtype().itemsize(), impl->storage_offset());
   const auto& storage = impl->unsafe_storage();
-  if (needed > storage.nbytes()) at::native::resize_bytes_nocuda(storage, static_cast<int64_t>(needed));
+  if (needed > storage.nbytes())
+    at::native::resize_bytes_nocuda(storage, static_cast<int64_t>(needed));
 }
 
 const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
-  at::native::resize_impl_cpu_(impl, C10_AS_INTARRAYREF_SLOW(size), std::nullopt, /*resize_storage=*/false);
+  at::native::resize_impl_cpu_(impl, C10_AS_INTARRAYREF_SLOW(size), std::nullopt,
+                               /*resize_storage=*/false);
   ensure_storage(self);
   if (memory_format.has_value() && *memory_format != c10::MemoryFormat::Preserve) {
     impl->empty_tensor_restride(*memory_format);
@@ -90,15 +97,16 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
   return self;
 }
 
-at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt storage_offset, c10::SymIntArrayRef size,
-                        c10::SymIntArrayRef stride) {
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt storage_offset,
+                        c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
   int64_t offset = storage_offset.guard_int(__FILE__, __LINE__);
   auto sizes = C10_AS_INTARRAYREF_SLOW(size);
   auto strides = C10_AS_INTARRAYREF_SLOW(stride);
   at::native::checkSetStorage(self, source, offset, sizes, strides);
   auto* impl = self.unsafeGetTensorImpl();
   impl->set_storage_offset(offset);
-  at::OptionalIntArrayRef stride_opt = strides.data() ? at::OptionalIntArrayRef(strides) : std::nullopt;
+  at::OptionalIntArrayRef stride_opt =
+      strides.data() ? at::OptionalIntArrayRef(strides) : std::nullopt;
   at::native::resize_impl_cpu_(impl, sizes, stride_opt, /*resize_storage=*/false);
   ensure_storage(self);
   return self;
@@ -111,7 +119,8 @@ at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
 
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
   if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) return self;
-  return set_storage(self, source.storage(), source.sym_storage_offset(), source.sym_sizes(), source.sym_strides());
+  return set_storage(self, source.storage(), source.sym_storage_offset(), source.sym_sizes(),
+                     source.sym_strides());
 }
 
 at::Tensor& set_empty(at::Tensor& self) {

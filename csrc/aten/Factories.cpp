@@ -13,7 +13,8 @@ at::Tensor& triton_arange_out(const at::Scalar& start, const at::Scalar& end,
                               const at::Scalar& step, at::Tensor& out) {
   const double dstart = start.to<double>(), dend = end.to<double>(), dstep = step.to<double>();
   TORCH_CHECK(dstep > 0 || dstep < 0, "step must be nonzero");
-  TORCH_CHECK(std::isfinite(dstart) && std::isfinite(dend), "unsupported range: ", dstart, " -> ", dend);
+  TORCH_CHECK(std::isfinite(dstart) && std::isfinite(dend), "unsupported range: ", dstart, " -> ",
+              dend);
   TORCH_CHECK((dstep > 0 && dend >= dstart) || (dstep < 0 && dend <= dstart),
               "upper bound and lower bound inconsistent with step sign");
   int64_t size;

@@ -76,9 +76,10 @@ std::optional<c10::Device> common_device(const std::string& name, c10::ArrayRef<
     for_each_tensor(arg, [&](const at::Tensor& t) {
       if (!t.defined()) return;
       if (t.is_privateuseone()) {
-        TORCH_CHECK(!device || *device == t.device(),
-                    "Expected all tensors to be on the same device, but found at least two devices, ", *device,
-                    " and ", t.device(), "! (when checking arguments for ", name, ")");
+        TORCH_CHECK(
+            !device || *device == t.device(),
+            "Expected all tensors to be on the same device, but found at least two devices, ",
+            *device, " and ", t.device(), "! (when checking arguments for ", name, ")");
         device = t.device();
       } else if (!(t.is_cpu() && t.dim() == 0)) {
         other = t.device();
@@ -86,8 +87,9 @@ std::optional<c10::Device> common_device(const std::string& name, c10::ArrayRef<
     });
   }
   if (device && other) {
-    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ", *device,
-                " and ", *other, "! (when checking arguments for ", name, ")");
+    TORCH_CHECK(false,
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                *device, " and ", *other, "! (when checking arguments for ", name, ")");
   }
   return device;
 }
@@ -138,11 +140,14 @@ void write_back(const at::Tensor& device_tensor, const at::Tensor& host) {
 void warn_or_refuse(const std::string& name) {
   auto m = mode.load();
   TORCH_CHECK(m != FallbackMode::Error, name,
-              " is not implemented for privateuseone and the CPU fallback is disabled (TORCH_EXT_FALLBACK=error)");
+              " is not implemented for privateuseone and the CPU fallback is disabled "
+              "(TORCH_EXT_FALLBACK=error)");
   std::lock_guard<std::mutex> lock(stats_mutex);
   stats[name]++;
   if (m == FallbackMode::Warn && warned.insert(name).second) {
-    TORCH_WARN(name, " is not implemented for privateuseone; running it on the CPU (inputs and results are copied)");
+    TORCH_WARN(name,
+               " is not implemented for privateuseone; running it on the CPU (inputs and results "
+               "are copied)");
   }
 }
 
@@ -154,13 +159,15 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   auto device = common_device(name, args);
   TORCH_CHECK(device.has_value(), name,
-              " has no privateuseone kernel, and as a factory (no device tensor input) it cannot run through "
+              " has no privateuseone kernel, and as a factory (no device tensor input) it cannot "
+              "run through "
               "the CPU fallback");
   TORCH_CHECK(!returns_view(schema), name,
               " has no privateuseone kernel, and as a view it cannot run through the CPU fallback");
-  TORCH_CHECK(!is_random(schema), name,
-              " has no privateuseone kernel, and as a random op it cannot run through the CPU fallback "
-              "(it must use the device generator)");
+  TORCH_CHECK(
+      !is_random(schema), name,
+      " has no privateuseone kernel, and as a random op it cannot run through the CPU fallback "
+      "(it must use the device generator)");
   warn_or_refuse(name);
 
   std::vector<c10::IValue> originals(args.begin(), args.end());
@@ -216,9 +223,12 @@ FallbackMode parseFallbackMode(const std::string& text) {
 
 const char* fallbackModeName(FallbackMode m) {
   switch (m) {
-    case FallbackMode::Warn: return "warn";
-    case FallbackMode::Silent: return "silent";
-    case FallbackMode::Error: return "error";
+    case FallbackMode::Warn:
+      return "warn";
+    case FallbackMode::Silent:
+      return "silent";
+    case FallbackMode::Error:
+      return "error";
   }
   return "?";
 }

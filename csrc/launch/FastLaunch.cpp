@@ -147,8 +147,8 @@ void replay(const Recipe& recipe, at::TensorIteratorBase& iter) {
       values[k] = p.operand >= 0 ? reinterpret_cast<uint64_t>(iter.data_ptr(p.operand)) : p.bits;
       pointers[k] = &values[k];
     }
-    TORCH_EXT_CUDA_CHECK(a.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.threads, 1, 1,
-                                          l.shared, stream, pointers, nullptr));
+    TORCH_EXT_CUDA_CHECK(a.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.threads, 1,
+                                          1, l.shared, stream, pointers, nullptr));
   }
 }
 
@@ -158,7 +158,8 @@ void replay(const Recipe& recipe, at::TensorIteratorBase& iter) {
 bool check_layout(Launch& l) {
   const Api& a = *api();
   size_t count = 0, offset = 0, size = 0;
-  while (count <= kMaxParams && a.cuFuncGetParamInfo(l.function, count, &offset, &size) == CUDA_SUCCESS) {
+  while (count <= kMaxParams &&
+         a.cuFuncGetParamInfo(l.function, count, &offset, &size) == CUDA_SUCCESS) {
     if (count < l.params.size() && size != l.params[count].size) return false;
     if (count >= l.params.size() && size != 8) return false;
     ++count;
@@ -179,8 +180,8 @@ uint8_t param_size(const std::string& type) {
 
 // From the Triton launcher (torch_ext/backends/cuda/triton_driver.py), with
 // the GIL held, while a recording is active on this thread.
-void observe(py::object grid, uint64_t function, unsigned threads, unsigned shared, py::object types,
-             py::list values) {
+void observe(py::object grid, uint64_t function, unsigned threads, unsigned shared,
+             py::object types, py::list values) {
   Recording* rec = active_recording;
   if (!rec || !rec->ok) return;
   if (types.is_none() || rec->launches.size() >= kMaxLaunches) {

@@ -68,7 +68,8 @@ c10::IValue from_py(py::handle obj) {
   if (e.matches(PyExc_ValueError)) TORCH_CHECK_VALUE(false, msg);
   if (e.matches(PyExc_NotImplementedError)) TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
   if (e.matches(PyExc_IndexError)) TORCH_CHECK_INDEX(false, msg);
-  static py::handle oom = py::object(py::module_::import("torch").attr("OutOfMemoryError")).release();
+  static py::handle oom =
+      py::object(py::module_::import("torch").attr("OutOfMemoryError")).release();
   if (e.matches(PyExc_MemoryError) || e.matches(oom)) {
     throw c10::OutOfMemoryError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
   }

@@ -46,9 +46,15 @@ inline Arg to_arg(const at::OptionalTensorRef& v) {
   return v.has_value() ? Arg{c10::IValue(*v)} : Arg{c10::IValue()};
 }
 inline Arg to_arg(uint64_t v) { return Arg{c10::IValue(static_cast<int64_t>(v))}; }
-inline Arg to_arg(at::ScalarType v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Dtype}; }
-inline Arg to_arg(c10::Layout v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Layout}; }
-inline Arg to_arg(c10::MemoryFormat v) { return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::MemoryFormat}; }
+inline Arg to_arg(at::ScalarType v) {
+  return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Dtype};
+}
+inline Arg to_arg(c10::Layout v) {
+  return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::Layout};
+}
+inline Arg to_arg(c10::MemoryFormat v) {
+  return Arg{c10::IValue(static_cast<int64_t>(v)), Arg::Kind::MemoryFormat};
+}
 template <typename T>
 inline Arg to_arg(const std::optional<T>& v) {
   if (!v.has_value()) return Arg{c10::IValue()};
@@ -83,7 +89,8 @@ struct Unbox<void> {
 template <>
 struct Unbox<std::vector<at::Tensor>> {
   static std::vector<at::Tensor> get(c10::IValue&& v) {
-    TORCH_CHECK(v.isTuple(), "torch_ext kernel returned ", v.tagKind(), ", expected a list of tensors");
+    TORCH_CHECK(v.isTuple(), "torch_ext kernel returned ", v.tagKind(),
+                ", expected a list of tensors");
     std::vector<at::Tensor> out;
     for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
     return out;

@@ -29,7 +29,7 @@ using c10::CachingAllocator::StatArray;
 using c10::CachingAllocator::StatType;
 using c10::CachingDeviceAllocator::DeviceStats;
 
-constexpr size_t kSmallSize = 1 << 20;   // requests up to 1 MiB are "small"
+constexpr size_t kSmallSize = 1 << 20;  // requests up to 1 MiB are "small"
 constexpr size_t kSmallRound = 512;
 constexpr size_t kLargeRound = 1 << 20;
 
@@ -51,10 +51,14 @@ struct Block {
 
 std::string format_bytes(size_t bytes) {
   char buf[64];
-  if (bytes >= (1ull << 30)) snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
-  else if (bytes >= (1ull << 20)) snprintf(buf, sizeof buf, "%.2f MiB", bytes / double(1ull << 20));
-  else if (bytes >= 1024) snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
-  else snprintf(buf, sizeof buf, "%zu bytes", bytes);
+  if (bytes >= (1ull << 30))
+    snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
+  else if (bytes >= (1ull << 20))
+    snprintf(buf, sizeof buf, "%.2f MiB", bytes / double(1ull << 20));
+  else if (bytes >= 1024)
+    snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  else
+    snprintf(buf, sizeof buf, "%zu bytes", bytes);
   return buf;
 }
 
@@ -83,12 +87,14 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
   void emptyCache(c10::MempoolId_t) { emptyCache(); }
   void emptyCache() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (c10::DeviceIndex d = 0; d < static_cast<c10::DeviceIndex>(devices().size()); ++d) release_cache(d);
+    for (c10::DeviceIndex d = 0; d < static_cast<c10::DeviceIndex>(devices().size()); ++d)
+      release_cache(d);
   }
 
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
     if (!ptr.get()) return;
-    TORCH_CHECK(ptr.get_deleter() == &free_block_fn, "recordStream: pointer was not allocated by torch_ext");
+    TORCH_CHECK(ptr.get_deleter() == &free_block_fn,
+                "recordStream: pointer was not allocated by torch_ext");
     std::lock_guard<std::mutex> lock(mutex_);
     auto* block = static_cast<Block*>(ptr.get_context());
     if (stream.id() != block->stream) block->stream_uses.insert(stream.id());
@@ -149,8 +155,9 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
   static void free_block_fn(void* ctx);
 
   static std::vector<StatArray*> stat_arrays(DeviceStats& s) {
-    return {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-            &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes};
+    return {&s.allocation,      &s.segment,        &s.active,       &s.inactive_split,
+            &s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes,
+            &s.requested_bytes};
   }
 
   std::vector<DeviceState>& devices() {
@@ -160,10 +167,13 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
   DeviceState& state(c10::DeviceIndex d) { return devices()[d]; }
 
   static void update(StatArray& a, size_t size, int64_t delta) {
-    auto pool = static_cast<size_t>(size <= kSmallSize ? StatType::SMALL_POOL : StatType::LARGE_POOL);
+    auto pool =
+        static_cast<size_t>(size <= kSmallSize ? StatType::SMALL_POOL : StatType::LARGE_POOL);
     for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
-      if (delta >= 0) a[i].increase(delta);
-      else a[i].decrease(-delta);
+      if (delta >= 0)
+        a[i].increase(delta);
+      else
+        a[i].decrease(-delta);
     }
   }
 
@@ -186,10 +196,11 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
         size_t allocated = st.stats.allocated_bytes[0].current;
         size_t reserved = st.stats.reserved_bytes[0].current;
         TORCH_CHECK_WITH(OutOfMemoryError, false, "privateuseone out of memory. Tried to allocate ",
-                         format_bytes(size), ". Device ", static_cast<int>(device), " (", driver().name(),
-                         " driver) has a total capacity of ", format_bytes(total), " of which ",
-                         format_bytes(free), " is free. Of the allocated memory ", format_bytes(allocated),
-                         " is allocated by torch_ext, and ", format_bytes(reserved - allocated),
+                         format_bytes(size), ". Device ", static_cast<int>(device), " (",
+                         driver().name(), " driver) has a total capacity of ", format_bytes(total),
+                         " of which ", format_bytes(free), " is free. Of the allocated memory ",
+                         format_bytes(allocated), " is allocated by torch_ext, and ",
+                         format_bytes(reserved - allocated),
                          " is reserved by torch_ext but unallocated.");
       }
       block = new Block{device, stream, size, 0, ptr};
@@ -211,7 +222,8 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
 
   Block* take_cached(DeviceState& st, c10::StreamId stream, size_t size) {
     auto it = st.cache.lower_bound({stream, size});
-    if (it == st.cache.end() || it->first.first != stream || it->first.second > 2 * size) return nullptr;
+    if (it == st.cache.end() || it->first.first != stream || it->first.second > 2 * size)
+      return nullptr;
     Block* block = it->second.back();
     it->second.pop_back();
     if (it->second.empty()) st.cache.erase(it);
@@ -290,7 +302,9 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
 
 DeviceCachingAllocator device_allocator;
 
-void DeviceCachingAllocator::free_block_fn(void* ctx) { device_allocator.free_block(static_cast<Block*>(ctx)); }
+void DeviceCachingAllocator::free_block_fn(void* ctx) {
+  device_allocator.free_block(static_cast<Block*>(ctx));
+}
 
 // Pinned host memory: not cached (pinned memory is costly to keep and the
 // host driver's "pinned" memory is ordinary RAM); each region is remembered
@@ -310,7 +324,9 @@ class PinnedAllocator final : public at::HostAllocator {
     return c10::DataPtr(ptr, ptr, &free_fn, c10::Device(c10::DeviceType::CPU));
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_fn; }
-  void copy_data(void* dst, const void* src, size_t count) const override { std::memcpy(dst, src, count); }
+  void copy_data(void* dst, const void* src, size_t count) const override {
+    std::memcpy(dst, src, count);
+  }
 
   // Frees are synchronous with respect to the device (drivers' hostFree
   // waits), so no events are needed.
@@ -360,7 +376,9 @@ void PinnedAllocator::free_fn(void* ptr) { pinned_allocator.release(ptr); }
 
 c10::DeviceAllocator& deviceAllocator() { return device_allocator; }
 at::Allocator& pinnedAllocator() { return pinned_allocator; }
-std::optional<c10::DeviceIndex> deviceOfPointer(const void* ptr) { return device_allocator.deviceOf(ptr); }
+std::optional<c10::DeviceIndex> deviceOfPointer(const void* ptr) {
+  return device_allocator.deviceOf(ptr);
+}
 bool isPinnedPointer(const void* ptr) { return pinned_allocator.contains(ptr); }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &device_allocator)

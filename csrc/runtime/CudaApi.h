@@ -38,53 +38,50 @@ constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 
 // One entry per function: X(member, exported symbol, function type).
-#define TORCH_EXT_CUDA_FUNCTIONS(X)                                                          \
-  X(cuInit, "cuInit", CUresult(unsigned))                                                \
-  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))              \
-  X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char**))                  \
-  X(cuDeviceGetCount, "cuDeviceGetCount", CUresult(int*))                                \
-  X(cuDeviceGet, "cuDeviceGet", CUresult(CUdevice*, int))                                \
-  X(cuDeviceGetName, "cuDeviceGetName", CUresult(char*, int, CUdevice))                  \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult(size_t*, CUdevice))                \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult(int*, int, CUdevice))         \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult(CUcontext*, CUdevice)) \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult(CUcontext))                             \
-  X(cuCtxGetCurrent, "cuCtxGetCurrent", CUresult(CUcontext*))                            \
-  X(cuCtxSynchronize, "cuCtxSynchronize", CUresult())                                    \
-  X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", CUresult(int*, int*))    \
-  X(cuMemAlloc, "cuMemAlloc_v2", CUresult(CUdeviceptr*, size_t))                         \
-  X(cuMemFree, "cuMemFree_v2", CUresult(CUdeviceptr))                                    \
-  X(cuMemGetInfo, "cuMemGetInfo_v2", CUresult(size_t*, size_t*))                         \
-  X(cuMemHostAlloc, "cuMemHostAlloc", CUresult(void**, size_t, unsigned))                \
-  X(cuMemFreeHost, "cuMemFreeHost", CUresult(void*))                                     \
-  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                               \
-    CUresult(CUdeviceptr, const void*, size_t, CUstream))                                \
-  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                               \
-    CUresult(void*, CUdeviceptr, size_t, CUstream))                                      \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                               \
-    CUresult(CUdeviceptr, CUdeviceptr, size_t, CUstream))                                \
-  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync",                                                  \
-    CUresult(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))          \
-  X(cuMemsetD8Async, "cuMemsetD8Async",                                                      \
-    CUresult(CUdeviceptr, unsigned char, size_t, CUstream))                              \
-  X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority",                                \
-    CUresult(CUstream*, unsigned, int))                                                  \
-  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                           \
-  X(cuStreamQuery, "cuStreamQuery", CUresult(CUstream))                                  \
-  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))                      \
-  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult(CUstream, CUevent, unsigned))       \
-  X(cuEventCreate, "cuEventCreate", CUresult(CUevent*, unsigned))                        \
-  X(cuEventDestroy, "cuEventDestroy_v2", CUresult(CUevent))                              \
-  X(cuEventRecord, "cuEventRecord", CUresult(CUevent, CUstream))                         \
-  X(cuEventQuery, "cuEventQuery", CUresult(CUevent))                                     \
-  X(cuEventSynchronize, "cuEventSynchronize", CUresult(CUevent))                         \
-  X(cuEventElapsedTime, "cuEventElapsedTime", CUresult(float*, CUevent, CUevent))        \
-  X(cuModuleLoadData, "cuModuleLoadData", CUresult(CUmodule*, const void*))              \
-  X(cuModuleGetFunction, "cuModuleGetFunction", CUresult(CUfunction*, CUmodule, const char*)) \
-  X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult(CUfunction, int, int))            \
-  X(cuLaunchKernel, "cuLaunchKernel",                                                        \
-    CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \
-                 unsigned, CUstream, void**, void**))
+#define TORCH_EXT_CUDA_FUNCTIONS(X)                                                               \
+  X(cuInit, "cuInit", CUresult(unsigned))                                                         \
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))                       \
+  X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char**))                           \
+  X(cuDeviceGetCount, "cuDeviceGetCount", CUresult(int*))                                         \
+  X(cuDeviceGet, "cuDeviceGet", CUresult(CUdevice*, int))                                         \
+  X(cuDeviceGetName, "cuDeviceGetName", CUresult(char*, int, CUdevice))                           \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult(size_t*, CUdevice))                         \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult(int*, int, CUdevice))                  \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult(CUcontext*, CUdevice))         \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult(CUcontext))                                      \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", CUresult(CUcontext*))                                     \
+  X(cuCtxSynchronize, "cuCtxSynchronize", CUresult())                                             \
+  X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", CUresult(int*, int*))             \
+  X(cuMemAlloc, "cuMemAlloc_v2", CUresult(CUdeviceptr*, size_t))                                  \
+  X(cuMemFree, "cuMemFree_v2", CUresult(CUdeviceptr))                                             \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", CUresult(size_t*, size_t*))                                  \
+  X(cuMemHostAlloc, "cuMemHostAlloc", CUresult(void**, size_t, unsigned))                         \
+  X(cuMemFreeHost, "cuMemFreeHost", CUresult(void*))                                              \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                    \
+    CUresult(CUdeviceptr, const void*, size_t, CUstream))                                         \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", CUresult(void*, CUdeviceptr, size_t, CUstream))    \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                    \
+    CUresult(CUdeviceptr, CUdeviceptr, size_t, CUstream))                                         \
+  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync",                                                       \
+    CUresult(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))                   \
+  X(cuMemsetD8Async, "cuMemsetD8Async", CUresult(CUdeviceptr, unsigned char, size_t, CUstream))   \
+  X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", CUresult(CUstream*, unsigned, int)) \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                                    \
+  X(cuStreamQuery, "cuStreamQuery", CUresult(CUstream))                                           \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))                               \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult(CUstream, CUevent, unsigned))                \
+  X(cuEventCreate, "cuEventCreate", CUresult(CUevent*, unsigned))                                 \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult(CUevent))                                       \
+  X(cuEventRecord, "cuEventRecord", CUresult(CUevent, CUstream))                                  \
+  X(cuEventQuery, "cuEventQuery", CUresult(CUevent))                                              \
+  X(cuEventSynchronize, "cuEventSynchronize", CUresult(CUevent))                                  \
+  X(cuEventElapsedTime, "cuEventElapsedTime", CUresult(float*, CUevent, CUevent))                 \
+  X(cuModuleLoadData, "cuModuleLoadData", CUresult(CUmodule*, const void*))                       \
+  X(cuModuleGetFunction, "cuModuleGetFunction", CUresult(CUfunction*, CUmodule, const char*))     \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult(CUfunction, int, int))                     \
+  X(cuLaunchKernel, "cuLaunchKernel",                                                             \
+    CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
+             CUstream, void**, void**))
 
 struct Api {
 #define TORCH_EXT_CUDA_MEMBER(name, symbol, type) std::add_pointer_t<type> name = nullptr;
@@ -104,9 +101,9 @@ std::string describe(CUresult result, const char* what);
 }  // namespace torch_ext::cuda
 
 // Checks a CUDA driver call; raises a c10::Error naming the call and the error.
-#define TORCH_EXT_CUDA_CHECK(call)                                                  \
-  do {                                                                              \
-    ::torch_ext::cuda::CUresult torch_ext_cuda_result_ = (call);                    \
-    TORCH_CHECK(torch_ext_cuda_result_ == ::torch_ext::cuda::CUDA_SUCCESS,          \
-                ::torch_ext::cuda::describe(torch_ext_cuda_result_, #call));        \
+#define TORCH_EXT_CUDA_CHECK(call)                                           \
+  do {                                                                       \
+    ::torch_ext::cuda::CUresult torch_ext_cuda_result_ = (call);             \
+    TORCH_CHECK(torch_ext_cuda_result_ == ::torch_ext::cuda::CUDA_SUCCESS,   \
+                ::torch_ext::cuda::describe(torch_ext_cuda_result_, #call)); \
   } while (0)

@@ -17,8 +17,8 @@ using namespace torch_ext::runtime;
 
 Driver& cuda_driver() {
   Driver& d = driver();
-  TORCH_CHECK(std::strcmp(d.name(), "cuda") == 0, "torch_ext: this needs the cuda driver, the active one is '",
-              d.name(), "'");
+  TORCH_CHECK(std::strcmp(d.name(), "cuda") == 0,
+              "torch_ext: this needs the cuda driver, the active one is '", d.name(), "'");
   return d;
 }
 

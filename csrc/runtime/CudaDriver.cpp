@@ -26,8 +26,8 @@ const Api* api() noexcept {
     if (!lib) return nullptr;
     auto* a = new Api();  // leaked: used until the process exits
     bool complete = true;
-#define TORCH_EXT_CUDA_RESOLVE(name, symbol, type)          \
-  a->name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, symbol));   \
+#define TORCH_EXT_CUDA_RESOLVE(name, symbol, type)                          \
+  a->name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, symbol)); \
   complete = complete && a->name != nullptr;
     TORCH_EXT_CUDA_FUNCTIONS(TORCH_EXT_CUDA_RESOLVE)
 #undef TORCH_EXT_CUDA_RESOLVE
@@ -68,7 +68,8 @@ inline CUevent cu_event(EventHandle e) { return static_cast<CUevent>(e); }
 class CudaDriver final : public Driver {
  public:
   CudaDriver(const Api& api, int count) : api_(api), contexts_(count) {
-    for (int i = 0; i < count; ++i) TORCH_EXT_CUDA_CHECK(api_.cuDeviceGet(&devices_.emplace_back(), i));
+    for (int i = 0; i < count; ++i)
+      TORCH_EXT_CUDA_CHECK(api_.cuDeviceGet(&devices_.emplace_back(), i));
   }
 
   const char* name() const override { return "cuda"; }
@@ -84,8 +85,10 @@ class CudaDriver final : public Driver {
     TORCH_EXT_CUDA_CHECK(api_.cuDeviceTotalMem(&p.total_memory, d));
     TORCH_EXT_CUDA_CHECK(api_.cuDeviceGetAttribute(&p.multi_processor_count,
                                                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
-    TORCH_EXT_CUDA_CHECK(api_.cuDeviceGetAttribute(&p.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d));
-    TORCH_EXT_CUDA_CHECK(api_.cuDeviceGetAttribute(&p.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d));
+    TORCH_EXT_CUDA_CHECK(
+        api_.cuDeviceGetAttribute(&p.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d));
+    TORCH_EXT_CUDA_CHECK(
+        api_.cuDeviceGetAttribute(&p.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d));
     return p;
   }
 
@@ -251,8 +254,9 @@ class CudaDriver final : public Driver {
 
  private:
   void check_index(int device) const {
-    TORCH_CHECK(device >= 0 && device < deviceCount(), "torch_ext cuda driver: invalid device index ",
-                device, " (", deviceCount(), " device(s))");
+    TORCH_CHECK(device >= 0 && device < deviceCount(),
+                "torch_ext cuda driver: invalid device index ", device, " (", deviceCount(),
+                " device(s))");
   }
 
   CUcontext context(int device) {

@@ -21,8 +21,8 @@ c10::DeviceIndex device_count() noexcept {
 void check_device_index(c10::DeviceIndex index) {
   auto count = device_count();
   TORCH_CHECK(index >= 0 && index < count, "Invalid device index ", static_cast<int>(index),
-                    " for privateuseone: torch_ext has ", static_cast<int>(count), " device(s) (driver ",
-                    count ? driver().name() : "none", ")");
+              " for privateuseone: torch_ext has ", static_cast<int>(count), " device(s) (driver ",
+              count ? driver().name() : "none", ")");
 }
 
 c10::DeviceIndex resolve_device(c10::DeviceIndex index) {

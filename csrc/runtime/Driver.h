@@ -45,13 +45,12 @@ struct Driver {
 
   // Copies are ordered on `stream` of `device`; when `async` is false the call
   // returns after the copy is complete.
-  virtual void memcpy(void* dst, const void* src, size_t bytes, CopyKind kind,
-                      int device, StreamHandle stream, bool async) = 0;
+  virtual void memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, int device,
+                      StreamHandle stream, bool async) = 0;
   // Copy between two devices (peer copy), ordered on `stream` of dst_device.
-  virtual void memcpyPeer(void* dst, int dst_device, const void* src,
-                          int src_device, size_t bytes, StreamHandle stream) = 0;
-  virtual void memset(void* dst, int value, size_t bytes, int device,
-                      StreamHandle stream) = 0;
+  virtual void memcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                          StreamHandle stream) = 0;
+  virtual void memset(void* dst, int value, size_t bytes, int device, StreamHandle stream) = 0;
 
   // Streams. Lower numbers are higher priorities (as in CUDA).
   virtual std::pair<int, int> priorityRange() const = 0;  // {least, greatest}

@@ -52,7 +52,8 @@ class PhiloxGenerator final : public c10::GeneratorImpl {
   }
   void set_state(const c10::TensorImpl& state) override {
     at::detail::check_rng_state(state);
-    TORCH_CHECK(state.numel() == 16, "privateuseone generator state must be 16 bytes, got ", state.numel());
+    TORCH_CHECK(state.numel() == 16, "privateuseone generator state must be 16 bytes, got ",
+                state.numel());
     auto* p = static_cast<const uint8_t*>(state.data());
     std::memcpy(&seed_, p, 8);
     std::memcpy(&offset_, p + 8, 8);

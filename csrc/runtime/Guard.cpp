@@ -42,7 +42,9 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
 
   c10::Stream getStream(c10::Device d) const override { return getCurrentStream(d.index()); }
-  c10::Stream getDefaultStream(c10::Device d) const override { return runtime::getDefaultStream(d.index()); }
+  c10::Stream getDefaultStream(c10::Device d) const override {
+    return runtime::getDefaultStream(d.index());
+  }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority = false) const override {
     return getStreamFromPool(d.index(), isHighPriority ? -1 : 0);
   }
@@ -68,16 +70,18 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device,
               const c10::EventFlag flag) const override {
-    TORCH_CHECK(device == stream.device_index() || device == -1, "Event device index ", static_cast<int>(device),
-                " does not match recording stream's device index ", static_cast<int>(stream.device_index()));
+    TORCH_CHECK(device == stream.device_index() || device == -1, "Event device index ",
+                static_cast<int>(device), " does not match recording stream's device index ",
+                static_cast<int>(stream.device_index()));
     auto* e = static_cast<Event*>(*event);
     if (!e) {
       bool timing = flag == c10::EventFlag::BACKEND_DEFAULT;
       e = new Event{driver().createEvent(stream.device_index(), timing), stream.device_index()};
       *event = e;
     }
-    TORCH_CHECK(e->device == stream.device_index(), "Event was created on privateuseone:",
-                static_cast<int>(e->device), " but is recorded on ", stream);
+    TORCH_CHECK(e->device == stream.device_index(),
+                "Event was created on privateuseone:", static_cast<int>(e->device),
+                " but is recorded on ", stream);
     driver().recordEvent(e->device, e->handle, driverStream(stream));
   }
   void block(void* event, const c10::Stream& stream) const override {

@@ -29,12 +29,16 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     set_device(device);
     return old;
   }
-  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override { return exchangeDevice(device); }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return exchangeDevice(device);
+  }
 
   const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
     return defaultGenerator(device);
   }
-  at::Generator getNewGenerator(c10::DeviceIndex device = -1) const override { return newGenerator(device); }
+  at::Generator getNewGenerator(c10::DeviceIndex device = -1) const override {
+    return newGenerator(device);
+  }
 
   at::Allocator* getPinnedMemoryAllocator() const override { return &pinnedAllocator(); }
   bool isPinnedPtr(const void* data) const override { return isPinnedPointer(data); }

@@ -31,12 +31,26 @@ size_t parse_bytes(const char* text) {
   TORCH_CHECK(end != text && value >= 0, "TORCH_EXT_HOST_MEMORY_LIMIT: cannot parse '", text, "'");
   double scale = 1;
   switch (*end) {
-    case 'k': case 'K': scale = 1024.0; break;
-    case 'm': case 'M': scale = 1024.0 * 1024; break;
-    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; break;
-    case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
-    case '\0': break;
-    default: TORCH_CHECK(false, "TORCH_EXT_HOST_MEMORY_LIMIT: unknown suffix in '", text, "'");
+    case 'k':
+    case 'K':
+      scale = 1024.0;
+      break;
+    case 'm':
+    case 'M':
+      scale = 1024.0 * 1024;
+      break;
+    case 'g':
+    case 'G':
+      scale = 1024.0 * 1024 * 1024;
+      break;
+    case 't':
+    case 'T':
+      scale = 1024.0 * 1024 * 1024 * 1024;
+      break;
+    case '\0':
+      break;
+    default:
+      TORCH_CHECK(false, "TORCH_EXT_HOST_MEMORY_LIMIT: unknown suffix in '", text, "'");
   }
   return static_cast<size_t>(value * scale);
 }
@@ -59,7 +73,8 @@ class HostDriver final : public Driver {
   HostDriver() {
     const char* n = std::getenv("TORCH_EXT_HOST_DEVICES");
     devices_ = n && *n ? std::atoi(n) : 1;
-    TORCH_CHECK(devices_ >= 1 && devices_ <= 64, "TORCH_EXT_HOST_DEVICES must be 1..64, got '", n, "'");
+    TORCH_CHECK(devices_ >= 1 && devices_ <= 64, "TORCH_EXT_HOST_DEVICES must be 1..64, got '", n,
+                "'");
     const char* limit = std::getenv("TORCH_EXT_HOST_MEMORY_LIMIT");
     limit_ = limit && *limit ? parse_bytes(limit) : physical_memory();
     const char* protect = std::getenv("TORCH_EXT_HOST_PROTECT");
@@ -108,7 +123,8 @@ class HostDriver final : public Driver {
   void* hostMalloc(size_t bytes) override { return std::malloc(bytes ? bytes : 1); }
   void hostFree(void* ptr) override { std::free(ptr); }
 
-  void memcpy(void* dst, const void* src, size_t bytes, CopyKind, int, StreamHandle, bool) override {
+  void memcpy(void* dst, const void* src, size_t bytes, CopyKind, int, StreamHandle,
+              bool) override {
     copy(dst, src, bytes);
   }
   void memcpyPeer(void* dst, int, const void* src, int, size_t bytes, StreamHandle) override {
@@ -185,7 +201,9 @@ class HostDriver final : public Driver {
     std::memmove(dst, src, bytes);
   }
 
-  size_t round_pages(size_t bytes) const { return ((bytes ? bytes : 1) + page_ - 1) / page_ * page_; }
+  size_t round_pages(size_t bytes) const {
+    return ((bytes ? bytes : 1) + page_ - 1) / page_ * page_;
+  }
 
   int devices_ = 1;
   size_t limit_ = 0;

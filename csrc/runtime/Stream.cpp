@@ -54,8 +54,8 @@ c10::StreamId register_stream(c10::DeviceIndex device, int priority) {
 }
 
 const StreamRecord& record(c10::Stream stream) {
-  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "expected a privateuseone stream, got ",
-              stream);
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "expected a privateuseone stream, got ", stream);
   check_device_index(stream.device_index());
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto& streams = registry()[stream.device_index()].streams;

@@ -1,6 +1,7 @@
 """Helpers for the generator's tests: run `python -m codegen` in-process (fast,
 kernel registry monkeypatched) or as a subprocess (the real CLI and registry).
 No C++ is compiled here."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,16 @@ if str(REPO) not in sys.path:
 import codegen.__main__ as cg_main  # noqa: E402
 
 # Kernel names the in-process tests pretend exist in torch_ext.ops.KERNELS.
-FAKE_KERNELS = {"lerp_scalar", "lerp_tensor", "add", "mul", "tril", "layer_norm",
-                "add_rms_norm", "add_rms_norm_meta"}
+FAKE_KERNELS = {
+    "lerp_scalar",
+    "lerp_tensor",
+    "add",
+    "mul",
+    "tril",
+    "layer_norm",
+    "add_rms_norm",
+    "add_rms_norm_meta",
+}
 
 
 @dataclass
@@ -38,8 +47,11 @@ class Result:
         return "\n".join(self.files().values())
 
     def nonempty_shards(self) -> list[str]:
-        return [t for n, t in self.files().items()
-                if n.startswith("RegisterPrivateUse1_") and "m.impl(" in t]
+        return [
+            t
+            for n, t in self.files().items()
+            if n.startswith("RegisterPrivateUse1_") and "m.impl(" in t
+        ]
 
 
 def write_manifest(tmp_path: Path, text: str, name: str = "musa_functions.yaml") -> Path:
@@ -76,8 +88,13 @@ def fake_kernels(monkeypatch):
 def codegen(tmp_path, capsys, fake_kernels):
     """codegen(manifest_text, csrc=None, out=None, extra=()) -> Result, in-process."""
 
-    def run(text: str, csrc: Path | None = None, out: Path | None = None,
-            extra: tuple[str, ...] = (), list_only: bool = False) -> Result:
+    def run(
+        text: str,
+        csrc: Path | None = None,
+        out: Path | None = None,
+        extra: tuple[str, ...] = (),
+        list_only: bool = False,
+    ) -> Result:
         manifest = write_manifest(tmp_path, text)
         csrc = csrc or make_csrc(tmp_path)
         out = out or tmp_path / "out"
@@ -93,8 +110,14 @@ def codegen(tmp_path, capsys, fake_kernels):
 
 def run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "codegen", *args], cwd=REPO,
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "codegen", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def real_kernel_names() -> list[str]:

@@ -5,6 +5,7 @@ Goldens live in tests/codegen/golden/; regenerate with
 Only outputs that do not depend on torchgen's formatting are kept as goldens
 (the --list table and the new-op library file), so they hold for torch 2.11 and 2.13.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,9 @@ from test_modes import CUSTOMIZED_SEED, NEW_OP, TRIL_CSRC_CUSTOMIZED
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("CODEGEN_UPDATE_GOLDEN") == "1"
 
-ALL_MODES = CUSTOMIZED_SEED + """
+ALL_MODES = (
+    CUSTOMIZED_SEED
+    + """
     - func: lerp.Scalar_out
       stub: lerp_kernel_scalar_weight
       triton: lerp_scalar
@@ -34,7 +37,9 @@ ALL_MODES = CUSTOMIZED_SEED + """
     - func: native_layer_norm
       dispatch: {PrivateUse1: musa_layer_norm}
       triton: layer_norm
-    """ + NEW_OP
+    """
+    + NEW_OP
+)
 
 
 def check_golden(name: str, text: str) -> None:
@@ -42,7 +47,9 @@ def check_golden(name: str, text: str) -> None:
     if UPDATE:
         path.write_text(text)
     assert path.exists(), f"no golden {path}; run with CODEGEN_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), f"{name} differs from the golden (CODEGEN_UPDATE_GOLDEN=1 to accept)"
+    assert text == path.read_text(), (
+        f"{name} differs from the golden (CODEGEN_UPDATE_GOLDEN=1 to accept)"
+    )
 
 
 def test_list(codegen, tmp_path):
@@ -52,30 +59,69 @@ def test_list(codegen, tmp_path):
     assert r.err == ""
     assert not r.outdir.exists()  # --list alone writes nothing
     lines = r.out.splitlines()
-    assert lines[0].split() == ["entry", "line", "mode", "meta", "class", "impl", "class", "/", "kernel", "body"]
-    rows = {l.split()[0]: l for l in lines[1:] if l.strip() and not l.startswith(tuple("0123456789"))}
+    assert lines[0].split() == [
+        "entry",
+        "line",
+        "mode",
+        "meta",
+        "class",
+        "impl",
+        "class",
+        "/",
+        "kernel",
+        "body",
+    ]
+    rows = {
+        l.split()[0]: l for l in lines[1:] if l.strip() and not l.startswith(tuple("0123456789"))
+    }
+
     def cols(name):
         return rows[name].split(None, 5)
-    assert cols("tril.out")[:5] == ["tril.out", "1", "Customized", "at::musa::structured_tril",
-                                    "at::musa::structured_MusaTril"]
+
+    assert cols("tril.out")[:5] == [
+        "tril.out",
+        "1",
+        "Customized",
+        "at::musa::structured_tril",
+        "at::musa::structured_MusaTril",
+    ]
     assert cols("tril.out")[5] == "hand-written C++"
-    assert cols("lerp.Scalar_out")[:5] == ["lerp.Scalar_out", "10", "Legacy",
-                                           "at::meta::structured_lerp_Scalar",
-                                           "at::native::structured_lerp_Scalar"]
+    assert cols("lerp.Scalar_out")[:5] == [
+        "lerp.Scalar_out",
+        "10",
+        "Legacy",
+        "at::meta::structured_lerp_Scalar",
+        "at::native::structured_lerp_Scalar",
+    ]
     # body column: wording may change, the facts may not
     assert cols("lerp.Scalar_out")[5].startswith("PyTorch impl")
     assert "lerp_kernel_scalar_weight <- lerp_scalar" in cols("lerp.Scalar_out")[5]
     assert cols("lerp.Tensor_out")[5].startswith("PyTorch impl")
     assert "<-" not in cols("lerp.Tensor_out")[5]
     assert "add_stub <- add" in cols("add.out")[5]
-    assert cols("add.out")[2:5] == ["Legacy", "at::meta::structured_add_Tensor",
-                                    "at::native::structured_ufunc_add_CPU"]
-    assert cols("triu.out")[2:6] == ["LegacyMeta", "at::meta::structured_triu",
-                                     "at::musa::structured_MusaTriu", "generated Triton call 'tril'"]
-    assert cols("native_layer_norm")[2:6] == ["Plain", "-", "at::musa::musa_layer_norm",
-                                              "generated Triton call 'layer_norm'"]
-    assert cols("torch_ext::add_rms_norm")[2:6] == ["New", "-", "add_rms_norm",
-                                                    "generated Triton call 'add_rms_norm'"]
+    assert cols("add.out")[2:5] == [
+        "Legacy",
+        "at::meta::structured_add_Tensor",
+        "at::native::structured_ufunc_add_CPU",
+    ]
+    assert cols("triu.out")[2:6] == [
+        "LegacyMeta",
+        "at::meta::structured_triu",
+        "at::musa::structured_MusaTriu",
+        "generated Triton call 'tril'",
+    ]
+    assert cols("native_layer_norm")[2:6] == [
+        "Plain",
+        "-",
+        "at::musa::musa_layer_norm",
+        "generated Triton call 'layer_norm'",
+    ]
+    assert cols("torch_ext::add_rms_norm")[2:6] == [
+        "New",
+        "-",
+        "add_rms_norm",
+        "generated Triton call 'add_rms_norm'",
+    ]
     assert lines[-1] == "7 entries: Customized 1, Legacy 3, LegacyMeta 1, New 1, Plain 1"
     check_golden("all_modes.list.txt", r.out)
 
@@ -91,14 +137,17 @@ def test_list_and_generate_with_real_registry(tmp_path):
     names = real_kernel_names()
     assert names, "torch_ext.ops.KERNELS is empty"
     k = "add" if "add" in names else names[0]
-    manifest = write_manifest(tmp_path, f"""
+    manifest = write_manifest(
+        tmp_path,
+        f"""
         - func: add.out
           stub: add_stub
           triton: {k}
         - func: tril.out
           dispatch: {{PrivateUse1: MusaTril}}
           triton: {k}
-        """)
+        """,
+    )
     csrc = make_csrc(tmp_path)
     out = tmp_path / "gen"
     p = run_cli("--manifest", str(manifest), "--csrc", str(csrc), "--out", str(out), "--list")
@@ -109,7 +158,8 @@ def test_list_and_generate_with_real_registry(tmp_path):
     assert f'pointwise_call(a0, "{k}", a1)' in text
     assert f'torch_ext::launch::call("{k}", self, diagonal, out);' in text
     assert sorted(f.name for f in out.iterdir()) == sorted(
-        ["MusaFunctions.h"] + [f"RegisterPrivateUse1_{i}.cpp" for i in range(8)])
+        ["MusaFunctions.h"] + [f"RegisterPrivateUse1_{i}.cpp" for i in range(8)]
+    )
 
 
 def test_registry_lookup_leaves_the_drivers_triton_mode_alone(monkeypatch):

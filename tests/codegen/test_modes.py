@@ -1,6 +1,7 @@
 """Each manifest mode generates the class shapes of seed 002 (golden-style:
 assertions on the key lines rather than whole files, so that small torchgen
 formatting changes between torch 2.11 and 2.13 do not break them)."""
+
 from __future__ import annotations
 
 import re
@@ -35,6 +36,7 @@ def squash(s: str) -> str:
 
 # ---------------------------------------------------------------- Legacy
 
+
 def test_legacy_lerp_with_stub_and_triton(codegen):
     r = codegen("""
         - func: lerp.Scalar_out
@@ -47,17 +49,25 @@ def test_legacy_lerp_with_stub_and_triton(codegen):
     text = r.all_text()
     # functional/inplace/out classes derive from PyTorch's device-generic impl class
     for kind in ("functional", "inplace", "out"):
-        assert (f"struct structured_lerp_Scalar_{kind} final : "
-                "public at::native::structured_lerp_Scalar {") in text
+        assert (
+            f"struct structured_lerp_Scalar_{kind} final : "
+            "public at::native::structured_lerp_Scalar {"
+        ) in text
     # the meta class is PyTorch's; nothing of ours in the header for Legacy
     header = r.files()["MusaFunctions.h"]
     assert "#include <ATen/ops/lerp_meta.h>" in header
     assert "struct TORCH_API" not in header
     # the stub's PrivateUse1 slot is filled with a function launching Triton
-    assert "REGISTER_PRIVATEUSE1_DISPATCH(lerp_kernel_scalar_weight, &privateuse1_lerp_kernel_scalar_weight)" in text
-    assert re.search(r'void privateuse1_lerp_kernel_scalar_weight\(at::TensorIteratorBase& a0, '
-                     r'const (c10::|at::)?Scalar& a1\) \{\s*torch_ext::launch::pointwise_call\(a0, '
-                     r'"lerp_scalar", a1\);', text)
+    assert (
+        "REGISTER_PRIVATEUSE1_DISPATCH(lerp_kernel_scalar_weight, &privateuse1_lerp_kernel_scalar_weight)"
+        in text
+    )
+    assert re.search(
+        r"void privateuse1_lerp_kernel_scalar_weight\(at::TensorIteratorBase& a0, "
+        r"const (c10::|at::)?Scalar& a1\) \{\s*torch_ext::launch::pointwise_call\(a0, "
+        r'"lerp_scalar", a1\);',
+        text,
+    )
     assert "#include <ATen/native/Lerp.h>" in text
     # all three members registered, in one shard
     shards = r.nonempty_shards()
@@ -86,8 +96,14 @@ def test_legacy_seed_names_only_parses(codegen):
     assert "public at::native::structured_lerp_Scalar {" in text
     assert "public at::native::structured_lerp_Tensor {" in text
     assert "REGISTER_PRIVATEUSE1_DISPATCH" not in text
-    for name in ("lerp.Scalar", "lerp.Scalar_out", "lerp_.Scalar",
-                 "lerp.Tensor", "lerp.Tensor_out", "lerp_.Tensor"):
+    for name in (
+        "lerp.Scalar",
+        "lerp.Scalar_out",
+        "lerp_.Scalar",
+        "lerp.Tensor",
+        "lerp.Tensor_out",
+        "lerp_.Tensor",
+    ):
         assert f'm.impl("{name}", TORCH_FN(' in text
 
 
@@ -100,8 +116,10 @@ def test_legacy_ufunc_add(codegen):
     assert r.rc == 0, r.err
     text = r.all_text()
     for kind in ("functional", "inplace", "out"):
-        assert (f"struct structured_ufunc_add_CPU_{kind} final : "
-                "public at::native::structured_ufunc_add_CPU {") in text
+        assert (
+            f"struct structured_ufunc_add_CPU_{kind} final : "
+            "public at::native::structured_ufunc_add_CPU {"
+        ) in text
     assert "REGISTER_PRIVATEUSE1_DISPATCH(add_stub, &privateuse1_add_stub)" in text
     assert 'pointwise_call(a0, "add", a1)' in text
     for name in ("add.Tensor", "add.out", "add_.Tensor"):
@@ -119,52 +137,78 @@ def test_legacy_stub_mapping_form(codegen):
 
 
 def test_legacy_handwritten_stub_fill_wins(codegen, tmp_path):
-    csrc = make_csrc(tmp_path, {"aten/Lerp.cpp": """\
+    csrc = make_csrc(
+        tmp_path,
+        {
+            "aten/Lerp.cpp": """\
         namespace at::native {
         REGISTER_PRIVATEUSE1_DISPATCH(lerp_kernel_scalar_weight, &my_lerp_kernel);
         }
-        """})
-    r = codegen("""
+        """
+        },
+    )
+    r = codegen(
+        """
         - func: lerp.Scalar_out
           stub: lerp_kernel_scalar_weight
           triton: lerp_scalar
-        """, csrc=csrc)
+        """,
+        csrc=csrc,
+    )
     assert r.rc == 0, r.err
     assert "REGISTER_PRIVATEUSE1_DISPATCH" not in r.all_text()
 
 
 # ---------------------------------------------------------------- LegacyMeta
 
+
 def test_legacymeta_tril_seed(codegen, tmp_path):
-    csrc = make_csrc(tmp_path, {"aten/Tril.cpp": """\
+    csrc = make_csrc(
+        tmp_path,
+        {
+            "aten/Tril.cpp": """\
         namespace at::musa {
         TORCH_IMPL_FUNC(MusaTril)(const Tensor& self, int64_t k, const Tensor &result) {
         }
         }
-        """})
-    r = codegen("""
+        """
+        },
+    )
+    r = codegen(
+        """
         - func: tril
         - func: tril_
         - func: tril.out
           dispatch:
             PrivateUse1: MusaTril
-        """, csrc=csrc)
+        """,
+        csrc=csrc,
+    )
     assert r.rc == 0, r.err
     header = squash(r.files()["MusaFunctions.h"])
     assert "namespace at::musa {" in header
-    assert ("struct TORCH_API structured_MusaTril : public at::meta::structured_tril { "
-            "void impl(const at::Tensor & self, int64_t diagonal, const at::Tensor & out); };") in header
+    assert (
+        "struct TORCH_API structured_MusaTril : public at::meta::structured_tril { "
+        "void impl(const at::Tensor & self, int64_t diagonal, const at::Tensor & out); };"
+    ) in header
     text = r.all_text()
     for kind in ("functional", "inplace", "out"):
-        assert (f"struct structured_MusaTril_{kind} final : "
-                "public at::musa::structured_MusaTril {") in text
+        assert (
+            f"struct structured_MusaTril_{kind} final : public at::musa::structured_MusaTril {{"
+        ) in text
     # body is hand-written: no generated TORCH_IMPL_FUNC
     assert "TORCH_IMPL_FUNC(MusaTril)" not in text
     for name in ("tril", "tril.out", "tril_"):
         assert f'm.impl("{name}", TORCH_FN(' in text
     # device checks like PyTorch's CUDA wrappers (tril is not NoCheck)
-    assert 'c10::impl::check_and_update_common_device(common_device, self, "wrapper_PrivateUse1_tril", "self");' in text
-    assert 'check_and_update_common_device(common_device, out, "wrapper_PrivateUse1_tril_out_out", "out");' in text
+    assert (
+        'c10::impl::check_and_update_common_device(common_device, self, "wrapper_PrivateUse1_tril", "self");'
+        in text
+    )
+    assert (
+        'check_and_update_common_device(common_device, out, "wrapper_PrivateUse1_tril_out_out", "out");'
+        in text
+    )
     assert "op.meta(self, diagonal);" in text
 
 
@@ -178,16 +222,21 @@ def test_legacymeta_triton_body_generated(codegen):
         """)
     assert r.rc == 0, r.err
     text = squash(r.all_text())
-    assert ("TORCH_IMPL_FUNC(MusaTril)(const at::Tensor & self, int64_t diagonal, const at::Tensor & out) { "
-            'torch_ext::launch::call("tril", self, diagonal, out); }') in text
+    assert (
+        "TORCH_IMPL_FUNC(MusaTril)(const at::Tensor & self, int64_t diagonal, const at::Tensor & out) { "
+        'torch_ext::launch::call("tril", self, diagonal, out); }'
+    ) in text
 
 
 def test_namespace_option(codegen, tmp_path):
-    r = codegen("""
+    r = codegen(
+        """
         - func: tril.out
           dispatch: {PrivateUse1: MusaTril}
           triton: tril
-        """, extra=("--namespace", "at::mydev"))
+        """,
+        extra=("--namespace", "at::mydev"),
+    )
     assert r.rc == 0, r.err
     text = r.all_text()
     assert "namespace at::mydev {" in text
@@ -220,73 +269,102 @@ def test_customized_tril_seed(codegen, tmp_path):
     # our meta class, in the backend namespace, inheriting the named base
     assert re.search(r"struct TORCH_API structured_tril : public (at::musa::)?MyMetaBase \{", h)
     assert "template <bool VAR = false> struct TORCH_API precompute_out {" in h
-    assert ("precompute_out<true> set_var(int64_t value) { "
-            'static_assert(VAR == false, "var already set"); '
-            "precompute_out<true> ret; ret.var = value; return ret; }") in h
+    assert (
+        "precompute_out<true> set_var(int64_t value) { "
+        'static_assert(VAR == false, "var already set"); '
+        "precompute_out<true> ret; ret.var = value; return ret; }"
+    ) in h
     assert "int64_t var;" in h
     assert re.search(r"using meta_return_ty = precompute_out ?<true>;", h)
     assert "meta_return_ty meta(const at::Tensor & self, int64_t diagonal);" in h
     # the impl class derives from OUR meta class and takes the precomputed value
-    assert ("struct TORCH_API structured_MusaTril : public at::musa::structured_tril { "
-            "void impl(const at::Tensor & self, int64_t var, const at::Tensor & out); };") in h
+    assert (
+        "struct TORCH_API structured_MusaTril : public at::musa::structured_tril { "
+        "void impl(const at::Tensor & self, int64_t var, const at::Tensor & out); };"
+    ) in h
     # meta class precedes the impl class
-    assert h.index("struct TORCH_API structured_tril ") < h.index("struct TORCH_API structured_MusaTril ")
+    assert h.index("struct TORCH_API structured_tril ") < h.index(
+        "struct TORCH_API structured_MusaTril "
+    )
     text = r.all_text()
     for kind in ("functional", "inplace", "out"):
-        assert (f"struct structured_MusaTril_{kind} final : "
-                "public at::musa::structured_MusaTril {") in text
+        assert (
+            f"struct structured_MusaTril_{kind} final : public at::musa::structured_MusaTril {{"
+        ) in text
     assert "auto precompute = op.meta(self, diagonal);" in text
     assert "op.impl(self, precompute.var, op.outputs_[0]);" in text
     assert "TORCH_IMPL_FUNC(MusaTril)" not in text  # hand-written wins
 
 
 def test_customized_inherits_only(codegen, tmp_path):
-    csrc = make_csrc(tmp_path, {
-        "aten/MetaBases.h": TRIL_CSRC_CUSTOMIZED["aten/MetaBases.h"],
-        "aten/Tril.cpp": """\
+    csrc = make_csrc(
+        tmp_path,
+        {
+            "aten/MetaBases.h": TRIL_CSRC_CUSTOMIZED["aten/MetaBases.h"],
+            "aten/Tril.cpp": """\
             namespace at::musa {
             TORCH_META_FUNC(tril)(const Tensor& self, int64_t diagonal) {}
             }
-            """})
-    r = codegen("""
+            """,
+        },
+    )
+    r = codegen(
+        """
         - func: tril.out
           structured_inherits: MyMetaBase
           dispatch: {PrivateUse1: MusaTril}
           triton: tril
-        """, csrc=csrc)
+        """,
+        csrc=csrc,
+    )
     assert r.rc == 0, r.err
     h = squash(r.files()["MusaFunctions.h"])
-    assert re.search(r"struct TORCH_API structured_tril : public (at::musa::)?MyMetaBase \{ "
-                     r"void meta\(const at::Tensor & self, int64_t diagonal\); \};", h)
+    assert re.search(
+        r"struct TORCH_API structured_tril : public (at::musa::)?MyMetaBase \{ "
+        r"void meta\(const at::Tensor & self, int64_t diagonal\); \};",
+        h,
+    )
     assert "precompute_out" not in h
-    assert ("TORCH_IMPL_FUNC(MusaTril)(const at::Tensor & self, int64_t diagonal, const at::Tensor & out)"
-            in squash(r.all_text()))
+    assert (
+        "TORCH_IMPL_FUNC(MusaTril)(const at::Tensor & self, int64_t diagonal, const at::Tensor & out)"
+        in squash(r.all_text())
+    )
 
 
 def test_customized_triton_impl_takes_precomputed(codegen, tmp_path):
-    csrc = make_csrc(tmp_path, {
-        "aten/MetaBases.h": TRIL_CSRC_CUSTOMIZED["aten/MetaBases.h"],
-        "aten/TrilMeta.cpp": """\
+    csrc = make_csrc(
+        tmp_path,
+        {
+            "aten/MetaBases.h": TRIL_CSRC_CUSTOMIZED["aten/MetaBases.h"],
+            "aten/TrilMeta.cpp": """\
             namespace at::musa {
             TORCH_PRECOMPUTE_META_FUNC(tril)(const Tensor& self, int64_t diagonal) {
               return TORCH_PRECOMPUTE_STRUCT(tril)().set_var(diagonal);
             }
             }
-            """})
-    r = codegen("""
+            """,
+        },
+    )
+    r = codegen(
+        """
         - func: tril.out
           structured_inherits: MyMetaBase
           precomputed:
           - diagonal -> int var
           dispatch: {PrivateUse1: MusaTril}
           triton: tril
-        """, csrc=csrc)
+        """,
+        csrc=csrc,
+    )
     assert r.rc == 0, r.err
-    assert ("TORCH_IMPL_FUNC(MusaTril)(const at::Tensor & self, int64_t var, const at::Tensor & out) { "
-            'torch_ext::launch::call("tril", self, var, out); }') in squash(r.all_text())
+    assert (
+        "TORCH_IMPL_FUNC(MusaTril)(const at::Tensor & self, int64_t var, const at::Tensor & out) { "
+        'torch_ext::launch::call("tril", self, var, out); }'
+    ) in squash(r.all_text())
 
 
 # ---------------------------------------------------------------- Plain
+
 
 def test_plain_native_layer_norm(codegen):
     r = codegen("""
@@ -297,17 +375,24 @@ def test_plain_native_layer_norm(codegen):
         """)
     assert r.rc == 0, r.err
     h = squash(r.files()["MusaFunctions.h"])
-    assert ("TORCH_API ::std::tuple<at::Tensor,at::Tensor,at::Tensor> musa_layer_norm("
-            "const at::Tensor & input, at::IntArrayRef normalized_shape, "
-            "const ::std::optional<at::Tensor> & weight, const ::std::optional<at::Tensor> & bias, "
-            "double eps);") in h
+    assert (
+        "TORCH_API ::std::tuple<at::Tensor,at::Tensor,at::Tensor> musa_layer_norm("
+        "const at::Tensor & input, at::IntArrayRef normalized_shape, "
+        "const ::std::optional<at::Tensor> & weight, const ::std::optional<at::Tensor> & bias, "
+        "double eps);"
+    ) in h
     text = r.all_text()
     t = squash(text)
     # generated body calling the Triton kernel
-    assert ('return torch_ext::launch::call<::std::tuple<at::Tensor,at::Tensor,at::Tensor>>'
-            '("layer_norm", input, normalized_shape, weight, bias, eps);') in t
+    assert (
+        "return torch_ext::launch::call<::std::tuple<at::Tensor,at::Tensor,at::Tensor>>"
+        '("layer_norm", input, normalized_shape, weight, bias, eps);'
+    ) in t
     # wrapper with device checks and guard, as PyTorch's CUDA kernels have them
-    assert 'check_and_update_common_device(common_device, input, "wrapper_PrivateUse1__native_layer_norm", "input");' in t
+    assert (
+        'check_and_update_common_device(common_device, input, "wrapper_PrivateUse1__native_layer_norm", "input");'
+        in t
+    )
     assert "const OptionalDeviceGuard device_guard(device_of(input));" in t
     assert "return at::musa::musa_layer_norm(input, normalized_shape, weight, bias, eps);" in t
     assert 'm.impl("native_layer_norm", TORCH_FN(wrapper_PrivateUse1__native_layer_norm));' in t
@@ -315,18 +400,26 @@ def test_plain_native_layer_norm(codegen):
 
 
 def test_plain_handwritten_body_wins(codegen, tmp_path):
-    csrc = make_csrc(tmp_path, {"aten/LayerNorm.cpp": """\
+    csrc = make_csrc(
+        tmp_path,
+        {
+            "aten/LayerNorm.cpp": """\
         namespace at::musa {
         std::tuple<Tensor, Tensor, Tensor> musa_layer_norm(const Tensor& input, IntArrayRef shape,
             const std::optional<Tensor>& w, const std::optional<Tensor>& b, double eps) {
           return {};
         }
         }
-        """})
-    r = codegen("""
+        """
+        },
+    )
+    r = codegen(
+        """
         - func: native_layer_norm
           dispatch: {PrivateUse1: musa_layer_norm}
-        """, csrc=csrc)
+        """,
+        csrc=csrc,
+    )
     assert r.rc == 0, r.err
     assert "torch_ext::launch::call" not in r.all_text()
     assert 'm.impl("native_layer_norm"' in r.all_text()
@@ -347,39 +440,58 @@ def test_new_op(codegen):
     files = r.files()
     lib = files["RegisterTorchExtOps.cpp"]
     t = squash(lib)
-    assert ("TORCH_LIBRARY_FRAGMENT(torch_ext, m) { m.def(\"add_rms_norm(Tensor x, Tensor residual, "
-            "Tensor weight, float eps=1e-06) -> Tensor\"); }") in t or \
-           ("TORCH_LIBRARY_FRAGMENT(torch_ext, m) { m.def(\"add_rms_norm(Tensor x, Tensor residual, "
-            "Tensor weight, float eps=1e-6) -> Tensor\"); }") in t
-    assert ('TORCH_LIBRARY_IMPL(torch_ext, PrivateUse1, m) { '
-            'm.impl("add_rms_norm", TORCH_FN(at::musa::add_rms_norm)); }') in t
-    assert ('TORCH_LIBRARY_IMPL(torch_ext, Meta, m) { '
-            'm.impl("add_rms_norm", TORCH_FN(meta_add_rms_norm)); }') in t
-    assert ('at::Tensor meta_add_rms_norm(const at::Tensor & x, const at::Tensor & residual, '
-            'const at::Tensor & weight, double eps) { return torch_ext::launch::call<at::Tensor>('
-            '"add_rms_norm_meta", x, residual, weight, eps); }') in t
+    assert (
+        'TORCH_LIBRARY_FRAGMENT(torch_ext, m) { m.def("add_rms_norm(Tensor x, Tensor residual, '
+        'Tensor weight, float eps=1e-06) -> Tensor"); }'
+    ) in t or (
+        'TORCH_LIBRARY_FRAGMENT(torch_ext, m) { m.def("add_rms_norm(Tensor x, Tensor residual, '
+        'Tensor weight, float eps=1e-6) -> Tensor"); }'
+    ) in t
+    assert (
+        "TORCH_LIBRARY_IMPL(torch_ext, PrivateUse1, m) { "
+        'm.impl("add_rms_norm", TORCH_FN(at::musa::add_rms_norm)); }'
+    ) in t
+    assert (
+        "TORCH_LIBRARY_IMPL(torch_ext, Meta, m) { "
+        'm.impl("add_rms_norm", TORCH_FN(meta_add_rms_norm)); }'
+    ) in t
+    assert (
+        "at::Tensor meta_add_rms_norm(const at::Tensor & x, const at::Tensor & residual, "
+        "const at::Tensor & weight, double eps) { return torch_ext::launch::call<at::Tensor>("
+        '"add_rms_norm_meta", x, residual, weight, eps); }'
+    ) in t
     assert "at::Tensor add_rms_norm(const at::Tensor & x" in files["MusaFunctions.h"]
     # the PrivateUse1 kernel that the registration names is defined (generated Triton call)
     all_cpp = squash("\n".join(v for k, v in files.items() if k.endswith(".cpp")))
-    assert ("at::Tensor add_rms_norm(const at::Tensor & x, const at::Tensor & residual, "
-            "const at::Tensor & weight, double eps) { return torch_ext::launch::call<at::Tensor>("
-            '"add_rms_norm", x, residual, weight, eps); }') in all_cpp
+    assert (
+        "at::Tensor add_rms_norm(const at::Tensor & x, const at::Tensor & residual, "
+        "const at::Tensor & weight, double eps) { return torch_ext::launch::call<at::Tensor>("
+        '"add_rms_norm", x, residual, weight, eps); }'
+    ) in all_cpp
     # new ops do not go to the aten registration shards
     assert not r.nonempty_shards()
 
 
 def test_new_op_handwritten_body(codegen, tmp_path):
-    csrc = make_csrc(tmp_path, {"aten/AddRmsNorm.cpp": """\
+    csrc = make_csrc(
+        tmp_path,
+        {
+            "aten/AddRmsNorm.cpp": """\
         namespace at::musa {
         at::Tensor add_rms_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& w, double eps) {
           return x;
         }
         }
-        """})
-    r = codegen("""
+        """
+        },
+    )
+    r = codegen(
+        """
         - func: torch_ext::add_rms_norm(Tensor x, Tensor residual, Tensor weight, float eps=1e-6) -> Tensor
           fake: add_rms_norm_meta
-        """, csrc=csrc)
+        """,
+        csrc=csrc,
+    )
     assert r.rc == 0, r.err
     assert "TORCH_FN(at::musa::add_rms_norm)" in r.files()["RegisterTorchExtOps.cpp"]
     assert '"add_rms_norm"' not in r.files()["RegisterTorchExtOps.cpp"].split("TORCH_LIBRARY")[0]
@@ -387,9 +499,12 @@ def test_new_op_handwritten_body(codegen, tmp_path):
 
 # ---------------------------------------------------------------- all together, sharding
 
+
 def test_all_modes_together_and_one_entry_change_touches_one_shard(codegen, tmp_path):
     csrc = make_csrc(tmp_path, TRIL_CSRC_CUSTOMIZED)
-    text = CUSTOMIZED_SEED + """
+    text = (
+        CUSTOMIZED_SEED
+        + """
     - func: lerp.Scalar_out
       stub: lerp_kernel_scalar_weight
       triton: lerp_scalar
@@ -399,7 +514,9 @@ def test_all_modes_together_and_one_entry_change_touches_one_shard(codegen, tmp_
     - func: native_layer_norm
       dispatch: {PrivateUse1: musa_layer_norm}
       triton: layer_norm
-    """ + NEW_OP
+    """
+        + NEW_OP
+    )
     r = codegen(text, csrc=csrc)
     assert r.rc == 0, r.err
     before = {p.name: (p.stat().st_mtime_ns, p.read_text()) for p in r.outdir.iterdir()}

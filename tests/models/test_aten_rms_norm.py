@@ -1,5 +1,6 @@
 """aten::rms_norm is composite in PyTorch; on the device it runs the fused
 Triton kernel (manifest entry + autograd kernel in torch_ext/fused.py)."""
+
 import pytest
 import torch
 
@@ -7,8 +8,6 @@ import torch_ext  # noqa: F401
 from torch_ext.coverage import calls_during
 
 DEV = "privateuseone"
-
-
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])

@@ -1,5 +1,6 @@
 """torch.compile(aot_eager) of the demo models, autocast on privateuseone, and
 scaled_dot_product_attention forward/backward, all against CPU."""
+
 import copy
 
 import pytest
@@ -15,9 +16,11 @@ DEV = "privateuseone"
 
 
 # ---- torch.compile ------------------------------------------------------------
-@pytest.mark.parametrize("cls,kw", [(MLPClassifier, {}), (TinyDecoder, {"norm": "rms"}),
-                                    (TinyDecoder, {"norm": "layer"})],
-                         ids=["mlp", "decoder_rms", "decoder_layer"])
+@pytest.mark.parametrize(
+    "cls,kw",
+    [(MLPClassifier, {}), (TinyDecoder, {"norm": "rms"}), (TinyDecoder, {"norm": "layer"})],
+    ids=["mlp", "decoder_rms", "decoder_layer"],
+)
 def test_compile_aot_eager(cls, kw):
     torch.manual_seed(0)
     cpu_model = cls(**kw)
@@ -87,8 +90,13 @@ def test_autocast_op_dtypes(dtype):
     # as CUDA's autocast lists do; and the values track CPU autocast
     for name, t in dev.items():
         assert t.device.type == DEV, name
-        torch.testing.assert_close(t.float().cpu(), results["cpu"][name].float(), atol=3e-2, rtol=3e-2,
-                                   msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(
+            t.float().cpu(),
+            results["cpu"][name].float(),
+            atol=3e-2,
+            rtol=3e-2,
+            msg=lambda m: f"{name}: {m}",
+        )
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=["bf16", "fp16"])
@@ -105,8 +113,9 @@ def test_autocast_training_step(dtype):
         for _ in range(2):
             with torch.autocast(device, dtype=dtype):
                 logits = model(inputs.to(device))
-                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                       targets.to(device).reshape(-1))
+                loss = F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), targets.to(device).reshape(-1)
+                )
             assert logits.dtype == dtype and loss.dtype == torch.float32
             opt.zero_grad()
             loss.backward()
@@ -114,13 +123,17 @@ def test_autocast_training_step(dtype):
             assert all(p.grad.dtype == torch.float32 for p in model.parameters())
             opt.step()
             losses.append(loss.item())
-        results[device] = losses, {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
+        results[device] = (
+            losses,
+            {k: v.detach().float().cpu() for k, v in model.state_dict().items()},
+        )
     (dev_losses, dev_params), (cpu_losses, cpu_params) = results[DEV], results["cpu"]
     assert dev_losses[1] != dev_losses[0]
     torch.testing.assert_close(dev_losses, cpu_losses, atol=2e-2, rtol=1e-2)
     for k in cpu_params:
-        torch.testing.assert_close(dev_params[k], cpu_params[k], atol=2e-2, rtol=2e-2,
-                                   msg=lambda m: f"{k}: {m}")
+        torch.testing.assert_close(
+            dev_params[k], cpu_params[k], atol=2e-2, rtol=2e-2, msg=lambda m: f"{k}: {m}"
+        )
 
 
 # ---- scaled_dot_product_attention ---------------------------------------------
@@ -134,7 +147,9 @@ SDPA_CASES = {
     "causal": lambda: {"is_causal": True},
     "bool_mask": lambda: {"attn_mask": _mask_bool()},
     "bool_mask_4d": lambda: {"attn_mask": _mask_bool()[None, None].expand(2, 3, 9, 9)},
-    "float_mask": lambda: {"attn_mask": torch.randn(9, 9, generator=torch.Generator().manual_seed(6))},
+    "float_mask": lambda: {
+        "attn_mask": torch.randn(9, 9, generator=torch.Generator().manual_seed(6))
+    },
     "causal_scale": lambda: {"is_causal": True, "scale": 0.3},
 }
 
@@ -148,13 +163,23 @@ def test_sdpa_forward_backward(case, dtype):
     grad = torch.randn(b, h, t, d, generator=g).to(dtype)
     kw = SDPA_CASES[case]()
     ref_in = [x.double().requires_grad_() for x in (q, k, v)]
-    ref_kw = {n: (x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x)
-              for n, x in kw.items()}
+    ref_kw = {
+        n: (x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x)
+        for n, x in kw.items()
+    }
     ref = F.scaled_dot_product_attention(*ref_in, **ref_kw)
     ref.backward(grad.double())
     dev_in = [x.to(DEV).requires_grad_() for x in (q, k, v)]
-    dev_kw = {n: (x.to(DEV, dtype) if isinstance(x, torch.Tensor) and x.is_floating_point()
-                  else x.to(DEV) if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}
+    dev_kw = {
+        n: (
+            x.to(DEV, dtype)
+            if isinstance(x, torch.Tensor) and x.is_floating_point()
+            else x.to(DEV)
+            if isinstance(x, torch.Tensor)
+            else x
+        )
+        for n, x in kw.items()
+    }
     out = F.scaled_dot_product_attention(*dev_in, **dev_kw)
     out.backward(grad.to(DEV))
     tol = {torch.float32: (1e-5, 1e-4), torch.bfloat16: (3e-2, 3e-2)}[dtype]
@@ -162,8 +187,13 @@ def test_sdpa_forward_backward(case, dtype):
     torch.testing.assert_close(out.detach().cpu().double(), ref.detach(), atol=tol[0], rtol=tol[1])
     for name, x, r in zip("qkv", dev_in, ref_in):
         assert x.grad is not None and x.grad.dtype == dtype, name
-        torch.testing.assert_close(x.grad.cpu().double(), r.grad, atol=tol[0] * 4, rtol=tol[1],
-                                   msg=lambda m: f"grad {name}: {m}")
+        torch.testing.assert_close(
+            x.grad.cpu().double(),
+            r.grad,
+            atol=tol[0] * 4,
+            rtol=tol[1],
+            msg=lambda m: f"grad {name}: {m}",
+        )
 
 
 def test_sdpa_causal_is_causal():

@@ -1,4 +1,5 @@
 """The README's demo, and scripts run as users run them: in a fresh process."""
+
 import os
 import subprocess
 import sys
@@ -9,8 +10,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(args, timeout=240):
     env = dict(os.environ, TORCH_EXT_FALLBACK="error")
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_demo_runs_natively():
@@ -25,9 +27,11 @@ def test_script_ending_in_device_backward_exits_cleanly():
     # The autograd worker thread of privateuseone used to release its last
     # graph task (holding a Python object) during interpreter finalization:
     # "terminate called without an active exception", exit code 134.
-    script = ("import torch, torch_ext\n"
-              "x = torch.randn(3, device='privateuseone', requires_grad=True)\n"
-              "x.clone().sum().backward()\n")
+    script = (
+        "import torch, torch_ext\n"
+        "x = torch.randn(3, device='privateuseone', requires_grad=True)\n"
+        "x.clone().sum().backward()\n"
+    )
     for _ in range(3):
         proc = _run(["-c", script], timeout=60)
         assert proc.returncode == 0, proc.stderr[-2000:]

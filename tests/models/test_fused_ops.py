@@ -1,12 +1,12 @@
 """torch.ops.torch_ext fused operators through their autograd registrations:
 forward and backward against plain PyTorch on CPU in float64, FakeTensor
 shapes/dtypes, and torch.compile(aot_eager)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-import torch_ext
 from torch_ext import fused
 
 DEV = "privateuseone"
@@ -21,8 +21,12 @@ def check(res, ref, dtype, scale=1):
     assert res.device.type == DEV
     assert res.dtype == dtype, (res.dtype, dtype)
     ref = ref.to(dtype).double()  # the best the dtype can hold
-    torch.testing.assert_close(res.detach().cpu().double(), ref, atol=ATOL[dtype] * scale,
-                               rtol=RTOL[dtype] * max(1, scale ** 0.5))
+    torch.testing.assert_close(
+        res.detach().cpu().double(),
+        ref,
+        atol=ATOL[dtype] * scale,
+        rtol=RTOL[dtype] * max(1, scale**0.5),
+    )
 
 
 def leaves(dtype, *shapes, seed=0):
@@ -57,49 +61,80 @@ def rms_ref(x, w, eps):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rms_norm(dtype):
     (x, w), (xr, wr) = leaves(dtype, (ROWS, D), (D,))
-    run_both(lambda x, w: fused.rms_norm(x, w, 1e-6), lambda x, w: rms_ref(x, w, 1e-6),
-             (x, w), (xr, wr), dtype, grad_scale={1: ROWS * 4})
+    run_both(
+        lambda x, w: fused.rms_norm(x, w, 1e-6),
+        lambda x, w: rms_ref(x, w, 1e-6),
+        (x, w),
+        (xr, wr),
+        dtype,
+        grad_scale={1: ROWS * 4},
+    )
 
 
 def test_rms_norm_default_eps_and_3d():
     # eps=None means finfo(input dtype).eps, as in torch.nn.functional.rms_norm.
     (x, w), (xr, wr) = leaves(torch.float32, (2, 5, D), (D,))
     eps = torch.finfo(torch.float32).eps
-    run_both(lambda x, w: fused.rms_norm(x, w), lambda x, w: rms_ref(x, w, eps),
-             (x, w), (xr, wr), torch.float32, grad_scale={1: 40})
+    run_both(
+        lambda x, w: fused.rms_norm(x, w),
+        lambda x, w: rms_ref(x, w, eps),
+        (x, w),
+        (xr, wr),
+        torch.float32,
+        grad_scale={1: 40},
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_skip_rms_norm(dtype):
     (x, r, w), (xr, rr, wr) = leaves(dtype, (ROWS, D), (ROWS, D), (D,))
-    run_both(lambda x, r, w: fused.skip_rms_norm(x, r, w, 1e-6),
-             lambda x, r, w: rms_ref(x + r, w, 1e-6), (x, r, w), (xr, rr, wr), dtype,
-             grad_scale={2: ROWS * 4})
+    run_both(
+        lambda x, r, w: fused.skip_rms_norm(x, r, w, 1e-6),
+        lambda x, r, w: rms_ref(x + r, w, 1e-6),
+        (x, r, w),
+        (xr, rr, wr),
+        dtype,
+        grad_scale={2: ROWS * 4},
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fused_add_rms_norm(dtype):
     (x, r, w), (xr, rr, wr) = leaves(dtype, (ROWS, D), (ROWS, D), (D,))
-    run_both(lambda x, r, w: fused.fused_add_rms_norm(x, r, w, 1e-6),
-             lambda x, r, w: (rms_ref(x + r, w, 1e-6), x + r), (x, r, w), (xr, rr, wr), dtype,
-             grad_scale={2: ROWS * 4})
+    run_both(
+        lambda x, r, w: fused.fused_add_rms_norm(x, r, w, 1e-6),
+        lambda x, r, w: (rms_ref(x + r, w, 1e-6), x + r),
+        (x, r, w),
+        (xr, rr, wr),
+        dtype,
+        grad_scale={2: ROWS * 4},
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_skip_layer_norm(dtype):
     (x, r, w, b), (xr, rr, wr, br) = leaves(dtype, (ROWS, D), (ROWS, D), (D,), (D,))
-    run_both(lambda x, r, w, b: fused.skip_layer_norm(x, r, w, b, 1e-5),
-             lambda x, r, w, b: F.layer_norm(x + r, (D,), w, b, 1e-5),
-             (x, r, w, b), (xr, rr, wr, br), dtype, grad_scale={2: ROWS * 4, 3: ROWS * 4})
+    run_both(
+        lambda x, r, w, b: fused.skip_layer_norm(x, r, w, b, 1e-5),
+        lambda x, r, w, b: F.layer_norm(x + r, (D,), w, b, 1e-5),
+        (x, r, w, b),
+        (xr, rr, wr, br),
+        dtype,
+        grad_scale={2: ROWS * 4, 3: ROWS * 4},
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_and_mul(dtype, approximate):
     (x,), (xr,) = leaves(dtype, (3, 5, 2 * D))
-    run_both(lambda x: fused.gelu_and_mul(x, approximate),
-             lambda x: F.gelu(x[..., :D], approximate=approximate) * x[..., D:],
-             (x,), (xr,), dtype)
+    run_both(
+        lambda x: fused.gelu_and_mul(x, approximate),
+        lambda x: F.gelu(x[..., :D], approximate=approximate) * x[..., D:],
+        (x,),
+        (xr,),
+        dtype,
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -124,8 +159,13 @@ def test_rotary_embedding(dtype, interleaved):
     (x,), (xr,) = leaves(dtype, (b, h, t, hd))
     ang = torch.arange(t, dtype=torch.float64)[:, None] * (0.5 ** torch.arange(hd // 2))
     cos, sin = ang.cos().to(dtype), ang.sin().to(dtype)  # (t, hd/2), broadcast over b, h
-    run_both(lambda x: fused.rotary_embedding(x, cos.to(DEV), sin.to(DEV), interleaved),
-             lambda x: rope_ref(x, cos.double(), sin.double(), interleaved), (x,), (xr,), dtype)
+    run_both(
+        lambda x: fused.rotary_embedding(x, cos.to(DEV), sin.to(DEV), interleaved),
+        lambda x: rope_ref(x, cos.double(), sin.double(), interleaved),
+        (x,),
+        (xr,),
+        dtype,
+    )
 
 
 # ---- FakeTensor / meta ------------------------------------------------------
@@ -140,20 +180,29 @@ def test_fake_tensor_shapes(dtype):
         cs = torch.empty(6, D // 2, device=DEV, dtype=dtype)
         cases = {
             "rms_norm": (ops.rms_norm(x, [D], w, 1e-6), [((4, 6, D), dtype), ((4, 6, 1), stat)]),
-            "skip_rms_norm": (ops.skip_rms_norm(x, r, [D], w, 1e-6),
-                              [((4, 6, D), dtype), ((4, 6, 1), stat)]),
-            "fused_add_rms_norm": (ops.fused_add_rms_norm(x, r, [D], w, 1e-6),
-                                   [((4, 6, D), dtype), ((4, 6, D), dtype)]),
-            "skip_layer_norm": (ops.skip_layer_norm(x, r, [D], w, w, 1e-5),
-                                [((4, 6, D), dtype), ((4, 6, 1), stat), ((4, 6, 1), stat)]),
+            "skip_rms_norm": (
+                ops.skip_rms_norm(x, r, [D], w, 1e-6),
+                [((4, 6, D), dtype), ((4, 6, 1), stat)],
+            ),
+            "fused_add_rms_norm": (
+                ops.fused_add_rms_norm(x, r, [D], w, 1e-6),
+                [((4, 6, D), dtype), ((4, 6, D), dtype)],
+            ),
+            "skip_layer_norm": (
+                ops.skip_layer_norm(x, r, [D], w, w, 1e-5),
+                [((4, 6, D), dtype), ((4, 6, 1), stat), ((4, 6, 1), stat)],
+            ),
             "gelu_and_mul": (ops.gelu_and_mul(x, "tanh"), [((4, 6, D // 2), dtype)]),
             "silu_and_mul": (ops.silu_and_mul(x), [((4, 6, D // 2), dtype)]),
             "rotary_embedding": (ops.rotary_embedding(x, cs, cs, False), [((4, 6, D), dtype)]),
-            "rms_norm_backward": (ops.rms_norm_backward(x, x, [D], x[..., :1].float(), w,
-                                                        [True, True]),
-                                  [((4, 6, D), dtype), ((D,), dtype)]),
-            "silu_and_mul_backward": (ops.silu_and_mul_backward(x[..., : D // 2], x),
-                                      [((4, 6, D), dtype)]),
+            "rms_norm_backward": (
+                ops.rms_norm_backward(x, x, [D], x[..., :1].float(), w, [True, True]),
+                [((4, 6, D), dtype), ((D,), dtype)],
+            ),
+            "silu_and_mul_backward": (
+                ops.silu_and_mul_backward(x[..., : D // 2], x),
+                [((4, 6, D), dtype)],
+            ),
         }
         for name, (out, want) in cases.items():
             outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -176,7 +225,8 @@ def _op_cases(x, w, cs):
         "silu_and_mul": lambda: ops.silu_and_mul(x),
         "rotary_embedding": lambda: ops.rotary_embedding(x, cs, cs, False),
         "rms_norm_backward": lambda: ops.rms_norm_backward(
-            x, x, [h], x[..., :1].float().contiguous(), w, [True, True]),
+            x, x, [h], x[..., :1].float().contiguous(), w, [True, True]
+        ),
         "silu_and_mul_backward": lambda: ops.silu_and_mul_backward(x[..., : h // 2], x),
         "gelu_and_mul_backward": lambda: ops.gelu_and_mul_backward(x[..., : h // 2], x),
         "rotary_embedding_backward": lambda: ops.rotary_embedding_backward(x, cs, cs, False),
@@ -186,17 +236,24 @@ def _op_cases(x, w, cs):
 def test_fake_strides_match_kernels():
     """torch.compile plans views from the fake outputs' strides: they must be
     the real kernels' strides, also for a non-contiguous (transposed) input."""
+
     def strides(out):
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [(tuple(o.shape), o.stride()) for o in outs if o is not None]
 
     x = torch.randn(2, 5, 3, 16).to(DEV).transpose(1, 2)
-    real = {k: strides(f()) for k, f in
-            _op_cases(x, torch.randn(16).to(DEV), torch.randn(5, 8).to(DEV)).items()}
+    real = {
+        k: strides(f())
+        for k, f in _op_cases(x, torch.randn(16).to(DEV), torch.randn(5, 8).to(DEV)).items()
+    }
     with FakeTensorMode():
         x = torch.empty(2, 5, 3, 16, device=DEV).transpose(1, 2)
-        fake = {k: strides(f()) for k, f in
-                _op_cases(x, torch.empty(16, device=DEV), torch.empty(5, 8, device=DEV)).items()}
+        fake = {
+            k: strides(f())
+            for k, f in _op_cases(
+                x, torch.empty(16, device=DEV), torch.empty(5, 8, device=DEV)
+            ).items()
+        }
     bad = {k: (real[k], fake[k]) for k in real if real[k] != fake[k]}
     assert not bad, bad
 
@@ -227,17 +284,22 @@ def test_compile_aot_eager_fused_block():
             h = h.transpose(1, 2).reshape(2, t, 2 * hd)
             y = silu_mul(h @ wg)
             return skip_rms(y, r2, w, 1e-6).sum()
+
         return block
 
-    block = make_block(fused.fused_add_rms_norm, fused.rotary_embedding, fused.silu_and_mul,
-                       fused.skip_rms_norm)
-    ref_block = make_block(lambda x, r, w, eps: (rms_ref(x + r, w, eps), x + r),
-                           lambda x, c, s: rope_ref(x, c, s, False),
-                           lambda x: F.silu(x[..., : x.shape[-1] // 2]) * x[..., x.shape[-1] // 2:],
-                           lambda x, r, w, eps: rms_ref(x + r, w, eps))
+    block = make_block(
+        fused.fused_add_rms_norm, fused.rotary_embedding, fused.silu_and_mul, fused.skip_rms_norm
+    )
+    ref_block = make_block(
+        lambda x, r, w, eps: (rms_ref(x + r, w, eps), x + r),
+        lambda x, c, s: rope_ref(x, c, s, False),
+        lambda x: F.silu(x[..., : x.shape[-1] // 2]) * x[..., x.shape[-1] // 2 :],
+        lambda x, r, w, eps: rms_ref(x + r, w, eps),
+    )
 
-    (x, r, w, wg), refs = leaves(torch.float32, (2, t, 2 * hd), (2, t, 2 * hd), (2 * hd,),
-                                 (2 * hd, 4 * hd))
+    (x, r, w, wg), refs = leaves(
+        torch.float32, (2, t, 2 * hd), (2, t, 2 * hd), (2 * hd,), (2 * hd, 4 * hd)
+    )
     torch._dynamo.reset()
     cnt = CompileCounterWithBackend("aot_eager")
     compiled = torch.compile(block, backend=cnt, fullgraph=True)

@@ -1,5 +1,6 @@
 """scaled_dot_product_attention takes our fused Triton kernel (PyTorch's
 "overrideable" SDPA ops) where it can, and the math path where it cannot."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,12 +13,12 @@ DEV = "privateuseone"
 FUSED = "aten::_scaled_dot_product_fused_attention_overrideable"
 
 
-
-
 def qkv(hq=4, hk=4, lq=9, lk=11, d=16, dv=8, dtype=torch.float32):
     g = torch.Generator().manual_seed(0)
-    return [torch.randn(2, h, l, dd, generator=g, dtype=dtype)
-            for h, l, dd in ((hq, lq, d), (hk, lk, d), (hk, lk, dv))]
+    return [
+        torch.randn(2, h, l, dd, generator=g, dtype=dtype)
+        for h, l, dd in ((hq, lq, d), (hk, lk, d), (hk, lk, dv))
+    ]
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -30,8 +31,13 @@ def test_fused_forward_backward(causal, mask_kind):
     dev = [t.to(DEV).requires_grad_() for t in (q, k, v)]
     m_ref = None if mask is None else (mask if mask.dtype == torch.bool else mask.double())
     F.scaled_dot_product_attention(*ref, attn_mask=m_ref, is_causal=causal).sum().backward()
-    calls = calls_during(lambda: F.scaled_dot_product_attention(
-        *dev, attn_mask=None if mask is None else mask.to(DEV), is_causal=causal).sum().backward())
+    calls = calls_during(
+        lambda: F.scaled_dot_product_attention(
+            *dev, attn_mask=None if mask is None else mask.to(DEV), is_causal=causal
+        )
+        .sum()
+        .backward()
+    )
     assert calls.get(FUSED) == 1 and calls.get(FUSED + "_backward") == 1, calls
     assert "aten::_softmax" not in calls, calls
     for a, b in zip(dev, ref):

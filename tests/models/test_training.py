@@ -1,6 +1,7 @@
 """The demo's models on privateuseone against CPU (fallback = error):
 forward, every parameter's gradient, and 5 optimiser steps with AdamW in its
 three implementations (for-loop, foreach, fused) and SGD with momentum."""
+
 import copy
 import functools
 
@@ -31,8 +32,11 @@ def make(name, seed=0):
 
 def new_calls(before, prefix):
     after = device_calls()
-    return {k: after[k] - before.get(k, 0) for k in after
-            if k.startswith(prefix) and after[k] > before.get(k, 0)}
+    return {
+        k: after[k] - before.get(k, 0)
+        for k in after
+        if k.startswith(prefix) and after[k] > before.get(k, 0)
+    }
 
 
 OPTIMIZERS = {
@@ -40,8 +44,9 @@ OPTIMIZERS = {
     "adamw_foreach": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.01, foreach=True),
     "adamw_fused": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.01, fused=True),
     "sgd_momentum_forloop": lambda p: torch.optim.SGD(p, lr=5e-2, momentum=0.9, foreach=False),
-    "sgd_nesterov_foreach": lambda p: torch.optim.SGD(p, lr=5e-2, momentum=0.9, nesterov=True,
-                                                      weight_decay=1e-3, foreach=True),
+    "sgd_nesterov_foreach": lambda p: torch.optim.SGD(
+        p, lr=5e-2, momentum=0.9, nesterov=True, weight_decay=1e-3, foreach=True
+    ),
 }
 
 
@@ -75,8 +80,9 @@ def test_forward_backward(name):
     assert dev_loss.device.type == DEV
     torch.testing.assert_close(dev_loss.detach().cpu(), cpu_loss.detach(), atol=1e-5, rtol=1e-5)
     # the logits too, not only their reduction
-    torch.testing.assert_close(dev_model(inputs.to(DEV)).detach().cpu(), cpu_model(inputs).detach(),
-                               atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(
+        dev_model(inputs.to(DEV)).detach().cpu(), cpu_model(inputs).detach(), atol=1e-5, rtol=1e-4
+    )
     cpu_loss.backward()
     dev_loss.backward()
     dev_params = dict(dev_model.named_parameters())
@@ -84,15 +90,22 @@ def test_forward_backward(name):
         g = dev_params[pname].grad
         assert g is not None and g.device.type == DEV, pname
         assert p.grad.abs().sum() > 0, pname  # each check has something to compare
-        torch.testing.assert_close(g.cpu(), p.grad, atol=1e-5, rtol=1e-4,
-                                   msg=lambda m: f"grad of {pname}: {m}")
+        torch.testing.assert_close(
+            g.cpu(), p.grad, atol=1e-5, rtol=1e-4, msg=lambda m: f"grad of {pname}: {m}"
+        )
 
 
-CASES = ([(m, o) for m in ("mlp", "decoder_rms", "decoder_layer")
-          for o in ("adamw_forloop", "adamw_foreach", "adamw_fused")]
-         + [("mlp", "sgd_momentum_forloop"), ("mlp", "sgd_nesterov_foreach"),
-            ("decoder_rms", "sgd_nesterov_foreach"), ("cnn", "adamw_foreach"),
-            ("cnn", "sgd_momentum_forloop")])
+CASES = [
+    (m, o)
+    for m in ("mlp", "decoder_rms", "decoder_layer")
+    for o in ("adamw_forloop", "adamw_foreach", "adamw_fused")
+] + [
+    ("mlp", "sgd_momentum_forloop"),
+    ("mlp", "sgd_nesterov_foreach"),
+    ("decoder_rms", "sgd_nesterov_foreach"),
+    ("cnn", "adamw_foreach"),
+    ("cnn", "sgd_momentum_forloop"),
+]
 
 
 @pytest.mark.parametrize("name,optimizer", CASES)

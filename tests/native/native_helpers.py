@@ -1,14 +1,18 @@
 """Helpers for the dispatcher-level tests: move inputs to the device, build
 the CPU reference (float64 where the dtype allows) and compare by dtype
 (DESIGN.md §5 / seed 004's tolerances; atol scaled by the reduced size)."""
+
 import torch
 import torch_ext  # noqa: F401  (the device)
 from torch.utils._pytree import tree_flatten, tree_map
 
 DEV = "privateuseone"
 # aten overloads with a PrivateUse1 kernel ("add.Tensor", "relu", ...).
-REGISTERED = {n[len("aten::"):] for n in torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
-              if n.startswith("aten::")}
+REGISTERED = {
+    n[len("aten::") :]
+    for n in torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    if n.startswith("aten::")
+}
 RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6, torch.float64: 1e-7}
 ATOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5, torch.float64: 1e-7}
 
@@ -27,7 +31,9 @@ def to_dev(tree):
 
 def to_f64(tree):
     """Floating tensors as float64 (the reference's precision); others as they are."""
-    return tree_map(lambda x: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x, tree)
+    return tree_map(
+        lambda x: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x, tree
+    )
 
 
 def on_device(tree) -> bool:
@@ -69,8 +75,15 @@ def assert_close(res, ref, dtype=None, reduce=1, ref_same=None, msg="", check_dt
 
     def close(expected):
         # The reference rounded to the result's dtype (overflow to inf included).
-        torch.testing.assert_close(res.double(), expected.detach().to(res.dtype).double(), atol=atol, rtol=rtol,
-                                   equal_nan=True, check_dtype=False, msg=lambda m: f"{msg}: {m}")
+        torch.testing.assert_close(
+            res.double(),
+            expected.detach().to(res.dtype).double(),
+            atol=atol,
+            rtol=rtol,
+            equal_nan=True,
+            check_dtype=False,
+            msg=lambda m: f"{msg}: {m}",
+        )
 
     try:
         close(ref)
@@ -94,7 +107,11 @@ def check(fn, *args, dtype=None, reduce=1, f64=True, **kwargs):
         except (RuntimeError, TypeError):
             ref = same
     if dtype is None:
-        flat = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        flat = [
+            t
+            for t in tree_flatten((args, kwargs))[0]
+            if isinstance(t, torch.Tensor) and t.is_floating_point()
+        ]
         dtype = flat[0].dtype if flat else None
     assert_close(res, ref, dtype, reduce, same)
     return res
@@ -116,9 +133,14 @@ def rand(shape, dtype, low=-3.0, high=3.0, noncontig=False):
 def grads(fn, *inputs, dtype=torch.float32, reduce=1, const=()):
     """fn on the device and on CPU (float64, and the same dtype) with grads for
     the floating inputs not in `const`; compares the output and the grads."""
+
     def run(device, cast):
-        xs = [t.detach().to(device=device, dtype=cast if t.is_floating_point() else t.dtype).requires_grad_(
-            t.is_floating_point() and i not in const) for i, t in enumerate(inputs)]
+        xs = [
+            t.detach()
+            .to(device=device, dtype=cast if t.is_floating_point() else t.dtype)
+            .requires_grad_(t.is_floating_point() and i not in const)
+            for i, t in enumerate(inputs)
+        ]
         out = fn(*xs)
         g = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
         out.backward(g.to(device=device, dtype=out.dtype))
@@ -139,6 +161,7 @@ def train_matches_cpu(net, x, y, momentum=0.0, steps=3):
     parameters must agree."""
     import copy
     import torch.nn.functional as F
+
     net_d = copy.deepcopy(net).to(DEV)
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=momentum)
     opt_d = torch.optim.SGD(net_d.parameters(), lr=0.1, momentum=momentum)

@@ -1,6 +1,7 @@
 """Backward ops through autograd: x.grad computed on the device against the
 CPU (float64) gradient of the same forward, plus the out= forms of the
 backward overloads called directly."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,11 +12,20 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 
 
 ACT = {
-    "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
-    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "elu": lambda x: F.elu(x, 0.8),
-    "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "hardtanh": lambda x: F.hardtanh(x, -0.7, 0.9),
-    "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "softplus": lambda x: F.softplus(x, 1.5, 2.0),
-    "threshold": lambda x: F.threshold(x, 0.2, -1.0), "mse": None,
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "elu": lambda x: F.elu(x, 0.8),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.1),
+    "hardtanh": lambda x: F.hardtanh(x, -0.7, 0.9),
+    "hardsigmoid": F.hardsigmoid,
+    "hardswish": F.hardswish,
+    "softplus": lambda x: F.softplus(x, 1.5, 2.0),
+    "threshold": lambda x: F.threshold(x, 0.2, -1.0),
+    "mse": None,
 }
 
 
@@ -58,7 +68,14 @@ def test_losses_backward():
     grads(lambda a, b: F.mse_loss(a, b), x, tgt, reduce=40)
     grads(lambda a, b: F.mse_loss(a, b, reduction="sum"), x, tgt, reduce=40)
     grads(lambda a, b: F.mse_loss(a, b, reduction="none"), x, tgt)
-    grads(lambda a, b: F.mse_loss(a, b, reduction="mean"), x.half(), tgt.half(), dtype=F16, reduce=40, const=(1,))
+    grads(
+        lambda a, b: F.mse_loss(a, b, reduction="mean"),
+        x.half(),
+        tgt.half(),
+        dtype=F16,
+        reduce=40,
+        const=(1,),
+    )
 
 
 def test_embedding_backward():
@@ -71,7 +88,9 @@ def test_embedding_backward():
     for pad in (-1, 3):
         for freq in (False, True):
             r = torch.ops.aten.embedding_dense_backward(g.to(DEV), idx.to(DEV), 11, pad, freq)
-            assert_close(r, torch.ops.aten.embedding_dense_backward(g.double(), idx, 11, pad, freq), F32, 4)
+            assert_close(
+                r, torch.ops.aten.embedding_dense_backward(g.double(), idx, 11, pad, freq), F32, 4
+            )
 
 
 def test_linear_backward():
@@ -86,8 +105,12 @@ def _grad_input(name, args, ref_args):
     same = op.default(*ref_args)
     out = torch.empty(same.shape, dtype=same.dtype, device=DEV)
     op.grad_input(*[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args], grad_input=out)
-    ref = op.default(*[a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                       for a in ref_args])
+    ref = op.default(
+        *[
+            a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in ref_args
+        ]
+    )
     assert_close(out, ref, ref_same=same, reduce=8)
 
 
@@ -96,17 +119,26 @@ def test_backward_out_overloads():
     t = torch.tanh(x)
     s = torch.sigmoid(x)
     cases = [
-        ("threshold_backward", (g, x, 0.1)), ("gelu_backward", (g, x)), ("silu_backward", (g, x)),
-        ("sigmoid_backward", (g, s)), ("tanh_backward", (g, t)), ("elu_backward", (g, 1.0, 1.0, 1.0, False, x)),
-        ("leaky_relu_backward", (g, x, 0.2, False)), ("hardtanh_backward", (g, x, -0.5, 0.5)),
-        ("hardsigmoid_backward", (g, x)), ("softplus_backward", (g, x, 1.0, 20.0)),
+        ("threshold_backward", (g, x, 0.1)),
+        ("gelu_backward", (g, x)),
+        ("silu_backward", (g, x)),
+        ("sigmoid_backward", (g, s)),
+        ("tanh_backward", (g, t)),
+        ("elu_backward", (g, 1.0, 1.0, 1.0, False, x)),
+        ("leaky_relu_backward", (g, x, 0.2, False)),
+        ("hardtanh_backward", (g, x, -0.5, 0.5)),
+        ("hardsigmoid_backward", (g, x)),
+        ("softplus_backward", (g, x, 1.0, 20.0)),
         ("mse_loss_backward", (g, x, t, 0)),
     ]
     for name, args in cases:
         assert f"{name}.grad_input" in REGISTERED or name == "hardswish_backward", name
         _grad_input(name, args, args)
-    for name, args in [("hardswish_backward", (g, x)), ("_softmax_backward_data", (g, torch.softmax(x, 1), 1, F32)),
-                       ("_log_softmax_backward_data", (g, torch.log_softmax(x, 1), 1, F32))]:
+    for name, args in [
+        ("hardswish_backward", (g, x)),
+        ("_softmax_backward_data", (g, torch.softmax(x, 1), 1, F32)),
+        ("_log_softmax_backward_data", (g, torch.log_softmax(x, 1), 1, F32)),
+    ]:
         op = getattr(torch.ops.aten, name)
         r = op.default(*[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args])
         assert_close(r, op.default(*args), F32, 8)
@@ -122,14 +154,19 @@ def test_backward_out_overloads():
     lp = torch.log_softmax(x, 1)
     tgt = torch.randint(0, 8, (6,))
     out, tw = torch.empty((), device=DEV), torch.empty((), device=DEV)
-    torch.ops.aten.nll_loss_forward.output(lp.to(DEV), tgt.to(DEV), None, 1, -100, output=out, total_weight=tw)
+    torch.ops.aten.nll_loss_forward.output(
+        lp.to(DEV), tgt.to(DEV), None, 1, -100, output=out, total_weight=tw
+    )
     ref, rtw = torch.ops.aten.nll_loss_forward(lp, tgt, None, 1, -100)
     assert_close(out, ref, F32, 6)
     assert_close(tw, rtw)
     gi = torch.empty((6, 8), device=DEV)
-    torch.ops.aten.nll_loss_backward.grad_input(torch.tensor(1.5).to(DEV), lp.to(DEV), tgt.to(DEV), None, 1, -100,
-                                                tw, grad_input=gi)
-    assert_close(gi, torch.ops.aten.nll_loss_backward(torch.tensor(1.5), lp, tgt, None, 1, -100, rtw))
+    torch.ops.aten.nll_loss_backward.grad_input(
+        torch.tensor(1.5).to(DEV), lp.to(DEV), tgt.to(DEV), None, 1, -100, tw, grad_input=gi
+    )
+    assert_close(
+        gi, torch.ops.aten.nll_loss_backward(torch.tensor(1.5), lp, tgt, None, 1, -100, rtw)
+    )
     mo = torch.empty((), device=DEV)
     torch.ops.aten.mse_loss.out(x.to(DEV), t.to(DEV), 1, out=mo)
     assert_close(mo, F.mse_loss(x.double(), t.double()), F32, 48)

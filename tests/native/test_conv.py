@@ -2,6 +2,7 @@
 gradients of input, weight and bias against the CPU in float64, over 1-3
 spatial dims, stride, padding, dilation, groups, transposed with output
 padding."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,15 +13,27 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 
 CASES = {
     "2d_pad": (F.conv2d, (2, 4, 9, 8), (6, 4, 3, 3), dict(padding=1)),
-    "2d_stride_dil_groups": (F.conv2d, (2, 4, 9, 8), (6, 2, 3, 2),
-                             dict(stride=2, padding=(1, 0), dilation=(2, 1), groups=2)),
+    "2d_stride_dil_groups": (
+        F.conv2d,
+        (2, 4, 9, 8),
+        (6, 2, 3, 2),
+        dict(stride=2, padding=(1, 0), dilation=(2, 1), groups=2),
+    ),
     "2d_depthwise": (F.conv2d, (1, 3, 7, 7), (6, 1, 3, 3), dict(groups=3, padding=1)),
     "1d": (F.conv1d, (3, 2, 11), (5, 2, 4), dict(stride=3, padding=2)),
     "3d": (F.conv3d, (1, 2, 5, 6, 4), (3, 2, 2, 3, 2), dict(stride=(1, 2, 1), padding=1)),
-    "t2d_outpad": (F.conv_transpose2d, (2, 4, 5, 6), (4, 3, 3, 3),
-                   dict(stride=2, padding=1, output_padding=1)),
-    "t2d_groups_dil": (F.conv_transpose2d, (2, 4, 5, 6), (4, 3, 3, 2),
-                       dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)),
+    "t2d_outpad": (
+        F.conv_transpose2d,
+        (2, 4, 5, 6),
+        (4, 3, 3, 3),
+        dict(stride=2, padding=1, output_padding=1),
+    ),
+    "t2d_groups_dil": (
+        F.conv_transpose2d,
+        (2, 4, 5, 6),
+        (4, 3, 3, 2),
+        dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2),
+    ),
     "t1d": (F.conv_transpose1d, (2, 3, 7), (3, 2, 4), dict(stride=2)),
 }
 
@@ -46,8 +59,9 @@ def test_conv_half(dtype):
 
 
 def test_conv_module_and_errors():
-    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
-                            torch.nn.Conv2d(8, 4, 3, stride=2)).to(DEV)
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, stride=2)
+    ).to(DEV)
     y = m(torch.randn(2, 3, 10, 10).to(DEV))
     assert y.device.type == DEV and y.shape == (2, 4, 4, 4)
     y.sum().backward()
@@ -62,8 +76,14 @@ def test_batch_norm_train_and_eval(dtype, affine):
     x = rand((4, 3, 5, 6), dtype)
     n = x.numel() // 3
     if affine:
-        grads(lambda t, w, b: F.batch_norm(t, None, None, w, b, training=True),
-              x, rand((3,), dtype), rand((3,), dtype), dtype=dtype, reduce=n)
+        grads(
+            lambda t, w, b: F.batch_norm(t, None, None, w, b, training=True),
+            x,
+            rand((3,), dtype),
+            rand((3,), dtype),
+            dtype=dtype,
+            reduce=n,
+        )
     else:
         grads(lambda t: F.batch_norm(t, None, None, training=True), x, dtype=dtype, reduce=n)
 
@@ -71,6 +91,7 @@ def test_batch_norm_train_and_eval(dtype, affine):
         rm = torch.full((3,), 0.5, dtype=t.dtype, device=t.device)
         rv = torch.full((3,), 2.0, dtype=t.dtype, device=t.device)
         return F.batch_norm(t, rm, rv, training=False)
+
     grads(eval_bn, x, dtype=dtype)
 
 
@@ -90,12 +111,15 @@ def test_batch_norm_module_running_stats():
 
 POOLS = {
     "max_k3s2p1": lambda t: F.max_pool2d(t, 3, 2, 1),
-    "max_dil_ceil": lambda t: F.max_pool2d(t, (2, 3), (2, 1), (1, 0), dilation=(2, 1), ceil_mode=True),
+    "max_dil_ceil": lambda t: F.max_pool2d(
+        t, (2, 3), (2, 1), (1, 0), dilation=(2, 1), ceil_mode=True
+    ),
     "max_1d": lambda t: F.max_pool1d(t.flatten(2), 3, 2),
     "avg_k3s2p1": lambda t: F.avg_pool2d(t, 3, 2, 1),
     "avg_no_pad_count": lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False),
-    "avg_ceil_divisor": lambda t: F.avg_pool2d(t, (2, 3), (2, 1), (1, 1), ceil_mode=True,
-                                               divisor_override=4),
+    "avg_ceil_divisor": lambda t: F.avg_pool2d(
+        t, (2, 3), (2, 1), (1, 1), ceil_mode=True, divisor_override=4
+    ),
     "avg_1d": lambda t: F.avg_pool1d(t.flatten(2), 4, 3),
 }
 
@@ -119,10 +143,16 @@ def test_max_pool_indices_and_nan():
 def test_small_cnn_trains_like_cpu():
     torch.manual_seed(0)
     net = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1, groups=2),
-        torch.nn.AvgPool2d(2), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-        torch.nn.Linear(8, 5))
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 8, 3, padding=1, groups=2),
+        torch.nn.AvgPool2d(2),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8, 5),
+    )
     x, y = torch.randn(4, 3, 12, 12), torch.tensor([0, 1, 4, 2])
     train_matches_cpu(net, x, y, momentum=0.9)
 
@@ -133,8 +163,12 @@ def test_upsample_nearest(dtype):
     grads(lambda t: F.interpolate(t, scale_factor=2, mode="nearest"), x, dtype=dtype, reduce=4)
     grads(lambda t: F.interpolate(t, size=(7, 9), mode="nearest"), x, dtype=dtype, reduce=4)
     grads(lambda t: F.interpolate(t, size=(3, 2), mode="nearest"), x, dtype=dtype)
-    grads(lambda t: F.interpolate(t, scale_factor=(1.5, 2.25), mode="nearest"), x, dtype=dtype,
-          reduce=4)
+    grads(
+        lambda t: F.interpolate(t, scale_factor=(1.5, 2.25), mode="nearest"),
+        x,
+        dtype=dtype,
+        reduce=4,
+    )
 
 
 def test_out_and_inplace_variants_of_the_newer_ops():
@@ -156,26 +190,67 @@ def test_out_and_inplace_variants_of_the_newer_ops():
     same(lambda a, b: a.clone().atan2_(b), u, p)
     same(lambda t: torch.logit(t, 0.1, out=torch.empty_like(t)), p)
     same(lambda t: t.clone().logit_(), p)
-    same(lambda g, t: torch.ops.aten.logit_backward.grad_input(g, t, None, grad_input=torch.empty_like(t)),
-         u, p)
-    same(lambda t: torch.ops.aten.avg_pool2d.out(t, [3, 3], [2, 2], [1, 1], out=torch.empty(
-        2, 3, 3, 3, device=t.device)), img)
+    same(
+        lambda g, t: torch.ops.aten.logit_backward.grad_input(
+            g, t, None, grad_input=torch.empty_like(t)
+        ),
+        u,
+        p,
+    )
+    same(
+        lambda t: torch.ops.aten.avg_pool2d.out(
+            t, [3, 3], [2, 2], [1, 1], out=torch.empty(2, 3, 3, 3, device=t.device)
+        ),
+        img,
+    )
     g = torch.randn(2, 3, 3, 3)
-    same(lambda gg, t: torch.ops.aten.avg_pool2d_backward.grad_input(
-        gg, t, [3, 3], [2, 2], [1, 1], False, True, None, grad_input=torch.empty_like(t)), g, img)
+    same(
+        lambda gg, t: torch.ops.aten.avg_pool2d_backward.grad_input(
+            gg, t, [3, 3], [2, 2], [1, 1], False, True, None, grad_input=torch.empty_like(t)
+        ),
+        g,
+        img,
+    )
     _, idx = F.max_pool2d(img, 2, return_indices=True)
-    same(lambda t: torch.ops.aten.max_pool2d_with_indices.out(
-        t, [2, 2], [2, 2], [0, 0], [1, 1], False, out=torch.empty(2, 3, 3, 3, device=t.device),
-        indices=torch.empty(2, 3, 3, 3, dtype=torch.int64, device=t.device))[0], img)
-    same(lambda gg, t, i: torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
-        gg, t, [2, 2], [2, 2], [0, 0], [1, 1], False, i, grad_input=torch.empty_like(t)),
-        g, img, idx)
-    same(lambda t: torch.ops.aten.upsample_nearest2d.out(
-        t, [12, 9], None, None, out=torch.empty(2, 3, 12, 9, device=t.device)), img)
+    same(
+        lambda t: torch.ops.aten.max_pool2d_with_indices.out(
+            t,
+            [2, 2],
+            [2, 2],
+            [0, 0],
+            [1, 1],
+            False,
+            out=torch.empty(2, 3, 3, 3, device=t.device),
+            indices=torch.empty(2, 3, 3, 3, dtype=torch.int64, device=t.device),
+        )[0],
+        img,
+    )
+    same(
+        lambda gg, t, i: torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
+            gg, t, [2, 2], [2, 2], [0, 0], [1, 1], False, i, grad_input=torch.empty_like(t)
+        ),
+        g,
+        img,
+        idx,
+    )
+    same(
+        lambda t: torch.ops.aten.upsample_nearest2d.out(
+            t, [12, 9], None, None, out=torch.empty(2, 3, 12, 9, device=t.device)
+        ),
+        img,
+    )
     gu = torch.randn(2, 3, 12, 9)
-    same(lambda gg: torch.ops.aten.upsample_nearest2d_backward.grad_input(
-        gg, [12, 9], [2, 3, 6, 6], None, None,
-        grad_input=torch.empty(2, 3, 6, 6, device=gg.device)), gu)
+    same(
+        lambda gg: torch.ops.aten.upsample_nearest2d_backward.grad_input(
+            gg,
+            [12, 9],
+            [2, 3, 6, 6],
+            None,
+            None,
+            grad_input=torch.empty(2, 3, 6, 6, device=gg.device),
+        ),
+        gu,
+    )
 
 
 def test_roll_forward_backward():

@@ -1,6 +1,7 @@
 """cdist/pdist with their gradients, nll_loss2d, max_unpool2d, rrelu,
 triu/tril_indices and normal(mean, std) on the device against CPU
 (fallback = error: a pass means the op ran natively)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -37,8 +38,12 @@ def test_cdist_forward_backward(p, rows):
         for a, b in zip(gd, gc):
             same(a, b, rtol=1e-3, atol=1e-4)
     for mode in ("use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
-        same(torch.cdist(x1.to(DEV), x2.to(DEV), compute_mode=mode), torch.cdist(x1, x2, compute_mode=mode),
-             rtol=1e-4, atol=1e-4)
+        same(
+            torch.cdist(x1.to(DEV), x2.to(DEV), compute_mode=mode),
+            torch.cdist(x1, x2, compute_mode=mode),
+            rtol=1e-4,
+            atol=1e-4,
+        )
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, 2.5, float("inf")])
@@ -66,8 +71,10 @@ def test_nll_loss2d_and_cross_entropy_on_images(reduction, weighted):
     t[0, 0, 0] = -100  # ignored
     w = torch.rand(4) if weighted else None
     t2 = torch.where(t == -100, 2, t)
-    for fn in (lambda a: F.nll_loss(F.log_softmax(a, 1), t_, weight=w_, reduction=reduction),
-               lambda a: F.cross_entropy(a, t2_, weight=w_, reduction=reduction, ignore_index=2)):
+    for fn in (
+        lambda a: F.nll_loss(F.log_softmax(a, 1), t_, weight=w_, reduction=reduction),
+        lambda a: F.cross_entropy(a, t2_, weight=w_, reduction=reduction, ignore_index=2),
+    ):
         t_, t2_, w_ = t, t2, w
         xc = x.clone().requires_grad_()
         rc = fn(xc)
@@ -87,7 +94,10 @@ def test_max_unpool2d_round_trip():
     x = torch.randn(2, 3, 6, 8)
     v, i = F.max_pool2d(x, 2, return_indices=True)
     same(F.max_unpool2d(v.to(DEV), i.to(DEV), 2), F.max_unpool2d(v, i, 2))
-    same(F.max_unpool2d(v.to(DEV), i.to(DEV), 2, output_size=(7, 9)), F.max_unpool2d(v, i, 2, output_size=(7, 9)))
+    same(
+        F.max_unpool2d(v.to(DEV), i.to(DEV), 2, output_size=(7, 9)),
+        F.max_unpool2d(v, i, 2, output_size=(7, 9)),
+    )
     with pytest.raises(RuntimeError, match="indices to be same as that of the input"):
         F.max_unpool2d(v.to(DEV), i[..., :2].to(DEV), 2)
 
@@ -107,7 +117,9 @@ def test_rrelu_training_draws_on_the_device_and_eval_matches():
     assert torch.equal(g[pos], torch.ones(int(pos.sum()))) and (g[neg] >= 0.125 - 1e-6).all()
 
 
-@pytest.mark.parametrize("row,col,offset", [(4, 4, 0), (3, 5, 1), (5, 3, -2), (0, 3, 0), (4, 6, -10)])
+@pytest.mark.parametrize(
+    "row,col,offset", [(4, 4, 0), (3, 5, 1), (5, 3, -2), (0, 3, 0), (4, 6, -10)]
+)
 def test_tri_indices(row, col, offset):
     for fn in (torch.triu_indices, torch.tril_indices):
         same(fn(row, col, offset, device=DEV), fn(row, col, offset))
@@ -117,7 +129,7 @@ def test_tri_indices(row, col, offset):
 def test_normal_with_tensor_mean_and_std():
     torch.manual_seed(5)
     mean, std = torch.linspace(-5, 5, 4000), torch.linspace(0.5, 2, 4000)
-    z = ((torch.normal(mean.to(DEV), std.to(DEV)).cpu() - mean) / std)
+    z = (torch.normal(mean.to(DEV), std.to(DEV)).cpu() - mean) / std
     assert abs(z.mean()) < 0.1 and abs(z.std() - 1) < 0.1
     z = torch.normal(mean.to(DEV), 2.0).cpu() - mean
     assert abs(z.std() - 2) < 0.15
@@ -133,8 +145,10 @@ def test_multi_margin_loss(p, reduction, weighted):
     x = torch.randn(5, 7, dtype=torch.float64)
     t = torch.randint(0, 7, (5,))
     w = torch.rand(7, dtype=torch.float64) if weighted else None
-    fn = lambda a, tt, ww: F.multi_margin_loss(a, tt, p=p, margin=0.7, weight=ww,  # noqa: E731
-                                               reduction=reduction)
+
+    def fn(a, tt, ww):
+        return F.multi_margin_loss(a, tt, p=p, margin=0.7, weight=ww, reduction=reduction)
+
     xc, xd = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
     rc, rd = fn(xc, t, w), fn(xd, t.to(DEV), w.to(DEV) if w is not None else None)
     same(rd, rc.detach(), rtol=1e-10, atol=1e-12)

@@ -1,6 +1,7 @@
 """F.embedding_bag on the device against CPU: the three modes, offsets with
 empty bags and include_last_offset, 2-d inputs, padding_idx, per-sample
 weights, and the gradients of weight and per-sample weights."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -34,8 +35,14 @@ def test_embedding_bag_modes(mode, include_last_offset, padding_idx):
     weight = torch.randn(10, 4, dtype=torch.float64)
     idx = torch.tensor([1, 3, 5, 3, 9, 0, 2, 2, 7])
     offsets = torch.tensor([0, 2, 2, 6, 9]) if include_last_offset else torch.tensor([0, 2, 2, 6])
-    run(lambda w, i, o, p: F.embedding_bag(i, w, o, mode=mode, include_last_offset=include_last_offset,
-                                           padding_idx=padding_idx), weight, idx, offsets)
+    run(
+        lambda w, i, o, p: F.embedding_bag(
+            i, w, o, mode=mode, include_last_offset=include_last_offset, padding_idx=padding_idx
+        ),
+        weight,
+        idx,
+        offsets,
+    )
 
 
 def test_embedding_bag_2d_input_and_per_sample_weights_and_freq_scaling():
@@ -51,8 +58,13 @@ def test_embedding_bag_2d_input_and_per_sample_weights_and_freq_scaling():
     torch.testing.assert_close(wd.grad.cpu(), present.double().unsqueeze(1).expand(8, 5))
     idx = torch.randint(0, 8, (7,))
     off = torch.tensor([0, 3, 5])
-    run(lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p), weight, idx, off,
-        psw=torch.rand(7, dtype=torch.float64))
+    run(
+        lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+        weight,
+        idx,
+        off,
+        psw=torch.rand(7, dtype=torch.float64),
+    )
 
 
 def test_embedding_bag_errors():

@@ -1,6 +1,7 @@
 """Entries whose bodies size their outputs in C++ (eye, linspace, arange) and
 the later structured additions (cumprod, index_add, scatter_reduce.two,
 norm.out), plus fill_.Tensor and native_dropout_backward, on the device."""
+
 import pytest
 import torch
 
@@ -21,8 +22,9 @@ def test_eye(n, m, dtype):
 
 @pytest.mark.parametrize("start,end,steps", [(0, 1, 7), (-3.5, 2.25, 1), (5, -5, 11), (0, 1, 0)])
 def test_linspace_and_out_resizing(start, end, steps):
-    torch.testing.assert_close(torch.linspace(start, end, steps, device=DEV).cpu(),
-                               torch.linspace(start, end, steps))
+    torch.testing.assert_close(
+        torch.linspace(start, end, steps, device=DEV).cpu(), torch.linspace(start, end, steps)
+    )
     out = torch.empty(2, device=DEV)
     torch.linspace(start, end, steps, out=out)
     torch.testing.assert_close(out.cpu(), torch.linspace(start, end, steps))
@@ -40,8 +42,11 @@ def test_arange_bad_ranges_are_errors():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
 def test_cumprod(dtype):
-    x = (torch.rand(4, 7, dtype=torch.float64) + 0.5).to(dtype) if dtype.is_floating_point else \
-        torch.randint(1, 3, (4, 7), dtype=dtype)
+    x = (
+        (torch.rand(4, 7, dtype=torch.float64) + 0.5).to(dtype)
+        if dtype.is_floating_point
+        else torch.randint(1, 3, (4, 7), dtype=dtype)
+    )
     for dim in (0, 1, -1):
         torch.testing.assert_close(x.to(DEV).cumprod(dim).cpu(), x.cumprod(dim))
     y = x.to(DEV).t()
@@ -54,8 +59,9 @@ def test_index_add_with_alpha_and_duplicates():
     idx = torch.tensor([0, 5, 5, 2])
     src = torch.randn(4, 3)
     expected = base.index_add(0, idx, src, alpha=-1.5)
-    torch.testing.assert_close(base.to(DEV).index_add(0, idx.to(DEV), src.to(DEV), alpha=-1.5).cpu(),
-                               expected)
+    torch.testing.assert_close(
+        base.to(DEV).index_add(0, idx.to(DEV), src.to(DEV), alpha=-1.5).cpu(), expected
+    )
     d = base.to(DEV)
     d.index_add_(0, idx.to(DEV), src.to(DEV), alpha=-1.5)
     torch.testing.assert_close(d.cpu(), expected)
@@ -68,7 +74,9 @@ def test_scatter_reduce_two(reduce, include_self):
     idx = torch.tensor([0, 1, 0, 1, 2, 1, 4, 4])
     base = torch.rand(5) + 0.5
     expected = base.scatter_reduce(0, idx, src, reduce, include_self=include_self)
-    actual = base.to(DEV).scatter_reduce(0, idx.to(DEV), src.to(DEV), reduce, include_self=include_self)
+    actual = base.to(DEV).scatter_reduce(
+        0, idx.to(DEV), src.to(DEV), reduce, include_self=include_self
+    )
     torch.testing.assert_close(actual.cpu(), expected)
 
 
@@ -80,8 +88,9 @@ def test_norm_out_overloads(p):
     torch.testing.assert_close(out.cpu(), torch.ops.aten.norm.ScalarOpt_dim(x, p, [1], False))
     out64 = torch.empty(0, dtype=torch.float64, device=DEV)
     torch.ops.aten.norm.dtype_out(x.to(DEV), p, [0], True, dtype=torch.float64, out=out64)
-    torch.testing.assert_close(out64.cpu(), torch.ops.aten.norm.ScalarOpt_dim_dtype(
-        x, p, [0], True, dtype=torch.float64))
+    torch.testing.assert_close(
+        out64.cpu(), torch.ops.aten.norm.ScalarOpt_dim_dtype(x, p, [0], True, dtype=torch.float64)
+    )
 
 
 def test_fill_with_a_tensor_value():
@@ -131,7 +140,8 @@ def test_out_and_inplace_overloads_of_the_later_entries():
     torch.addr(x.to(DEV), v1.to(DEV), v2.to(DEV), beta=0.5, alpha=2, out=o3)
     torch.testing.assert_close(o3.cpu(), torch.addr(x, v1, v2, beta=0.5, alpha=2))
     n = torch.ops.aten.norm.ScalarOpt_dim_dtype(x.to(DEV), 2.0, [1], False, dtype=torch.float64)
-    torch.testing.assert_close(n.cpu(), torch.ops.aten.norm.ScalarOpt_dim_dtype(x, 2.0, [1], False,
-                                                                                dtype=torch.float64))
+    torch.testing.assert_close(
+        n.cpu(), torch.ops.aten.norm.ScalarOpt_dim_dtype(x, 2.0, [1], False, dtype=torch.float64)
+    )
     c = torch.randn(3, 2).to(DEV)
     assert torch.equal(torch.view_as_complex(c).cpu(), torch.view_as_complex(c.cpu()))

@@ -1,6 +1,7 @@
 """F.grid_sample (grid_sampler_2d and its backward) on the device against CPU:
 every interpolation and padding mode, align_corners both ways, grid points
 outside [-1, 1], a strided input, and both gradients."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -38,10 +39,15 @@ def test_grid_sample_dtypes_and_strided_input(dtype):
     xs = x.to(DEV).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)  # channels-last strides
     ref = F.grid_sample(x.float(), grid.float(), align_corners=False)
     tol = 1e-5 if dtype == torch.float32 else 2e-2
-    torch.testing.assert_close(F.grid_sample(xs, grid.to(DEV), align_corners=False).cpu().float(), ref,
-                               rtol=tol, atol=tol)
+    torch.testing.assert_close(
+        F.grid_sample(xs, grid.to(DEV), align_corners=False).cpu().float(), ref, rtol=tol, atol=tol
+    )
 
 
 def test_grid_sample_errors():
     with pytest.raises(RuntimeError):
-        F.grid_sample(torch.randn(1, 1, 3, 3, device=DEV), torch.randn(2, 2, 2, 2, device=DEV), align_corners=False)
+        F.grid_sample(
+            torch.randn(1, 1, 3, 3, device=DEV),
+            torch.randn(2, 2, 2, 2, device=DEV),
+            align_corners=False,
+        )

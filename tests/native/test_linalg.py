@@ -2,6 +2,7 @@
 (torch_ext/ops/linalg.py), on the device against CPU: batches, broadcasting,
 rectangular LU, singular and non-positive-definite inputs (info codes and the
 errors PyTorch raises), both memory layouts, and gradients."""
+
 import pytest
 import torch
 
@@ -68,23 +69,34 @@ def test_cholesky_and_triangular_solves(upper):
     for left in (True, False):
         rhs = B if left else B.mT
         for unit in (False, True):
-            same(torch.linalg.solve_triangular(T.to(DEV), rhs.to(DEV), upper=upper, left=left,
-                                               unitriangular=unit),
-                 torch.linalg.solve_triangular(T, rhs, upper=upper, left=left, unitriangular=unit))
-    same(torch.cholesky_solve(B.to(DEV), T.to(DEV), upper=upper), torch.cholesky_solve(B, T, upper=upper))
+            same(
+                torch.linalg.solve_triangular(
+                    T.to(DEV), rhs.to(DEV), upper=upper, left=left, unitriangular=unit
+                ),
+                torch.linalg.solve_triangular(T, rhs, upper=upper, left=left, unitriangular=unit),
+            )
+    same(
+        torch.cholesky_solve(B.to(DEV), T.to(DEV), upper=upper),
+        torch.cholesky_solve(B, T, upper=upper),
+    )
     LU, piv = torch.linalg.lu_factor(S)
     for adjoint in (False, True):
-        same(torch.linalg.lu_solve(LU.to(DEV), piv.to(DEV), B.to(DEV), adjoint=adjoint),
-             torch.linalg.lu_solve(LU, piv, B, adjoint=adjoint))
+        same(
+            torch.linalg.lu_solve(LU.to(DEV), piv.to(DEV), B.to(DEV), adjoint=adjoint),
+            torch.linalg.lu_solve(LU, piv, B, adjoint=adjoint),
+        )
 
 
 def test_linalg_gradients():
     torch.manual_seed(3)
     A = torch.randn(2, 4, 4, dtype=torch.float64) + 3 * torch.eye(4, dtype=torch.float64)
     b = torch.randn(2, 4, 3, dtype=torch.float64)
-    for fn in (lambda a, y: torch.linalg.det(a).sum(), lambda a, y: torch.linalg.inv(a).pow(2).sum(),
-               lambda a, y: torch.linalg.solve(a, y).sin().sum(),
-               lambda a, y: torch.linalg.cholesky(a @ a.mT).sum()):
+    for fn in (
+        lambda a, y: torch.linalg.det(a).sum(),
+        lambda a, y: torch.linalg.inv(a).pow(2).sum(),
+        lambda a, y: torch.linalg.solve(a, y).sin().sum(),
+        lambda a, y: torch.linalg.cholesky(a @ a.mT).sum(),
+    ):
         ac, yc = A.clone().requires_grad_(), b.clone().requires_grad_()
         ad, yd = A.to(DEV).requires_grad_(), b.to(DEV).requires_grad_()
         fn(ac, yc).backward()

@@ -1,6 +1,7 @@
 """PyTorch's OpInfo samples run through the dispatcher on privateuseone
 (fallback = error) against CPU: the OpInfos below reach the aten overloads
 we register (the list came from running every OpInfo in op_db)."""
+
 import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
@@ -86,22 +87,67 @@ RANDOM = """exponential normal normal.number_mean nn.functional.rrelu normal.in_
 nn.functional.dropout nn.functional.dropout2d nn.functional.dropout3d nn.functional.alpha_dropout
 nn.functional.feature_alpha_dropout.with_train""".split()
 # Reductions over the whole of a dimension: atol scaled by the reduced size.
-REDUCING = {"addmm", "addmm.decomposed", "baddbmm", "dot", "bmm", "mv", "mm", "matmul", "__rmatmul__",
-            "einsum", "inner", "tensordot", "kron", "linalg.multi_dot", "nn.functional.linear",
-            "nn.functional.bilinear", "cumsum", "masked.cumsum", "trapz", "trapezoid", "cumulative_trapezoid",
-            "nn.functional.scaled_dot_product_attention", "nn.functional.multi_head_attention_forward",
-            "quantile", "nanquantile", "dist", "gradient", "nn.functional.normalize",
-            "nn.functional.pairwise_distance", "nn.functional.triplet_margin_loss",
-            "nn.functional.triplet_margin_with_distance_loss", "nn.functional.cosine_embedding_loss",
-            "nn.functional.layer_norm", "nn.functional.group_norm", "native_group_norm",
-            "native_layer_norm", "nn.functional.rms_norm", "masked.normalize"}
+REDUCING = {
+    "addmm",
+    "addmm.decomposed",
+    "baddbmm",
+    "dot",
+    "bmm",
+    "mv",
+    "mm",
+    "matmul",
+    "__rmatmul__",
+    "einsum",
+    "inner",
+    "tensordot",
+    "kron",
+    "linalg.multi_dot",
+    "nn.functional.linear",
+    "nn.functional.bilinear",
+    "cumsum",
+    "masked.cumsum",
+    "trapz",
+    "trapezoid",
+    "cumulative_trapezoid",
+    "nn.functional.scaled_dot_product_attention",
+    "nn.functional.multi_head_attention_forward",
+    "quantile",
+    "nanquantile",
+    "dist",
+    "gradient",
+    "nn.functional.normalize",
+    "nn.functional.pairwise_distance",
+    "nn.functional.triplet_margin_loss",
+    "nn.functional.triplet_margin_with_distance_loss",
+    "nn.functional.cosine_embedding_loss",
+    "nn.functional.layer_norm",
+    "nn.functional.group_norm",
+    "native_group_norm",
+    "native_layer_norm",
+    "nn.functional.rms_norm",
+    "masked.normalize",
+}
 
 
 # Matrix products of integers are refused by the BLAS kernels (NotImplementedError):
 # their OpInfos run for floating dtypes only.
-FLOAT_ONLY = {"addmm", "addmm.decomposed", "baddbmm", "dot", "bmm", "mv", "mm", "matmul", "__rmatmul__",
-              "einsum", "inner", "tensordot", "linalg.multi_dot", "nn.functional.linear",
-              "nn.functional.bilinear"}
+FLOAT_ONLY = {
+    "addmm",
+    "addmm.decomposed",
+    "baddbmm",
+    "dot",
+    "bmm",
+    "mv",
+    "mm",
+    "matmul",
+    "__rmatmul__",
+    "einsum",
+    "inner",
+    "tensordot",
+    "linalg.multi_dot",
+    "nn.functional.linear",
+    "nn.functional.bilinear",
+}
 # Unstable sorts: ties may come in any order; the indices must pick the values.
 SORTS = {"sort": (0, 1), "topk": (0, 1), "argsort": (None, 0)}
 # One element per slice with its index (median, kthvalue, mode): ties may pick
@@ -117,7 +163,8 @@ KNOWN_BAD = {
     # few elements differ from both the float64 and the CPU-bf16 reference by
     # 2-4 bf16 ulps, from where intermediate results round; not examined further
     ("gradient", torch.bfloat16),
-    ("nn.functional.gaussian_nll_loss", torch.bfloat16), ("nn.functional.poisson_nll_loss", torch.bfloat16),
+    ("nn.functional.gaussian_nll_loss", torch.bfloat16),
+    ("nn.functional.poisson_nll_loss", torch.bfloat16),
 }
 
 
@@ -146,17 +193,44 @@ _BY_NAME = {_full(op): op for op in op_db}
 # that no other name is missing).
 NEWER_OPINFOS = {"native_group_norm"}
 MISSING = sorted(n for n in OPS + RANDOM if n not in _BY_NAME)
-CASES = [pytest.param(_BY_NAME[n], d, id=f"{n}-{str(d)[6:]}")
-         for n in OPS + RANDOM if n in _BY_NAME for d in DTYPES if d in _BY_NAME[n].supported_dtypes("cpu")
-         and (d.is_floating_point or n not in FLOAT_ONLY) and (n, d) not in KNOWN_BAD]
+CASES = [
+    pytest.param(_BY_NAME[n], d, id=f"{n}-{str(d)[6:]}")
+    for n in OPS + RANDOM
+    if n in _BY_NAME
+    for d in DTYPES
+    if d in _BY_NAME[n].supported_dtypes("cpu")
+    and (d.is_floating_point or n not in FLOAT_ONLY)
+    and (n, d) not in KNOWN_BAD
+]
 
 
 def _reduce_size(op, sample, out):
-    if not (isinstance(op, ReductionOpInfo) or _full(op) in REDUCING or op.name.startswith(("masked.", "norm",
-            "linalg.", "std", "var", "sum", "mean", "prod", "logsumexp", "nn.functional.") + ("softmax",))):
+    if not (
+        isinstance(op, ReductionOpInfo)
+        or _full(op) in REDUCING
+        or op.name.startswith(
+            (
+                "masked.",
+                "norm",
+                "linalg.",
+                "std",
+                "var",
+                "sum",
+                "mean",
+                "prod",
+                "logsumexp",
+                "nn.functional.",
+            )
+            + ("softmax",)
+        )
+    ):
         return 1
-    numel = max((t.numel() for t in [sample.input, *sample.args] if isinstance(t, torch.Tensor)), default=1)
-    outs = [t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)]
+    numel = max(
+        (t.numel() for t in [sample.input, *sample.args] if isinstance(t, torch.Tensor)), default=1
+    )
+    outs = [
+        t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)
+    ]
     onumel = max((t.numel() for t in outs), default=1)
     return max(1, numel // max(onumel, 1))
 
@@ -185,7 +259,9 @@ def test_opinfo(op, dtype):
         if name in RANDOM or _random_sample(name, s):
             outs = res if isinstance(res, (tuple, list)) else [res]
             for r, e in zip(outs, same if isinstance(same, (tuple, list)) else [same]):
-                assert r.shape == e.shape and r.dtype == e.dtype and r.device.type == "privateuseone"
+                assert (
+                    r.shape == e.shape and r.dtype == e.dtype and r.device.type == "privateuseone"
+                )
             continue
         if name in SORTS:
             _check_sort(name, s, res, same)
@@ -199,8 +275,15 @@ def test_opinfo(op, dtype):
                 ref = op(*to_f64(args), **to_f64(kwargs))
             except (RuntimeError, TypeError):
                 pass
-        assert_close(res, ref, dtype, _reduce_size(op, s, same), same, msg=f"{name} sample {i}: {s}",
-                     check_dtype=name not in FLOAT32_STATS)
+        assert_close(
+            res,
+            ref,
+            dtype,
+            _reduce_size(op, s, same),
+            same,
+            msg=f"{name} sample {i}: {s}",
+            check_dtype=name not in FLOAT32_STATS,
+        )
     assert ran
 
 
@@ -227,13 +310,25 @@ def _check_select(name, s, res, same):
 def _check_sort(name, s, res, same):
     """Values exactly as on CPU; indices that pick those values from the input."""
     vi, ii = SORTS[name]
-    dim = s.kwargs.get("dim", s.args[1] if name == "topk" and len(s.args) > 1 else
-                       s.args[0] if name != "topk" and s.args and isinstance(s.args[0], int) else -1)
+    dim = s.kwargs.get(
+        "dim",
+        s.args[1]
+        if name == "topk" and len(s.args) > 1
+        else s.args[0]
+        if name != "topk" and s.args and isinstance(s.args[0], int)
+        else -1,
+    )
     res = res if isinstance(res, (tuple, list)) else (res,)
     same = same if isinstance(same, (tuple, list)) else (same,)
     idx = res[ii].cpu()
-    assert res[ii].device.type == "privateuseone" and idx.dtype == torch.int64 and idx.shape == same[ii].shape
-    expected = same[vi] if vi is not None else s.input.gather(dim, same[ii]) if s.input.dim() else s.input
+    assert (
+        res[ii].device.type == "privateuseone"
+        and idx.dtype == torch.int64
+        and idx.shape == same[ii].shape
+    )
+    expected = (
+        same[vi] if vi is not None else s.input.gather(dim, same[ii]) if s.input.dim() else s.input
+    )
     if vi is not None:
         assert_close(res[vi], same[vi], msg=f"{name} values: {s}")
     picked = s.input.gather(dim, idx) if s.input.dim() else s.input

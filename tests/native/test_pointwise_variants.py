@@ -1,5 +1,6 @@
 """Functional, out= and in-place variants of the pointwise ops on the device
 against CPU (float64 reference), across dtypes and layouts."""
+
 import math
 
 import pytest
@@ -12,11 +13,33 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 # name: (low, high) input range; ops whose in-place variant exists get the
 # functional, out= and in-place forms tested.
 UNARY = {
-    "abs": (-3, 3), "ceil": (-3, 3), "cos": (-3, 3), "cosh": (-3, 3), "erf": (-3, 3), "erfc": (-3, 3),
-    "exp": (-3, 3), "exp2": (-3, 3), "expm1": (-3, 3), "floor": (-3, 3), "frac": (-3, 3), "log": (0.1, 5),
-    "log10": (0.1, 5), "log1p": (-0.5, 5), "log2": (0.1, 5), "neg": (-3, 3), "reciprocal": (0.5, 3),
-    "round": (-3, 3), "rsqrt": (0.1, 5), "sigmoid": (-3, 3), "sign": (-3, 3), "sin": (-3, 3),
-    "sinh": (-3, 3), "sqrt": (0.1, 5), "tan": (-1.2, 1.2), "tanh": (-3, 3), "trunc": (-3, 3),
+    "abs": (-3, 3),
+    "ceil": (-3, 3),
+    "cos": (-3, 3),
+    "cosh": (-3, 3),
+    "erf": (-3, 3),
+    "erfc": (-3, 3),
+    "exp": (-3, 3),
+    "exp2": (-3, 3),
+    "expm1": (-3, 3),
+    "floor": (-3, 3),
+    "frac": (-3, 3),
+    "log": (0.1, 5),
+    "log10": (0.1, 5),
+    "log1p": (-0.5, 5),
+    "log2": (0.1, 5),
+    "neg": (-3, 3),
+    "reciprocal": (0.5, 3),
+    "round": (-3, 3),
+    "rsqrt": (0.1, 5),
+    "sigmoid": (-3, 3),
+    "sign": (-3, 3),
+    "sin": (-3, 3),
+    "sinh": (-3, 3),
+    "sqrt": (0.1, 5),
+    "tan": (-1.2, 1.2),
+    "tanh": (-3, 3),
+    "trunc": (-3, 3),
 }
 NO_INPLACE = {"signbit", "isneginf", "isposinf"}
 
@@ -54,7 +77,9 @@ def test_unary_extras():
         _variants(name, x, inplace=False)
     _variants("round", rand((4, 6), F32, -300, 300), decimals=2)
     _variants("round", rand((4, 6), F32, -300, 300), decimals=-1)
-    _variants("nan_to_num", x, inplace=True, f64=False, nan=1.0, posinf=9.0)  # float64's max is not float32's
+    _variants(
+        "nan_to_num", x, inplace=True, f64=False, nan=1.0, posinf=9.0
+    )  # float64's max is not float32's
     _variants("nan_to_num", x.half(), inplace=True, f64=False)
     for dt in (torch.int32, torch.int64, torch.uint8, torch.bool):
         _variants("bitwise_not", rand((5, 3), dt))
@@ -63,14 +88,35 @@ def test_unary_extras():
     _variants("sign", rand((5, 3), torch.int32))
     b = rand((5, 3), torch.bool)
     check(torch.logical_not, b)
-    check(lambda t: torch.logical_not(t, out=torch.empty(5, 3, dtype=torch.bool, device=t.device)), rand((5, 3), F32))
+    check(
+        lambda t: torch.logical_not(t, out=torch.empty(5, 3, dtype=torch.bool, device=t.device)),
+        rand((5, 3), F32),
+    )
 
 
 BINARY = {
-    "add": (-3, 3), "sub": (-3, 3), "mul": (-3, 3), "div": (0.5, 3), "copysign": (-3, 3), "fmax": (-3, 3),
-    "fmin": (-3, 3), "fmod": (0.5, 3), "remainder": (0.5, 3), "hypot": (-3, 3), "logaddexp": (-3, 3),
-    "maximum": (-3, 3), "minimum": (-3, 3), "pow": (0.5, 2), "xlogy": (0.1, 3), "heaviside": (-3, 3),
-    "eq": (-3, 3), "ne": (-3, 3), "lt": (-3, 3), "le": (-3, 3), "gt": (-3, 3), "ge": (-3, 3),
+    "add": (-3, 3),
+    "sub": (-3, 3),
+    "mul": (-3, 3),
+    "div": (0.5, 3),
+    "copysign": (-3, 3),
+    "fmax": (-3, 3),
+    "fmin": (-3, 3),
+    "fmod": (0.5, 3),
+    "remainder": (0.5, 3),
+    "hypot": (-3, 3),
+    "logaddexp": (-3, 3),
+    "maximum": (-3, 3),
+    "minimum": (-3, 3),
+    "pow": (0.5, 2),
+    "xlogy": (0.1, 3),
+    "heaviside": (-3, 3),
+    "eq": (-3, 3),
+    "ne": (-3, 3),
+    "lt": (-3, 3),
+    "le": (-3, 3),
+    "gt": (-3, 3),
+    "ge": (-3, 3),
 }
 BINARY_NO_INPLACE = {"fmax", "fmin", "maximum", "minimum", "logaddexp"}
 
@@ -89,15 +135,41 @@ def test_binary(name, dtype):
     _variants(name, a, b[:1], inplace=name not in BINARY_NO_INPLACE)
     if name not in ("heaviside",):
         check(getattr(torch, name), a, b[0, 0].clone())
-    if name in ("eq", "ne", "lt", "le", "gt", "ge", "pow", "add", "sub", "mul", "div", "remainder", "fmod"):
+    if name in (
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "pow",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "remainder",
+        "fmod",
+    ):
         _variants(name, a, 1.5 if name != "pow" else 2.0, inplace=True)  # Scalar overloads
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.uint8])
 def test_binary_int(dtype):
     a, b = rand((6, 5), dtype, 0, 100), rand((6, 5), dtype, 1, 7)
-    for name in ("add", "sub", "mul", "maximum", "minimum", "eq", "lt", "bitwise_and", "bitwise_or",
-                 "bitwise_xor", "remainder", "fmod"):
+    for name in (
+        "add",
+        "sub",
+        "mul",
+        "maximum",
+        "minimum",
+        "eq",
+        "lt",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "remainder",
+        "fmod",
+    ):
         _variants(name, a, b, inplace=name not in BINARY_NO_INPLACE)
     for name in ("bitwise_left_shift", "bitwise_right_shift"):
         _variants(name, a, rand((6, 5), dtype, 0, 3), inplace=True)
@@ -105,7 +177,14 @@ def test_binary_int(dtype):
     check(torch.div, a, b, rounding_mode="trunc")
     check(torch.div, a, b)
     bools = rand((6, 5), torch.bool), rand((6, 5), torch.bool)
-    for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor"):
+    for name in (
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+    ):
         check(getattr(torch, name), *bools)
         out = torch.empty(6, 5, dtype=torch.bool, device=DEV)
         getattr(torch, name)(*(t.to(DEV) for t in bools), out=out)
@@ -153,14 +232,23 @@ def test_ternary_and_clamp():
 
 
 ACTIVATIONS = [
-    ("relu", {}, False), ("gelu", {}, True), ("gelu", {"approximate": "tanh"}, True), ("silu", {}, True),
-    ("hardsigmoid", {}, True), ("hardswish", {}, True), ("elu", {"alpha": 0.7}, True),
-    ("leaky_relu", {"negative_slope": 0.05}, True), ("hardtanh", {"min_val": -0.5, "max_val": 1.2}, True),
-    ("threshold", {"threshold": 0.3, "value": -2.0}, True), ("softplus", {"beta": 2.0, "threshold": 3.0}, False),
+    ("relu", {}, False),
+    ("gelu", {}, True),
+    ("gelu", {"approximate": "tanh"}, True),
+    ("silu", {}, True),
+    ("hardsigmoid", {}, True),
+    ("hardswish", {}, True),
+    ("elu", {"alpha": 0.7}, True),
+    ("leaky_relu", {"negative_slope": 0.05}, True),
+    ("hardtanh", {"min_val": -0.5, "max_val": 1.2}, True),
+    ("threshold", {"threshold": 0.3, "value": -2.0}, True),
+    ("softplus", {"beta": 2.0, "threshold": 3.0}, False),
 ]
 
 
-@pytest.mark.parametrize("name,kwargs,inplace", ACTIVATIONS, ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "name,kwargs,inplace", ACTIVATIONS, ids=lambda v: v if isinstance(v, str) else None
+)
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_activation(name, kwargs, inplace, dtype):
     fn = getattr(torch.nn.functional, name)

@@ -1,6 +1,7 @@
 """3-d max and average pooling (torch_ext/ops/spatial.py) on the device against
 CPU: kernel/stride/padding/dilation, ceil_mode, count_include_pad,
 divisor_override, unbatched inputs, NaN, gradients and errors."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -25,9 +26,15 @@ def check(fn, x, dtype=torch.float32, tol=1e-5):
     torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(2, 3, 2), stride=(1, 2, 2), padding=1),
-                                dict(kernel_size=3, stride=2, padding=1, dilation=2),
-                                dict(kernel_size=2, stride=2, ceil_mode=True)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=(2, 3, 2), stride=(1, 2, 2), padding=1),
+        dict(kernel_size=3, stride=2, padding=1, dilation=2),
+        dict(kernel_size=2, stride=2, ceil_mode=True),
+    ],
+)
 def test_max_pool3d(kw):
     torch.manual_seed(0)
     x = torch.randn(2, 3, 7, 8, 9)
@@ -35,10 +42,16 @@ def test_max_pool3d(kw):
     check(lambda t: F.max_pool3d(t, **kw), x[0])  # unbatched (C, D, H, W)
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
-                                dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
-                                dict(kernel_size=(3, 2, 2), stride=2, padding=1, ceil_mode=True),
-                                dict(kernel_size=2, stride=1, divisor_override=3)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+        dict(kernel_size=(3, 2, 2), stride=2, padding=1, ceil_mode=True),
+        dict(kernel_size=2, stride=1, divisor_override=3),
+    ],
+)
 def test_avg_pool3d(kw):
     torch.manual_seed(1)
     check(lambda t: F.avg_pool3d(t, **kw), torch.randn(2, 3, 7, 8, 9))
@@ -64,8 +77,9 @@ def test_max_pool3d_nan_and_local_response_norm():
     torch.testing.assert_close(r[0].cpu(), c[0], equal_nan=True)
     assert torch.equal(r[1].cpu(), c[1])
     y = torch.randn(2, 6, 5, 5)
-    torch.testing.assert_close(F.local_response_norm(y.to(DEV), 3).cpu(), F.local_response_norm(y, 3),
-                               rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        F.local_response_norm(y.to(DEV), 3).cpu(), F.local_response_norm(y, 3), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_pool3d_errors():

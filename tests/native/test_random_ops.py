@@ -1,5 +1,6 @@
 """Random ops on the device's generator: shapes, dtypes, ranges and
 distributions (moments within a few standard errors), and seed reproducibility."""
+
 import math
 
 import pytest
@@ -61,7 +62,9 @@ def test_bernoulli(dtype):
     _near(b.cpu().mean().item(), 0.8, 0.4)
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "dtype", [torch.int64, torch.int32, torch.uint8, torch.float32, torch.bfloat16]
+)
 def test_random_(dtype):
     torch.manual_seed(3)
     x = torch.empty(N, dtype=dtype, device=DEV)
@@ -91,7 +94,9 @@ def test_randperm_multinomial():
     assert s.shape == (2, 4000) and s.dtype == torch.int64
     c = torch.stack([torch.bincount(r, minlength=4) for r in s.cpu()]).double() / 4000
     assert c[0, 1] == 0
-    assert (c - torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.25] * 4], dtype=torch.float64)).abs().max() < 0.04
+    assert (
+        c - torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.25] * 4], dtype=torch.float64)
+    ).abs().max() < 0.04
     s = torch.multinomial(w, 3, replacement=False)
     assert all(len(set(r.tolist())) == 3 for r in s.cpu())
     assert 1 not in s.cpu()[0].tolist()

@@ -6,6 +6,7 @@ i1e, sinc, nextafter, gcd). Forward and autograd backward on the device
 against CPU (float64 reference, the same-dtype CPU result for fp16/bf16),
 edge values, layouts, broadcasting, out= and in-place forms, errors.
 Fallback is `error` (tests/conftest.py): a pass means the op ran natively."""
+
 import math
 
 import pytest
@@ -32,28 +33,97 @@ def grads(fn, *inputs, **kw):
 
 
 def edge(dtype, *extra):
-    return torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, INF, -INF, NAN, *extra],
-                        dtype=torch.float64).to(dtype)
+    return torch.tensor(
+        [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, INF, -INF, NAN, *extra],
+        dtype=torch.float64,
+    ).to(dtype)
 
 
 def test_registered():
-    names = {"mish", "mish.out", "mish_", "mish_backward", "log_sigmoid_forward", "log_sigmoid_forward.output",
-             "log_sigmoid_backward", "log_sigmoid_backward.grad_input", "binary_cross_entropy",
-             "binary_cross_entropy.out", "binary_cross_entropy_backward",
-             "binary_cross_entropy_backward.grad_input", "smooth_l1_loss", "smooth_l1_loss.out",
-             "smooth_l1_loss_backward.grad_input", "huber_loss", "huber_loss.out", "huber_loss_backward.out",
-             "_prelu_kernel", "_prelu_kernel_backward", "glu", "glu.out", "glu_backward",
-             "glu_backward.grad_input", "clamp_min.Tensor", "clamp_min.Tensor_out", "clamp_min_.Tensor",
-             "clamp_max.Tensor", "clamp_max.Tensor_out", "clamp_max_.Tensor", "__lshift__.Scalar",
-             "__lshift__.Tensor", "__ilshift__.Scalar", "__ilshift__.Tensor", "__rshift__.Scalar",
-             "__rshift__.Tensor", "__irshift__.Scalar", "__irshift__.Tensor", "bitwise_left_shift.Tensor",
-             "bitwise_left_shift_.Tensor", "bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor",
-             "lgamma", "lgamma.out", "lgamma_", "digamma", "digamma.out", "digamma_", "polygamma",
-             "polygamma.out", "i0", "i0.out", "i0_", "sinc", "sinc.out", "sinc_", "nextafter",
-             "nextafter.out", "nextafter_", "gcd", "gcd.out", "gcd_", "special_i0e", "special_i0e.out",
-             "special_i1", "special_i1.out", "special_i1e", "special_i1e.out", "special_erfcx",
-             "special_erfcx.out", "special_log_ndtr", "special_log_ndtr.out", "special_ndtri", "special_ndtri.out",
-             "sgn", "sgn.out", "sgn_", "lcm", "lcm.out", "lcm_", "special_zeta", "special_zeta.out"}
+    names = {
+        "mish",
+        "mish.out",
+        "mish_",
+        "mish_backward",
+        "log_sigmoid_forward",
+        "log_sigmoid_forward.output",
+        "log_sigmoid_backward",
+        "log_sigmoid_backward.grad_input",
+        "binary_cross_entropy",
+        "binary_cross_entropy.out",
+        "binary_cross_entropy_backward",
+        "binary_cross_entropy_backward.grad_input",
+        "smooth_l1_loss",
+        "smooth_l1_loss.out",
+        "smooth_l1_loss_backward.grad_input",
+        "huber_loss",
+        "huber_loss.out",
+        "huber_loss_backward.out",
+        "_prelu_kernel",
+        "_prelu_kernel_backward",
+        "glu",
+        "glu.out",
+        "glu_backward",
+        "glu_backward.grad_input",
+        "clamp_min.Tensor",
+        "clamp_min.Tensor_out",
+        "clamp_min_.Tensor",
+        "clamp_max.Tensor",
+        "clamp_max.Tensor_out",
+        "clamp_max_.Tensor",
+        "__lshift__.Scalar",
+        "__lshift__.Tensor",
+        "__ilshift__.Scalar",
+        "__ilshift__.Tensor",
+        "__rshift__.Scalar",
+        "__rshift__.Tensor",
+        "__irshift__.Scalar",
+        "__irshift__.Tensor",
+        "bitwise_left_shift.Tensor",
+        "bitwise_left_shift_.Tensor",
+        "bitwise_right_shift.Tensor",
+        "bitwise_right_shift_.Tensor",
+        "lgamma",
+        "lgamma.out",
+        "lgamma_",
+        "digamma",
+        "digamma.out",
+        "digamma_",
+        "polygamma",
+        "polygamma.out",
+        "i0",
+        "i0.out",
+        "i0_",
+        "sinc",
+        "sinc.out",
+        "sinc_",
+        "nextafter",
+        "nextafter.out",
+        "nextafter_",
+        "gcd",
+        "gcd.out",
+        "gcd_",
+        "special_i0e",
+        "special_i0e.out",
+        "special_i1",
+        "special_i1.out",
+        "special_i1e",
+        "special_i1e.out",
+        "special_erfcx",
+        "special_erfcx.out",
+        "special_log_ndtr",
+        "special_log_ndtr.out",
+        "special_ndtri",
+        "special_ndtri.out",
+        "sgn",
+        "sgn.out",
+        "sgn_",
+        "lcm",
+        "lcm.out",
+        "lcm_",
+        "special_zeta",
+        "special_zeta.out",
+    }
     assert sorted(names - REGISTERED) == []
 
 
@@ -95,7 +165,9 @@ def test_logsigmoid(dtype):
     assert_close(o, F.logsigmoid(x.double()), dtype, ref_same=F.logsigmoid(x))
     g = rand((8, 5), dtype)
     _, cpu_buf = torch.ops.aten.log_sigmoid_forward(x)
-    ref = torch.ops.aten.log_sigmoid_backward(g.double(), x.double(), torch.ops.aten.log_sigmoid_forward(x.double())[1])
+    ref = torch.ops.aten.log_sigmoid_backward(
+        g.double(), x.double(), torch.ops.aten.log_sigmoid_forward(x.double())[1]
+    )
     gi = torch.empty(0, dtype=dtype, device=DEV)
     res = torch.ops.aten.log_sigmoid_backward.grad_input(g.to(DEV), x.to(DEV), buf, grad_input=gi)
     assert res is gi
@@ -112,11 +184,25 @@ def test_bce_with_logits(dtype):
     w, pw = rand((5,), dtype, 0.5, 2), rand((5,), dtype, 0.5, 2)
     for red in ("mean", "sum", "none"):
         red_n = 30 if red != "none" else 1
-        grads(lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=red), x, t, dtype=dtype,
-              reduce=red_n)
-        grads(lambda a, b, w, pw: F.binary_cross_entropy_with_logits(a, b, weight=w, pos_weight=pw,
-                                                                    reduction=red),
-              x, t, w, pw, dtype=dtype, reduce=red_n, const=(2, 3))
+        grads(
+            lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=red),
+            x,
+            t,
+            dtype=dtype,
+            reduce=red_n,
+        )
+        grads(
+            lambda a, b, w, pw: F.binary_cross_entropy_with_logits(
+                a, b, weight=w, pos_weight=pw, reduction=red
+            ),
+            x,
+            t,
+            w,
+            pw,
+            dtype=dtype,
+            reduce=red_n,
+            const=(2, 3),
+        )
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -152,8 +238,12 @@ def test_glu(dtype):
     check(torch.ops.aten.glu_backward, g, x, 1)
     gi = torch.empty(0, dtype=dtype, device=DEV)
     assert torch.ops.aten.glu_backward.grad_input(g.to(DEV), x.to(DEV), 1, grad_input=gi) is gi
-    assert_close(gi, torch.ops.aten.glu_backward(g.double(), x.double(), 1), dtype,
-                 ref_same=torch.ops.aten.glu_backward(g, x, 1))
+    assert_close(
+        gi,
+        torch.ops.aten.glu_backward(g.double(), x.double(), 1),
+        dtype,
+        ref_same=torch.ops.aten.glu_backward(g, x, 1),
+    )
 
 
 def test_glu_errors():
@@ -176,10 +266,26 @@ def test_binary_cross_entropy(dtype):
     for red in ("none", "mean", "sum"):
         n = 42 if red != "none" else 1
         check(lambda a, b: F.binary_cross_entropy(a, b, reduction=red), x, t, reduce=n)
-        check(lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red), x, t, w, reduce=n)
-        grads(lambda a, b: F.binary_cross_entropy(a, b, reduction=red), x, t, dtype=dtype, reduce=n, const=(1,))
-        grads(lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red), x, t, w, dtype=dtype,
-              reduce=n, const=(1, 2))
+        check(
+            lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red), x, t, w, reduce=n
+        )
+        grads(
+            lambda a, b: F.binary_cross_entropy(a, b, reduction=red),
+            x,
+            t,
+            dtype=dtype,
+            reduce=n,
+            const=(1,),
+        )
+        grads(
+            lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red),
+            x,
+            t,
+            w,
+            dtype=dtype,
+            reduce=n,
+            const=(1, 2),
+        )
     # log clamped at -100: exact 0 and 1 inputs give finite losses
     xe = torch.tensor([0.0, 0.0, 1.0, 1.0, 0.5], dtype=dtype)
     te = torch.tensor([0.0, 1.0, 0.0, 1.0, 0.25], dtype=dtype)
@@ -189,15 +295,23 @@ def test_binary_cross_entropy(dtype):
     out = torch.empty(0, dtype=dtype, device=DEV)
     r = torch.ops.aten.binary_cross_entropy.out(x.to(DEV), t.to(DEV), w.to(DEV), 2, out=out)
     assert r is out and out.shape == ()
-    assert_close(out, F.binary_cross_entropy(x.double(), t.double(), w.double(), reduction="sum"), dtype, reduce=42,
-                 ref_same=F.binary_cross_entropy(x, t, w, reduction="sum"))
+    assert_close(
+        out,
+        F.binary_cross_entropy(x.double(), t.double(), w.double(), reduction="sum"),
+        dtype,
+        reduce=42,
+        ref_same=F.binary_cross_entropy(x, t, w, reduction="sum"),
+    )
     g = rand((7, 6), dtype)
     gi = torch.empty(0, dtype=dtype, device=DEV)
-    r = torch.ops.aten.binary_cross_entropy_backward.grad_input(g.to(DEV), x.to(DEV), t.to(DEV), None, 0,
-                                                                 grad_input=gi)
+    r = torch.ops.aten.binary_cross_entropy_backward.grad_input(
+        g.to(DEV), x.to(DEV), t.to(DEV), None, 0, grad_input=gi
+    )
     assert r is gi
     ref = torch.ops.aten.binary_cross_entropy_backward(g.double(), x.double(), t.double(), None, 0)
-    assert_close(gi, ref, dtype, ref_same=torch.ops.aten.binary_cross_entropy_backward(g, x, t, None, 0))
+    assert_close(
+        gi, ref, dtype, ref_same=torch.ops.aten.binary_cross_entropy_backward(g, x, t, None, 0)
+    )
 
 
 def test_binary_cross_entropy_errors():
@@ -231,7 +345,10 @@ def test_smooth_l1_huber(dtype, loss):
     for red in ("none", "mean", "sum"):
         n = 42 if red != "none" else 1
         for param in (1.0, 0.3, 2.5):
-            f = (lambda a, b, red=red, param=param: fn(a, b, reduction=red, **{key: param}))
+
+            def f(a, b, red=red, param=param):
+                return fn(a, b, reduction=red, **{key: param})
+
             check(f, x, t, reduce=n)
             grads(f, x, t, dtype=dtype, reduce=n)
     # broadcast target (PyTorch warns), edge values
@@ -243,14 +360,28 @@ def test_smooth_l1_huber(dtype, loss):
     out = torch.empty(0, dtype=dtype, device=DEV)
     op = torch.ops.aten.smooth_l1_loss.out if loss == "smooth_l1" else torch.ops.aten.huber_loss.out
     assert op(x.to(DEV), t.to(DEV), 1, 0.5, out=out) is out and out.shape == ()
-    assert_close(out, fn(x.double(), t.double(), **{key: 0.5}), dtype, reduce=42, ref_same=fn(x, t, **{key: 0.5}))
+    assert_close(
+        out,
+        fn(x.double(), t.double(), **{key: 0.5}),
+        dtype,
+        reduce=42,
+        ref_same=fn(x, t, **{key: 0.5}),
+    )
     g = rand((6, 7), dtype)
-    bop = torch.ops.aten.smooth_l1_loss_backward if loss == "smooth_l1" else torch.ops.aten.huber_loss_backward
+    bop = (
+        torch.ops.aten.smooth_l1_loss_backward
+        if loss == "smooth_l1"
+        else torch.ops.aten.huber_loss_backward
+    )
     gi = torch.empty(0, dtype=dtype, device=DEV)
     kw = {"grad_input": gi}
-    r = (bop.grad_input if loss == "smooth_l1" else bop.out)(g.to(DEV), x.to(DEV), t.to(DEV), 0, 0.7, **kw)
+    r = (bop.grad_input if loss == "smooth_l1" else bop.out)(
+        g.to(DEV), x.to(DEV), t.to(DEV), 0, 0.7, **kw
+    )
     assert r is gi
-    assert_close(gi, bop(g.double(), x.double(), t.double(), 0, 0.7), dtype, ref_same=bop(g, x, t, 0, 0.7))
+    assert_close(
+        gi, bop(g.double(), x.double(), t.double(), 0, 0.7), dtype, ref_same=bop(g, x, t, 0, 0.7)
+    )
 
 
 def test_smooth_l1_errors():
@@ -283,8 +414,20 @@ def test_clamp_tensor_bounds(dtype):
         assert getattr(y, name + "_")(b.to(DEV)) is y
         assert_close(y, fn(x, b), dtype)
     if dtype.is_floating_point:
-        grads(lambda a, b: torch.clamp_min(a, b), rand((6, 5), dtype), rand((5,), dtype), dtype=dtype, reduce=6)
-        grads(lambda a, b: torch.clamp_max(a, b), rand((6, 5), dtype), rand((6, 1), dtype), dtype=dtype, reduce=5)
+        grads(
+            lambda a, b: torch.clamp_min(a, b),
+            rand((6, 5), dtype),
+            rand((5,), dtype),
+            dtype=dtype,
+            reduce=6,
+        )
+        grads(
+            lambda a, b: torch.clamp_max(a, b),
+            rand((6, 5), dtype),
+            rand((6, 1), dtype),
+            dtype=dtype,
+            reduce=5,
+        )
     # promotion: an integer tensor clamped by a float tensor
     check(torch.clamp_min, torch.arange(-3, 3), torch.tensor([0.5]))
 
@@ -295,8 +438,14 @@ def test_shifts(dtype):
     x = rand((6, 7), dtype, -100, 100, noncontig=True)
     s = torch.randint(0, bits + 3, (6, 7)).to(dtype)  # shifts past the width included
     s[0, 0] = bits
-    for fn in (torch.bitwise_left_shift, torch.bitwise_right_shift, lambda a, b: a << b, lambda a, b: a >> b,
-               torch.Tensor.__lshift__, torch.Tensor.__rshift__):
+    for fn in (
+        torch.bitwise_left_shift,
+        torch.bitwise_right_shift,
+        lambda a, b: a << b,
+        lambda a, b: a >> b,
+        torch.Tensor.__lshift__,
+        torch.Tensor.__rshift__,
+    ):
         check(fn, x, s)
         check(fn, x, s[:1])  # broadcasting
         for k in (0, 1, 3, bits - 1, bits, bits + 1):
@@ -324,12 +473,24 @@ def test_shift_errors():
 # special functions
 
 UNARY_SPECIAL = {
-    "lgamma": torch.lgamma, "digamma": torch.digamma, "i0": torch.i0, "sinc": torch.sinc,
-    "special_i0e": torch.special.i0e, "special_i1": torch.special.i1, "special_i1e": torch.special.i1e,
+    "lgamma": torch.lgamma,
+    "digamma": torch.digamma,
+    "i0": torch.i0,
+    "sinc": torch.sinc,
+    "special_i0e": torch.special.i0e,
+    "special_i1": torch.special.i1,
+    "special_i1e": torch.special.i1e,
 }
 # Ranges with the interesting parts (poles of lgamma/digamma at non-positive integers).
-RANGE = {"lgamma": (-12, 12), "digamma": (-12, 12), "i0": (-30, 30), "sinc": (-6, 6),
-         "special_i0e": (-60, 60), "special_i1": (-30, 30), "special_i1e": (-60, 60)}
+RANGE = {
+    "lgamma": (-12, 12),
+    "digamma": (-12, 12),
+    "i0": (-30, 30),
+    "sinc": (-6, 6),
+    "special_i0e": (-60, 60),
+    "special_i1": (-30, 30),
+    "special_i1e": (-60, 60),
+}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY_SPECIAL))
@@ -339,7 +500,10 @@ def test_special_unary(name, dtype):
     lo, hi = RANGE[name]
     x = rand((9, 11), dtype, lo, hi, noncontig=True)
     check(fn, x)
-    check(fn, edge(dtype, 1e-6, -1e-6, 2.0, -3.0, 3.5, 30.0, 1e4, -1e4 - 0.5 if dtype == F32 else -7.5))
+    check(
+        fn,
+        edge(dtype, 1e-6, -1e-6, 2.0, -3.0, 3.5, 30.0, 1e4, -1e4 - 0.5 if dtype == F32 else -7.5),
+    )
     check(fn, torch.linspace(lo, hi, 301, dtype=torch.float64).to(dtype))
     # integer inputs compute in the default float dtype
     if dtype == F32:
@@ -364,7 +528,9 @@ def test_special_unary_backward(name, dtype):
     x = rand((7, 6), dtype, max(lo, -4) + 0.05, min(hi, 6))
     x = torch.where((x.double() - x.double().round()).abs() < 0.05, x + 0.25, x)  # away from poles
     if name in ("lgamma", "digamma"):
-        x = x.abs() + 0.1 if dtype != F32 else x  # negative arguments only in float32 (fp16 pole error)
+        x = (
+            x.abs() + 0.1 if dtype != F32 else x
+        )  # negative arguments only in float32 (fp16 pole error)
     if dtype == BF16 and name == "sinc":
         return  # the backward is a composite, pi x cos(pi x) - sin(pi x) cancels in bfloat16 steps
     if dtype != F32 and name in ("special_i1", "special_i1e"):
@@ -386,8 +552,10 @@ def test_special_poles_and_signs():
     e = torch.tensor([INF, -INF])
     for fn in (torch.i0, torch.special.i1, torch.special.i0e, torch.special.i1e):
         torch.testing.assert_close(fn(e.to(DEV)).cpu(), fn(e), equal_nan=True, rtol=0, atol=0)
-    assert torch.special.i1e(e.to(DEV)).cpu()[1].item() == 0.0 and math.copysign(
-        1.0, torch.special.i1e(e.to(DEV)).cpu()[1].item()) == -1.0
+    assert (
+        torch.special.i1e(e.to(DEV)).cpu()[1].item() == 0.0
+        and math.copysign(1.0, torch.special.i1e(e.to(DEV)).cpu()[1].item()) == -1.0
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -398,7 +566,10 @@ def test_polygamma(n, dtype):
     if dtype != F32:
         x = x.abs() + 0.2  # fp16/bf16 inputs near poles: results past the dtype's range
     check(lambda t: torch.polygamma(n, t), x)
-    check(lambda t: torch.polygamma(n, t), torch.tensor([0.5, 1.0, 2.0, 10.0, 1e-3, 30.0, 200.0, NAN], dtype=dtype))
+    check(
+        lambda t: torch.polygamma(n, t),
+        torch.tensor([0.5, 1.0, 2.0, 10.0, 1e-3, 30.0, 200.0, NAN], dtype=dtype),
+    )
     grads(lambda t: torch.polygamma(n, t), x.abs() + 0.5, dtype=dtype)
     # method, out= and in-place (polygamma_ is a composite over polygamma.out)
     ref, same = torch.polygamma(n, x.double()), torch.polygamma(n, x)
@@ -430,9 +601,29 @@ def test_polygamma_edges():
 @pytest.mark.parametrize("dtype", FLOATS + [torch.float64])
 def test_nextafter(dtype):
     info = torch.finfo(dtype)
-    a = torch.tensor([0.0, 0.0, -0.0, 1.0, -1.0, 1.0, INF, -INF, NAN, 2.0, info.max, info.tiny, -info.tiny,
-                      3.0, 1e-3], dtype=dtype)
-    b = torch.tensor([1.0, -1.0, 1.0, 2.0, -2.0, 1.0, 0.0, 0.0, 0.0, NAN, INF, 0.0, 0.0, -3.0, 0.0], dtype=dtype)
+    a = torch.tensor(
+        [
+            0.0,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            1.0,
+            INF,
+            -INF,
+            NAN,
+            2.0,
+            info.max,
+            info.tiny,
+            -info.tiny,
+            3.0,
+            1e-3,
+        ],
+        dtype=dtype,
+    )
+    b = torch.tensor(
+        [1.0, -1.0, 1.0, 2.0, -2.0, 1.0, 0.0, 0.0, 0.0, NAN, INF, 0.0, 0.0, -3.0, 0.0], dtype=dtype
+    )
     res = torch.nextafter(a.to(DEV), b.to(DEV)).cpu()
     ref = torch.nextafter(a, b)
     idt = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
@@ -507,15 +698,28 @@ def test_zeta():
         q = rand((9, 8), dtype, 0.01, 20)
         check(torch.special.zeta, x, q)
         check(torch.special.zeta, x, q[:1])  # broadcasting
-        check(torch.special.zeta, torch.randint(2, 9, (50,)).to(dtype), -torch.rand(50, dtype=torch.float64).to(
-            dtype) * 15)  # q < 0 with integer x
-        xe = torch.tensor([1.0, 0.5, 2.0, 2.0, 2.0, 2.5, 3.0, 2.0, 2.0, NAN, 2.0, 30.0, 1.5, 2.0, 200.0], dtype=dtype)
-        qe = torch.tensor([1.0, 1.0, 0.0, -1.0, -1.5, -1.5, -2.5, INF, -INF, 1.0, NAN, 0.5, 1e-3, 1e10, 1.5],
-                          dtype=dtype)
+        check(
+            torch.special.zeta,
+            torch.randint(2, 9, (50,)).to(dtype),
+            -torch.rand(50, dtype=torch.float64).to(dtype) * 15,
+        )  # q < 0 with integer x
+        xe = torch.tensor(
+            [1.0, 0.5, 2.0, 2.0, 2.0, 2.5, 3.0, 2.0, 2.0, NAN, 2.0, 30.0, 1.5, 2.0, 200.0],
+            dtype=dtype,
+        )
+        qe = torch.tensor(
+            [1.0, 1.0, 0.0, -1.0, -1.5, -1.5, -2.5, INF, -INF, 1.0, NAN, 0.5, 1e-3, 1e10, 1.5],
+            dtype=dtype,
+        )
         check(torch.special.zeta, xe, qe)
         out = torch.empty(0, dtype=dtype, device=DEV)
         assert torch.special.zeta(x.to(DEV), q.to(DEV), out=out) is out
-        assert_close(out, torch.special.zeta(x.double(), q.double()), dtype, ref_same=torch.special.zeta(x, q))
+        assert_close(
+            out,
+            torch.special.zeta(x.double(), q.double()),
+            dtype,
+            ref_same=torch.special.zeta(x, q),
+        )
     check(torch.special.zeta, 2.0, rand((5,), F32, 0.5, 4))  # the Scalar overloads (composites)
     check(torch.special.zeta, rand((5,), F32, 1.5, 4), 3.0)
     check(torch.special.zeta, torch.arange(2, 6), torch.arange(1, 5))  # integers -> float32
@@ -529,7 +733,9 @@ def test_gcd_errors():
     with pytest.raises(RuntimeError):
         torch.gcd(torch.ones(3, device=DEV), torch.ones(3, device=DEV))
     with pytest.raises(RuntimeError):
-        torch.gcd(torch.ones(3, dtype=torch.bool, device=DEV), torch.ones(3, dtype=torch.bool, device=DEV))
+        torch.gcd(
+            torch.ones(3, dtype=torch.bool, device=DEV), torch.ones(3, dtype=torch.bool, device=DEV)
+        )
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -539,12 +745,17 @@ def test_mvlgamma(dtype):
     x = rand((5, 4), dtype, 2.5, 8)
     for p in (1, 3, 5):
         check(torch.mvlgamma, x, p, reduce=p)
-    assert torch.equal(torch.arange(-1.5, 0.5, 0.5, dtype=dtype, device=DEV).cpu(),
-                       torch.arange(-1.5, 0.5, 0.5, dtype=dtype))
+    assert torch.equal(
+        torch.arange(-1.5, 0.5, 0.5, dtype=dtype, device=DEV).cpu(),
+        torch.arange(-1.5, 0.5, 0.5, dtype=dtype),
+    )
 
 
-NDTR = {"special_erfcx": (torch.special.erfcx, (-8, 30)), "special_log_ndtr": (torch.special.log_ndtr, (-40, 12)),
-        "special_ndtri": (torch.special.ndtri, (0, 1))}
+NDTR = {
+    "special_erfcx": (torch.special.erfcx, (-8, 30)),
+    "special_log_ndtr": (torch.special.log_ndtr, (-40, 12)),
+    "special_ndtri": (torch.special.ndtri, (0, 1)),
+}
 
 
 @pytest.mark.parametrize("name", sorted(NDTR))
@@ -558,13 +769,17 @@ def test_erfcx_log_ndtr_ndtri(name):
         if name == "special_ndtri":
             e = torch.tensor([0.0, 1.0, 0.5, 1e-30, 1 - 1e-7, 1e-7, -0.5, 1.5, NAN], dtype=dtype)
         else:
-            e = torch.tensor([0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 26.0, -26.0, -27.0, 1e4, -1e4, INF, -INF, NAN],
-                             dtype=dtype)
+            e = torch.tensor(
+                [0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 26.0, -26.0, -27.0, 1e4, -1e4, INF, -INF, NAN],
+                dtype=dtype,
+            )
         check(fn, e)
         out = torch.empty(0, dtype=dtype, device=DEV)
         assert fn(x.to(DEV), out=out) is out
         assert_close(out, fn(x.double()), dtype, ref_same=fn(x))
-    check(fn, torch.arange(0, 2) if name == "special_ndtri" else torch.arange(-5, 6))  # integers -> float32
+    check(
+        fn, torch.arange(0, 2) if name == "special_ndtri" else torch.arange(-5, 6)
+    )  # integers -> float32
     x = rand((6, 5), F32, max(lo, -6) + 0.01, min(hi, 6) - 0.01)
     grads(fn, x)
     # fp16/bf16 inputs: computed in float64 and rounded (PyTorch's CPU kernels refuse these dtypes)

@@ -1,6 +1,7 @@
 """Reductions, BLAS, indexing, sorting, building and optimiser ops through
 the dispatcher, with their out= and in-place overloads, and the layouts of
 DESIGN §5: 0-size, 0-dim, broadcast, non-contiguous, large odd sizes."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,8 +14,11 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 def _out(fn, *args, like=None, **kwargs):
     """fn(*args, out=...) on the device against fn on CPU (float64 when floating)."""
     same = fn(*args, **kwargs)
-    outs = tuple(torch.empty(0, dtype=s.dtype, device=DEV) for s in same) if isinstance(same, tuple) else \
-        torch.empty(0, dtype=same.dtype, device=DEV)
+    outs = (
+        tuple(torch.empty(0, dtype=s.dtype, device=DEV) for s in same)
+        if isinstance(same, tuple)
+        else torch.empty(0, dtype=same.dtype, device=DEV)
+    )
     dev_args = to_dev(args)
     r = fn(*dev_args, out=outs, **kwargs)
     ref = fn(*to_f64(args), **kwargs)
@@ -108,7 +112,15 @@ def test_reduction_layouts():
     check(torch.all, empty, 1)
     check(torch.prod, empty)
     s = torch.tensor(2.5)
-    for fn in (torch.sum, torch.mean, torch.amax, torch.argmax, torch.max, torch.logsumexp, torch.std):
+    for fn in (
+        torch.sum,
+        torch.mean,
+        torch.amax,
+        torch.argmax,
+        torch.max,
+        torch.logsumexp,
+        torch.std,
+    ):
         check(fn, s) if fn not in (torch.logsumexp,) else check(fn, s, 0)
     with pytest.raises(RuntimeError):
         torch.max(torch.empty(0, device=DEV))
@@ -212,7 +224,11 @@ def test_index_put_scatter(dtype):
     check(_assign, x, rand((6, 5), torch.bool), torch.tensor(7, dtype=dtype))
     dup = torch.tensor([1, 1, 3, 1])
     check(lambda t, w: t.index_put((dup,), w, accumulate=True), x, rand((4, 5), dtype))
-    check(lambda t, w: t.clone().index_put_((dup, torch.tensor([0, 0, 4, 0])), w, accumulate=True), x, rand((4,), dtype))
+    check(
+        lambda t, w: t.clone().index_put_((dup, torch.tensor([0, 0, 4, 0])), w, accumulate=True),
+        x,
+        rand((4,), dtype),
+    )
     index = torch.randint(0, 6, (4, 5))
     src = rand((4, 5), dtype)
     uniq = torch.stack([torch.randperm(6)[:4] for _ in range(5)], 1)
@@ -220,15 +236,27 @@ def test_index_put_scatter(dtype):
     check(torch.scatter, x, 0, uniq, 2.0 if dtype.is_floating_point else 2)
     check(lambda *a: torch.scatter(*a, reduce="add"), x, 0, index, src, reduce=4)
     check(lambda *a: torch.scatter(*a, reduce="multiply"), x, 0, index, src.abs() + 1, reduce=4)
-    check(lambda *a: torch.scatter(*a, reduce="add"), x, 0, index, 3.0 if dtype.is_floating_point else 3, reduce=4)
+    check(
+        lambda *a: torch.scatter(*a, reduce="add"),
+        x,
+        0,
+        index,
+        3.0 if dtype.is_floating_point else 3,
+        reduce=4,
+    )
     check(torch.scatter_add, x, 0, index, src, reduce=4)
     _out(torch.scatter_add, x, 0, index, src)
     _out(torch.scatter, x, 0, uniq, src)
     _out(torch.scatter, x, 0, uniq, 1.0 if dtype.is_floating_point else 1)
     _out(torch.scatter, x, 0, index, src, reduce="add")
     _out(torch.scatter, x, 0, index, 1.0 if dtype.is_floating_point else 1, reduce="add")
-    for name, args in [("scatter_", (0, uniq, src)), ("scatter_", (0, uniq, 5)), ("scatter_add_", (0, index, src)),
-                       ("scatter_", (0, index, src, "add")), ("scatter_", (0, index, 2, "add"))]:
+    for name, args in [
+        ("scatter_", (0, uniq, src)),
+        ("scatter_", (0, uniq, 5)),
+        ("scatter_add_", (0, index, src)),
+        ("scatter_", (0, index, src, "add")),
+        ("scatter_", (0, index, 2, "add")),
+    ]:
         y = x.clone().to(DEV)
         a = [t.to(DEV) if isinstance(t, torch.Tensor) else t for t in args]
         if len(a) == 4:
@@ -261,9 +289,13 @@ def test_sort_topk(dtype):
     assert torch.equal(vo.cpu(), torch.topk(x, 3, 0).values)
     long = rand((2, 5000), dtype, -1000, 1000)  # the chunked topk path
     v, i = torch.topk(long.to(DEV), 7)
-    assert torch.equal(v.cpu(), torch.topk(long, 7).values) and torch.equal(long.gather(1, i.cpu()), v.cpu())
+    assert torch.equal(v.cpu(), torch.topk(long, 7).values) and torch.equal(
+        long.gather(1, i.cpu()), v.cpu()
+    )
     nan = torch.tensor([3.0, float("nan"), -1.0, 2.0])
-    torch.testing.assert_close(torch.sort(nan.to(DEV)).values.cpu(), torch.sort(nan).values, equal_nan=True)
+    torch.testing.assert_close(
+        torch.sort(nan.to(DEV)).values.cpu(), torch.sort(nan).values, equal_nan=True
+    )
 
 
 def test_building_ops():
@@ -275,7 +307,7 @@ def test_building_ops():
     check(lambda d: torch.arange(-1.0, 1.0, 0.25, device=d), "cpu")
     out = torch.empty(0, device=DEV)
     torch.arange(0, 10, 3, out=out)
-    assert torch.equal(out.cpu(), torch.arange(0., 10, 3))
+    assert torch.equal(out.cpu(), torch.arange(0.0, 10, 3))
     x = rand((4, 6), F32).to(DEV)
     x[:, ::2].fill_(2.5)
     x[1].zero_()
@@ -341,11 +373,37 @@ def test_fused_adamw():
         for _ in range(3):
             for s in steps:
                 s += 1
-            torch._fused_adamw_(ps, gs, ea, eas, mx, steps, lr=1e-2, beta1=0.9, beta2=0.999, weight_decay=0.1,
-                                eps=1e-8, amsgrad=False, maximize=False)
+            torch._fused_adamw_(
+                ps,
+                gs,
+                ea,
+                eas,
+                mx,
+                steps,
+                lr=1e-2,
+                beta1=0.9,
+                beta2=0.999,
+                weight_decay=0.1,
+                eps=1e-8,
+                amsgrad=False,
+                maximize=False,
+            )
         lr = torch.tensor(1e-2, device=dev)
-        torch._fused_adamw_(ps, gs, ea, eas, mx, steps, lr=lr, beta1=0.9, beta2=0.999, weight_decay=0.1,
-                            eps=1e-8, amsgrad=False, maximize=False)
+        torch._fused_adamw_(
+            ps,
+            gs,
+            ea,
+            eas,
+            mx,
+            steps,
+            lr=lr,
+            beta1=0.9,
+            beta2=0.999,
+            weight_decay=0.1,
+            eps=1e-8,
+            amsgrad=False,
+            maximize=False,
+        )
         results[dev] = [t.cpu() for t in ps + ea + eas]
     for a, b in zip(results[DEV], results["cpu"]):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

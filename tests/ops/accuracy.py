@@ -1,5 +1,6 @@
 """Accuracy helpers (seed 004's method): compare against a float64 reference
 computed by PyTorch on CPU; tolerances by dtype, atol scaled for reductions."""
+
 import torch
 
 RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6, torch.float64: 1e-7}
@@ -26,8 +27,9 @@ def assert_close(res, ref, dtype=None, reduce_dim=1, equal_nan=True, atol=None, 
     ref = ref.to(res.dtype) if ref.dtype != res.dtype else ref
     atol = ATOL[dtype] * reduce_dim if atol is None else atol
     rtol = RTOL[dtype] if rtol is None else rtol
-    torch.testing.assert_close(res.double(), ref.double(), atol=atol, rtol=rtol,
-                               equal_nan=equal_nan)
+    torch.testing.assert_close(
+        res.double(), ref.double(), atol=atol, rtol=rtol, equal_nan=equal_nan
+    )
 
 
 def randn(shape, dtype, device, low=None, high=None, noncontig=False):
@@ -39,8 +41,12 @@ def randn(shape, dtype, device, low=None, high=None, noncontig=False):
     elif dtype == torch.bool:
         t = torch.randint(0, 2, shape).bool()
     else:
-        t = torch.randint(-100 if low is None else int(low), 100 if high is None else int(high),
-                          shape, dtype=dtype)
+        t = torch.randint(
+            -100 if low is None else int(low),
+            100 if high is None else int(high),
+            shape,
+            dtype=dtype,
+        )
     if noncontig and t.dim() >= 2:
         t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
     return t.to(device)

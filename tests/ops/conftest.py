@@ -1,13 +1,14 @@
 """Kernel tests run on `device`:
 
-  cpu            (default) Triton's interpreter on CPU tensors; torch_ext._C
-                 is used when built, not needed otherwise
-  privateuseone  the extension's device (host driver: interpreter on host memory)
-  cuda           compiled Triton on a CUDA build of torch, without torch_ext._C
-                 (checks the kernels under the real compiler)
+cpu            (default) Triton's interpreter on CPU tensors; torch_ext._C
+               is used when built, not needed otherwise
+privateuseone  the extension's device (host driver: interpreter on host memory)
+cuda           compiled Triton on a CUDA build of torch, without torch_ext._C
+               (checks the kernels under the real compiler)
 
-    TORCH_EXT_TEST_DEVICE=privateuseone pytest tests/ops
+  TORCH_EXT_TEST_DEVICE=privateuseone pytest tests/ops
 """
+
 import os
 import sys
 import types
@@ -27,6 +28,7 @@ def _import_torch_ext():
     """torch_ext.ops without requiring the compiled extension on "cpu"."""
     if DEVICE == "privateuseone":
         import torch_ext  # noqa: F401  (registers the device)
+
         return
     try:
         if DEVICE == "cuda":

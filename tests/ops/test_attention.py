@@ -1,4 +1,5 @@
 """Fused attention forward/backward against PyTorch's math SDPA (float64)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -41,8 +42,9 @@ def test_flash_attention_gqa(causal, device):
     k = randn((2, 2, 24, 16), torch.float32, device)
     v = randn((2, 2, 24, 16), torch.float32, device)
     qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
-    ref = F.scaled_dot_product_attention(qr, kr.repeat_interleave(3, 1),
-                                         vr.repeat_interleave(3, 1), is_causal=causal)
+    ref = F.scaled_dot_product_attention(
+        qr, kr.repeat_interleave(3, 1), vr.repeat_interleave(3, 1), is_causal=causal
+    )
     out, lse = attention.flash_attention_fwd(q, k, v, None, causal)
     assert_close(out, ref.detach().float(), reduce_dim=4)
     g = randn(ref.shape, torch.float32, device)

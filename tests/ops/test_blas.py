@@ -1,4 +1,5 @@
 """mm / bmm / addmm / baddbmm / mv / dot against a float64 reference."""
+
 import pytest
 import torch
 
@@ -21,19 +22,19 @@ def test_mm(M, N, K, dtype, device):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mm_strided_and_addmm(dtype, device):
-    a = randn((40, 30), dtype, device).t()          # (30, 40), column-major
-    b = randn((40, 24), dtype, device)[:, ::2]      # (40, 12), strided
+    a = randn((40, 30), dtype, device).t()  # (30, 40), column-major
+    b = randn((40, 24), dtype, device)[:, ::2]  # (40, 12), strided
     bias = randn((12,), dtype, device)
     out = torch.empty(12, 30, dtype=dtype, device=device).t()
     blas.addmm_out(bias, a, b, 0.5, 2.0, out)
     ref = 0.5 * to_ref(bias) + 2.0 * to_ref(a) @ to_ref(b)
     assert_close(out, ref.to(dtype), dtype, reduce_dim=40)
     nan_bias = torch.full((30, 12), float("nan"), dtype=dtype).to(device)
-    blas.addmm_out(nan_bias, a, b, 0, 1.0, out)      # beta == 0 ignores self
+    blas.addmm_out(nan_bias, a, b, 0, 1.0, out)  # beta == 0 ignores self
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=40)
     c = randn((30, 12), dtype, device)
     ref = 1.5 * to_ref(c) + to_ref(a) @ to_ref(b)
-    blas.addmm_out(c, a, b, 1.5, 1.0, c)             # addmm_ in place
+    blas.addmm_out(c, a, b, 1.5, 1.0, c)  # addmm_ in place
     assert_close(c, ref.to(dtype), dtype, reduce_dim=40)
 
 

@@ -1,4 +1,5 @@
 """Indexing and tensor building kernels."""
+
 import pytest
 import torch
 
@@ -28,8 +29,11 @@ def test_gather_scatter(dim, dtype, device):
     assert_close(o, x.cpu().scatter(dim, uniq.cpu(), 2))
     if dtype != torch.bfloat16:
         I.scatter_add_out(x, dim, idx, src, o)
-        assert_close(o, x.cpu().scatter_add(dim, idx.cpu(), src.cpu()),
-                     atol=1e-5 if dtype.is_floating_point else None)
+        assert_close(
+            o,
+            x.cpu().scatter_add(dim, idx.cpu(), src.cpu()),
+            atol=1e-5 if dtype.is_floating_point else None,
+        )
 
 
 def test_scatter_reduce_and_inplace(device):
@@ -42,7 +46,7 @@ def test_scatter_reduce_and_inplace(device):
     I.scatter_reduce_out(x, 1, idx, src, "add", o)
     assert_close(o, x.cpu().scatter(1, idx.cpu(), src.cpu(), reduce="add"))
     ref = x.cpu().scatter_add(1, idx.cpu(), src.cpu())
-    I.scatter_add_out(x, 1, idx, src, x)             # in place: out is self
+    I.scatter_add_out(x, 1, idx, src, x)  # in place: out is self
     assert_close(x, ref)
 
 
@@ -54,8 +58,9 @@ def test_index_select_embedding(device):
         assert_close(I.index_select(x, dim, idx), x.cpu().index_select(dim, idx.cpu()))
     xt = x.transpose(0, 1)
     assert_close(I.index_select(xt, 1, (ii % 4).to(device)), xt.cpu().index_select(1, ii % 4))
-    assert_close(I.index_select(x, 0, torch.empty(0, dtype=torch.int64, device=device)),
-                 x.cpu()[:0])
+    assert_close(
+        I.index_select(x, 0, torch.empty(0, dtype=torch.int64, device=device)), x.cpu()[:0]
+    )
     w = randn((10, 4), torch.float32, device)
     ids = torch.randint(0, 10, (3, 5)).to(device)
     assert_close(I.embedding(w, ids), torch.embedding(w.cpu(), ids.cpu()))
@@ -65,8 +70,9 @@ def test_index_select_embedding(device):
         assert_close(I.embedding_dense_backward(g, ids, 10, pad, False), ref, atol=1e-5)
     gh = g.to(torch.bfloat16)
     ref = torch.ops.aten.embedding_dense_backward(to_ref(gh), ids.cpu(), 10, -1, False)
-    assert_close(I.embedding_dense_backward(gh, ids, 10, -1, False), ref.to(torch.bfloat16),
-                 torch.bfloat16)
+    assert_close(
+        I.embedding_dense_backward(gh, ids, 10, -1, False), ref.to(torch.bfloat16), torch.bfloat16
+    )
 
 
 def test_masked_fill_cat_flip(device):
@@ -79,8 +85,10 @@ def test_masked_fill_cat_flip(device):
     parts = [x, x[:, :2], randn((5, 0), torch.float32, device)]
     assert_close(I.cat(parts, 1), torch.cat([p.cpu() for p in parts], 1))
     assert_close(I.cat([x, x.t().contiguous().t()], 0), torch.cat([x.cpu(), x.cpu()], 0))
-    assert_close(I.cat([x.to(torch.float16), x.to(torch.int32)], 0),
-                 torch.cat([x.cpu().half(), x.cpu().int()], 0))
+    assert_close(
+        I.cat([x.to(torch.float16), x.to(torch.int32)], 0),
+        torch.cat([x.cpu().half(), x.cpu().int()], 0),
+    )
     z = randn((3, 4, 5), torch.int32, device).transpose(0, 2)
     for dims in ([0], [1, 2], [0, 1, 2], [-1]):
         assert_close(I.flip(z, dims), torch.flip(z.cpu(), dims))
@@ -97,8 +105,12 @@ def test_tril_triu(diagonal, device):
 
 
 def test_arange(device):
-    for start, end, step, dtype in [(0, 10, 1, torch.int64), (1.5, 5, 0.5, torch.float32),
-                                    (10, -3, -3, torch.int32), (0, 1, 0.1, torch.float64)]:
+    for start, end, step, dtype in [
+        (0, 10, 1, torch.int64),
+        (1.5, 5, 0.5, torch.float32),
+        (10, -3, -3, torch.int32),
+        (0, 1, 0.1, torch.float64),
+    ]:
         ref = torch.arange(start, end, step, dtype=dtype)
         out = torch.empty(ref.shape, dtype=dtype, device=device)
         I.arange_out(start, end, step, out)
@@ -120,9 +132,13 @@ def test_nonzero_masked_select(device):
 
 
 INDEX_CASES = [
-    lambda i, j, m: [i], lambda i, j, m: [None, j], lambda i, j, m: [i, j],
-    lambda i, j, m: [i, None, j], lambda i, j, m: [None, i.view(3, 1), j.view(1, 3)],
-    lambda i, j, m: [m], lambda i, j, m: [None, None, None, i % 2],
+    lambda i, j, m: [i],
+    lambda i, j, m: [None, j],
+    lambda i, j, m: [i, j],
+    lambda i, j, m: [i, None, j],
+    lambda i, j, m: [None, i.view(3, 1), j.view(1, 3)],
+    lambda i, j, m: [m],
+    lambda i, j, m: [None, None, None, i % 2],
 ]
 
 
@@ -143,9 +159,16 @@ def test_index_and_index_put(case, device):
     # With duplicate index tuples a plain put may keep either value.
     tensors = [t for t in idx if t is not None]
     if tensors[0].dtype != torch.bool:
-        tuples = torch.stack([t % n for t, n in zip(torch.broadcast_tensors(*tensors),
-                                                    [x.shape[d] for d, t in enumerate(idx)
-                                                     if t is not None])], -1).reshape(-1, len(tensors))
+        tuples = torch.stack(
+            [
+                t % n
+                for t, n in zip(
+                    torch.broadcast_tensors(*tensors),
+                    [x.shape[d] for d, t in enumerate(idx) if t is not None],
+                )
+            ],
+            -1,
+        ).reshape(-1, len(tensors))
         unique = torch.unique(tuples, dim=0).shape[0] == tuples.shape[0]
     else:
         unique = True
@@ -165,7 +188,7 @@ def test_repeat_randperm_multinomial(device):
     out = torch.empty(50, dtype=torch.int64, device=device)
     A.randperm_out(50, None, out)
     assert sorted(out.cpu().tolist()) == list(range(50))
-    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1, 1, 1, 1.]])
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1, 1, 1, 1.0]])
     s = A.multinomial(p.to(device), 4000, True).cpu()
     freq = torch.stack([(s[0] == k).float().mean() for k in range(4)])
     assert (freq - p[0]).abs().max() < 0.03
@@ -175,6 +198,7 @@ def test_repeat_randperm_multinomial(device):
 
 def test_index_add_linspace_eye(device):
     from torch_ext.ops import index as I2
+
     x = randn((4, 6, 3), torch.float32, device)
     src = randn((4, 5, 3), torch.float32, device)
     idx = torch.tensor([0, 5, 5, 2, 1])
@@ -185,8 +209,12 @@ def test_index_add_linspace_eye(device):
         I2.index_add_out(x, 1, torch.tensor([0, 5, 5, 2, -1]).to(device), src, 0.5, out)
         if out.device.type == "privateuseone":  # the cuda driver reports at the next sync
             torch.privateuseone.synchronize()
-    for start, end, steps, dtype in [(0, 1, 11, torch.float32), (-3, 7, 1, torch.float64),
-                                     (2, -2, 7, torch.float64), (0, 10, 6, torch.int64)]:
+    for start, end, steps, dtype in [
+        (0, 1, 11, torch.float32),
+        (-3, 7, 1, torch.float64),
+        (2, -2, 7, torch.float64),
+        (0, 10, 6, torch.int64),
+    ]:
         ref = torch.linspace(start, end, steps, dtype=dtype)
         out = torch.empty(ref.shape, dtype=dtype, device=device)
         I2.linspace_out(start, end, steps, out)
@@ -206,5 +234,9 @@ def test_scatter_reduce_two(reduce, include_self, dtype, device):
     out = torch.empty_like(x)
     I.scatter_reduce_two_out(x, 1, idx.to(device), src, reduce, include_self, out)
     ref = x.cpu().scatter_reduce(1, idx, src.cpu(), reduce, include_self=include_self)
-    assert_close(out, ref, rtol=1e-5 if dtype.is_floating_point else None,
-                 atol=1e-5 if dtype.is_floating_point else None)
+    assert_close(
+        out,
+        ref,
+        rtol=1e-5 if dtype.is_floating_point else None,
+        atol=1e-5 if dtype.is_floating_point else None,
+    )

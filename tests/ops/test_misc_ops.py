@@ -1,4 +1,5 @@
 """Losses, random numbers, sort/topk, fused ops and the AdamW step."""
+
 import math
 
 import pytest
@@ -31,8 +32,9 @@ def test_nll_loss(reduction, weighted, dtype, device):
     g = randn(ref.shape, dtype, device)
     gi = torch.empty_like(x)
     loss.nll_loss_backward_out(g, x, t, w, reduction, -100, rtw.to(dtype).to(device), gi)
-    rgi = torch.ops.aten.nll_loss_backward(to_ref(g), to_ref(x), t.cpu(), to_ref(w), reduction,
-                                           -100, rtw)
+    rgi = torch.ops.aten.nll_loss_backward(
+        to_ref(g), to_ref(x), t.cpu(), to_ref(w), reduction, -100, rtw
+    )
     assert_close(gi, rgi.to(dtype), dtype)
 
 
@@ -44,9 +46,10 @@ def test_mse_loss(reduction, device):
     loss.mse_loss_out(a, b, reduction, out)
     assert_close(out, ref.float(), reduce_dim=132)
     g = randn(ref.shape, torch.float32, device)
-    assert_close(loss.mse_loss_backward(g, a, b, reduction),
-                 torch.ops.aten.mse_loss_backward(to_ref(g), to_ref(a), to_ref(b), reduction)
-                 .float())
+    assert_close(
+        loss.mse_loss_backward(g, a, b, reduction),
+        torch.ops.aten.mse_loss_backward(to_ref(g), to_ref(a), to_ref(b), reduction).float(),
+    )
 
 
 def test_random_distributions(device):
@@ -72,8 +75,7 @@ def test_random_distributions(device):
     assert abs(keep.cpu().float().mean() - 0.75) < 0.02
     assert_close(out, keep.cpu().float() / 0.75)
     g = randn((n,), torch.float32, device)
-    assert_close(random.native_dropout_backward(g, keep, 1 / 0.75),
-                 g.cpu() * keep.cpu() / 0.75)
+    assert_close(random.native_dropout_backward(g, keep, 1 / 0.75), g.cpu() * keep.cpu() / 0.75)
 
 
 def test_random_reproducible(device, monkeypatch):
@@ -142,8 +144,11 @@ def test_fused(dtype, device):
     xr = to_ref(x)
     assert_close(fused.silu_and_mul(x), (F.silu(xr[:, :8]) * xr[:, 8:]).to(dtype), dtype)
     for approx in ("none", "tanh"):
-        assert_close(fused.gelu_and_mul(x, approx),
-                     (F.gelu(xr[:, :8], approximate=approx) * xr[:, 8:]).to(dtype), dtype)
+        assert_close(
+            fused.gelu_and_mul(x, approx),
+            (F.gelu(xr[:, :8], approximate=approx) * xr[:, 8:]).to(dtype),
+            dtype,
+        )
         xg = xr.clone().requires_grad_()
         g = randn((6, 8), dtype, device)
         (F.gelu(xg[:, :8], approximate=approx) * xg[:, 8:]).backward(to_ref(g))
@@ -156,8 +161,9 @@ def test_fused(dtype, device):
     w, b = randn((16,), dtype, device), randn((16,), dtype, device)
     y, _, _ = fused.skip_layer_norm(x, res, [16], w, b, 1e-5)
     s = (xr + to_ref(res)).to(dtype).double()
-    assert_close(y, F.layer_norm(s, [16], to_ref(w), to_ref(b), 1e-5).to(dtype), dtype,
-                 reduce_dim=2)
+    assert_close(
+        y, F.layer_norm(s, [16], to_ref(w), to_ref(b), 1e-5).to(dtype), dtype, reduce_dim=2
+    )
     y, summed = fused.fused_add_rms_norm(x, res, [16], w, 1e-6)
     assert_close(summed, s.to(dtype), dtype)
     assert_close(y, F.rms_norm(s, [16], to_ref(w), 1e-6).to(dtype), dtype, reduce_dim=2)
@@ -192,13 +198,37 @@ def test_fused_adamw(amsgrad, maximize, device):
     for _ in range(3):
         for s in rsteps:
             s += 1
-        torch._fused_adamw_(ref, [g.cpu() for g in gs], rstate[0], rstate[1],
-                            rstate[2] if amsgrad else [], rsteps, lr=0.01, beta1=0.9,
-                            beta2=0.99, weight_decay=0.1, eps=1e-8, amsgrad=amsgrad,
-                            maximize=maximize)
+        torch._fused_adamw_(
+            ref,
+            [g.cpu() for g in gs],
+            rstate[0],
+            rstate[1],
+            rstate[2] if amsgrad else [],
+            rsteps,
+            lr=0.01,
+            beta1=0.9,
+            beta2=0.99,
+            weight_decay=0.1,
+            eps=1e-8,
+            amsgrad=amsgrad,
+            maximize=maximize,
+        )
         steps = [torch.full((), float(rsteps[0])).to(device) for _ in ps]
-        optim.fused_adamw_(ps, gs, state[0], state[1], state[2], steps, 0.01, 0.9, 0.99, 0.1,
-                           1e-8, amsgrad, maximize)
+        optim.fused_adamw_(
+            ps,
+            gs,
+            state[0],
+            state[1],
+            state[2],
+            steps,
+            0.01,
+            0.9,
+            0.99,
+            0.1,
+            1e-8,
+            amsgrad,
+            maximize,
+        )
     for p, r in zip(ps, ref):
         assert_close(p, r, atol=1e-6, rtol=1e-5)
 

@@ -1,5 +1,6 @@
 """Pointwise kernels against PyTorch: functional forms (broadcast, promotion)
 and the TensorIterator convention (strided operands, numbers)."""
+
 import math
 
 import pytest
@@ -16,17 +17,36 @@ SHAPES = [(), (0,), (1027,), (7, 13), (3, 1, 5)]
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 UNARY_FLOAT = [
-    ("abs", torch.abs, None), ("neg", torch.neg, None), ("exp", torch.exp, None),
-    ("exp2", torch.exp2, None), ("expm1", torch.expm1, None), ("log", torch.log, (0.01, 10)),
-    ("log2", torch.log2, (0.01, 10)), ("log10", torch.log10, (0.01, 10)),
-    ("log1p", torch.log1p, (-0.9, 10)), ("sqrt", torch.sqrt, (0, 10)),
-    ("rsqrt", torch.rsqrt, (0.01, 10)), ("reciprocal", torch.reciprocal, (0.1, 10)),
-    ("sin", torch.sin, None), ("cos", torch.cos, None), ("tan", torch.tan, (-1.2, 1.2)),
-    ("tanh", torch.tanh, None), ("sinh", torch.sinh, None), ("cosh", torch.cosh, None),
-    ("sigmoid", torch.sigmoid, None), ("erf", torch.erf, None), ("erfc", torch.erfc, None),
-    ("floor", torch.floor, (-5, 5)), ("ceil", torch.ceil, (-5, 5)), ("trunc", torch.trunc, (-5, 5)),
-    ("frac", torch.frac, (-5, 5)), ("round", torch.round, (-5, 5)), ("sign", torch.sign, None),
-    ("signbit", torch.signbit, None), ("isnan", torch.isnan, None), ("isinf", torch.isinf, None),
+    ("abs", torch.abs, None),
+    ("neg", torch.neg, None),
+    ("exp", torch.exp, None),
+    ("exp2", torch.exp2, None),
+    ("expm1", torch.expm1, None),
+    ("log", torch.log, (0.01, 10)),
+    ("log2", torch.log2, (0.01, 10)),
+    ("log10", torch.log10, (0.01, 10)),
+    ("log1p", torch.log1p, (-0.9, 10)),
+    ("sqrt", torch.sqrt, (0, 10)),
+    ("rsqrt", torch.rsqrt, (0.01, 10)),
+    ("reciprocal", torch.reciprocal, (0.1, 10)),
+    ("sin", torch.sin, None),
+    ("cos", torch.cos, None),
+    ("tan", torch.tan, (-1.2, 1.2)),
+    ("tanh", torch.tanh, None),
+    ("sinh", torch.sinh, None),
+    ("cosh", torch.cosh, None),
+    ("sigmoid", torch.sigmoid, None),
+    ("erf", torch.erf, None),
+    ("erfc", torch.erfc, None),
+    ("floor", torch.floor, (-5, 5)),
+    ("ceil", torch.ceil, (-5, 5)),
+    ("trunc", torch.trunc, (-5, 5)),
+    ("frac", torch.frac, (-5, 5)),
+    ("round", torch.round, (-5, 5)),
+    ("sign", torch.sign, None),
+    ("signbit", torch.signbit, None),
+    ("isnan", torch.isnan, None),
+    ("isinf", torch.isinf, None),
     ("isfinite", torch.isfinite, None),
 ]
 
@@ -58,8 +78,13 @@ def test_unary_noncontiguous_fp64(device):
 @pytest.mark.parametrize("dtype", INT_DTYPES + [torch.int8, torch.uint8])
 def test_unary_int(dtype, device):
     x = randn((5, 11), dtype, device, 0 if dtype == torch.uint8 else -100, 100)
-    for name, ref in [("abs", torch.abs), ("neg", torch.neg), ("sign", torch.sign),
-                      ("bitwise_not", torch.bitwise_not), ("floor", torch.floor)]:
+    for name, ref in [
+        ("abs", torch.abs),
+        ("neg", torch.neg),
+        ("sign", torch.sign),
+        ("bitwise_not", torch.bitwise_not),
+        ("floor", torch.floor),
+    ]:
         if dtype == torch.uint8 and name in ("abs", "neg"):
             continue
         assert_close(getattr(unary, name)(x), ref(x.cpu()))
@@ -76,15 +101,29 @@ def test_bool_ops(device):
 
 
 BINARY = [
-    ("mul", torch.mul), ("div_true", torch.true_divide),
+    ("mul", torch.mul),
+    ("div_true", torch.true_divide),
     ("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc")),
     ("div_floor", lambda a, b: torch.div(a, b, rounding_mode="floor")),
-    ("remainder", torch.remainder), ("fmod", torch.fmod), ("maximum", torch.maximum),
-    ("minimum", torch.minimum), ("fmax", torch.fmax), ("fmin", torch.fmin),
-    ("eq", torch.eq), ("ne", torch.ne), ("lt", torch.lt), ("le", torch.le), ("gt", torch.gt),
-    ("ge", torch.ge), ("logaddexp", torch.logaddexp), ("copysign", torch.copysign),
-    ("hypot", torch.hypot), ("xlogy", torch.xlogy), ("logical_and", torch.logical_and),
-    ("logical_or", torch.logical_or), ("logical_xor", torch.logical_xor),
+    ("remainder", torch.remainder),
+    ("fmod", torch.fmod),
+    ("maximum", torch.maximum),
+    ("minimum", torch.minimum),
+    ("fmax", torch.fmax),
+    ("fmin", torch.fmin),
+    ("eq", torch.eq),
+    ("ne", torch.ne),
+    ("lt", torch.lt),
+    ("le", torch.le),
+    ("gt", torch.gt),
+    ("ge", torch.ge),
+    ("logaddexp", torch.logaddexp),
+    ("copysign", torch.copysign),
+    ("hypot", torch.hypot),
+    ("xlogy", torch.xlogy),
+    ("logical_and", torch.logical_and),
+    ("logical_or", torch.logical_or),
+    ("logical_xor", torch.logical_xor),
 ]
 
 
@@ -106,9 +145,15 @@ def test_binary_float(name, ref_fn, dtype, device):
             ref = ref_fn(to_ref(a), to_ref(b))
         if ref.is_floating_point():
             ref = ref.to(dtype)
-        assert_close(res, ref, dtype if res.dtype.is_floating_point else None,
-                     atol=1e-2 if name in ("div_floor", "remainder", "fmod") and dtype in
-                     (torch.float16, torch.bfloat16) else None)
+        assert_close(
+            res,
+            ref,
+            dtype if res.dtype.is_floating_point else None,
+            atol=1e-2
+            if name in ("div_floor", "remainder", "fmod")
+            and dtype in (torch.float16, torch.bfloat16)
+            else None,
+        )
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES + [torch.uint8])
@@ -118,12 +163,20 @@ def test_binary_int(dtype, device):
     if dtype != torch.uint8:
         b = b * torch.where(randn((9,), torch.bool, "cpu"), 1, -1).to(dtype).to(device)
     ac, bc = a.cpu(), b.cpu()
-    for name, ref in [("mul", torch.mul), ("maximum", torch.maximum), ("minimum", torch.minimum),
-                      ("bitwise_and", torch.bitwise_and), ("bitwise_or", torch.bitwise_or),
-                      ("bitwise_xor", torch.bitwise_xor), ("eq", torch.eq), ("lt", torch.lt),
-                      ("remainder", torch.remainder), ("fmod", torch.fmod),
-                      ("div_trunc", lambda x, y: torch.div(x, y, rounding_mode="trunc")),
-                      ("div_floor", lambda x, y: torch.div(x, y, rounding_mode="floor"))]:
+    for name, ref in [
+        ("mul", torch.mul),
+        ("maximum", torch.maximum),
+        ("minimum", torch.minimum),
+        ("bitwise_and", torch.bitwise_and),
+        ("bitwise_or", torch.bitwise_or),
+        ("bitwise_xor", torch.bitwise_xor),
+        ("eq", torch.eq),
+        ("lt", torch.lt),
+        ("remainder", torch.remainder),
+        ("fmod", torch.fmod),
+        ("div_trunc", lambda x, y: torch.div(x, y, rounding_mode="trunc")),
+        ("div_floor", lambda x, y: torch.div(x, y, rounding_mode="floor")),
+    ]:
         assert_close(getattr(binary, name)(a, b), ref(ac, bc))
     assert_close(binary.div_true(a, b), torch.true_divide(ac, bc).double().float(), torch.float32)
     sh = randn((9,), dtype, device, 0, 5)
@@ -165,14 +218,27 @@ ACT = [
     ("hardsigmoid", F.hardsigmoid, activation.hardsigmoid.iter),
     ("hardswish", F.hardswish, activation.hardswish.iter),
     ("gelu_none", lambda x: F.gelu(x), lambda o, i, d: activation.gelu(o, i, d, 0)),
-    ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),
-     lambda o, i, d: activation.gelu(o, i, d, 1)),
-    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), lambda o, i, d: activation.leaky_relu.iter(o, i, d, 0.2)),
+    (
+        "gelu_tanh",
+        lambda x: F.gelu(x, approximate="tanh"),
+        lambda o, i, d: activation.gelu(o, i, d, 1),
+    ),
+    (
+        "leaky_relu",
+        lambda x: F.leaky_relu(x, 0.2),
+        lambda o, i, d: activation.leaky_relu.iter(o, i, d, 0.2),
+    ),
     ("elu", lambda x: F.elu(x, 1.5), lambda o, i, d: activation.elu.iter(o, i, d, 1.5, 1.0, 1.0)),
-    ("softplus", lambda x: F.softplus(x, 2.0, 5.0),
-     lambda o, i, d: activation.softplus.iter(o, i, d, 2.0, 5.0)),
-    ("threshold", lambda x: F.threshold(x, 0.1, 20.0),
-     lambda o, i, d: activation.threshold.iter(o, (i[0], i[0]), d, 0.1, 20.0)),
+    (
+        "softplus",
+        lambda x: F.softplus(x, 2.0, 5.0),
+        lambda o, i, d: activation.softplus.iter(o, i, d, 2.0, 5.0),
+    ),
+    (
+        "threshold",
+        lambda x: F.threshold(x, 0.1, 20.0),
+        lambda o, i, d: activation.threshold.iter(o, (i[0], i[0]), d, 0.1, 20.0),
+    ),
 ]
 
 
@@ -192,22 +258,51 @@ def test_activation_backward(dtype, device):
     xr = to_ref(x).requires_grad_()
     gr = to_ref(g)
     cases = [
-        ("silu_backward", F.silu, lambda o: activation.KERNELS["silu_backward"]((o,), (g, x), dtype)),
-        ("gelu_backward", F.gelu, lambda o: activation.KERNELS["gelu_backward"]((o,), (g, x), dtype, 0)),
-        ("gelu_tanh_backward", lambda t: F.gelu(t, approximate="tanh"),
-         lambda o: activation.KERNELS["gelu_backward"]((o,), (g, x), dtype, 1)),
-        ("threshold_backward", F.relu,
-         lambda o: activation.KERNELS["threshold"]((o,), (x, g), dtype, 0, 0)),
-        ("leaky_relu_backward", lambda t: F.leaky_relu(t, 0.1),
-         lambda o: activation.KERNELS["leaky_relu_backward"]((o,), (x, g), dtype, 0.1)),
-        ("elu_backward", lambda t: F.elu(t, 0.7),
-         lambda o: activation.KERNELS["elu_backward"]((o,), (g, x), dtype, 0.7, 1.0, 1.0, False)),
-        ("hardtanh_backward", lambda t: F.hardtanh(t, -1.0, 2.0),
-         lambda o: activation.KERNELS["hardtanh_backward"]((o,), (g, x), dtype, -1.0, 2.0)),
-        ("hardswish_backward", F.hardswish,
-         lambda o: activation.KERNELS["hardswish_backward"]((o,), (g, x), dtype)),
-        ("softplus_backward", F.softplus,
-         lambda o: activation.KERNELS["softplus_backward"]((o,), (g, x), dtype, 1.0, 20.0)),
+        (
+            "silu_backward",
+            F.silu,
+            lambda o: activation.KERNELS["silu_backward"]((o,), (g, x), dtype),
+        ),
+        (
+            "gelu_backward",
+            F.gelu,
+            lambda o: activation.KERNELS["gelu_backward"]((o,), (g, x), dtype, 0),
+        ),
+        (
+            "gelu_tanh_backward",
+            lambda t: F.gelu(t, approximate="tanh"),
+            lambda o: activation.KERNELS["gelu_backward"]((o,), (g, x), dtype, 1),
+        ),
+        (
+            "threshold_backward",
+            F.relu,
+            lambda o: activation.KERNELS["threshold"]((o,), (x, g), dtype, 0, 0),
+        ),
+        (
+            "leaky_relu_backward",
+            lambda t: F.leaky_relu(t, 0.1),
+            lambda o: activation.KERNELS["leaky_relu_backward"]((o,), (x, g), dtype, 0.1),
+        ),
+        (
+            "elu_backward",
+            lambda t: F.elu(t, 0.7),
+            lambda o: activation.KERNELS["elu_backward"]((o,), (g, x), dtype, 0.7, 1.0, 1.0, False),
+        ),
+        (
+            "hardtanh_backward",
+            lambda t: F.hardtanh(t, -1.0, 2.0),
+            lambda o: activation.KERNELS["hardtanh_backward"]((o,), (g, x), dtype, -1.0, 2.0),
+        ),
+        (
+            "hardswish_backward",
+            F.hardswish,
+            lambda o: activation.KERNELS["hardswish_backward"]((o,), (g, x), dtype),
+        ),
+        (
+            "softplus_backward",
+            F.softplus,
+            lambda o: activation.KERNELS["softplus_backward"]((o,), (g, x), dtype, 1.0, 20.0),
+        ),
     ]
     for name, fwd, run in cases:
         (ref,) = torch.autograd.grad(fwd(xr), xr, gr)
@@ -228,10 +323,18 @@ def test_ternary(dtype, device):
     w = randn((6, 1), dtype, device, 0, 1)
     ar, br, wr = to_ref(a), to_ref(b), to_ref(w)
     assert_close(ternary.lerp_tensor(a, b, w), torch.lerp(ar, br.expand(6, 7), wr).to(dtype), dtype)
-    assert_close(ternary.lerp_scalar(a, b, 0.7), torch.lerp(ar, br.expand(6, 7), 0.7).to(dtype), dtype)
-    assert_close(ternary.addcmul(a, b, w, 0.5), torch.addcmul(ar, br, wr, value=0.5).to(dtype), dtype)
-    assert_close(ternary.addcdiv(a, b, (w.cpu() + 1).to(device), 0.5),
-                 torch.addcdiv(ar, br, wr + 1, value=0.5).to(dtype), dtype, atol=2e-2)
+    assert_close(
+        ternary.lerp_scalar(a, b, 0.7), torch.lerp(ar, br.expand(6, 7), 0.7).to(dtype), dtype
+    )
+    assert_close(
+        ternary.addcmul(a, b, w, 0.5), torch.addcmul(ar, br, wr, value=0.5).to(dtype), dtype
+    )
+    assert_close(
+        ternary.addcdiv(a, b, (w.cpu() + 1).to(device), 0.5),
+        torch.addcdiv(ar, br, wr + 1, value=0.5).to(dtype),
+        dtype,
+        atol=2e-2,
+    )
     cond = (a.cpu() > 0).to(device)
     assert_close(ternary.where_fn(cond, a, b), torch.where(cond.cpu(), ar, br).to(dtype), dtype)
     assert ternary.where_fn(cond, a, 1).dtype == dtype
@@ -273,10 +376,18 @@ def test_nan_to_num_round_decimals(device):
         assert_close(out, torch.round(y.cpu(), decimals=d))
 
 
-@pytest.mark.parametrize("src_dtype,dst_dtype", [
-    (torch.float32, torch.float16), (torch.bfloat16, torch.float32), (torch.float32, torch.int32),
-    (torch.int64, torch.float64), (torch.float32, torch.bool), (torch.bool, torch.float32),
-    (torch.int32, torch.int8)])
+@pytest.mark.parametrize(
+    "src_dtype,dst_dtype",
+    [
+        (torch.float32, torch.float16),
+        (torch.bfloat16, torch.float32),
+        (torch.float32, torch.int32),
+        (torch.int64, torch.float64),
+        (torch.float32, torch.bool),
+        (torch.bool, torch.float32),
+        (torch.int32, torch.int8),
+    ],
+)
 def test_copy_cast(src_dtype, dst_dtype, device):
     src = randn((13, 10), src_dtype, device)[::2, 1:]
     dst = torch.empty(9, 7, dtype=dst_dtype, device=device).t()
@@ -284,9 +395,11 @@ def test_copy_cast(src_dtype, dst_dtype, device):
     assert_close(dst, src.cpu().to(dst_dtype))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16]
+)
 def test_fill(dtype, device):
     t = torch.empty(5, 9, dtype=dtype, device=device)[:, ::2]
-    value = {torch.bool: True, torch.int64: 2 ** 40 + 3}.get(dtype, 0.1)
+    value = {torch.bool: True, torch.int64: 2**40 + 3}.get(dtype, 0.1)
     copy.fill_(t, value)
     assert_close(t, torch.full(t.shape, value, dtype=dtype))

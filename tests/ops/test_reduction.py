@@ -1,4 +1,5 @@
 """Reductions against PyTorch (float64 reference, atol scaled by reduced size)."""
+
 import math
 
 import pytest
@@ -15,8 +16,11 @@ DIMS = [None, [1], [0], [2], [0, 2], [-1, -2]]
 
 def _out(x, dims, keepdim, dtype):
     d = R.normalize_dims(dims, x.dim())
-    shape = [1 if i in d else s for i, s in enumerate(x.shape)] if keepdim else \
-        [s for i, s in enumerate(x.shape) if i not in d]
+    shape = (
+        [1 if i in d else s for i, s in enumerate(x.shape)]
+        if keepdim
+        else [s for i, s in enumerate(x.shape) if i not in d]
+    )
     return torch.empty(shape, dtype=dtype, device=x.device)
 
 
@@ -119,8 +123,9 @@ def test_var_std(dtype, device):
         for corr in (None, 0, 2):
             c = 1 if corr is None else corr
             assert_close(R.var_correction(x, dims, corr), xr.var(rd, correction=c), dtype)
-            assert_close(R.std_correction(x, dims, corr, True),
-                         xr.std(rd, correction=c, keepdim=True), dtype)
+            assert_close(
+                R.std_correction(x, dims, corr, True), xr.std(rd, correction=c, keepdim=True), dtype
+            )
         v, m = R.var_mean_correction(x, dims, None)
         rv, rm = torch.var_mean(xr, rd)
         assert_close(v, rv, dtype)
@@ -154,12 +159,17 @@ def test_norm_logsumexp_all_any(device):
 def test_cumsum(dtype, device):
     x = randn((5, 300, 3), dtype, device, -5, 5)
     for dim in (0, 1, 2):
-        out = torch.empty(x.shape, dtype=torch.int64 if not dtype.is_floating_point else dtype,
-                          device=device)
+        out = torch.empty(
+            x.shape, dtype=torch.int64 if not dtype.is_floating_point else dtype, device=device
+        )
         R.cumsum_out(x, dim, None, out)
         ref = to_ref(x).cumsum(dim)
-        assert_close(out, ref if not dtype.is_floating_point else ref.to(dtype), dtype
-                     if dtype.is_floating_point else None, reduce_dim=x.shape[dim])
+        assert_close(
+            out,
+            ref if not dtype.is_floating_point else ref.to(dtype),
+            dtype if dtype.is_floating_point else None,
+            reduce_dim=x.shape[dim],
+        )
     out = torch.empty(6, 5, device=device).t()
     xs = randn((5, 6), torch.float32, device)
     R.cumsum_out(xs, 1, None, out)

@@ -1,4 +1,5 @@
 """softmax / log_softmax (+backward), layer/group/rms norm (+backward)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,8 +12,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("shape,dim", [((7, 300), 1), ((4, 33, 5), 1), ((9, 6), 0), ((11,), 0),
-                                       ((0, 5), 1)])
+@pytest.mark.parametrize(
+    "shape,dim", [((7, 300), 1), ((4, 33, 5), 1), ((9, 6), 0), ((11,), 0), ((0, 5), 1)]
+)
 def test_softmax(shape, dim, dtype, device):
     x = randn(shape, dtype, device) * 3
     xr = to_ref(x)
@@ -25,12 +27,17 @@ def test_softmax(shape, dim, dtype, device):
     y = torch.softmax(xr, dim)
     gi = torch.empty_like(x)
     softmax.softmax_backward_out(g, y.to(dtype).to(device), dim, dtype, gi)
-    assert_close(gi, torch._softmax_backward_data(to_ref(g), y, dim, torch.float64).to(dtype),
-                 dtype)
+    assert_close(
+        gi, torch._softmax_backward_data(to_ref(g), y, dim, torch.float64).to(dtype), dtype
+    )
     ly = torch.log_softmax(xr, dim)
     softmax.log_softmax_backward_out(g, ly.to(dtype).to(device), dim, dtype, gi)
-    assert_close(gi, torch._log_softmax_backward_data(to_ref(g), ly, dim, torch.float64)
-                 .to(dtype), dtype, reduce_dim=4)
+    assert_close(
+        gi,
+        torch._log_softmax_backward_data(to_ref(g), ly, dim, torch.float64).to(dtype),
+        dtype,
+        reduce_dim=4,
+    )
 
 
 def test_softmax_half_to_float_noncontiguous(device):
@@ -53,10 +60,12 @@ def test_layer_norm(dtype, affine, device):
     assert_close(rstd, rrstd.float(), torch.float32, rtol=1e-4)
     g = randn((6, 5, 72), dtype, device)
     mask = [True, affine, affine]
-    got = norm.native_layer_norm_backward(g, x, [72], rmean.to(mean.dtype).to(device),
-                                          rrstd.to(rstd.dtype).to(device), w, b, mask)
-    ref = torch.ops.aten.native_layer_norm_backward(to_ref(g), to_ref(x), [72], rmean, rrstd,
-                                                    to_ref(w), to_ref(b), mask)
+    got = norm.native_layer_norm_backward(
+        g, x, [72], rmean.to(mean.dtype).to(device), rrstd.to(rstd.dtype).to(device), w, b, mask
+    )
+    ref = torch.ops.aten.native_layer_norm_backward(
+        to_ref(g), to_ref(x), [72], rmean, rrstd, to_ref(w), to_ref(b), mask
+    )
     for a, r, n in zip(got, ref, (72, 30, 30)):
         if r is None:
             assert a is None
@@ -75,11 +84,21 @@ def test_group_norm(dtype, device):
     assert_close(got[0], ref[0].to(dtype), dtype, reduce_dim=2)
     assert_close(got[1], ref[1].float(), torch.float32, reduce_dim=2)
     g = randn((N, C, H, W), dtype, device)
-    gb = norm.native_group_norm_backward(g, x, ref[1].to(got[1].dtype).to(device),
-                                         ref[2].to(got[2].dtype).to(device), w, N, C, H * W,
-                                         G, [True] * 3)
-    rb = torch.ops.aten.native_group_norm_backward(to_ref(g), to_ref(x), ref[1], ref[2],
-                                                   to_ref(w), N, C, H * W, G, [True] * 3)
+    gb = norm.native_group_norm_backward(
+        g,
+        x,
+        ref[1].to(got[1].dtype).to(device),
+        ref[2].to(got[2].dtype).to(device),
+        w,
+        N,
+        C,
+        H * W,
+        G,
+        [True] * 3,
+    )
+    rb = torch.ops.aten.native_group_norm_backward(
+        to_ref(g), to_ref(x), ref[1], ref[2], to_ref(w), N, C, H * W, G, [True] * 3
+    )
     for a, r in zip(gb, rb):
         assert_close(a, r.to(dtype), dtype, reduce_dim=30)
 

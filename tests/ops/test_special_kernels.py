@@ -2,6 +2,7 @@
 tensors by default; TORCH_EXT_TEST_DEVICE=cuda compiles them) against PyTorch:
 the special functions in float32/float64 and the iterator convention of the
 activation and loss stubs, the plain ops on tensors of the device."""
+
 import math
 
 import pytest
@@ -15,11 +16,18 @@ from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
 INF, NAN = math.inf, math.nan
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-UNARY = [("lgamma", torch.lgamma, (-12, 12)), ("digamma", torch.digamma, (-12, 12)),
-         ("i0", torch.i0, (-40, 40)), ("special_i0e", torch.special.i0e, (-80, 80)),
-         ("special_i1", torch.special.i1, (-40, 40)), ("special_i1e", torch.special.i1e, (-80, 80)),
-         ("sinc", torch.sinc, (-8, 8)), ("special_erfcx", torch.special.erfcx, (-20, 40)),
-         ("special_log_ndtr", torch.special.log_ndtr, (-40, 12)), ("special_ndtri", torch.special.ndtri, (0, 1))]
+UNARY = [
+    ("lgamma", torch.lgamma, (-12, 12)),
+    ("digamma", torch.digamma, (-12, 12)),
+    ("i0", torch.i0, (-40, 40)),
+    ("special_i0e", torch.special.i0e, (-80, 80)),
+    ("special_i1", torch.special.i1, (-40, 40)),
+    ("special_i1e", torch.special.i1e, (-80, 80)),
+    ("sinc", torch.sinc, (-8, 8)),
+    ("special_erfcx", torch.special.erfcx, (-20, 40)),
+    ("special_log_ndtr", torch.special.log_ndtr, (-40, 12)),
+    ("special_ndtri", torch.special.ndtri, (0, 1)),
+]
 EDGES = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -2.5, 0.5, 1e-6, 30.0, -30.0, 1e4, INF, -INF, NAN]
 
 
@@ -32,8 +40,12 @@ def _seed():
 @pytest.mark.parametrize("name,ref_fn,domain", UNARY, ids=[u[0] for u in UNARY])
 def test_special_unary(name, ref_fn, domain, dtype, device):
     op = getattr(special, name)
-    x = torch.cat([torch.linspace(*domain, 1000, dtype=torch.float64),
-                   torch.tensor(EDGES, dtype=torch.float64)]).to(dtype)
+    x = torch.cat(
+        [
+            torch.linspace(*domain, 1000, dtype=torch.float64),
+            torch.tensor(EDGES, dtype=torch.float64),
+        ]
+    ).to(dtype)
     res = op(x.to(device))
     # (erfcx/log_ndtr/ndtri: PyTorch has float32/float64 kernels only; the reference in float64)
     ref = ref_fn(to_ref(x)).to(dtype)
@@ -48,8 +60,12 @@ def test_special_unary(name, ref_fn, domain, dtype, device):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 6])
 def test_polygamma(n, dtype, device):
-    x = torch.cat([torch.linspace(-8.3, 12, 500, dtype=torch.float64),
-                   torch.tensor([0.5, 1e-3, 30.0, 250.0, NAN], dtype=torch.float64)]).to(dtype)
+    x = torch.cat(
+        [
+            torch.linspace(-8.3, 12, 500, dtype=torch.float64),
+            torch.tensor([0.5, 1e-3, 30.0, 250.0, NAN], dtype=torch.float64),
+        ]
+    ).to(dtype)
     out = torch.empty_like(x, device=device)
     special.polygamma((out,), (x.to(device),), dtype, n)
     assert_close(out, torch.polygamma(n, to_ref(x)).to(dtype), dtype)
@@ -96,7 +112,12 @@ def test_zeta(dtype, device):
     q[:500] = -q[:500]
     out = torch.empty_like(x, device=device)
     special.special_zeta((out,), (x.to(device), q.to(device)), dtype)
-    assert_close(out, torch.special.zeta(to_ref(x), to_ref(q)).to(dtype), dtype, rtol=1e-5 if dtype == torch.float32 else 1e-10)
+    assert_close(
+        out,
+        torch.special.zeta(to_ref(x), to_ref(q)).to(dtype),
+        dtype,
+        rtol=1e-5 if dtype == torch.float32 else 1e-10,
+    )
     special.special_zeta((out[:1],), (2.0, q[:1].to(device)), dtype)  # a number operand
     assert_close(out[:1], torch.special.zeta(2.0, to_ref(q[:1])).to(dtype), dtype)
 
@@ -120,12 +141,20 @@ def test_activation_stubs(dtype, device):
     xr = rx.clone().requires_grad_()
     F.mish(xr).backward(rg)
     assert_close(special.mish_backward(g, x), xr.grad, dtype)
-    assert_close(special.smooth_l1(x, t, 0.7), F.smooth_l1_loss(rx, rt, reduction="none", beta=0.7), dtype)
+    assert_close(
+        special.smooth_l1(x, t, 0.7), F.smooth_l1_loss(rx, rt, reduction="none", beta=0.7), dtype
+    )
     assert_close(special.huber(x, t, 0.7), F.huber_loss(rx, rt, reduction="none", delta=0.7), dtype)
-    assert_close(special.smooth_l1_backward(x, t, g, 0.5, 0.7),
-                 torch.ops.aten.smooth_l1_loss_backward(rg, rx, rt, 0, 0.7) * 0.5, dtype)
-    assert_close(special.huber_backward(x, t, g, 0.5, 0.7),
-                 torch.ops.aten.huber_loss_backward(rg, rx, rt, 0, 0.7) * 0.5, dtype)
+    assert_close(
+        special.smooth_l1_backward(x, t, g, 0.5, 0.7),
+        torch.ops.aten.smooth_l1_loss_backward(rg, rx, rt, 0, 0.7) * 0.5,
+        dtype,
+    )
+    assert_close(
+        special.huber_backward(x, t, g, 0.5, 0.7),
+        torch.ops.aten.huber_loss_backward(rg, rx, rt, 0, 0.7) * 0.5,
+        dtype,
+    )
     w = randn((5,), dtype, device, -1, 1)
     assert_close(special.prelu(x, w), F.prelu(rx, to_ref(w)), dtype)
     gx, gw = special.prelu_backward(x, w.expand(x.shape), g)
@@ -141,9 +170,15 @@ def test_plain_ops(dtype, device):
     out, buf = special.log_sigmoid_forward(x)
     assert_close(out, F.logsigmoid(rx), dtype)
     g = randn((6, 8), dtype, device)
-    ref_b = torch.ops.aten.log_sigmoid_backward(to_ref(g), rx, torch.ops.aten.log_sigmoid_forward(rx)[1])
+    ref_b = torch.ops.aten.log_sigmoid_backward(
+        to_ref(g), rx, torch.ops.aten.log_sigmoid_forward(rx)[1]
+    )
     assert_close(special.log_sigmoid_backward(g, x, buf), ref_b, dtype)
-    assert_close(special.glu_backward(g[:, :4], x, 1), torch.ops.aten.glu_backward(to_ref(g[:, :4]), rx, 1), dtype)
+    assert_close(
+        special.glu_backward(g[:, :4], x, 1),
+        torch.ops.aten.glu_backward(to_ref(g[:, :4]), rx, 1),
+        dtype,
+    )
     o = torch.empty((6, 4), dtype=dtype, device=device)
     special.glu_out(x, 1, o)
     assert_close(o, F.glu(rx, 1), dtype)
@@ -151,9 +186,16 @@ def test_plain_ops(dtype, device):
     w = randn((8,), dtype, device, 0.5, 2)
     for red in (0, 1, 2):
         ref = torch.ops.aten.binary_cross_entropy(to_ref(p), to_ref(y), to_ref(w), red)
-        assert_close(special.binary_cross_entropy(p, y, w, red), ref, dtype, reduce_dim=48 if red else 1)
-        refb = torch.ops.aten.binary_cross_entropy_backward(to_ref(g) if red == 0 else torch.tensor(0.7, dtype=torch.float64),
-                                                            to_ref(p), to_ref(y), to_ref(w), red)
+        assert_close(
+            special.binary_cross_entropy(p, y, w, red), ref, dtype, reduce_dim=48 if red else 1
+        )
+        refb = torch.ops.aten.binary_cross_entropy_backward(
+            to_ref(g) if red == 0 else torch.tensor(0.7, dtype=torch.float64),
+            to_ref(p),
+            to_ref(y),
+            to_ref(w),
+            red,
+        )
         gg = g if red == 0 else torch.tensor(0.7, dtype=dtype, device=device)
         assert_close(special.binary_cross_entropy_backward(gg, p, y, w, red), refb, dtype)
     with pytest.raises(RuntimeError, match="between 0 and 1"):

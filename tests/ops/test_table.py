@@ -1,4 +1,5 @@
 """The kernel table documents every registry entry, and only those."""
+
 from torch_ext.ops import KERNELS
 from torch_ext.ops._table import TABLE
 

@@ -1,6 +1,7 @@
 """Issue 3's examples on the device, against CPU, with the fallback an error
 (tests/conftest.py): lerp (Legacy, YAML only), tril (LegacyMeta, YAML only),
 triu (LegacyMeta, hand-written C++ body), add/sub/mul/div (Legacy stubs)."""
+
 import pytest
 import torch
 
@@ -12,8 +13,10 @@ SHAPES = [(), (0,), (7,), (3, 5), (4, 1, 6), (257, 33)]
 
 
 def tol(dtype):
-    return {torch.float16: dict(atol=1e-3, rtol=1e-3), torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}.get(
-        dtype, dict(atol=1e-5, rtol=1.3e-6))
+    return {
+        torch.float16: dict(atol=1e-3, rtol=1e-3),
+        torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2),
+    }.get(dtype, dict(atol=1e-5, rtol=1.3e-6))
 
 
 def make(shape, dtype, seed=0):
@@ -32,7 +35,9 @@ def ref(fn, *args, dtype=None, **kw):
 
 def check(actual, expected, dtype=None):
     assert actual.device.type == DEV
-    torch.testing.assert_close(actual.cpu(), expected, **tol(dtype or expected.dtype), equal_nan=True)
+    torch.testing.assert_close(
+        actual.cpu(), expected, **tol(dtype or expected.dtype), equal_nan=True
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -67,8 +72,18 @@ def test_lerp_tensor_weight_broadcast_and_strided(dtype):
 
 @pytest.mark.parametrize("op", [torch.tril, torch.triu])
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.bool])
-@pytest.mark.parametrize("shape,k", [((5, 7), 0), ((5, 7), -2), ((7, 5), 3), ((2, 3, 4, 4), 1), ((0, 3), 0),
-                                     ((3, 0), 0), ((64, 130), -40)])
+@pytest.mark.parametrize(
+    "shape,k",
+    [
+        ((5, 7), 0),
+        ((5, 7), -2),
+        ((7, 5), 3),
+        ((2, 3, 4, 4), 1),
+        ((0, 3), 0),
+        ((3, 0), 0),
+        ((64, 130), -40),
+    ],
+)
 def test_tril_triu(op, dtype, shape, k):
     x = make(shape, dtype) if dtype != torch.bool else make(shape, torch.int32) > 0
     d = x.to(DEV)
@@ -91,8 +106,17 @@ BINARY = [torch.add, torch.sub, torch.mul, torch.div]
 
 @pytest.mark.parametrize("op", BINARY)
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("sa,sb", [((), ()), ((0,), (0,)), ((17,), (17,)), ((4, 1, 5), (3, 1)), ((1,), (9, 9)),
-                                   ((301, 7), (301, 7))])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [
+        ((), ()),
+        ((0,), (0,)),
+        ((17,), (17,)),
+        ((4, 1, 5), (3, 1)),
+        ((1,), (9, 9)),
+        ((301, 7), (301, 7)),
+    ],
+)
 def test_binary_float(op, dtype, sa, sb):
     a, b = make(sa, dtype, 1), make(sb, dtype, 2)
     if op is torch.div:
@@ -118,7 +142,9 @@ def test_binary_int(op, dtype):
 
 
 @pytest.mark.parametrize("rounding_mode", [None, "trunc", "floor"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+)
 def test_div_rounding_modes(rounding_mode, dtype):
     a = make((40,), dtype, 1) * 3
     b = make((40,), dtype, 2)

@@ -1,4 +1,5 @@
 """How C++ reaches Triton: the tier-1 launcher and the kernel registry."""
+
 import os
 import subprocess
 import sys
@@ -17,7 +18,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_python_error_surfaces_with_its_type_and_message():
     d = torch.randn(3, 3, dtype=torch.complex64).to(DEV)
-    with pytest.raises(NotImplementedError, match=r"torch_ext kernel 'tril'.*does not support dtype torch.complex64"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"torch_ext kernel 'tril'.*does not support dtype torch.complex64",
+    ):
         torch.tril(d)
     # the device is still usable
     x = torch.randn(4, 4)
@@ -36,7 +40,9 @@ def test_calls_from_other_threads_take_the_gil_themselves():
     def work():
         try:
             x = torch.randn(64, 32)
-            results.append(torch.allclose((x.to(DEV).softmax(-1) * 2).cpu(), x.softmax(-1) * 2, atol=1e-6))
+            results.append(
+                torch.allclose((x.to(DEV).softmax(-1) * 2).cpu(), x.softmax(-1) * 2, atol=1e-6)
+            )
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
@@ -62,14 +68,24 @@ def test_importing_triton_first_still_works():
         print("ok")
     """)
     env = dict(os.environ, TORCH_EXT_FALLBACK="error")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
 
 
 def test_codegen_list_on_the_real_manifest():
-    r = subprocess.run([sys.executable, "-m", "codegen", "--list"], cwd=REPO, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "codegen", "--list"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "LegacyMeta" in r.stdout and "Customized" not in r.stdout.split("entries:")[-1]
-    assert "lerp.Scalar_out" in r.stdout and "fills lerp_kernel_scalar_weight <- lerp_scalar" in r.stdout
+    assert (
+        "lerp.Scalar_out" in r.stdout
+        and "fills lerp_kernel_scalar_weight <- lerp_scalar" in r.stdout
+    )
     assert "triu.out" in r.stdout and "hand-written C++" in r.stdout

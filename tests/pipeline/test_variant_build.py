@@ -3,6 +3,7 @@
 op (hardshrink) added by YAML plus one scalar Triton function. It generates,
 builds (a second build folder; ccache reuses the main build's objects) and
 runs it in a fresh process with the CPU fallback set to error."""
+
 import os
 import re
 import shutil
@@ -50,30 +51,48 @@ def variant_build(tmp_path_factory):
     manifest = tmp / "musa_functions.yaml"
     manifest.write_text(variant_manifest())
     pkg = tmp / "pkg"
-    shutil.copytree(REPO / "torch_ext", pkg / "torch_ext",
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    env = dict(os.environ,
-               TORCH_EXT_MANIFEST=str(manifest),
-               TORCH_EXT_EXTRA_CSRC=str(VARIANT / "csrc"),
-               TORCH_EXT_BUILD_DIR=str(REPO / "build-variant"),
-               PYTHONPATH=os.pathsep.join([str(VARIANT), str(REPO)]))
-    r = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "-b", str(pkg)],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+    shutil.copytree(
+        REPO / "torch_ext", pkg / "torch_ext", ignore=shutil.ignore_patterns("*.so", "__pycache__")
+    )
+    env = dict(
+        os.environ,
+        TORCH_EXT_MANIFEST=str(manifest),
+        TORCH_EXT_EXTRA_CSRC=str(VARIANT / "csrc"),
+        TORCH_EXT_BUILD_DIR=str(REPO / "build-variant"),
+        PYTHONPATH=os.pathsep.join([str(VARIANT), str(REPO)]),
+    )
+    r = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "-b", str(pkg)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     return pkg
 
 
 def run_on_variant(pkg, code):
-    env = dict(os.environ, TORCH_EXT_FALLBACK="error",
-               PYTHONPATH=os.pathsep.join([str(pkg), str(VARIANT)]))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=pkg, env=env,
-                       capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ, TORCH_EXT_FALLBACK="error", PYTHONPATH=os.pathsep.join([str(pkg), str(VARIANT)])
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=pkg,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     return r.stdout
 
 
 def test_customized_tril_uses_our_meta_and_precomputed_value(variant_build):
-    out = run_on_variant(variant_build, """
+    out = run_on_variant(
+        variant_build,
+        """
         import torch, torch_ext
         assert torch_ext.__file__.startswith(%r), torch_ext.__file__
         x = torch.randn(5, 7)
@@ -94,12 +113,16 @@ def test_customized_tril_uses_our_meta_and_precomputed_value(variant_build):
         else:
             raise AssertionError("1-D tril did not raise")
         print("ok")
-    """ % str(variant_build))
+    """
+        % str(variant_build),
+    )
     assert "ok" in out
 
 
 def test_new_pointwise_op_from_yaml_and_scalar_function(variant_build):
-    out = run_on_variant(variant_build, """
+    out = run_on_variant(
+        variant_build,
+        """
         import torch, torch_ext
         x = torch.randn(33, 17)
         d = x.to("privateuseone")
@@ -114,5 +137,6 @@ def test_new_pointwise_op_from_yaml_and_scalar_function(variant_build):
                                    torch.nn.functional.hardshrink(h, 0.3))
         assert torch_ext.fallback_stats() == {}, torch_ext.fallback_stats()
         print("ok")
-    """)
+    """,
+    )
     assert "ok" in out

@@ -1,4 +1,5 @@
 """Run a snippet in a fresh interpreter with extra environment variables."""
+
 import os
 import subprocess
 import sys
@@ -11,5 +12,10 @@ def run_python(code: str, timeout: float = 300, **env) -> subprocess.CompletedPr
     full_env = dict(os.environ)
     full_env.update({k: str(v) for k, v in env.items()})
     full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,5 +1,5 @@
 """The caching allocator: statistics, reuse, empty_cache, out-of-memory."""
-import pytest
+
 import torch
 
 import torch_ext  # noqa: F401
@@ -62,9 +62,17 @@ def test_stats_per_device():
 
 def test_stats_keys_like_cuda():
     stats = pu.memory_stats()
-    for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.current",
-                "active_bytes.all.current", "requested_bytes.all.current", "allocation.all.allocated",
-                "segment.large_pool.current", "num_alloc_retries", "num_ooms"):
+    for key in (
+        "allocated_bytes.all.current",
+        "allocated_bytes.all.peak",
+        "reserved_bytes.all.current",
+        "active_bytes.all.current",
+        "requested_bytes.all.current",
+        "allocation.all.allocated",
+        "segment.large_pool.current",
+        "num_alloc_retries",
+        "num_ooms",
+    ):
         assert key in stats
     assert set(torch.accelerator.memory_stats()) >= {"allocated_bytes.all.current"}
 
@@ -98,7 +106,10 @@ def test_out_of_memory_raises_with_figures_and_device_stays_usable():
         """,
         # The host driver with a small memory limit: the allocator's OOM path is the
         # same for every driver (tests_gpu runs it on a GPU's real capacity).
-        TORCH_EXT_HOST_MEMORY_LIMIT="32M", TORCH_EXT_FALLBACK="silent", TORCH_EXT_DRIVER="host")
+        TORCH_EXT_HOST_MEMORY_LIMIT="32M",
+        TORCH_EXT_FALLBACK="silent",
+        TORCH_EXT_DRIVER="host",
+    )
     assert r.returncode == 0, r.stderr
     assert "OOM: privateuseone out of memory. Tried to allocate 64.00 MiB" in r.stdout
     assert "total capacity of 32.00 MiB" in r.stdout

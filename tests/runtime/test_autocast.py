@@ -1,4 +1,5 @@
 """torch.autocast("privateuseone") with CUDA's op lists."""
+
 import pytest
 import torch
 

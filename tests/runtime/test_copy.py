@@ -1,5 +1,6 @@
 """Copies of every kind: host<->device, device<->device, across devices,
 dtype-converting, non-contiguous, broadcasting, non_blocking from pinned memory."""
+
 import pytest
 import torch
 
@@ -12,8 +13,18 @@ def roundtrip(x, device=DEV):
     return x.to(device).cpu()
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool,
-                                   torch.uint8, torch.complex64])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.bool,
+        torch.uint8,
+        torch.complex64,
+    ],
+)
 def test_host_device_roundtrip(dtype):
     x = (torch.randn(7, 5) * 10).to(dtype)
     assert torch.equal(roundtrip(x), x)
@@ -57,8 +68,15 @@ def test_copy_into_non_contiguous_device_destination():
     assert torch.equal(d.cpu(), x)
 
 
-@pytest.mark.parametrize("src_dtype,dst_dtype", [(torch.float32, torch.float16), (torch.float32, torch.int32),
-                                                 (torch.int64, torch.float64), (torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize(
+    "src_dtype,dst_dtype",
+    [
+        (torch.float32, torch.float16),
+        (torch.float32, torch.int32),
+        (torch.int64, torch.float64),
+        (torch.bfloat16, torch.float32),
+    ],
+)
 def test_dtype_converting(src_dtype, dst_dtype):
     x = (torch.randn(5, 4) * 100).to(src_dtype)
     ref = x.to(dst_dtype)
@@ -130,7 +148,9 @@ def test_resize_and_set():
 def test_storage_cpu_roundtrip():
     d = torch.arange(6, dtype=torch.int32).to(DEV)
     s = d.untyped_storage().cpu()
-    assert torch.equal(torch.tensor([], dtype=torch.int32).set_(s), torch.arange(6, dtype=torch.int32))
+    assert torch.equal(
+        torch.tensor([], dtype=torch.int32).set_(s), torch.arange(6, dtype=torch.int32)
+    )
 
 
 def test_conjugate_and_negative_views_copy_without_recursion():

@@ -1,4 +1,5 @@
 """torch.privateuseone as a device module, and torch.accelerator on it."""
+
 import os
 
 import pytest
@@ -15,7 +16,9 @@ def test_backend_registered():
     assert torch.privateuseone.is_initialized()
     assert torch.accelerator.current_accelerator() == torch.device(DEV)
     # The driver asked for (tests_gpu/run_all.sh sets cuda), else the host driver.
-    expected = os.environ.get("TORCH_EXT_DRIVER") or ("cuda" if torch.cuda.is_available() else "host")
+    expected = os.environ.get("TORCH_EXT_DRIVER") or (
+        "cuda" if torch.cuda.is_available() else "host"
+    )
     assert torch_ext.driver_name() == expected
 
 

@@ -1,5 +1,6 @@
 """The CPU fallback: modes, statistics, and what it refuses (views,
 factories, random ops, mixed devices)."""
+
 import warnings
 
 import pytest
@@ -37,7 +38,9 @@ def clean_stats():
 
 def test_session_default_is_error():
     assert torch_ext.fallback_mode.current() == "error"
-    with pytest.raises(RuntimeError, match=r"torch_ext_test::twice is not implemented for privateuseone"):
+    with pytest.raises(
+        RuntimeError, match=r"torch_ext_test::twice is not implemented for privateuseone"
+    ):
         ops.twice(torch.ones(2).to(DEV))
 
 
@@ -70,11 +73,23 @@ def test_warn_once_per_op():
         torch.ops.torch_ext_warn.twice(x)
         torch.ops.torch_ext_warn.plus(x, x)
         print(sorted(torch_ext.fallback_stats().items()))
-        """, TORCH_EXT_FALLBACK="warn")
+        """,
+        TORCH_EXT_FALLBACK="warn",
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[('torch_ext_warn::plus', 1), ('torch_ext_warn::twice', 2)]"
-    assert r.stderr.count("torch_ext_warn::twice is not implemented for privateuseone; running it on the CPU") == 1
-    assert r.stderr.count("torch_ext_warn::plus is not implemented for privateuseone; running it on the CPU") == 1
+    assert (
+        r.stderr.count(
+            "torch_ext_warn::twice is not implemented for privateuseone; running it on the CPU"
+        )
+        == 1
+    )
+    assert (
+        r.stderr.count(
+            "torch_ext_warn::plus is not implemented for privateuseone; running it on the CPU"
+        )
+        == 1
+    )
 
 
 def test_inplace_and_list_results_come_back_to_the_device():
@@ -120,7 +135,9 @@ def test_mode_from_environment():
         """
         import torch, torch_ext
         print(torch_ext.fallback_mode.current())
-        """, TORCH_EXT_FALLBACK="silent")
+        """,
+        TORCH_EXT_FALLBACK="silent",
+    )
     assert r.stdout.strip() == "silent", r.stderr
     r = run_python("import torch_ext", TORCH_EXT_FALLBACK="bogus")
     assert r.returncode != 0 and "TORCH_EXT_FALLBACK must be warn, silent or error" in r.stderr

@@ -1,4 +1,5 @@
 """Bad input on native ops: mixed devices, invalid indices."""
+
 import pytest
 import torch
 

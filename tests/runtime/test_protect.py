@@ -1,6 +1,7 @@
 """TORCH_EXT_HOST_PROTECT=1: device memory is unreadable from host code,
 except through the runtime. A mode of the host driver: these children run on
 it whichever driver the test run uses."""
+
 import signal
 
 from helpers import run_python
@@ -25,8 +26,11 @@ def test_runtime_paths_work_under_protection():
         except RuntimeError as e:
             assert "not host-addressable" in str(e)
         print("ok")
-        """, TORCH_EXT_HOST_PROTECT="1", TORCH_EXT_FALLBACK="silent",
-        TORCH_EXT_DRIVER="host")
+        """,
+        TORCH_EXT_HOST_PROTECT="1",
+        TORCH_EXT_FALLBACK="silent",
+        TORCH_EXT_DRIVER="host",
+    )
     assert r.returncode == 0, r.stderr
     assert "ok" in r.stdout
 
@@ -37,7 +41,10 @@ def test_stray_host_read_crashes():
         import ctypes, torch, torch_ext
         d = torch.ones(4).to("privateuseone")
         print(ctypes.c_float.from_address(d.data_ptr()).value)
-        """, TORCH_EXT_HOST_PROTECT="1", TORCH_EXT_DRIVER="host")
+        """,
+        TORCH_EXT_HOST_PROTECT="1",
+        TORCH_EXT_DRIVER="host",
+    )
     assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stdout, r.stderr)
 
 
@@ -47,5 +54,7 @@ def test_same_read_succeeds_unprotected():
         import ctypes, torch, torch_ext
         d = torch.ones(4).to("privateuseone")
         print(ctypes.c_float.from_address(d.data_ptr()).value)
-        """, TORCH_EXT_DRIVER="host")
+        """,
+        TORCH_EXT_DRIVER="host",
+    )
     assert r.returncode == 0 and r.stdout.strip() == "1.0", r.stderr

@@ -1,4 +1,5 @@
 """The per-device generator: seeding, state round trip, philox offsets."""
+
 import torch
 
 import torch_ext  # noqa: F401
@@ -27,8 +28,10 @@ def test_rng_state_round_trip():
     assert _C._generator_philox(None, 0, 1) == (5, 12)  # offsets advance in steps of 4
     pu.set_rng_state(state)
     assert _C._generator_philox(None, 0, 10) == first
-    assert torch.equal(pu.get_rng_state(), torch.cat([state[:8], torch.tensor([12, 0, 0, 0, 0, 0, 0, 0],
-                                                                              dtype=torch.uint8)]))
+    assert torch.equal(
+        pu.get_rng_state(),
+        torch.cat([state[:8], torch.tensor([12, 0, 0, 0, 0, 0, 0, 0], dtype=torch.uint8)]),
+    )
 
 
 def test_get_set_rng_state_via_torch_random():

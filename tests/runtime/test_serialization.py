@@ -1,4 +1,5 @@
 """Printing, torch.save/torch.load of device tensors."""
+
 import io
 
 import torch

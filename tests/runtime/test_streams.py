@@ -1,4 +1,5 @@
 """Streams, events and synchronisation."""
+
 import torch
 
 import torch_ext  # noqa: F401

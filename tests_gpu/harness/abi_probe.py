@@ -7,6 +7,7 @@ std:: symbol of the default build binds to (LD_DEBUG=bindings).
 
     python tests_gpu/harness/abi_probe.py [build_dir]
 """
+
 import os
 import subprocess
 import sys
@@ -25,8 +26,12 @@ SRC = textwrap.dedent("""
 VARIANTS = {
     "default": [],
     # what CMakeLists.txt does: the runtime torch runs on, by path, not as needed
-    "runtime_by_path": ["-Wl,--no-as-needed", next(
-        (ln.split()[-1] for ln in open("/proc/self/maps") if "/libstdc++.so" in ln), "-lstdc++")],
+    "runtime_by_path": [
+        "-Wl,--no-as-needed",
+        next(
+            (ln.split()[-1] for ln in open("/proc/self/maps") if "/libstdc++.so" in ln), "-lstdc++"
+        ),
+    ],
     "static_stdcxx": ["-static-libstdc++"],
 }
 
@@ -44,6 +49,7 @@ except RuntimeError as e:
 
 def build(name, ldflags, build_dir):
     from torch.utils.cpp_extension import load
+
     src = os.path.join(build_dir, "probe.cpp")
     with open(src, "w") as fh:
         fh.write(SRC)
@@ -54,16 +60,22 @@ def build(name, ldflags, build_dir):
 
 
 def run(so, name, env=None, full=False):
-    r = subprocess.run([sys.executable, "-c", CHILD, so, name], capture_output=True, text=True,
-                       env={**os.environ, **(env or {})}, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, so, name],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
     return r.returncode, r.stdout + (r.stderr if full else r.stderr[-600:])
 
 
 def main():
     build_dir = sys.argv[1] if len(sys.argv) > 1 else "/tmp/abi_probe"
     os.makedirs(build_dir, exist_ok=True)
-    libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
-                   if "stdc++" in ln or "libgcc_s" in ln})
+    libs = sorted(
+        {ln.split()[-1] for ln in open("/proc/self/maps") if "stdc++" in ln or "libgcc_s" in ln}
+    )
     print("torch", torch.__version__, "loaded:", libs)
     try:
         torch.zeros(2)[5]
@@ -79,8 +91,10 @@ def main():
         rc, out = run(sos[name], "probe_" + name)
         print(f"{name}: rc={rc}\n{out}")
         deps = subprocess.run(["readelf", "-d", sos[name]], capture_output=True, text=True).stdout
-        print("  NEEDED:", [ln.split("[")[1].rstrip("]") for ln in deps.splitlines()
-                            if "NEEDED" in ln])
+        print(
+            "  NEEDED:",
+            [ln.split("[")[1].rstrip("]") for ln in deps.splitlines() if "NEEDED" in ln],
+        )
     if "default" in sos:
         for lib in libs:
             if "stdc++" in lib:
@@ -92,8 +106,12 @@ def main():
             if "binding file" not in ln or "probe_default.so" not in ln.split(" to ")[0]:
                 continue
             target, _, sym = ln.split(" to ", 1)[1].partition(": normal symbol ")
-            if not sym.startswith("`_ZNS") and not sym.startswith("`_ZNK") and \
-                    not sym.startswith("`_ZSt") and not sym.startswith("`_ZTVS"):
+            if (
+                not sym.startswith("`_ZNS")
+                and not sym.startswith("`_ZNK")
+                and not sym.startswith("`_ZSt")
+                and not sym.startswith("`_ZTVS")
+            ):
                 continue
             if "probe_default.so" in target:
                 continue
@@ -101,6 +119,7 @@ def main():
                 keep.append(target.split()[0].rsplit("/", 1)[-1] + " " + sym)
         print("std:: symbols of probe_default.so bound outside it (torch libs, or stream/locale):")
         print("\n".join(sorted(set(keep))))
+
 
 if __name__ == "__main__":
     main()

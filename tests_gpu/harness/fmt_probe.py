@@ -8,10 +8,15 @@ numbers (OOM, invalid device index) crash the same way on that image.
 Next step: LD_DEBUG=bindings python tests_gpu/harness/fmt_probe.py 2>&1 | grep _M_insert
 (which library the symbol binds to).
 """
+
 from torch.utils.cpp_extension import load_inline
 
-m = load_inline("fmt_probe", cpp_sources="void f(int64_t v){ TORCH_CHECK(false, \"value \", v); }\n"
-                "void g(){ TORCH_CHECK(false, \"plain\"); }", functions=["f", "g"])
+m = load_inline(
+    "fmt_probe",
+    cpp_sources='void f(int64_t v){ TORCH_CHECK(false, "value ", v); }\n'
+    'void g(){ TORCH_CHECK(false, "plain"); }',
+    functions=["f", "g"],
+)
 for fn, arg in ((m.g, ()), (m.f, (3,))):
     try:
         fn(*arg)

@@ -4,6 +4,7 @@ launched on one of our streams on memory from our cuMemAlloc.
 
     python tests_gpu/harness/smoke_driver.py
 """
+
 import os
 import sys
 import time
@@ -13,9 +14,16 @@ from torch.utils.cpp_extension import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 t0 = time.time()
-H = load("torch_ext_driver_harness",
-         [os.path.join(ROOT, "tests_gpu/harness/driver_harness.cpp"), os.path.join(ROOT, "csrc/runtime/CudaDriver.cpp")],
-         extra_include_paths=[os.path.join(ROOT, "csrc")], extra_cflags=["-O2", "-std=c++20"], verbose=False)
+H = load(
+    "torch_ext_driver_harness",
+    [
+        os.path.join(ROOT, "tests_gpu/harness/driver_harness.cpp"),
+        os.path.join(ROOT, "csrc/runtime/CudaDriver.cpp"),
+    ],
+    extra_include_paths=[os.path.join(ROOT, "csrc")],
+    extra_cflags=["-O2", "-std=c++20"],
+    verbose=False,
+)
 print(f"built harness in {time.time() - t0:.1f}s")
 failures = []
 
@@ -54,7 +62,9 @@ s = H.create_stream(greatest)
 check("stream", s != 0)
 pinned = H.host_malloc(x.nbytes)
 check("host malloc", pinned != 0)
-pin = torch.frombuffer((__import__("ctypes").c_char * x.nbytes).from_address(pinned), dtype=torch.float32)
+pin = torch.frombuffer(
+    (__import__("ctypes").c_char * x.nbytes).from_address(pinned), dtype=torch.float32
+)
 pin.copy_(x)
 a, b = H.create_event(True), H.create_event(True)
 H.record(a, s)
@@ -63,7 +73,11 @@ for _ in range(20):
 H.record(b, s)
 H.sync_event(b)
 ms = H.elapsed(a, b)
-check("async pinned copies + event timing", ms > 0, f"{ms:.3f} ms, {20 * x.nbytes / ms / 1e6:.1f} GB/s")
+check(
+    "async pinned copies + event timing",
+    ms > 0,
+    f"{ms:.3f} ms, {20 * x.nbytes / ms / 1e6:.1f} GB/s",
+)
 check("stream query after sync", H.query_stream(s))
 check("event query", H.query_event(b))
 
@@ -111,20 +125,40 @@ def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 H.make_current()
 tdriver.set_active(OurStream())
-compiled = scale[(triton.cdiv(n, 1024),)](Ptr(d, torch.float32), Ptr(e, torch.float32), n, BLOCK=1024)
+compiled = scale[(triton.cdiv(n, 1024),)](
+    Ptr(d, torch.float32), Ptr(e, torch.float32), n, BLOCK=1024
+)
 H.sync_stream(s)
 H.d2h(y, e, 0, False)
 check("triton kernel on our stream/memory", torch.allclose(y, x.exp() * 3, rtol=1e-5, atol=1e-5))
 sig = getattr(compiled, "src", None)
-print("triton", triton.__version__, "signature:", getattr(sig, "signature", None),
-      "metadata:", {k: getattr(compiled.metadata, k, None) for k in
-                    ("num_warps", "num_ctas", "shared", "global_scratch_size", "profile_scratch_size",
-                     "launch_pdl", "launch_cooperative_grid", "cluster_dims")})
+print(
+    "triton",
+    triton.__version__,
+    "signature:",
+    getattr(sig, "signature", None),
+    "metadata:",
+    {
+        k: getattr(compiled.metadata, k, None)
+        for k in (
+            "num_warps",
+            "num_ctas",
+            "shared",
+            "global_scratch_size",
+            "profile_scratch_size",
+            "launch_pdl",
+            "launch_cooperative_grid",
+            "cluster_dims",
+        )
+    },
+)
 compiled1 = scale[(1,)](Ptr(d, torch.float32), Ptr(e, torch.float32), 1, BLOCK=1024)
 H.sync_stream(s)
 print("n=1 signature:", getattr(getattr(compiled1, "src", None), "signature", None))
 print("launcher calls:", seen)
-check("launcher call layout: 9 leading + kernel args", len(seen) == 2 and len(seen[0]) == 9 + 4, seen)
+check(
+    "launcher call layout: 9 leading + kernel args", len(seen) == 2 and len(seen[0]) == 9 + 4, seen
+)
 H.host_free(pinned)
 H.destroy_event(a)
 H.destroy_event(b)

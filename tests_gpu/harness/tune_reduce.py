@@ -7,6 +7,7 @@ against torch's. Used to choose the cuda tuning in backends/cuda/spec.py.
 
     python tests_gpu/harness/tune_reduce.py
 """
+
 import os
 import sys
 import types
@@ -34,16 +35,63 @@ def run(x, O, R, out, splits, bo, br, warps):
         splits = cdiv(R, r_split)
         partial = torch.empty((O, splits), dtype=acc, device=x.device)
         red._reduce_kernel[(cdiv(O, bo), splits)](
-            x, partial, x, O, R, 1, r_split, 0, 1.0, 1.0, OP=red.SUM, POST=red.POST_NONE,
-            ACC=red._TL[acc], PARTIAL=True, BLOCK_O=bo, BLOCK_R=br, num_warps=warps)
+            x,
+            partial,
+            x,
+            O,
+            R,
+            1,
+            r_split,
+            0,
+            1.0,
+            1.0,
+            OP=red.SUM,
+            POST=red.POST_NONE,
+            ACC=red._TL[acc],
+            PARTIAL=True,
+            BLOCK_O=bo,
+            BLOCK_R=br,
+            num_warps=warps,
+        )
         fb, fr = red._blocks(O, splits, 1)
         red._reduce_kernel[(cdiv(O, fb), 1)](
-            partial, out, x, O, splits, 1, splits, 0, 1.0, 1.0, OP=red.SUM, POST=red.POST_NONE,
-            ACC=red._TL[acc], PARTIAL=False, BLOCK_O=fb, BLOCK_R=fr)
+            partial,
+            out,
+            x,
+            O,
+            splits,
+            1,
+            splits,
+            0,
+            1.0,
+            1.0,
+            OP=red.SUM,
+            POST=red.POST_NONE,
+            ACC=red._TL[acc],
+            PARTIAL=False,
+            BLOCK_O=fb,
+            BLOCK_R=fr,
+        )
     else:
         red._reduce_kernel[(cdiv(O, bo), 1)](
-            x, out, x, O, R, 1, R, 0, 1.0, 1.0, OP=red.SUM, POST=red.POST_NONE,
-            ACC=red._TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br, num_warps=warps)
+            x,
+            out,
+            x,
+            O,
+            R,
+            1,
+            R,
+            0,
+            1.0,
+            1.0,
+            OP=red.SUM,
+            POST=red.POST_NONE,
+            ACC=red._TL[acc],
+            PARTIAL=False,
+            BLOCK_O=bo,
+            BLOCK_R=br,
+            num_warps=warps,
+        )
 
 
 def sweep(name, x, O, R, configs):
@@ -56,15 +104,18 @@ def sweep(name, x, O, R, configs):
         out = torch.empty(O, dtype=torch.float32, device=x.device)
         try:
             run(x, O, R, out, *cfg)
-            ok = torch.allclose(out, ref, rtol=1e-3, atol=1e-2 * R ** 0.5)
+            ok = torch.allclose(out, ref, rtol=1e-3, atol=1e-2 * R**0.5)
             t = bench(lambda: run(x, O, R, out, *cfg), warmup=10, rep=100)
         except Exception as e:  # noqa: BLE001
             print(f"  {cfg}: {type(e).__name__}: {str(e)[:80]}")
             continue
         rows.append((t, cfg, ok))
     for t, cfg, ok in sorted(rows)[:8]:
-        print(f"  splits,bo,br,warps={cfg}: {t * 1e3:.1f} us  vs torch {t_torch / t:.2f}x"
-              f"{'' if ok else '  WRONG'}", flush=True)
+        print(
+            f"  splits,bo,br,warps={cfg}: {t * 1e3:.1f} us  vs torch {t_torch / t:.2f}x"
+            f"{'' if ok else '  WRONG'}",
+            flush=True,
+        )
 
 
 def main():
@@ -72,12 +123,22 @@ def main():
     k = 1 if DEV == "cuda" else 256  # shrink for the dry run
     n = (64 << 20) // k
     x = torch.randn(n, device=DEV)
-    cfgs = [(s, 1, br, w) for s in (2 * sms, 4 * sms, 8 * sms, 1024)
-            for br in (4096, 8192, 16384) for w in (4, 8) if (DEV == "cuda" or w == 4) and br // (32 * w) <= 128]
+    cfgs = [
+        (s, 1, br, w)
+        for s in (2 * sms, 4 * sms, 8 * sms, 1024)
+        for br in (4096, 8192, 16384)
+        for w in (4, 8)
+        if (DEV == "cuda" or w == 4) and br // (32 * w) <= 128
+    ]
     sweep("sum 64M float32", x, 1, n, cfgs)
     xh = torch.randn(8192 // k, 8192, device=DEV, dtype=torch.float16)
-    cfgs = [(1, bo, br, w) for bo in (1, 2) for br in (4096, 8192) for w in (4, 8, 16)
-            if bo * br <= 16384]
+    cfgs = [
+        (1, bo, br, w)
+        for bo in (1, 2)
+        for br in (4096, 8192)
+        for w in (4, 8, 16)
+        if bo * br <= 16384
+    ]
     sweep("row sum 8192x8192 float16", xh.view(-1), 8192 // k, 8192, cfgs)
     xh = torch.randn(4096 // k, 32768, device=DEV)
     sweep("row sum 4096x32768 float32", xh.view(-1), 4096 // k, 32768, cfgs)

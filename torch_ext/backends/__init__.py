@@ -12,6 +12,7 @@ A specialisation that answers a yes/no question returns True when it applies
 The active driver is `torch_ext._C._driver_name()` once the extension is
 loaded, else $TORCH_EXT_DRIVER, else "host" (standalone kernel tests).
 """
+
 import importlib
 import os
 import sys

@@ -28,12 +28,61 @@ Adding a kernel:
 This package does not need `torch_ext._C`: on CPU tensors the kernels run
 under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
-from . import (activation, advanced_index, attention, binary, blas, conv, copy, distance,
-               embedding_bag, fused, grid_sample, index, linalg, loss, norm, optim, random,
-               reduction, selection, softmax, sort, spatial, special, ternary, unary)
+
+from . import (
+    activation,
+    advanced_index,
+    attention,
+    binary,
+    blas,
+    conv,
+    copy,
+    distance,
+    embedding_bag,
+    fused,
+    grid_sample,
+    index,
+    linalg,
+    loss,
+    norm,
+    optim,
+    random,
+    reduction,
+    selection,
+    softmax,
+    sort,
+    spatial,
+    special,
+    ternary,
+    unary,
+)
 
 KERNELS = {}
-for _family in (binary, unary, activation, ternary, copy, reduction, softmax, norm, blas, index,
-                advanced_index, loss, random, sort, fused, optim, attention, conv, spatial, special,
-                selection, distance, linalg, grid_sample, embedding_bag):
+for _family in (
+    binary,
+    unary,
+    activation,
+    ternary,
+    copy,
+    reduction,
+    softmax,
+    norm,
+    blas,
+    index,
+    advanced_index,
+    loss,
+    random,
+    sort,
+    fused,
+    optim,
+    attention,
+    conv,
+    spatial,
+    special,
+    selection,
+    distance,
+    linalg,
+    grid_sample,
+    embedding_bag,
+):
     KERNELS.update(_family.KERNELS)

@@ -14,6 +14,7 @@ flight at a time, and looked at by the next checked op or by `synchronize()`:
 like CUDA's own device-side errors the report may come at a later call, but the
 device stays usable and no memory was touched out of bounds.
 """
+
 import warnings
 
 import torch
@@ -87,6 +88,7 @@ _rings = {}
 
 def _driver():
     from torch_ext import _C
+
     return _C._driver_name()
 
 
@@ -115,7 +117,9 @@ def check(flag):
     bad, value = flag.tolist()
     if bad:
         flag.zero_()
-        exc, message = r.messages[(flag.data_ptr() - r.flags.data_ptr()) // (2 * flag.element_size())]
+        exc, message = r.messages[
+            (flag.data_ptr() - r.flags.data_ptr()) // (2 * flag.element_size())
+        ]
         raise exc(message.format(value))
 
 

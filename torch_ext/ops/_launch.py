@@ -6,6 +6,7 @@ protected), each device tensor argument is replaced by a zero-copy CPU alias
 Otherwise (CUDA, or protected host memory, where the interpreter stages its
 own copies) tensors pass unchanged.
 """
+
 import sys
 
 import torch
@@ -45,16 +46,32 @@ def _map_arg(arg, alias, storages):
 
 
 # Element types Triton kernels can take (complex, quantized and float8 cannot).
-_TRITON_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
-                            torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool})
+_TRITON_DTYPES = frozenset(
+    {
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+    }
+)
 
 
 def _check_dtypes(kernel, args, kwargs):
     for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor) and a.dtype not in _TRITON_DTYPES:
-            name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
-            raise NotImplementedError(f"torch_ext: {name} does not support dtype {a.dtype} on privateuseone "
-                            f"(Triton kernels take {', '.join(sorted(str(d)[6:] for d in _TRITON_DTYPES))})")
+            name = getattr(kernel, "__name__", None) or getattr(
+                getattr(kernel, "fn", None), "__name__", "kernel"
+            )
+            raise NotImplementedError(
+                f"torch_ext: {name} does not support dtype {a.dtype} on privateuseone "
+                f"(Triton kernels take {', '.join(sorted(str(d)[6:] for d in _TRITON_DTYPES))})"
+            )
 
 
 _driver_setup = None

@@ -4,6 +4,7 @@ Functions that Triton only offers through libdevice (which the interpreter
 lacks) are written here with core `tl` operations; a driver may substitute
 its own (torch_ext/backends/cuda/spec.py uses libdevice).
 """
+
 import triton
 import triton.language as tl
 

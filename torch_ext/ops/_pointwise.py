@@ -26,6 +26,7 @@ kernel (Triton inlines it).
 Loads are cast to the compute dtype (fp16/bf16 compute in fp32, bool in
 int8), results are cast to each output's dtype on store.
 """
+
 import hashlib
 import math
 import importlib.util
@@ -43,10 +44,16 @@ from ._launch import cdiv, launch, next_pow2
 _DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 _TL_NAMES = {
-    torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
-    torch.float32: "tl.float32", torch.float64: "tl.float64",
-    torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.int16: "tl.int16",
-    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.bool: "tl.int1",
+    torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16",
+    torch.float32: "tl.float32",
+    torch.float64: "tl.float64",
+    torch.int8: "tl.int8",
+    torch.uint8: "tl.uint8",
+    torch.int16: "tl.int16",
+    torch.int32: "tl.int32",
+    torch.int64: "tl.int64",
+    torch.bool: "tl.int1",
 }
 
 
@@ -54,7 +61,9 @@ def tl_name(dtype):
     try:
         return _TL_NAMES[dtype]
     except KeyError:
-        raise NotImplementedError(f"torch_ext: dtype {dtype} is not supported by Triton kernels") from None
+        raise NotImplementedError(
+            f"torch_ext: dtype {dtype} is not supported by Triton kernels"
+        ) from None
 
 
 def compute_dtype(dtype):
@@ -68,7 +77,8 @@ def compute_dtype(dtype):
 
 def cache_dir():
     path = os.environ.get("TORCH_EXT_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "torch_ext", "pointwise")
+        os.path.expanduser("~"), ".cache", "torch_ext", "pointwise"
+    )
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -144,8 +154,11 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
     if split64:
         params = [p for p in params if p not in scalar_params]
         params[:0] = [f"{n}_{part}" for n in scalar_params for part in ("hi", "lo")]
-    no_specialize = [f"{n}_{part}" for n in scalar_params for part in ("hi", "lo")] \
-        if split64 else scalar_params
+    no_specialize = (
+        [f"{n}_{part}" for n in scalar_params for part in ("hi", "lo")]
+        if split64
+        else scalar_params
+    )
     lines = [
         "import triton",
         "import triton.language as tl",
@@ -175,7 +188,9 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
         lines.append("    i0 = rem")
     if split64:
         for name in scalar_params:
-            lines.append(f"    {name} = tl.cast({name}_hi, tl.float64) + tl.cast({name}_lo, tl.float64)")
+            lines.append(
+                f"    {name} = tl.cast({name}_hi, tl.float64) + tl.cast({name}_lo, tl.float64)"
+            )
     vals = []
     for i, (name, kind) in enumerate(zip(ins, in_kinds)):
         src = f"tl.load({name} + {offset(name)}, mask=mask)" if kind == "t" else name
@@ -191,12 +206,16 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
         lines.append(f"        {r} = tl.cast({r}, tl.float32)")
         # Floating to a narrow integer wraps through int32, as on the CPU (and as
         # torch's CUDA uint8 cast): a GPU's direct conversion saturates instead.
-        lines.append(f"    if {r}.dtype.is_floating() and {name}.dtype.element_ty.is_int() "
-                     f"and {name}.dtype.element_ty != tl.int1 "
-                     f"and {name}.dtype.element_ty.primitive_bitwidth < 32:")
+        lines.append(
+            f"    if {r}.dtype.is_floating() and {name}.dtype.element_ty.is_int() "
+            f"and {name}.dtype.element_ty != tl.int1 "
+            f"and {name}.dtype.element_ty.primitive_bitwidth < 32:"
+        )
         lines.append(f"        {r} = tl.cast({r}, tl.int32)")
-        lines.append(f"    tl.store({name} + {offset(name)}, "
-                     f"tl.cast({r}, {name}.dtype.element_ty), mask=mask)")
+        lines.append(
+            f"    tl.store({name} + {offset(name)}, "
+            f"tl.cast({r}, {name}.dtype.element_ty), mask=mask)"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -211,8 +230,7 @@ class Pointwise:
       e.g. a bool condition as loaded).  num_outputs: results of the function.
     """
 
-    def __init__(self, fn, num_inputs, num_outputs=1, promotion="default", cast=None,
-                 name=None):
+    def __init__(self, fn, num_inputs, num_outputs=1, promotion="default", cast=None, name=None):
         self.fn = fn
         self.name = name or fn.__name__
         self.num_inputs = num_inputs
@@ -230,8 +248,17 @@ class Pointwise:
             with self._lock:
                 kernel = self._kernels.get(key)
                 if kernel is None:
-                    src = _kernel_source(self.num_inputs, self.num_outputs, num_extra, in_kinds,
-                                         self.cast, tl_name(cdt), rank, contig, idx64)
+                    src = _kernel_source(
+                        self.num_inputs,
+                        self.num_outputs,
+                        num_extra,
+                        in_kinds,
+                        self.cast,
+                        tl_name(cdt),
+                        rank,
+                        contig,
+                        idx64,
+                    )
                     module = load_generated(src, f"{self.name}_r{rank}")
                     module._scalar = self.fn
                     kernel = module._kernel
@@ -248,14 +275,19 @@ class Pointwise:
             return
         tensors = [t for t in ins if isinstance(t, torch.Tensor)] + list(outs)
         if any(t.shape != outs[0].shape for t in tensors):
-            raise ValueError(f"{self.name}: operands of the iterator convention must share "
-                             f"one shape, got {[tuple(t.shape) for t in tensors]}")
+            raise ValueError(
+                f"{self.name}: operands of the iterator convention must share "
+                f"one shape, got {[tuple(t.shape) for t in tensors]}"
+            )
         cshape, cstrides = coalesce(shape, [list(t.stride()) for t in tensors])
         rank = len(cshape)
         contig = rank <= 1 and all(st == [1] or not st for st in cstrides)
-        max_off = sum((s - 1) * max(st[d] for st in cstrides) for d, s in enumerate(cshape)) \
-            if cshape else 0
-        idx64 = numel + 1024 * 64 >= 2 ** 31 or max_off >= 2 ** 31
+        max_off = (
+            sum((s - 1) * max(st[d] for st in cstrides) for d, s in enumerate(cshape))
+            if cshape
+            else 0
+        )
+        idx64 = numel + 1024 * 64 >= 2**31 or max_off >= 2**31
         in_kinds = ["t" if isinstance(t, torch.Tensor) else "s" for t in ins]
         cdt = compute_dtype(common_dtype)
         kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
@@ -273,20 +305,20 @@ class Pointwise:
             args += cshape
             for st in cstrides:
                 args += st
-        launch(kernel, (cdiv(numel, block),), *args, BLOCK=block,
-               num_warps=4 if block <= 1024 else 8)
+        launch(
+            kernel, (cdiv(numel, block),), *args, BLOCK=block, num_warps=4 if block <= 1024 else 8
+        )
 
     # -- functional convention -------------------------------------------
     def result_dtypes(self, inputs):
         common = _result_type(inputs)
-        if self.promotion == "int_to_float" and \
-                not (common.is_floating_point or common.is_complex):
+        if self.promotion == "int_to_float" and not (common.is_floating_point or common.is_complex):
             common = torch.get_default_dtype()
         out = torch.bool if self.promotion == "bool" else common
         return common, out
 
     def __call__(self, *args, out=None, out_dtype=None):
-        inputs, extra = args[:self.num_inputs], args[self.num_inputs:]
+        inputs, extra = args[: self.num_inputs], args[self.num_inputs :]
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
         common, out_dt = self.result_dtypes(inputs)
         if out_dtype is not None:
@@ -302,8 +334,9 @@ class Pointwise:
                 t = t.expand(shape)
             ins.append(t)
         if out is None:
-            outs = tuple(torch.empty(shape, dtype=out_dt, device=device)
-                         for _ in range(self.num_outputs))
+            outs = tuple(
+                torch.empty(shape, dtype=out_dt, device=device) for _ in range(self.num_outputs)
+            )
         else:
             outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         self.iter(outs, tuple(ins), common, *extra)
@@ -329,9 +362,14 @@ def pointwise(num_inputs=None, num_outputs=1, promotion="default", cast=None):
     num_inputs defaults to all of the function's parameters (the rest are
     extra scalar arguments, e.g. alpha).
     """
+
     def wrap(fn):
         n = num_inputs
         if n is None:
-            n = len(getattr(fn, "arg_names", None) or fn.fn.__code__.co_varnames[:fn.fn.__code__.co_argcount])
+            n = len(
+                getattr(fn, "arg_names", None)
+                or fn.fn.__code__.co_varnames[: fn.fn.__code__.co_argcount]
+            )
         return Pointwise(fn, n, num_outputs, promotion, cast)
+
     return wrap

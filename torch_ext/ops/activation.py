@@ -13,6 +13,7 @@ Iterator operand order follows PyTorch's meta functions:
   softplus(x; beta, threshold), softplus_backward(grad, x; beta, threshold)
   mse(a, b), mse_backward(x, target, grad; norm)
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -195,20 +196,45 @@ def mse_backward(x, target, grad, norm):
     return norm * (x - target) * grad
 
 
-OPS = [threshold, silu, silu_backward, sigmoid_backward, tanh_backward, logit_backward, leaky_relu,
-       leaky_relu_backward, elu, hardtanh_backward, hardsigmoid, hardsigmoid_backward,
-       hardswish, hardswish_backward, softplus, softplus_backward, mse, mse_backward]
+OPS = [
+    threshold,
+    silu,
+    silu_backward,
+    sigmoid_backward,
+    tanh_backward,
+    logit_backward,
+    leaky_relu,
+    leaky_relu_backward,
+    elu,
+    hardtanh_backward,
+    hardsigmoid,
+    hardsigmoid_backward,
+    hardswish,
+    hardswish_backward,
+    softplus,
+    softplus_backward,
+    mse,
+    mse_backward,
+]
 
 KERNELS = {op.name: op.iter for op in OPS}
-KERNELS.update({
-    "gelu": gelu,
-    "gelu_backward": gelu_backward,
-    "elu_backward": lambda outs, ins, dt, alpha, scale, input_scale, is_result:
-        elu_backward.iter(outs, ins, dt, alpha, scale, input_scale, bool(is_result)),
-})
+KERNELS.update(
+    {
+        "gelu": gelu,
+        "gelu_backward": gelu_backward,
+        "elu_backward": lambda outs,
+        ins,
+        dt,
+        alpha,
+        scale,
+        input_scale,
+        is_result: elu_backward.iter(outs, ins, dt, alpha, scale, input_scale, bool(is_result)),
+    }
+)
 
 
 # -- plain (non-structured) activation ops, convention (3) ------------------
+
 
 def relu(self):
     """relu(self) -> Tensor."""
@@ -222,12 +248,14 @@ def relu_(self):
 
 def hardtanh_out(self, min_val, max_val, out):
     from .ternary import clamp_scalar
+
     clamp_scalar.iter((out,), (self.expand(out.shape),), self.dtype, min_val, max_val)
     return out
 
 
 def hardtanh(self, min_val=-1.0, max_val=1.0):
     from .ternary import clamp_scalar
+
     return clamp_scalar(self, min_val, max_val)
 
 
@@ -235,8 +263,15 @@ def hardtanh_(self, min_val=-1.0, max_val=1.0):
     return hardtanh_out(self, min_val, max_val, self)
 
 
-KERNELS.update({"relu_fn": relu, "relu_": relu_, "hardtanh_fn": hardtanh,
-                "hardtanh_out": hardtanh_out, "hardtanh_": hardtanh_})
+KERNELS.update(
+    {
+        "relu_fn": relu,
+        "relu_": relu_,
+        "hardtanh_fn": hardtanh,
+        "hardtanh_out": hardtanh_out,
+        "hardtanh_": hardtanh_,
+    }
+)
 
 
 def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):

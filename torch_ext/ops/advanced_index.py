@@ -13,6 +13,7 @@ indexing), index_put_, repeat, randperm, multinomial.  Plain ops (3):
 Output sizes that depend on the data (nonzero, masked_select) read one count
 back to the host.
 """
+
 import math
 
 import torch
@@ -29,8 +30,21 @@ MAX_INDICES = 4
 
 
 @triton.jit
-def _nonzero_kernel(x, csum, out, vals, n, s1, s2, s3, s4, s5, NDIM: tl.constexpr,
-                    WITH_VALUES: tl.constexpr, BLOCK: tl.constexpr):
+def _nonzero_kernel(
+    x,
+    csum,
+    out,
+    vals,
+    n,
+    s1,
+    s2,
+    s3,
+    s4,
+    s5,
+    NDIM: tl.constexpr,
+    WITH_VALUES: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     hit = mask & (tl.load(x + o, mask=mask, other=0) != 0)
@@ -63,9 +77,10 @@ def _compact(x, values=None):
         return csum, 0
     if x.dtype != torch.bool:
         from .binary import ne
+
         x = ne(x, 0)
     cumsum_out(x.reshape(-1), 0, torch.int64, csum)
-    count = int(csum[n - 1:].cpu().item())
+    count = int(csum[n - 1 :].cpu().item())
     return csum, count
 
 
@@ -78,8 +93,19 @@ def nonzero(self):
         shape = _pad(x.shape, 1)
         n = x.numel()
         block = _block(n)
-        launch(_nonzero_kernel, (cdiv(n, block),), x, csum, out, x, n, *shape[1:],
-               NDIM=ndim, WITH_VALUES=False, BLOCK=block)
+        launch(
+            _nonzero_kernel,
+            (cdiv(n, block),),
+            x,
+            csum,
+            out,
+            x,
+            n,
+            *shape[1:],
+            NDIM=ndim,
+            WITH_VALUES=False,
+            BLOCK=block,
+        )
     return out
 
 
@@ -99,15 +125,56 @@ def masked_select(self, mask):
     if count:
         n = m.numel()
         block = _block(n)
-        launch(_nonzero_kernel, (cdiv(n, block),), m, csum, out, v, n, 1, 1, 1, 1, 1,
-               NDIM=1, WITH_VALUES=True, BLOCK=block)
+        launch(
+            _nonzero_kernel,
+            (cdiv(n, block),),
+            m,
+            csum,
+            out,
+            v,
+            n,
+            1,
+            1,
+            1,
+            1,
+            1,
+            NDIM=1,
+            WITH_VALUES=True,
+            BLOCK=block,
+        )
     return out
 
 
 @triton.jit
-def _index_kernel(src, out, i0p, i1p, i2p, i3p, t0, t1, t2, t3, n, L, R, d1, d2, d3, d4, d5,
-                  r0, r1, r2, r3, r4, r5, PUT: tl.constexpr, ACCUMULATE: tl.constexpr,
-                  BLOCK: tl.constexpr):
+def _index_kernel(
+    src,
+    out,
+    i0p,
+    i1p,
+    i2p,
+    i3p,
+    t0,
+    t1,
+    t2,
+    t3,
+    n,
+    L,
+    R,
+    d1,
+    d2,
+    d3,
+    d4,
+    d5,
+    r0,
+    r1,
+    r2,
+    r3,
+    r4,
+    r5,
+    PUT: tl.constexpr,
+    ACCUMULATE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Element (l, rest) of the result: l walks the broadcast index tensors,
     # rest the non-indexed dims.  src offset = sum_k idx_k[l] * t_k + rest . r
     # (PUT swaps the roles: out[offset] = src[l, rest]).
@@ -205,8 +272,22 @@ def _index_launch(self, src, out, dims, longs, L, rest_dims, put, accumulate):
     ptrs = longs + [longs[0]] * (MAX_INDICES - len(longs))
     strides = [self.stride(d) for d in dims] + [0] * (MAX_INDICES - len(longs))
     block = _block(n)
-    launch(_index_kernel, (cdiv(n, block),), src, out, *ptrs, *strides, n, L, R,
-           *rs[1:], *rst, PUT=put, ACCUMULATE=accumulate, BLOCK=block)
+    launch(
+        _index_kernel,
+        (cdiv(n, block),),
+        src,
+        out,
+        *ptrs,
+        *strides,
+        n,
+        L,
+        R,
+        *rs[1:],
+        *rst,
+        PUT=put,
+        ACCUMULATE=accumulate,
+        BLOCK=block,
+    )
 
 
 def _result_layout(self, dims, ishape):
@@ -216,8 +297,11 @@ def _result_layout(self, dims, ishape):
     # dims where the indexed dims were when they are adjacent.
     kshape = ishape + [self.shape[d] for d in rest_dims]
     lead = dims[0] if adjacent else 0
-    perm = list(range(len(ishape), len(ishape) + lead)) + list(range(len(ishape))) + \
-        list(range(len(ishape) + lead, len(kshape)))
+    perm = (
+        list(range(len(ishape), len(ishape) + lead))
+        + list(range(len(ishape)))
+        + list(range(len(ishape) + lead, len(kshape)))
+    )
     return rest_dims, kshape, perm
 
 
@@ -246,8 +330,9 @@ def index_put_(self, indices, values, accumulate=False):
     vk = torch.empty(kshape, dtype=self.dtype, device=self.device)
     copy_kernel((vk,), (v.permute(inv),))
     if accumulate:
-        with_atomic_target(self, lambda t: _index_launch(t, vk, t, dims, longs, L, rest_dims,
-                                                         True, True))
+        with_atomic_target(
+            self, lambda t: _index_launch(t, vk, t, dims, longs, L, rest_dims, True, True)
+        )
     else:
         _index_launch(self, vk, self, dims, longs, L, rest_dims, True, False)
     return self
@@ -275,6 +360,7 @@ def repeat(self, repeats):
 def randperm_out(n, generator, out):
     from .random import _fill_random, UNIFORM
     from .sort import sort_out
+
     keys = torch.empty((n,), dtype=torch.float32, device=out.device)
     _fill_random(keys, UNIFORM, 0.0, 1.0, generator=generator)
     vals = torch.empty((n,), dtype=torch.float32, device=out.device)
@@ -302,20 +388,26 @@ def _sample_kernel(cdf, u, out, R, S, BLOCK: tl.constexpr):
 def multinomial(self, num_samples, replacement=False, generator=None):
     from .random import _fill_random, UNIFORM, EXPONENTIAL
     from .sort import topk_out
+
     p = _contiguous(self if self.dim() == 2 else self.reshape(1, -1))
     rows, R = p.shape
     out = torch.empty((rows, num_samples), dtype=torch.int64, device=self.device)
     if replacement:
-        cdf = torch.empty((rows, R), dtype=torch.float64 if p.dtype == torch.float64
-                          else torch.float32, device=p.device)
+        cdf = torch.empty(
+            (rows, R),
+            dtype=torch.float64 if p.dtype == torch.float64 else torch.float32,
+            device=p.device,
+        )
         cumsum_out(p, 1, cdf.dtype, cdf)
         u = torch.empty((rows, num_samples), dtype=cdf.dtype, device=p.device)
         _fill_random(u, UNIFORM, 0.0, 1.0, generator=generator)
-        launch(_sample_kernel, (rows, cdiv(num_samples, 128)), cdf, u, out, R,
-               num_samples, BLOCK=128)
+        launch(
+            _sample_kernel, (rows, cdiv(num_samples, 128)), cdf, u, out, R, num_samples, BLOCK=128
+        )
     else:
         # Exponential races: argmin of E_i / p_i samples without replacement.
         from .binary import div_true
+
         e = torch.empty((rows, R), dtype=torch.float32, device=p.device)
         _fill_random(e, EXPONENTIAL, 1.0, generator=generator)
         keys = div_true(e, p)
@@ -325,7 +417,13 @@ def multinomial(self, num_samples, replacement=False, generator=None):
 
 
 KERNELS = {
-    "nonzero": nonzero, "nonzero_out": nonzero_out, "masked_select": masked_select,
-    "index": index, "index_put_": index_put_, "_index_put_impl_": _index_put_impl_,
-    "repeat": repeat, "randperm": randperm_out, "multinomial": multinomial,
+    "nonzero": nonzero,
+    "nonzero_out": nonzero_out,
+    "masked_select": masked_select,
+    "index": index,
+    "index_put_": index_put_,
+    "_index_put_impl_": _index_put_impl_,
+    "repeat": repeat,
+    "randperm": randperm_out,
+    "multinomial": multinomial,
 }

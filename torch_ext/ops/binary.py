@@ -2,6 +2,7 @@
 
 TensorIterator kernels (calling convention (1)), named after their stubs.
 """
+
 import triton
 import triton.language as tl
 
@@ -261,9 +262,39 @@ for _op in (_eq, _ne, _lt, _le, _gt, _ge):
     _op.name = _op.name.lstrip("_")
 eq, ne, lt, le, gt, ge = _eq, _ne, _lt, _le, _gt, _ge
 
-OPS = [add, mul, div_true, div_trunc, div_floor, remainder, fmod, atan2, maximum, minimum, fmax, fmin,
-       bitwise_and, bitwise_or, bitwise_xor, lshift, rshift, logical_and, logical_or,
-       logical_xor, logaddexp, copysign, hypot, heaviside, xlogy, eq, ne, lt, le, gt, ge]
+OPS = [
+    add,
+    mul,
+    div_true,
+    div_trunc,
+    div_floor,
+    remainder,
+    fmod,
+    atan2,
+    maximum,
+    minimum,
+    fmax,
+    fmin,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    lshift,
+    rshift,
+    logical_and,
+    logical_or,
+    logical_xor,
+    logaddexp,
+    copysign,
+    hypot,
+    heaviside,
+    xlogy,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+]
 
 KERNELS = {op.name: op.iter for op in OPS}
 

@@ -8,6 +8,7 @@ dot(self, tensor).
 Any strides are accepted (a broadcast bias has stride 0).  float32 uses
 input_precision="ieee" (no TF32) so results match PyTorch's CPU reference.
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -17,10 +18,37 @@ from ._launch import cdiv, launch, next_pow2
 
 
 @triton.jit
-def _mm_kernel(a, b, c, bias, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm, s_cn,
-               s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr,
-               PRECISION: tl.constexpr, UPCAST: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr):
+def _mm_kernel(
+    a,
+    b,
+    c,
+    bias,
+    M,
+    N,
+    K,
+    s_ab,
+    s_am,
+    s_ak,
+    s_bb,
+    s_bk,
+    s_bn,
+    s_cb,
+    s_cm,
+    s_cn,
+    s_xb,
+    s_xm,
+    s_xn,
+    alpha,
+    beta,
+    HAS_BIAS: tl.constexpr,
+    ACC: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     # Grouped order: GROUP_M row tiles share their column tiles in L2.
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -39,10 +67,8 @@ def _mm_kernel(a, b, c, bias, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb,
     acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
     for k0 in range(0, K, BLOCK_K):
         k = k0 + rk
-        at = tl.load(a_ptr + k[None, :] * s_ak, mask=(rm[:, None] < M) & (k[None, :] < K),
-                     other=0)
-        bt = tl.load(b_ptr + k[:, None] * s_bk, mask=(k[:, None] < K) & (rn[None, :] < N),
-                     other=0)
+        at = tl.load(a_ptr + k[None, :] * s_ak, mask=(rm[:, None] < M) & (k[None, :] < K), other=0)
+        bt = tl.load(b_ptr + k[:, None] * s_bk, mask=(k[:, None] < K) & (rn[None, :] < N), other=0)
         if UPCAST:
             at = at.to(tl.float32)
             bt = bt.to(tl.float32)
@@ -50,11 +76,15 @@ def _mm_kernel(a, b, c, bias, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb,
     acc = acc * alpha
     cmask = (rm[:, None] < M) & (rn[None, :] < N)
     if HAS_BIAS:
-        x = tl.load(bias + batch * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=cmask,
-                    other=0).to(ACC)
+        x = tl.load(
+            bias + batch * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=cmask, other=0
+        ).to(ACC)
         acc += beta * x
-    tl.store(c + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn,
-             acc.to(c.dtype.element_ty), mask=cmask)
+    tl.store(
+        c + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn,
+        acc.to(c.dtype.element_ty),
+        mask=cmask,
+    )
 
 
 def _check_dtype(dtype):
@@ -71,10 +101,12 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         return
     if K == 0 and bias is None:
         from .copy import fill_
+
         fill_(c, 0)
         return
-    bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype) or \
-        _default_config(M, N, K, a.dtype)
+    bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype) or _default_config(
+        M, N, K, a.dtype
+    )
     bm = max(16, min(bm, next_pow2(M)))
     bn = max(16, min(bn, next_pow2(N)))
     bk = max(16, min(bk, next_pow2(max(K, 1))))
@@ -85,9 +117,33 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     has_bias = bias is not None and beta != 0
     x = bias if has_bias else c
     grid = (cdiv(M, bm) * cdiv(N, bn), Bt)
-    launch(_mm_kernel, grid, a, b, c, x, M, N, K, *a.stride(), *b.stride(), *c.stride(),
-           *x.stride(), alpha, beta, HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
-           GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages)
+    launch(
+        _mm_kernel,
+        grid,
+        a,
+        b,
+        c,
+        x,
+        M,
+        N,
+        K,
+        *a.stride(),
+        *b.stride(),
+        *c.stride(),
+        *x.stride(),
+        alpha,
+        beta,
+        HAS_BIAS=has_bias,
+        ACC=acc,
+        PRECISION=precision,
+        UPCAST=upcast,
+        GROUP_M=8,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        num_warps=warps,
+        num_stages=stages,
+    )
 
 
 def _default_config(M, N, K, dtype):
@@ -115,8 +171,13 @@ def bmm_out(self, mat2, out):
 
 def addmm_out(self, mat1, mat2, beta, alpha, out):
     shape = (1, mat1.shape[0], mat2.shape[1])
-    if beta != 0 and out.data_ptr() == self.data_ptr() and self.numel() > 0 and \
-            self.stride() == out.stride() and self.shape == out.shape:
+    if (
+        beta != 0
+        and out.data_ptr() == self.data_ptr()
+        and self.numel() > 0
+        and self.stride() == out.stride()
+        and self.shape == out.shape
+    ):
         bias = out.unsqueeze(0)  # in-place addmm_: each element reads its own bias first
     else:
         bias = _bias3(self, shape)
@@ -151,5 +212,12 @@ def mm(self, mat2):
     return out
 
 
-KERNELS = {"mm": mm_out, "bmm": bmm_out, "addmm": addmm_out, "baddbmm": baddbmm_out,
-           "mv": mv, "mv_out": mv_out, "dot": dot}
+KERNELS = {
+    "mm": mm_out,
+    "bmm": bmm_out,
+    "addmm": addmm_out,
+    "baddbmm": baddbmm_out,
+    "mv": mv,
+    "mv_out": mv_out,
+    "dot": dot,
+}

@@ -17,6 +17,7 @@ window positions,
   col2im: its adjoint, a gather (deterministic, no atomics): each im element
           sums the columns whose window covers it.
 """
+
 import math
 
 import torch
@@ -45,8 +46,31 @@ def _store(ptr, offs, v, mask):
 
 
 @triton.jit
-def _im2col_kernel(im, cols, total, CK, KP, GP, I0, I1, I2, G1, G2, K1, K2,
-                   s0, s1, s2, p0, p1, p2, d0, d1, d2, BLOCK: tl.constexpr):
+def _im2col_kernel(
+    im,
+    cols,
+    total,
+    CK,
+    KP,
+    GP,
+    I0,
+    I1,
+    I2,
+    G1,
+    G2,
+    K1,
+    K2,
+    s0,
+    s1,
+    s2,
+    p0,
+    p1,
+    p2,
+    d0,
+    d1,
+    d2,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     g = e % GP
@@ -66,8 +90,33 @@ def _im2col_kernel(im, cols, total, CK, KP, GP, I0, I1, I2, G1, G2, K1, K2,
 
 
 @triton.jit
-def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
-                   s0, s1, s2, p0, p1, p2, d0, d1, d2, ACC: tl.constexpr, BLOCK: tl.constexpr):
+def _col2im_kernel(
+    cols,
+    im,
+    total,
+    C,
+    KP,
+    GP,
+    I0,
+    I1,
+    I2,
+    G0,
+    G1,
+    G2,
+    K1,
+    K2,
+    s0,
+    s1,
+    s2,
+    p0,
+    p1,
+    p2,
+    d0,
+    d1,
+    d2,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     IP = I0 * I1 * I2
@@ -83,8 +132,18 @@ def _col2im_kernel(cols, im, total, C, KP, GP, I0, I1, I2, G0, G1, G2, K1, K2,
         g0 = t0 // s0
         g1 = t1 // s1
         g2 = t2 // s2
-        ok = mask & (t0 >= 0) & (t1 >= 0) & (t2 >= 0) & (g0 * s0 == t0) & (g1 * s1 == t1) & \
-            (g2 * s2 == t2) & (g0 < G0) & (g1 < G1) & (g2 < G2)
+        ok = (
+            mask
+            & (t0 >= 0)
+            & (t1 >= 0)
+            & (t2 >= 0)
+            & (g0 * s0 == t0)
+            & (g1 * s1 == t1)
+            & (g2 * s2 == t2)
+            & (g0 < G0)
+            & (g1 < G1)
+            & (g2 < G2)
+        )
         src = (nc * KP + k) * GP + (g0 * G1 + g1) * G2 + g2
         acc += tl.load(cols + src, mask=ok, other=0).to(ACC)
     _store(im, e, acc, mask)
@@ -111,8 +170,25 @@ def _im2col(x, grid_shape, kernel, stride, padding, dilation):
     total = cols.numel()
     if total:
         block = _block(total)
-        launch(_im2col_kernel, (cdiv(total, block),), x, cols, total, C * KP, KP, GP, *im,
-               grid[1], grid[2], k[1], k[2], *s, *p, *d, BLOCK=block)
+        launch(
+            _im2col_kernel,
+            (cdiv(total, block),),
+            x,
+            cols,
+            total,
+            C * KP,
+            KP,
+            GP,
+            *im,
+            grid[1],
+            grid[2],
+            k[1],
+            k[2],
+            *s,
+            *p,
+            *d,
+            BLOCK=block,
+        )
     return cols
 
 
@@ -125,9 +201,25 @@ def _col2im(cols, C, im_shape, grid_shape, kernel, stride, padding, dilation, dt
     total = out.numel()
     if total:
         block = _block(total)
-        launch(_col2im_kernel, (cdiv(total, block),), cols, out, total, C, math.prod(k),
-               math.prod(grid), *im, *grid, k[1], k[2], *s, *p, *d,
-               ACC=tl.float64 if dtype == torch.float64 else tl.float32, BLOCK=block)
+        launch(
+            _col2im_kernel,
+            (cdiv(total, block),),
+            cols,
+            out,
+            total,
+            C,
+            math.prod(k),
+            math.prod(grid),
+            *im,
+            *grid,
+            k[1],
+            k[2],
+            *s,
+            *p,
+            *d,
+            ACC=tl.float64 if dtype == torch.float64 else tl.float32,
+            BLOCK=block,
+        )
     return out
 
 
@@ -136,9 +228,12 @@ def _check(input, weight, groups, transposed):
     if not 1 <= nd <= MAX_SPATIAL or weight.dim() != input.dim():
         raise NotImplementedError(
             f"torch_ext: convolution of a {input.dim()}-d input with a {weight.dim()}-d weight "
-            f"(1 to {MAX_SPATIAL} spatial dims, batched)")
+            f"(1 to {MAX_SPATIAL} spatial dims, batched)"
+        )
     if input.dtype != weight.dtype:
-        raise RuntimeError(f"torch_ext: convolution input is {input.dtype} but weight is {weight.dtype}")
+        raise RuntimeError(
+            f"torch_ext: convolution input is {input.dtype} but weight is {weight.dtype}"
+        )
     cin = input.shape[1]
     wc = weight.shape[0] if transposed else weight.shape[1] * groups
     if cin != wc:
@@ -147,42 +242,67 @@ def _check(input, weight, groups, transposed):
 
 def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
     if transposed:
-        return [(i - 1) * s - 2 * p + d * (kk - 1) + op + 1
-                for i, kk, s, p, d, op in zip(in_sp, k, stride, padding, dilation, output_padding)]
-    return [(i + 2 * p - d * (kk - 1) - 1) // s + 1
-            for i, kk, s, p, d in zip(in_sp, k, stride, padding, dilation)]
+        return [
+            (i - 1) * s - 2 * p + d * (kk - 1) + op + 1
+            for i, kk, s, p, d, op in zip(in_sp, k, stride, padding, dilation, output_padding)
+        ]
+    return [
+        (i + 2 * p - d * (kk - 1) - 1) // s + 1
+        for i, kk, s, p, d in zip(in_sp, k, stride, padding, dilation)
+    ]
 
 
-def convolution_overrideable(input, weight, bias, stride, padding, dilation, transposed,
-                             output_padding, groups):
+def convolution_overrideable(
+    input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
     _check(input, weight, groups, transposed)
     N, g = input.shape[0], groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
     out_sp = _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding)
     if any(o <= 0 for o in out_sp):
-        raise RuntimeError(f"torch_ext: convolution output size {out_sp} is too small "
-                           f"(input {in_sp}, kernel {k})")
+        raise RuntimeError(
+            f"torch_ext: convolution output size {out_sp} is too small (input {in_sp}, kernel {k})"
+        )
     KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
     if not transposed:
         cout, cin_g = weight.shape[0], weight.shape[1]
-        cols = _im2col(input, out_sp, k, stride, padding, dilation)        # (N, C*KP, OP)
+        cols = _im2col(input, out_sp, k, stride, padding, dilation)  # (N, C*KP, OP)
         w = weight.reshape(1, g, cout // g, cin_g * KP)
-        out = torch.matmul(w, cols.view(N, g, cin_g * KP, OP))            # (N, g, cout/g, OP)
+        out = torch.matmul(w, cols.view(N, g, cin_g * KP, OP))  # (N, g, cout/g, OP)
         out = out.reshape([N, cout] + out_sp)
     else:
         cin, cout_g = weight.shape[0], weight.shape[1]
         w = weight.reshape(1, g, cin // g, cout_g * KP).transpose(-1, -2)
         x = _contiguous(input).view(N, g, cin // g, IP)
-        cols = torch.matmul(w, x)                                           # (N, g, cout/g*KP, IP)
-        out = _col2im(cols.reshape(N, g * cout_g * KP, IP), g * cout_g, out_sp, in_sp, k,
-                      stride, padding, dilation, input.dtype)
+        cols = torch.matmul(w, x)  # (N, g, cout/g*KP, IP)
+        out = _col2im(
+            cols.reshape(N, g * cout_g * KP, IP),
+            g * cout_g,
+            out_sp,
+            in_sp,
+            k,
+            stride,
+            padding,
+            dilation,
+            input.dtype,
+        )
     if bias is not None:
         out = out + bias.reshape([1, -1] + [1] * len(out_sp))
     return _contiguous(out)
 
 
-def convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation,
-                                      transposed, output_padding, groups, output_mask):
+def convolution_backward_overrideable(
+    grad_output,
+    input,
+    weight,
+    stride,
+    padding,
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
+):
     N, g = input.shape[0], groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
     out_sp = list(grad_output.shape[2:])
@@ -194,12 +314,21 @@ def convolution_backward_overrideable(grad_output, input, weight, stride, paddin
         go = gout.view(N, g, cout // g, OP)
         if output_mask[0]:
             w = weight.reshape(1, g, cout // g, cin_g * KP).transpose(-1, -2)
-            gcols = torch.matmul(w, go)                                     # (N, g, cin_g*KP, OP)
-            grad_input = _col2im(gcols.reshape(N, g * cin_g * KP, OP), g * cin_g, in_sp, out_sp,
-                                 k, stride, padding, dilation, input.dtype)
+            gcols = torch.matmul(w, go)  # (N, g, cin_g*KP, OP)
+            grad_input = _col2im(
+                gcols.reshape(N, g * cin_g * KP, OP),
+                g * cin_g,
+                in_sp,
+                out_sp,
+                k,
+                stride,
+                padding,
+                dilation,
+                input.dtype,
+            )
         if output_mask[1]:
             cols = _im2col(input, out_sp, k, stride, padding, dilation).view(N, g, cin_g * KP, OP)
-            gw = torch.matmul(go, cols.transpose(-1, -2)).sum(0)            # (g, cout/g, cin_g*KP)
+            gw = torch.matmul(go, cols.transpose(-1, -2)).sum(0)  # (g, cout/g, cin_g*KP)
             grad_weight = _contiguous(gw.reshape(weight.shape))
     else:
         cin, cout_g = weight.shape[0], weight.shape[1]
@@ -211,15 +340,17 @@ def convolution_backward_overrideable(grad_output, input, weight, stride, paddin
             grad_input = _contiguous(torch.matmul(w, gcols).reshape(input.shape))
         if output_mask[1]:
             x = _contiguous(input).view(N, g, cin // g, IP)
-            gw = torch.matmul(x, gcols.transpose(-1, -2)).sum(0)            # (g, cin/g, cout_g*KP)
+            gw = torch.matmul(x, gcols.transpose(-1, -2)).sum(0)  # (g, cin/g, cout_g*KP)
             grad_weight = _contiguous(gw.reshape(weight.shape))
     if output_mask[2]:
         grad_bias = gout.sum([0] + list(range(2, gout.dim())))
     return grad_input, grad_weight, grad_bias
 
 
-KERNELS = {"convolution_overrideable": convolution_overrideable,
-           "convolution_backward_overrideable": convolution_backward_overrideable}
+KERNELS = {
+    "convolution_overrideable": convolution_overrideable,
+    "convolution_backward_overrideable": convolution_backward_overrideable,
+}
 
 
 # -- batch norm (plain ops, convention (3)), from the device ops above ----------
@@ -228,6 +359,7 @@ KERNELS = {"convolution_overrideable": convolution_overrideable,
 #   native_batch_norm_backward(grad_out, input, weight?, running_mean?,
 #       running_var?, save_mean?, save_invstd?, train, eps, output_mask)
 # Statistics in float32 for fp16/bf16 inputs (as torch's CUDA kernels).
+
 
 def _stat_dtype(dtype):
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
@@ -239,7 +371,9 @@ def _per_channel(t, ndim):
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     if input.dim() < 2:
-        raise RuntimeError(f"torch_ext: batch_norm expects an input of at least 2 dims, got {input.dim()}")
+        raise RuntimeError(
+            f"torch_ext: batch_norm expects an input of at least 2 dims, got {input.dim()}"
+        )
     sd = _stat_dtype(input.dtype)
     dims = [0] + list(range(2, input.dim()))
     x = input.to(sd)
@@ -257,7 +391,9 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         save_mean, save_invstd = mean, invstd
     else:
         if running_mean is None or running_var is None:
-            raise RuntimeError("torch_ext: batch_norm in eval mode needs running_mean and running_var")
+            raise RuntimeError(
+                "torch_ext: batch_norm in eval mode needs running_mean and running_var"
+            )
         use_mean = running_mean.to(sd)
         use_invstd = torch.rsqrt(running_var.to(sd) + eps)
         save_mean = torch.empty(0, dtype=sd, device=input.device)
@@ -270,8 +406,18 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     return _contiguous(y.to(input.dtype)), save_mean, save_invstd
 
 
-def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
-                               save_invstd, train, eps, output_mask):
+def native_batch_norm_backward(
+    grad_out,
+    input,
+    weight,
+    running_mean,
+    running_var,
+    save_mean,
+    save_invstd,
+    train,
+    eps,
+    output_mask,
+):
     sd = _stat_dtype(input.dtype)
     nd = input.dim()
     dims = [0] + list(range(2, nd))
@@ -299,8 +445,12 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
     return grad_input, grad_weight, grad_bias
 
 
-KERNELS.update({"native_batch_norm": native_batch_norm,
-                "native_batch_norm_backward": native_batch_norm_backward})
+KERNELS.update(
+    {
+        "native_batch_norm": native_batch_norm,
+        "native_batch_norm_backward": native_batch_norm_backward,
+    }
+)
 
 
 # -- 2-d pooling (structured impls, convention (2)) ---------------------------
@@ -313,6 +463,7 @@ KERNELS.update({"native_batch_norm": native_batch_norm,
 #       (grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, grad_input)
 # PyTorch's meta functions check the arguments and size the outputs; an
 # index is the position in its (H, W) plane, as in PyTorch.
+
 
 def _pair(v, default=None):
     v = list(v) if v is not None else []
@@ -330,8 +481,9 @@ def _pool_params(kernel_size, stride, padding):
 
 
 @triton.jit
-def _max_pool_kernel(x, out, idx, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw,
-                     BLOCK: tl.constexpr):
+def _max_pool_kernel(
+    x, out, idx, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, BLOCK: tl.constexpr
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, oh, ow = _split3(e, OH, OW)
@@ -370,8 +522,24 @@ def _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD: tl.constexpr, d
 
 
 @triton.jit
-def _avg_pool_kernel(x, out, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, divisor,
-                     COUNT_PAD: tl.constexpr, BLOCK: tl.constexpr):
+def _avg_pool_kernel(
+    x,
+    out,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    divisor,
+    COUNT_PAD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, oh, ow = _split3(e, OH, OW)
@@ -386,8 +554,24 @@ def _avg_pool_kernel(x, out, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, diviso
 
 
 @triton.jit
-def _avg_pool_backward_kernel(g, gin, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, divisor,
-                              COUNT_PAD: tl.constexpr, BLOCK: tl.constexpr):
+def _avg_pool_backward_kernel(
+    g,
+    gin,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    divisor,
+    COUNT_PAD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Each input element gathers grad/divisor from the windows that cover it.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
@@ -398,7 +582,9 @@ def _avg_pool_backward_kernel(g, gin, total, H, W, OH, OW, KH, KW, sh, sw, ph, p
         tw = iw + pw - k % KW
         oh = th // sh
         ow = tw // sw
-        ok = mask & (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
+        ok = (
+            mask & (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
+        )
         hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
         inside = (ih >= hs) & (ih < he) & (iw >= ws) & (iw < we)
         v = tl.load(g + plane * OH * OW + oh * OW + ow, mask=ok & inside, other=0).to(tl.float32)
@@ -413,7 +599,9 @@ def _planes(x):
 
 def _dense(out):
     """`out` if contiguous, else a contiguous temporary for _write_back."""
-    return out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    return (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
 
 
 def _write_back(out, target):
@@ -421,8 +609,9 @@ def _write_back(out, target):
         copy_kernel((out,), (target,))
 
 
-def max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ceil_mode, out,
-                                indices):
+def max_pool2d_with_indices_out(
+    self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
+):
     kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     dh, dw = _pair(dilation)
     x, H, W = _planes(self)
@@ -433,16 +622,37 @@ def max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ce
 
     o_t, i_t = _dense(out), _dense(indices)
     block = _block(total)
-    launch(_max_pool_kernel, (cdiv(total, block),), x, o_t, i_t, total, H, W, OH, OW,
-           kh, kw, sh, sw, ph, pw, dh, dw, BLOCK=block)
+    launch(
+        _max_pool_kernel,
+        (cdiv(total, block),),
+        x,
+        o_t,
+        i_t,
+        total,
+        H,
+        W,
+        OH,
+        OW,
+        kh,
+        kw,
+        sh,
+        sw,
+        ph,
+        pw,
+        dh,
+        dw,
+        BLOCK=block,
+    )
     _write_back(out, o_t)
     _write_back(indices, i_t)
 
 
-def max_pool2d_with_indices_backward_out(grad_output, self, kernel_size, stride, padding,
-                                         dilation, ceil_mode, indices, grad_input):
+def max_pool2d_with_indices_backward_out(
+    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
+):
     from .copy import fill_
     from .index import _gather_scatter
+
     planes = self.numel() // (self.shape[-2] * self.shape[-1]) if self.numel() else 0
 
     gi = _dense(grad_input)
@@ -454,8 +664,9 @@ def max_pool2d_with_indices_backward_out(grad_output, self, kernel_size, stride,
     _write_back(grad_input, gi)
 
 
-def avg_pool2d_out(self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad,
-                   divisor_override, out):
+def avg_pool2d_out(
+    self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad, divisor_override, out
+):
     # The meta's precomputed kernel_size, stride and padding arrive as ints.
     x, H, W = _planes(self)
     OH, OW = out.shape[-2], out.shape[-1]
@@ -465,14 +676,40 @@ def avg_pool2d_out(self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad,
 
     o_t = _dense(out)
     block = _block(total)
-    launch(_avg_pool_kernel, (cdiv(total, block),), x, o_t, total, H, W, OH, OW, kh, kw,
-           sh, sw, ph, pw, int(divisor_override or 0), COUNT_PAD=bool(count_include_pad),
-           BLOCK=block)
+    launch(
+        _avg_pool_kernel,
+        (cdiv(total, block),),
+        x,
+        o_t,
+        total,
+        H,
+        W,
+        OH,
+        OW,
+        kh,
+        kw,
+        sh,
+        sw,
+        ph,
+        pw,
+        int(divisor_override or 0),
+        COUNT_PAD=bool(count_include_pad),
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
-def avg_pool2d_backward_out(grad_output, self, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override, grad_input):
+def avg_pool2d_backward_out(
+    grad_output,
+    self,
+    kernel_size,
+    stride,
+    padding,
+    ceil_mode,
+    count_include_pad,
+    divisor_override,
+    grad_input,
+):
     kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     H, W = self.shape[-2], self.shape[-1]
     g = _contiguous(grad_output)
@@ -483,15 +720,37 @@ def avg_pool2d_backward_out(grad_output, self, kernel_size, stride, padding, cei
 
     gi = _dense(grad_input)
     block = _block(total)
-    launch(_avg_pool_backward_kernel, (cdiv(total, block),), g, gi, total, H, W, OH, OW,
-           kh, kw, sh, sw, ph, pw, int(divisor_override or 0),
-           COUNT_PAD=bool(count_include_pad), BLOCK=block)
+    launch(
+        _avg_pool_backward_kernel,
+        (cdiv(total, block),),
+        g,
+        gi,
+        total,
+        H,
+        W,
+        OH,
+        OW,
+        kh,
+        kw,
+        sh,
+        sw,
+        ph,
+        pw,
+        int(divisor_override or 0),
+        COUNT_PAD=bool(count_include_pad),
+        BLOCK=block,
+    )
     _write_back(grad_input, gi)
 
 
-KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
-                "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward_out,
-                "avg_pool2d": avg_pool2d_out, "avg_pool2d_backward": avg_pool2d_backward_out})
+KERNELS.update(
+    {
+        "max_pool2d_with_indices": max_pool2d_with_indices_out,
+        "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward_out,
+        "avg_pool2d": avg_pool2d_out,
+        "avg_pool2d_backward": avg_pool2d_backward_out,
+    }
+)
 
 
 # -- nearest upsampling, 2-d (structured impls, convention (2)) ----------------
@@ -504,6 +763,7 @@ KERNELS.update({"max_pool2d_with_indices": max_pool2d_with_indices_out,
 # out == in and halves the index where out == 2 * in whatever the scale (as
 # PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx; its 1-d and 3-d
 # forward kernels and "nearest-exact" do not).
+
 
 def _nearest_scale(in_size, out_size, scale, size_rule=False):
     if size_rule and out_size in (in_size, 2 * in_size):
@@ -523,14 +783,30 @@ def _split4(v, S1, S2, S3):
 
 
 @triton.jit
-def _upsample_nearest_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, offset,
-                             BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
+def _upsample_nearest_kernel(
+    x,
+    out,
+    total,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    sd,
+    sh,
+    sw,
+    offset,
+    BACKWARD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Planes of (D, H, W): a 2-d op has D = 1, a 1-d op D = H = 1.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, od, oh, ow = _split4(e, OD, OH, OW)
-    src = ((plane * D + _nearest_src(od, sd, D, offset)) * H + _nearest_src(oh, sh, H, offset)) * W \
-        + _nearest_src(ow, sw, W, offset)
+    src = (
+        (plane * D + _nearest_src(od, sd, D, offset)) * H + _nearest_src(oh, sh, H, offset)
+    ) * W + _nearest_src(ow, sw, W, offset)
     if BACKWARD:  # x: grad_output (by output element), out: float32/64 grad_input
         v = tl.load(x + e, mask=mask, other=0).to(out.dtype.element_ty)
         tl.atomic_add(out + src, v, mask=mask)
@@ -540,14 +816,18 @@ def _upsample_nearest_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sh, sw, off
 
 def _spatial3(shape, nsp):
     """(D, H, W) of an N-C-spatial shape with nsp spatial dims (1s in front)."""
-    return [1] * (3 - nsp) + [int(v) for v in shape[len(shape) - nsp:]]
+    return [1] * (3 - nsp) + [int(v) for v in shape[len(shape) - nsp :]]
 
 
 def _nearest_scales(in_shape, out_shape, scales, exact):
     nsp = len(scales)
     rule = nsp == 2 and not exact
-    return [float(_nearest_scale(i, o, s, rule)) for i, o, s in
-            zip(_spatial3(in_shape, nsp), _spatial3(out_shape, nsp), [None] * (3 - nsp) + list(scales))]
+    return [
+        float(_nearest_scale(i, o, s, rule))
+        for i, o, s in zip(
+            _spatial3(in_shape, nsp), _spatial3(out_shape, nsp), [None] * (3 - nsp) + list(scales)
+        )
+    ]
 
 
 def upsample_nearest(self, out, scales, exact=False):
@@ -562,16 +842,26 @@ def upsample_nearest(self, out, scales, exact=False):
 
     o_t = _dense(out)
     block = _block(total)
-    launch(_upsample_nearest_kernel, (cdiv(total, block),), x, o_t, total,
-           *_spatial3(x.shape, nsp), *_spatial3(out.shape, nsp),
-           *_nearest_scales(x.shape, out.shape, scales, exact), 0.5 if exact else 0.0,
-           BACKWARD=False, BLOCK=block)
+    launch(
+        _upsample_nearest_kernel,
+        (cdiv(total, block),),
+        x,
+        o_t,
+        total,
+        *_spatial3(x.shape, nsp),
+        *_spatial3(out.shape, nsp),
+        *_nearest_scales(x.shape, out.shape, scales, exact),
+        0.5 if exact else 0.0,
+        BACKWARD=False,
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
 def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
     """The adjoint of upsample_nearest: float32 (float64) atomics, then grad_input."""
     from .copy import fill_
+
     g = _contiguous(grad_output)
     nsp = len(scales)
     acc_t = torch.float64 if grad_input.dtype == torch.float64 else torch.float32
@@ -580,10 +870,19 @@ def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
     total = g.numel()
     if total:
         block = _block(total)
-        launch(_upsample_nearest_kernel, (cdiv(total, block),), g, acc, total,
-               *_spatial3(grad_input.shape, nsp), *_spatial3(g.shape, nsp),
-               *_nearest_scales(grad_input.shape, g.shape, scales, exact),
-               0.5 if exact else 0.0, BACKWARD=True, BLOCK=block)
+        launch(
+            _upsample_nearest_kernel,
+            (cdiv(total, block),),
+            g,
+            acc,
+            total,
+            *_spatial3(grad_input.shape, nsp),
+            *_spatial3(g.shape, nsp),
+            *_nearest_scales(grad_input.shape, g.shape, scales, exact),
+            0.5 if exact else 0.0,
+            BACKWARD=True,
+            BLOCK=block,
+        )
     copy_kernel((grad_input,), (acc,))
 
 
@@ -591,16 +890,22 @@ def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
     upsample_nearest(self, out, (scales_h, scales_w))
 
 
-def upsample_nearest2d_backward_out(grad_output, output_size, input_size, scales_h, scales_w,
-                                    grad_input):
+def upsample_nearest2d_backward_out(
+    grad_output, output_size, input_size, scales_h, scales_w, grad_input
+):
     upsample_nearest_backward(grad_output, grad_input, (scales_h, scales_w))
 
 
-KERNELS.update({"upsample_nearest2d": upsample_nearest2d_out,
-                "upsample_nearest2d_backward": upsample_nearest2d_backward_out})
+KERNELS.update(
+    {
+        "upsample_nearest2d": upsample_nearest2d_out,
+        "upsample_nearest2d_backward": upsample_nearest2d_backward_out,
+    }
+)
 
 
 # -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
+
 
 def roll(self, shifts, dims):
     shifts, dims = list(shifts), list(dims)
@@ -626,12 +931,16 @@ def max_unpool2d_out(self, indices, output_size, out):
     """max_unpool2d.out(self, indices, output_size, out): zeros, with each value
     written at its index into the output plane (of max_pool2d's return_indices)."""
     if self.dim() not in (3, 4):
-        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor "
-                           f"with {self.dim()} dimensions.")
+        raise RuntimeError(
+            f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor "
+            f"with {self.dim()} dimensions."
+        )
     if list(indices.shape) != list(self.shape):
-        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
-                           f"({list(self.shape)}) but got indices tensor with shape: "
-                           f"{list(indices.shape)}")
+        raise RuntimeError(
+            f"Expected shape of indices to be same as that of the input tensor "
+            f"({list(self.shape)}) but got indices tensor with shape: "
+            f"{list(indices.shape)}"
+        )
     if indices.dtype != torch.long:
         raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
     oh, ow = output_size

@@ -4,6 +4,7 @@ copy: copy_stub(iter, non_blocking) -- device-to-device copies between any
   strides and dtypes (the value is converted to the destination's dtype).
 fill: fill_stub(iter, value) -- the iterator has one output and no inputs.
 """
+
 import torch
 import triton
 import triton.language as tl  # noqa: F401  (the interpreter needs tl in scope)

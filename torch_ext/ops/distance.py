@@ -5,6 +5,7 @@ PyTorch's mm modes), other p through the broadcast difference.
 PyTorch's own _cdist_forward / _pdist_forward refuse devices other than
 CPU/CUDA, so these are Plain ops (convention 3).
 """
+
 import torch
 
 
@@ -48,8 +49,9 @@ def cdist_forward(x1, x2, p, compute_mode=None):
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
     if x1.shape[-1] != x2.shape[-1]:
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
-                           f"X2: {x2.shape[-1]}")
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
     if not x1.dtype.is_floating_point:
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
     batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
@@ -133,5 +135,9 @@ def pdist_backward(grad, self, p, pdist):
     return out
 
 
-KERNELS = {"cdist_forward": cdist_forward, "cdist_backward": cdist_backward,
-           "pdist_forward": pdist_forward, "pdist_backward": pdist_backward}
+KERNELS = {
+    "cdist_forward": cdist_forward,
+    "cdist_backward": cdist_backward,
+    "pdist_forward": pdist_forward,
+    "pdist_backward": pdist_backward,
+}

@@ -6,6 +6,7 @@ searchsorted). PyTorch's own are CPU/CUDA-specific: Plain ops.
 Returns what PyTorch's autograd formula hands back to the backward:
 (output, offset2bag, bag_size, max_indices), offset2bag always filled.
 """
+
 import torch
 
 SUM, MEAN, MAX = 0, 1, 2
@@ -13,30 +14,45 @@ SUM, MEAN, MAX = 0, 1, 2
 
 def _bags(indices, offsets, include_last_offset):
     if indices.dim() != 1 or offsets.dim() != 1:
-        raise ValueError(f"embedding_bag: expected 1-d indices and offsets, got {indices.dim()}-d "
-                         f"and {offsets.dim()}-d")
+        raise ValueError(
+            f"embedding_bag: expected 1-d indices and offsets, got {indices.dim()}-d "
+            f"and {offsets.dim()}-d"
+        )
     n = indices.numel()
     B = offsets.numel() - (1 if include_last_offset else 0)
     if B < 0:
         raise RuntimeError("embedding_bag: include_last_offset needs at least one offset")
     if offsets.numel() and int(offsets[0].item()) != 0:
-        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
-                           "to start from position 0. However, got " + str(int(offsets[0].item())))
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
+            "to start from position 0. However, got " + str(int(offsets[0].item()))
+        )
     pos = torch.arange(n, device=indices.device, dtype=offsets.dtype)
     starts = offsets[:B].contiguous()
     o2b = (torch.searchsorted(starts, pos, right=True) - 1).clamp_min(0) if B else pos * 0
     return B, o2b.to(indices.dtype)
 
 
-def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
-                  per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+def embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
     """_embedding_bag / _embedding_bag_forward_only."""
     if mode not in (SUM, MEAN, MAX):
         raise RuntimeError(f"embedding_bag: unknown mode {mode}")
     if per_sample_weights is not None:
         if mode != SUM:
-            raise NotImplementedError("embedding_bag: per_sample_weights was not None. "
-                                      "per_sample_weights is only supported for mode='sum'")
+            raise NotImplementedError(
+                "embedding_bag: per_sample_weights was not None. "
+                "per_sample_weights is only supported for mode='sum'"
+            )
         if per_sample_weights.shape != indices.shape:
             raise ValueError("embedding_bag: per_sample_weights must have the shape of indices")
     B, o2b = _bags(indices, offsets, include_last_offset)
@@ -45,19 +61,27 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     rows = torch.index_select(weight, 0, indices)  # (n, D), out-of-range indices raise
     if weight.dtype in (torch.float16, torch.bfloat16):  # accumulate in float32, round once
         rows = rows.float()
-    valid = indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=torch.bool)
+    valid = (
+        indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=torch.bool)
+    )
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1).to(rows.dtype)
-    counts = torch.zeros(B, dtype=indices.dtype, device=dev).index_add_(0, o2b, valid.to(indices.dtype))
+    counts = torch.zeros(B, dtype=indices.dtype, device=dev).index_add_(
+        0, o2b, valid.to(indices.dtype)
+    )
     o2b_long = o2b.long()
     if mode == MAX:
         r = torch.where(valid.unsqueeze(1), rows, torch.full_like(rows, float("-inf")))
         out = torch.full((B, D), float("-inf"), dtype=rows.dtype, device=dev)
         out = out.scatter_reduce(0, o2b_long.unsqueeze(1).expand_as(r), r, "amax")
         hit = valid.unsqueeze(1) & (r == out.index_select(0, o2b_long))
-        cand = torch.where(hit, indices.unsqueeze(1).expand_as(r), torch.full_like(r, -1, dtype=indices.dtype))
+        cand = torch.where(
+            hit, indices.unsqueeze(1).expand_as(r), torch.full_like(r, -1, dtype=indices.dtype)
+        )
         max_indices = torch.full((B, D), -1, dtype=indices.dtype, device=dev)
-        max_indices = max_indices.scatter_reduce(0, o2b_long.unsqueeze(1).expand_as(r), cand, "amax")
+        max_indices = max_indices.scatter_reduce(
+            0, o2b_long.unsqueeze(1).expand_as(r), cand, "amax"
+        )
         out = torch.where(counts.unsqueeze(1) > 0, out, torch.zeros_like(out))
     else:
         r = torch.where(valid.unsqueeze(1), rows, torch.zeros_like(rows))
@@ -68,19 +92,34 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     return out.to(weight.dtype), o2b, counts, max_indices
 
 
-def embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
-                                 scale_grad_by_freq, mode, per_sample_weights, padding_idx=-1):
+def embedding_bag_dense_backward(
+    grad,
+    indices,
+    offset2bag,
+    bag_size,
+    maximum_indices,
+    num_weights,
+    scale_grad_by_freq,
+    mode,
+    per_sample_weights,
+    padding_idx=-1,
+):
     D = grad.shape[1]
     dev = grad.device
     acc = torch.float64 if grad.dtype == torch.float64 else torch.float32
     gw = torch.zeros((num_weights, D), dtype=acc, device=dev)
-    valid = indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=torch.bool)
+    valid = (
+        indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=torch.bool)
+    )
     if mode == MAX:
         mi = maximum_indices.reshape(-1).long()
         keep = mi >= 0
         d = torch.arange(D, device=dev).repeat(maximum_indices.shape[0])
-        gw.view(-1).index_add_(0, torch.masked_select(mi * D + d, keep),
-                               torch.masked_select(grad.reshape(-1).to(acc), keep))
+        gw.view(-1).index_add_(
+            0,
+            torch.masked_select(mi * D + d, keep),
+            torch.masked_select(grad.reshape(-1).to(acc), keep),
+        )
     else:
         o2b = offset2bag.long()
         g = grad.to(acc).index_select(0, o2b)
@@ -89,18 +128,22 @@ def embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_in
         if per_sample_weights is not None:
             g = g * per_sample_weights.to(acc).unsqueeze(1)
         if scale_grad_by_freq:
-            freq = torch.bincount(indices.long(), minlength=num_weights).index_select(0, indices.long())
+            freq = torch.bincount(indices.long(), minlength=num_weights).index_select(
+                0, indices.long()
+            )
             g = g / freq.to(acc).unsqueeze(1)
         g = torch.where(valid.unsqueeze(1), g, torch.zeros_like(g))
         gw.index_add_(0, indices.long(), g)
     return gw.to(grad.dtype)
 
 
-def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode,
-                                              padding_idx=-1):
+def embedding_bag_per_sample_weights_backward(
+    grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1
+):
     if mode != SUM:
-        raise NotImplementedError("embedding_bag_backward: per_sample_weights only supported for "
-                                  "mode='sum'")
+        raise NotImplementedError(
+            "embedding_bag_backward: per_sample_weights only supported for mode='sum'"
+        )
     g = grad.index_select(0, offset2bag.long())
     r = (g * torch.index_select(weight, 0, indices)).sum(1)
     if padding_idx >= 0:
@@ -108,6 +151,8 @@ def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, of
     return r
 
 
-KERNELS = {"embedding_bag": embedding_bag,
-           "embedding_bag_dense_backward": embedding_bag_dense_backward,
-           "embedding_bag_per_sample_weights_backward": embedding_bag_per_sample_weights_backward}
+KERNELS = {
+    "embedding_bag": embedding_bag,
+    "embedding_bag_dense_backward": embedding_bag_dense_backward,
+    "embedding_bag_per_sample_weights_backward": embedding_bag_per_sample_weights_backward,
+}

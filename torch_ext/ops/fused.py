@@ -15,6 +15,7 @@
 The backward of the norm ones is native_layer_norm_backward / rms_norm_bwd
 (the gradient of the residual equals that of x).
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -111,8 +112,7 @@ def _and_mul_backward(op, grad, x):
 
 
 def gelu_and_mul_backward(grad, x, approximate="none"):
-    return _and_mul_backward(_gelu_tanh_mul_bwd if _tanh(approximate) else _gelu_mul_bwd,
-                             grad, x)
+    return _and_mul_backward(_gelu_tanh_mul_bwd if _tanh(approximate) else _gelu_mul_bwd, grad, x)
 
 
 def silu_and_mul_backward(grad, x):
@@ -139,13 +139,18 @@ def rotary_embedding(x, cos, sin, interleaved=False):
 
 def rotary_embedding_backward(grad, cos, sin, interleaved=False):
     from .unary import neg
+
     return rotary_embedding(grad, cos, neg(sin), interleaved)
 
 
 KERNELS = {
-    "skip_layer_norm": skip_layer_norm, "skip_rms_norm": skip_rms_norm,
-    "fused_add_rms_norm": fused_add_rms_norm, "gelu_and_mul": gelu_and_mul,
-    "gelu_and_mul_backward": gelu_and_mul_backward, "silu_and_mul": silu_and_mul,
-    "silu_and_mul_backward": silu_and_mul_backward, "rotary_embedding": rotary_embedding,
+    "skip_layer_norm": skip_layer_norm,
+    "skip_rms_norm": skip_rms_norm,
+    "fused_add_rms_norm": fused_add_rms_norm,
+    "gelu_and_mul": gelu_and_mul,
+    "gelu_and_mul_backward": gelu_and_mul_backward,
+    "silu_and_mul": silu_and_mul,
+    "silu_and_mul_backward": silu_and_mul_backward,
+    "rotary_embedding": rotary_embedding,
     "rotary_embedding_backward": rotary_embedding_backward,
 }

@@ -7,6 +7,7 @@ grid point, its source coordinates and weights are computed once per location;
 the input gradient accumulates with float32 (float64) atomics, the grid
 gradient is a plain sum over the channels in the lane.
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -107,11 +108,35 @@ def _tap_index(i, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
 
 
 @triton.jit
-def _grid_sample_kernel(inp, grid, out, gout, ginp, ggrid, total, C, H, W, OH, OW,
-                        s_n, s_c, s_h, s_w, g_n, g_h, g_w, g_k,
-                        MODE: tl.constexpr, PADDING: tl.constexpr, ALIGN: tl.constexpr,
-                        BACKWARD: tl.constexpr, INPUT_GRAD: tl.constexpr, ACC: tl.constexpr,
-                        BLOCK: tl.constexpr):
+def _grid_sample_kernel(
+    inp,
+    grid,
+    out,
+    gout,
+    ginp,
+    ggrid,
+    total,
+    C,
+    H,
+    W,
+    OH,
+    OW,
+    s_n,
+    s_c,
+    s_h,
+    s_w,
+    g_n,
+    g_h,
+    g_w,
+    g_k,
+    MODE: tl.constexpr,
+    PADDING: tl.constexpr,
+    ALIGN: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    INPUT_GRAD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Lanes: output locations (n, oh, ow).  Forward: out (N, C, OH, OW) contiguous.
     # Backward: gout (N, C, OH, OW) contiguous; ginp (N, C, H, W) contiguous ACC
     # (atomics); ggrid (N, OH, OW, 2) contiguous ACC.
@@ -235,8 +260,9 @@ def _grid_sample_kernel(inp, grid, out, gout, ginp, ggrid, total, C, H, W, OH, O
                     v = tl.load(p + yj * s_h + xj * s_w, mask=ok, other=0).to(ACC)
                     if BACKWARD:
                         if INPUT_GRAD:
-                            tl.atomic_add(ginp + (n * C + c) * H * W + yj * W + xj, wx * wy * g,
-                                          mask=ok)
+                            tl.atomic_add(
+                                ginp + (n * C + c) * H * W + yj * W + xj, wx * wy * g, mask=ok
+                            )
                         gix += g * v * dwx * wy
                         giy += g * v * wx * dwy
                     else:
@@ -250,16 +276,26 @@ def _grid_sample_kernel(inp, grid, out, gout, ginp, ggrid, total, C, H, W, OH, O
 
 
 def _check(input, grid, mode, padding):
-    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same batch size and "
-                           f"grid of shape (N, H, W, 2), but got input {list(input.shape)} and "
-                           f"grid {list(grid.shape)}")
+    if (
+        input.dim() != 4
+        or grid.dim() != 4
+        or grid.shape[-1] != 2
+        or grid.shape[0] != input.shape[0]
+    ):
+        raise RuntimeError(
+            f"grid_sampler(): expected 4D input and grid with same batch size and "
+            f"grid of shape (N, H, W, 2), but got input {list(input.shape)} and "
+            f"grid {list(grid.shape)}"
+        )
     if input.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input "
-                           f"has {input.dtype} and grid has {grid.dtype}")
+        raise RuntimeError(
+            f"grid_sampler(): expected input and grid to have same dtype, but input "
+            f"has {input.dtype} and grid has {grid.dtype}"
+        )
     if mode not in (BILINEAR, NEAREST, BICUBIC) or padding not in (ZEROS, BORDER, REFLECTION):
-        raise RuntimeError(f"grid_sampler(): unknown interpolation mode {mode} or padding mode "
-                           f"{padding}")
+        raise RuntimeError(
+            f"grid_sampler(): unknown interpolation mode {mode} or padding mode {padding}"
+        )
 
 
 def _acc(dtype):
@@ -273,31 +309,75 @@ def _launch(inp, grid, out, gout, ginp, ggrid, mode, padding, align, backward, i
     if total == 0:
         return
     block = min(256, next_pow2(total))
-    launch(_grid_sample_kernel, (cdiv(total, block),), inp, grid, out, gout, ginp, ggrid, total,
-           C, H, W, OH, OW, *inp.stride(), *grid.stride(), MODE=mode, PADDING=padding,
-           ALIGN=bool(align), BACKWARD=backward, INPUT_GRAD=input_grad,
-           ACC=_acc(inp.dtype)[1], BLOCK=block)
+    launch(
+        _grid_sample_kernel,
+        (cdiv(total, block),),
+        inp,
+        grid,
+        out,
+        gout,
+        ginp,
+        ggrid,
+        total,
+        C,
+        H,
+        W,
+        OH,
+        OW,
+        *inp.stride(),
+        *grid.stride(),
+        MODE=mode,
+        PADDING=padding,
+        ALIGN=bool(align),
+        BACKWARD=backward,
+        INPUT_GRAD=input_grad,
+        ACC=_acc(inp.dtype)[1],
+        BLOCK=block,
+    )
 
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
     _check(input, grid, interpolation_mode, padding_mode)
     N, C = input.shape[:2]
     out = torch.empty(N, C, grid.shape[1], grid.shape[2], dtype=input.dtype, device=input.device)
-    _launch(input, grid, out, out, out, out, interpolation_mode, padding_mode, align_corners,
-            False, False)
+    _launch(
+        input,
+        grid,
+        out,
+        out,
+        out,
+        out,
+        interpolation_mode,
+        padding_mode,
+        align_corners,
+        False,
+        False,
+    )
     return out
 
 
-def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
-                             align_corners, output_mask):
+def grid_sampler_2d_backward(
+    grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
+):
     """-> (grad_input, grad_grid); output_mask says which are wanted."""
     _check(input, grid, interpolation_mode, padding_mode)
     acc, _ = _acc(input.dtype)
     g = grad_output.contiguous()
     ginp = torch.zeros(input.shape, dtype=acc, device=input.device)
     ggrid = torch.empty(grid.shape, dtype=acc, device=grid.device)
-    _launch(input, grid, g, g, ginp, ggrid, interpolation_mode, padding_mode, align_corners,
-            True, bool(output_mask[0]))
+    _launch(
+        input,
+        grid,
+        g,
+        g,
+        ginp,
+        ggrid,
+        interpolation_mode,
+        padding_mode,
+        align_corners,
+        True,
+        bool(output_mask[0]),
+    )
     grad_input = torch.empty(0, dtype=input.dtype, device=input.device)
     if output_mask[0]:
         grad_input = torch.empty(input.shape, dtype=input.dtype, device=input.device)
@@ -307,5 +387,4 @@ def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, paddi
     return grad_input, grad_grid
 
 
-KERNELS = {"grid_sampler_2d": grid_sampler_2d,
-           "grid_sampler_2d_backward": grid_sampler_2d_backward}
+KERNELS = {"grid_sampler_2d": grid_sampler_2d, "grid_sampler_2d_backward": grid_sampler_2d_backward}

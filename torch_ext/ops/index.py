@@ -16,6 +16,7 @@ masked_fill_(self, mask, value), arange_out(start, end, step, out).
 
 Kernels of arbitrary rank pad the shape to MAX_RANK dimensions.
 """
+
 import math
 
 import torch
@@ -64,20 +65,53 @@ def _dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5):
 
 
 @triton.jit
-def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
-                           i_t0, i_t1, i_t2, i_t3, i_t4, i_t5,
-                           s_t0, s_t1, s_t2, s_t3, s_t4, s_t5,
-                           o_t0, o_t1, o_t2, o_t3, o_t4, o_t5, value, size, flag,
-                           DIM: tl.constexpr, MODE: tl.constexpr, SRC_IS_VALUE: tl.constexpr,
-                           BLOCK: tl.constexpr):
+def _gather_scatter_kernel(
+    index,
+    src,
+    out,
+    n,
+    s1,
+    s2,
+    s3,
+    s4,
+    s5,
+    i_t0,
+    i_t1,
+    i_t2,
+    i_t3,
+    i_t4,
+    i_t5,
+    s_t0,
+    s_t1,
+    s_t2,
+    s_t3,
+    s_t4,
+    s_t5,
+    o_t0,
+    o_t1,
+    o_t2,
+    o_t3,
+    o_t4,
+    o_t5,
+    value,
+    size,
+    flag,
+    DIM: tl.constexpr,
+    MODE: tl.constexpr,
+    SRC_IS_VALUE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Iterates over the index tensor.  MODE 0 gather: out[i] = src[i with
     # dim := index[i]].  MODE 1/2/3/4/5 store/add/multiply/max/min: out[i with
     # dim := index[i]] (op)= src[i].
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
-    idx = tl.load(index + _dot6(i0, i1, i2, i3, i4, i5, i_t0, i_t1, i_t2, i_t3, i_t4, i_t5),
-                  mask=mask, other=0).to(tl.int64)
+    idx = tl.load(
+        index + _dot6(i0, i1, i2, i3, i4, i5, i_t0, i_t1, i_t2, i_t3, i_t4, i_t5),
+        mask=mask,
+        other=0,
+    ).to(tl.int64)
     bad = mask & ((idx < 0) | (idx >= size))
     _bounds.record(flag, idx, bad)
     mask = mask & (bad == 0)
@@ -88,10 +122,12 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
     j4 = idx if DIM == 4 else i4
     j5 = idx if DIM == 5 else i5
     if MODE == 0:
-        v = tl.load(src + _dot6(j0, j1, j2, j3, j4, j5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5),
-                    mask=mask)
-        tl.store(out + _dot6(i0, i1, i2, i3, i4, i5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5),
-                 v, mask=mask)
+        v = tl.load(
+            src + _dot6(j0, j1, j2, j3, j4, j5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5), mask=mask
+        )
+        tl.store(
+            out + _dot6(i0, i1, i2, i3, i4, i5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5), v, mask=mask
+        )
     else:
         if SRC_IS_VALUE:
             # (zeros + value: a runtime fill value; the interpreter has no bf16 maths)
@@ -100,8 +136,9 @@ def _gather_scatter_kernel(index, src, out, n, s1, s2, s3, s4, s5,
             else:
                 v = (tl.zeros((BLOCK,), out.dtype.element_ty) + value).to(out.dtype.element_ty)
         else:
-            v = tl.load(src + _dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5),
-                        mask=mask).to(out.dtype.element_ty)
+            v = tl.load(
+                src + _dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5), mask=mask
+            ).to(out.dtype.element_ty)
         dst = out + _dot6(j0, j1, j2, j3, j4, j5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5)
         if MODE == 1:
             tl.store(dst, v, mask=mask)
@@ -164,11 +201,30 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
     d = dim % rank
     indexed = src if mode == 0 else out
     size = indexed.shape[d] if indexed.dim() else 1
-    flag = _bounds.new_flag(out.device, exc=RuntimeError,
-                            message=f"index {{}} is out of bounds for dimension {d} with size {size}")
-    launch(_gather_scatter_kernel, (cdiv(n, block),), index,
-           src if src is not None else out, out, n, *shape[1:], *i_st, *s_st, *o_st,
-           value, size, flag, DIM=d + pad, MODE=mode, SRC_IS_VALUE=src is None, BLOCK=block)
+    flag = _bounds.new_flag(
+        out.device,
+        exc=RuntimeError,
+        message=f"index {{}} is out of bounds for dimension {d} with size {size}",
+    )
+    launch(
+        _gather_scatter_kernel,
+        (cdiv(n, block),),
+        index,
+        src if src is not None else out,
+        out,
+        n,
+        *shape[1:],
+        *i_st,
+        *s_st,
+        *o_st,
+        value,
+        size,
+        flag,
+        DIM=d + pad,
+        MODE=mode,
+        SRC_IS_VALUE=src is None,
+        BLOCK=block,
+    )
     _bounds.check(flag)
 
 
@@ -212,6 +268,7 @@ def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
         return
     if reduce == "mean":
         from .binary import div_floor, div_true
+
         counts = torch.empty(out.shape, dtype=out.dtype, device=out.device)
         fill_kernel((counts,), (), out.dtype, 1 if include_self else 0)
         if not include_self:
@@ -219,6 +276,7 @@ def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
         _gather_scatter(index, None, counts, dim, 2, 1)
         _gather_scatter(index, src, out, dim, 2)
         from .ternary import clamp_min_scalar
+
         counts = clamp_min_scalar(counts, 1)
         div = div_true if out.dtype.is_floating_point else div_floor
         div.iter((out,), (out, counts), out.dtype)
@@ -240,6 +298,7 @@ def scatter_add_out(self, dim, index, src, out):
 
 
 # -- index_select / embedding ----------------------------------------------
+
 
 @triton.jit
 def _indexed_position(index, o, mask, L, S, B, flag):
@@ -270,19 +329,21 @@ def index_select_out(self, dim, index, out):
     d = dim % x.dim()
     A = math.prod(x.shape[:d])
     S = x.shape[d]
-    B = math.prod(x.shape[d + 1:])
+    B = math.prod(x.shape[d + 1 :])
     index = _contiguous(index.reshape(-1))
     L = index.numel()
-    out.resize_([*self.shape[:d], L, *self.shape[d + 1:]] if self.dim() else [])  # plain out=: sized here
+    out.resize_(
+        [*self.shape[:d], L, *self.shape[d + 1 :]] if self.dim() else []
+    )  # plain out=: sized here
     n = A * L * B
     if n == 0:
         return out
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     block = _block(n)
     flag = _bounds.new_flag(x.device, "index_select", S)
-    launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B, flag,
-           BLOCK=block)
+    launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B, flag, BLOCK=block)
     _bounds.check(flag)
     if target is not out:
         copy_kernel((out,), (target,))
@@ -299,15 +360,17 @@ def index_select(self, dim, index):
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    out = torch.empty(list(indices.shape) + [weight.shape[1]], dtype=weight.dtype,
-                      device=weight.device)
+    out = torch.empty(
+        list(indices.shape) + [weight.shape[1]], dtype=weight.dtype, device=weight.device
+    )
     index_select_out(weight, 0, indices, out.view(-1, weight.shape[1]))
     return out
 
 
 @triton.jit
-def _embedding_bwd_kernel(grad, index, out, n, D, padding_idx, num_weights, flag,
-                          BLOCK: tl.constexpr):
+def _embedding_bwd_kernel(
+    grad, index, out, n, D, padding_idx, num_weights, flag, BLOCK: tl.constexpr
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     row = o // D
@@ -320,15 +383,15 @@ def _embedding_bwd_kernel(grad, index, out, n, D, padding_idx, num_weights, flag
     tl.atomic_add(out + idx * D + col, g, mask=mask)
 
 
-def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
-                             scale_grad_by_freq):
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     D = grad_output.shape[-1]
     out_dtype = grad_output.dtype
     if scale_grad_by_freq:  # each row's gradient divided by how often its index occurs
         idx = indices.reshape(-1)
         freq = torch.bincount(idx.long(), minlength=num_weights).index_select(0, idx.long())
-        g = grad_output.reshape(-1, D).to(torch.float64 if grad_output.dtype == torch.float64
-                                          else torch.float32)
+        g = grad_output.reshape(-1, D).to(
+            torch.float64 if grad_output.dtype == torch.float64 else torch.float32
+        )
         grad_output = g / freq.to(g.dtype).unsqueeze(1)
     acc = torch.float64 if grad_output.dtype == torch.float64 else torch.float32
     grad_w = torch.empty((num_weights, D), dtype=acc, device=grad_output.device)
@@ -339,8 +402,19 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     if n:
         block = _block(n)
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
-        launch(_embedding_bwd_kernel, (cdiv(n, block),), g, idx, grad_w, n, D,
-               padding_idx, num_weights, flag, BLOCK=block)
+        launch(
+            _embedding_bwd_kernel,
+            (cdiv(n, block),),
+            g,
+            idx,
+            grad_w,
+            n,
+            D,
+            padding_idx,
+            num_weights,
+            flag,
+            BLOCK=block,
+        )
         _bounds.check(flag)
     if acc == out_dtype:
         return grad_w
@@ -350,6 +424,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
 
 
 # -- masked_fill ------------------------------------------------------------
+
 
 @pointwise(num_inputs=2, cast=[True, False])
 @triton.jit
@@ -361,24 +436,36 @@ def masked_fill_(self, mask, value):
     """masked_fill_.Scalar / .Tensor (value a number or 0-dim tensor)."""
     if isinstance(value, torch.Tensor):
         if value.dim() != 0:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value.dim()} dimension(s).")
+            raise RuntimeError(
+                f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                f"tensor with {value.dim()} dimension(s)."
+            )
         value = value.item()
     _masked_fill.iter((self,), (self, mask.expand(self.shape)), self.dtype, value)
     return self
 
 
 def masked_fill(self, mask, value):
-    out = torch.empty(torch.broadcast_shapes(self.shape, mask.shape), dtype=self.dtype,
-                      device=self.device)
+    out = torch.empty(
+        torch.broadcast_shapes(self.shape, mask.shape), dtype=self.dtype, device=self.device
+    )
     copy_kernel((out,), (self.expand(out.shape),))
     return masked_fill_(out, mask, value)
 
 
 # -- cat / flip / tril / triu / arange --------------------------------------
 
-def cat_out(tensors, dim, valid, all_contiguous, all_same_dtype, all_same_sizes_and_stride,
-            memory_format, out):
+
+def cat_out(
+    tensors,
+    dim,
+    valid,
+    all_contiguous,
+    all_same_dtype,
+    all_same_sizes_and_stride,
+    memory_format,
+    out,
+):
     offset = 0
     for t in tensors:
         if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
@@ -394,8 +481,9 @@ def cat(tensors, dim=0):
     ref = next((t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)), tensors[0])
     d = dim % max(ref.dim(), 1)
     shape = list(ref.shape)
-    shape[d] = sum(t.shape[d] for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)
-                   or ref.dim() == 1)
+    shape[d] = sum(
+        t.shape[d] for t in tensors if not (t.dim() == 1 and t.shape[0] == 0) or ref.dim() == 1
+    )
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = torch.promote_types(dtype, t.dtype)
@@ -405,8 +493,9 @@ def cat(tensors, dim=0):
 
 
 @triton.jit
-def _strided_copy_kernel(src, out, n, base, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5,
-                         BLOCK: tl.constexpr):
+def _strided_copy_kernel(
+    src, out, n, base, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5, BLOCK: tl.constexpr
+):
     # out (contiguous) = src[base + sum i_d * t_d], strides may be negative.
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
@@ -430,8 +519,17 @@ def flip(self, dims):
     # base is relative to the tensor's own start: pass the storage view as-is.
     shape = _pad(self.shape, 1)
     block = _block(n)
-    launch(_strided_copy_kernel, (cdiv(n, block),), self, out, n, base, *shape[1:],
-           *_pad(strides, 0), BLOCK=block)
+    launch(
+        _strided_copy_kernel,
+        (cdiv(n, block),),
+        self,
+        out,
+        n,
+        base,
+        *shape[1:],
+        *_pad(strides, 0),
+        BLOCK=block,
+    )
     return out
 
 
@@ -460,12 +558,12 @@ def _tri(self, diagonal, out, lower):
     if n == 0:
         return
     # Each element reads only itself, so out may alias self.
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     M, N = x.shape[-2], x.shape[-1]
     block = _block(n)
-    launch(_tri_kernel, (cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower,
-           BLOCK=block)
+    launch(_tri_kernel, (cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower, BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))
 
@@ -493,33 +591,46 @@ def arange_out(start, end, step, out):
     if n == 0:
         return out
     acc = tl.float64 if out.dtype.is_floating_point else tl.int64
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     block = _block(n)
-    launch(_arange_kernel, (cdiv(n, block),), target, n, start, step, ACC=acc,
-           BLOCK=block)
+    launch(_arange_kernel, (cdiv(n, block),), target, n, start, step, ACC=acc, BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))
     return out
 
 
 KERNELS = {
-    "gather": gather_out, "scatter_src": scatter_src_out, "scatter_value": scatter_value_out,
-    "scatter_reduce": scatter_reduce_out, "scatter_value_reduce": scatter_value_reduce_out,
-    "scatter_add": scatter_add_out, "scatter_reduce_two": scatter_reduce_two_out,
+    "gather": gather_out,
+    "scatter_src": scatter_src_out,
+    "scatter_value": scatter_value_out,
+    "scatter_reduce": scatter_reduce_out,
+    "scatter_value_reduce": scatter_value_reduce_out,
+    "scatter_add": scatter_add_out,
+    "scatter_reduce_two": scatter_reduce_two_out,
     "index_select": index_select,
-    "index_select_out": index_select_out, "embedding": embedding,
-    "embedding_dense_backward": embedding_dense_backward, "masked_fill_": masked_fill_,
-    "masked_fill": masked_fill, "cat": cat_out, "flip": flip, "flip_out": flip_out,
-    "tril": tril_out, "triu": triu_out, "arange": arange_out,
+    "index_select_out": index_select_out,
+    "embedding": embedding,
+    "embedding_dense_backward": embedding_dense_backward,
+    "masked_fill_": masked_fill_,
+    "masked_fill": masked_fill,
+    "cat": cat_out,
+    "flip": flip,
+    "flip_out": flip_out,
+    "tril": tril_out,
+    "triu": triu_out,
+    "arange": arange_out,
 }
 
 
 # -- index_add / linspace / eye -----------------------------------------------
 
+
 @triton.jit
-def _index_add_kernel(src, index, out, n, L, S, B, s_a, s_l, s_b, o_a, o_s, o_b, alpha, flag,
-                      BLOCK: tl.constexpr):
+def _index_add_kernel(
+    src, index, out, n, L, S, B, s_a, s_l, s_b, o_a, o_s, o_b, alpha, flag, BLOCK: tl.constexpr
+):
     # out[a, index[l], b] += alpha * src[a, l, b]
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
@@ -537,18 +648,37 @@ def index_add_out(self, dim, index, source, alpha, out):
         return
     d = dim % max(out.dim(), 1)
     shape = list(out.shape) if out.dim() else [1]
-    A, S, B = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1:])
+    A, S, B = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
     src = _contiguous(source.reshape(source.shape if source.dim() else [1]))
     L = index.numel()
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     if target is not out:
         copy_kernel((target,), (out,))
     n = A * L * B
     block = _block(n)
     flag = _bounds.new_flag(out.device, "index_add", S)
-    launch(_index_add_kernel, (cdiv(n, block),), src, _contiguous(index.reshape(-1)), target, n,
-           L, S, B, L * B, B, 1, S * B, B, 1, alpha, flag, BLOCK=block)
+    launch(
+        _index_add_kernel,
+        (cdiv(n, block),),
+        src,
+        _contiguous(index.reshape(-1)),
+        target,
+        n,
+        L,
+        S,
+        B,
+        L * B,
+        B,
+        1,
+        S * B,
+        B,
+        1,
+        alpha,
+        flag,
+        BLOCK=block,
+    )
     _bounds.check(flag)
     if target is not out:
         copy_kernel((out,), (target,))
@@ -560,8 +690,9 @@ def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.cons
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     i = o.to(ACC)
     s = tl.cast(step, ACC)
-    v = tl.where(o < n // 2, tl.cast(start, ACC) + s * i,
-                 tl.cast(end, ACC) - s * (n - 1 - o).to(ACC))
+    v = tl.where(
+        o < n // 2, tl.cast(start, ACC) + s * i, tl.cast(end, ACC) - s * (n - 1 - o).to(ACC)
+    )
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
 
 
@@ -574,11 +705,21 @@ def linspace_out(start, end, steps, out):
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     if steps == 1:
         end = start  # a single point is `start`
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     block = _block(n)
-    launch(_linspace_kernel, (cdiv(n, block),), target, n, start, end, step,
-           ACC=tl.float64 if out.dtype == torch.float64 else tl.float32, BLOCK=block)
+    launch(
+        _linspace_kernel,
+        (cdiv(n, block),),
+        target,
+        n,
+        start,
+        end,
+        step,
+        ACC=tl.float64 if out.dtype == torch.float64 else tl.float32,
+        BLOCK=block,
+    )
     if target is not out:
         copy_kernel((out,), (target,))
     return out

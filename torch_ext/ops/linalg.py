@@ -19,6 +19,7 @@ the matrix size (n steps): meant for the small and medium matrices models use
 computed in the input's own float dtype (float32/float64, as PyTorch's
 kernels do).
 """
+
 import torch
 
 from .copy import copy_kernel
@@ -48,8 +49,10 @@ def lu_factor(LU, pivots, infos, compute_pivots):
         if infos.numel():
             infos.zero_()
         if pivots.numel():
-            copy_kernel((pivots,), (torch.arange(1, k + 1, dtype=torch.int32, device=LU.device)
-                                    .expand(pivots.shape),))
+            copy_kernel(
+                (pivots,),
+                (torch.arange(1, k + 1, dtype=torch.int32, device=LU.device).expand(pivots.shape),),
+            )
         return
     target = _colmajor(LU)
     m, n = target.shape[-2], target.shape[-1]
@@ -62,17 +65,17 @@ def lu_factor(LU, pivots, infos, compute_pivots):
             p = torch.argmax(w[:, j:, j].abs(), dim=1) + j  # (B,)
             piv[:, j] = (p + 1).to(torch.int32)
             rows = p.view(B, 1, 1).expand(B, 1, n)
-            row_j = w[:, j:j + 1, :].clone()
-            w[:, j:j + 1, :] = torch.gather(w, 1, rows)
+            row_j = w[:, j : j + 1, :].clone()
+            w[:, j : j + 1, :] = torch.gather(w, 1, rows)
             w.scatter_(1, rows, row_j)
         d = w[:, j, j]
         zero = d == 0
         info = torch.where((info == 0) & zero, torch.full_like(info, j + 1), info)
         if j + 1 < m:
-            col = w[:, j + 1:, j] / torch.where(zero, torch.ones_like(d), d).unsqueeze(1)
-            w[:, j + 1:, j] = col
+            col = w[:, j + 1 :, j] / torch.where(zero, torch.ones_like(d), d).unsqueeze(1)
+            w[:, j + 1 :, j] = col
             if j + 1 < n:
-                w[:, j + 1:, j + 1:] -= col.unsqueeze(2) * w[:, j:j + 1, j + 1:]
+                w[:, j + 1 :, j + 1 :] -= col.unsqueeze(2) * w[:, j : j + 1, j + 1 :]
     copy_kernel((target,), (w.view(target.shape),))
     if pivots.numel():
         copy_kernel((pivots,), (piv.view(pivots.shape),))
@@ -85,14 +88,14 @@ def _tri_solve(A, X, lower, unit):
     n = A.shape[-1]
     order = range(n) if lower else range(n - 1, -1, -1)
     for i in order:
-        r = X[:, i:i + 1, :]
+        r = X[:, i : i + 1, :]
         if lower and i > 0:
-            r = r - torch.matmul(A[:, i:i + 1, :i], X[:, :i, :])
+            r = r - torch.matmul(A[:, i : i + 1, :i], X[:, :i, :])
         elif not lower and i < n - 1:
-            r = r - torch.matmul(A[:, i:i + 1, i + 1:], X[:, i + 1:, :])
+            r = r - torch.matmul(A[:, i : i + 1, i + 1 :], X[:, i + 1 :, :])
         if not unit:
-            r = r / A[:, i:i + 1, i:i + 1]
-        X[:, i:i + 1, :] = r
+            r = r / A[:, i : i + 1, i : i + 1]
+        X[:, i : i + 1, :] = r
     return X
 
 
@@ -101,8 +104,8 @@ def _swap_rows(X, piv, order):
     B, _, c = X.shape
     for i in order:
         p = (piv[:, i].to(torch.long) - 1).view(B, 1, 1).expand(B, 1, c)
-        row_i = X[:, i:i + 1, :].clone()
-        X[:, i:i + 1, :] = torch.gather(X, 1, p)
+        row_i = X[:, i : i + 1, :].clone()
+        X[:, i : i + 1, :] = torch.gather(X, 1, p)
         X.scatter_(1, p, row_i)
 
 
@@ -177,10 +180,10 @@ def cholesky(A, infos, upper):
         ljj = torch.sqrt(torch.where(bad, torch.ones_like(d), d))
         L[:, j, j] = ljj
         if j + 1 < n:
-            col = w[:, j + 1:, j:j + 1]
+            col = w[:, j + 1 :, j : j + 1]
             if j:
-                col = col - torch.matmul(L[:, j + 1:, :j], L[:, j, :j].unsqueeze(2))
-            L[:, j + 1:, j:j + 1] = col / ljj.view(Bn, 1, 1)
+                col = col - torch.matmul(L[:, j + 1 :, :j], L[:, j, :j].unsqueeze(2))
+            L[:, j + 1 :, j : j + 1] = col / ljj.view(Bn, 1, 1)
     out = L.transpose(1, 2) if upper else L
     copy_kernel((target,), (out.reshape(target.shape),))
     if infos.numel():
@@ -198,5 +201,10 @@ def cholesky_solve_helper(self, A, upper):
     return X
 
 
-KERNELS = {"lu_factor": lu_factor, "lu_solve": lu_solve, "triangular_solve": triangular_solve,
-           "cholesky": cholesky, "cholesky_solve_helper": cholesky_solve_helper}
+KERNELS = {
+    "lu_factor": lu_factor,
+    "lu_solve": lu_solve,
+    "triangular_solve": triangular_solve,
+    "cholesky": cholesky,
+    "cholesky_solve_helper": cholesky_solve_helper,
+}

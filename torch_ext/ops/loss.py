@@ -8,6 +8,7 @@ forward ((2): mse_loss.out impl (self, target, reduction, out)) and backward
                                  reduction, ignore_index, total_weight, grad_input)
 reduction: 0 none, 1 mean, 2 sum.
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -39,8 +40,19 @@ def _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W: tl.con
 
 
 @triton.jit
-def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, flag, HAS_W: tl.constexpr,
-                BLOCK: tl.constexpr):
+def _nll_kernel(
+    x,
+    target,
+    weight,
+    loss,
+    wsum,
+    N,
+    C,
+    ignore_index,
+    flag,
+    HAS_W: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
     t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W)
@@ -50,8 +62,20 @@ def _nll_kernel(x, target, weight, loss, wsum, N, C, ignore_index, flag, HAS_W: 
 
 
 @triton.jit
-def _nll_bwd_kernel(g, target, weight, total_weight, gi, N, C, ignore_index, flag,
-                    REDUCTION: tl.constexpr, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
+def _nll_bwd_kernel(
+    g,
+    target,
+    weight,
+    total_weight,
+    gi,
+    N,
+    C,
+    ignore_index,
+    flag,
+    REDUCTION: tl.constexpr,
+    HAS_W: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
     t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W)
@@ -70,15 +94,32 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     C = x.shape[-1]
     tgt = _contiguous(target.reshape(-1))
     w = _contiguous(weight) if weight is not None else None
-    per = output if reduction == NONE and output.is_contiguous() else \
-        torch.empty((N,), dtype=torch.float32 if x.dtype != torch.float64 else x.dtype,
-                    device=x.device)
+    per = (
+        output
+        if reduction == NONE and output.is_contiguous()
+        else torch.empty(
+            (N,), dtype=torch.float32 if x.dtype != torch.float64 else x.dtype, device=x.device
+        )
+    )
     wsum = torch.empty((N,), dtype=torch.float32, device=x.device)
     if N:
         block = _block(N)
         flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
-        launch(_nll_kernel, (cdiv(N, block),), x, tgt, w if w is not None else x,
-               per, wsum, N, C, ignore_index, flag, HAS_W=w is not None, BLOCK=block)
+        launch(
+            _nll_kernel,
+            (cdiv(N, block),),
+            x,
+            tgt,
+            w if w is not None else x,
+            per,
+            wsum,
+            N,
+            C,
+            ignore_index,
+            flag,
+            HAS_W=w is not None,
+            BLOCK=block,
+        )
         _bounds.check(flag)
     if reduction == NONE:
         if per is not output:
@@ -90,29 +131,47 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
         reduce_into(per, None, output, SUM)
     else:
         from .binary import div_true
+
         s = torch.empty((), dtype=per.dtype, device=x.device)
         reduce_into(per, None, s, SUM)
         div_true(s, total_weight, out=output)
 
 
-def nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index,
-                          total_weight, grad_input):
+def nll_loss_backward_out(
+    grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
+):
     fill_kernel((grad_input,), (), grad_input.dtype, 0)
     N = self.shape[0] if self.dim() == 2 else 1
     C = self.shape[-1]
     if N == 0:
         return
-    gi = grad_input if grad_input.is_contiguous() else torch.empty(
-        grad_input.shape, dtype=grad_input.dtype, device=grad_input.device)
+    gi = (
+        grad_input
+        if grad_input.is_contiguous()
+        else torch.empty(grad_input.shape, dtype=grad_input.dtype, device=grad_input.device)
+    )
     if gi is not grad_input:
         fill_kernel((gi,), (), gi.dtype, 0)
     tgt = _contiguous(target.reshape(-1))
     w = _contiguous(weight) if weight is not None else None
     block = _block(N)
     flag = _bounds.new_flag(gi.device, message="Target {} is out of bounds.")
-    launch(_nll_bwd_kernel, (cdiv(N, block),), _contiguous(grad_output), tgt,
-           w if w is not None else gi, total_weight, gi, N, C, ignore_index, flag,
-           REDUCTION=reduction, HAS_W=w is not None, BLOCK=block)
+    launch(
+        _nll_bwd_kernel,
+        (cdiv(N, block),),
+        _contiguous(grad_output),
+        tgt,
+        w if w is not None else gi,
+        total_weight,
+        gi,
+        N,
+        C,
+        ignore_index,
+        flag,
+        REDUCTION=reduction,
+        HAS_W=w is not None,
+        BLOCK=block,
+    )
     _bounds.check(flag)
     if gi is not grad_input:
         copy_kernel((grad_input,), (gi,))
@@ -124,8 +183,9 @@ def mse_loss_out(self, target, reduction, out):
         return
     sq = mse(self, target)
     n = sq.numel()
-    reduce_into(sq, None, out, SUM, scale=(1.0 / n if n else float("nan"))
-                if reduction == MEAN else 1.0)
+    reduce_into(
+        sq, None, out, SUM, scale=(1.0 / n if n else float("nan")) if reduction == MEAN else 1.0
+    )
 
 
 def mse_loss_backward(grad_output, self, target, reduction):
@@ -141,19 +201,28 @@ def mse_loss_backward_out(grad_output, self, target, reduction, grad_input):
 # -- nll_loss2d: (N, C, H, W) scores, (N, H, W) targets, through the 1-d kernels
 # on the scores with C moved last.
 
+
 def _check_2d(self, target, weight):
     if self.dim() != 4:
-        raise RuntimeError(f"only batches of spatial inputs supported (4D tensors), but got input "
-                           f"of size: {list(self.shape)}")
+        raise RuntimeError(
+            f"only batches of spatial inputs supported (4D tensors), but got input "
+            f"of size: {list(self.shape)}"
+        )
     if target.dim() != 3:
-        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets "
-                           f"of size: {list(target.shape)}")
+        raise RuntimeError(
+            f"only batches of spatial targets supported (3D tensors) but got targets "
+            f"of size: {list(target.shape)}"
+        )
     if (self.shape[0], *self.shape[2:]) != tuple(target.shape):
-        raise RuntimeError(f"input and target batch or spatial sizes don't match: target "
-                           f"{list(target.shape)}, input {list(self.shape)}")
+        raise RuntimeError(
+            f"input and target batch or spatial sizes don't match: target "
+            f"{list(target.shape)}, input {list(self.shape)}"
+        )
     if weight is not None and weight.numel() != self.shape[1]:
-        raise RuntimeError(f"weight tensor should be defined either for all {self.shape[1]} classes "
-                           f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {self.shape[1]} classes "
+            f"or no classes but got weight tensor of shape: {list(weight.shape)}"
+        )
 
 
 def _rows(self):
@@ -168,27 +237,37 @@ def nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output
     if list(total_weight.shape):
         total_weight.resize_([])
     rows = _rows(self)
-    nll_loss_forward_out(rows, target.reshape(-1), weight, reduction, ignore_index,
-                         output.view(-1) if reduction == NONE else output, total_weight)
+    nll_loss_forward_out(
+        rows,
+        target.reshape(-1),
+        weight,
+        reduction,
+        ignore_index,
+        output.view(-1) if reduction == NONE else output,
+        total_weight,
+    )
     return output, total_weight
 
 
 def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
     output = torch.empty(0, dtype=self.dtype, device=self.device)
     total_weight = torch.empty([], dtype=self.dtype, device=self.device)
-    return nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output,
-                                  total_weight)
+    return nll_loss2d_forward_out(
+        self, target, weight, reduction, ignore_index, output, total_weight
+    )
 
 
-def nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index,
-                            total_weight, grad_input):
+def nll_loss2d_backward_out(
+    grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
+):
     _check_2d(self, target, weight)
     if list(grad_input.shape) != list(self.shape):
         grad_input.resize_(self.shape)
     gi = torch.empty(_rows(self).shape, dtype=self.dtype, device=self.device)
     g = grad_output.reshape(-1) if reduction == NONE else grad_output
-    nll_loss_backward_out(g, gi, target.reshape(-1), weight, reduction, ignore_index,
-                          total_weight, gi)
+    nll_loss_backward_out(
+        g, gi, target.reshape(-1), weight, reduction, ignore_index, total_weight, gi
+    )
     n, c = self.shape[0], self.shape[1]
     copy_kernel((grad_input,), (gi.view(n, *self.shape[2:], c).movedim(-1, 1),))
     return grad_input
@@ -196,25 +275,32 @@ def nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore
 
 def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
     grad_input = torch.empty(self.shape, dtype=self.dtype, device=self.device)
-    return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index,
-                                   total_weight, grad_input)
+    return nll_loss2d_backward_out(
+        grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
+    )
 
 
 # -- multi_margin_loss: composed from our kernels --------------------------------
+
 
 def _margin_terms(self, target, p, margin):
     """(x (N, C), target (N,), per-element active terms before the power, mask)."""
     if p not in (1, 2):
         raise RuntimeError("only p == 1 and p == 2 supported")
-    if self.dim() > 2 or (self.dim() == 2 and target.dim() != 1) or \
-            (self.dim() < 2 and target.dim() > 1):
-        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
-                           f"{list(self.shape)}")
+    if (
+        self.dim() > 2
+        or (self.dim() == 2 and target.dim() != 1)
+        or (self.dim() < 2 and target.dim() > 1)
+    ):
+        raise RuntimeError(
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(self.shape)}"
+        )
     x = self.reshape(-1, self.shape[-1] if self.dim() else 1)
     y = target.reshape(-1).long()
     if y.numel() != x.shape[0]:
-        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
-                           f"{list(self.shape)}")
+        raise RuntimeError(
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(self.shape)}"
+        )
     xy = torch.gather(x, 1, y.unsqueeze(1))
     m = float(margin) - xy + x
     keep = m > 0
@@ -240,8 +326,7 @@ def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
     return out
 
 
-def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None,
-                               reduction=MEAN):
+def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=MEAN):
     x, y, m, keep = _margin_terms(self, target, int(p), margin)
     d = torch.where(keep, 2 * m if int(p) == 2 else torch.ones_like(m), torch.zeros_like(m))
     if weight is not None:
@@ -255,11 +340,16 @@ def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None
 
 
 KERNELS = {
-    "multi_margin_loss": multi_margin_loss, "multi_margin_loss_out": multi_margin_loss_out,
+    "multi_margin_loss": multi_margin_loss,
+    "multi_margin_loss_out": multi_margin_loss_out,
     "multi_margin_loss_backward": multi_margin_loss_backward,
-    "nll_loss2d_forward": nll_loss2d_forward, "nll_loss2d_forward_out": nll_loss2d_forward_out,
-    "nll_loss2d_backward": nll_loss2d_backward, "nll_loss2d_backward_out": nll_loss2d_backward_out,
-    "nll_loss_forward": nll_loss_forward_out, "nll_loss_backward": nll_loss_backward_out,
-    "mse_loss": mse_loss_out, "mse_loss_backward": mse_loss_backward,
+    "nll_loss2d_forward": nll_loss2d_forward,
+    "nll_loss2d_forward_out": nll_loss2d_forward_out,
+    "nll_loss2d_backward": nll_loss2d_backward,
+    "nll_loss2d_backward_out": nll_loss2d_backward_out,
+    "nll_loss_forward": nll_loss_forward_out,
+    "nll_loss_backward": nll_loss_backward_out,
+    "mse_loss": mse_loss_out,
+    "mse_loss_backward": mse_loss_backward,
     "mse_loss_backward_out": mse_loss_backward_out,
 }

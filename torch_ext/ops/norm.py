@@ -14,6 +14,7 @@ and the weight of element j of row `row` is w[(row % G) * CPG + j // HW]
 (layer norm: G = 1, HW = 1).  mean/rstd are float32 for half inputs (as
 PyTorch's CUDA kernels keep them).
 """
+
 import math
 
 import torch
@@ -26,8 +27,16 @@ from .reduction import _contiguous, reduce_into, SUM
 
 
 @triton.jit
-def _row_stats(x, row, D, ACC: tl.constexpr, RMS: tl.constexpr, BLOCK_M: tl.constexpr,
-               BLOCK_N: tl.constexpr, rmask):
+def _row_stats(
+    x,
+    row,
+    D,
+    ACC: tl.constexpr,
+    RMS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    rmask,
+):
     base = row * D
     if RMS:
         mean = tl.zeros((BLOCK_M,), ACC)
@@ -49,9 +58,26 @@ def _row_stats(x, row, D, ACC: tl.constexpr, RMS: tl.constexpr, BLOCK_M: tl.cons
 
 
 @triton.jit
-def _norm_fwd_kernel(x, w, b, y, mean_out, rstd_out, M, D, G, CPG, HW, eps,
-                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, RMS: tl.constexpr,
-                     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _norm_fwd_kernel(
+    x,
+    w,
+    b,
+    y,
+    mean_out,
+    rstd_out,
+    M,
+    D,
+    G,
+    CPG,
+    HW,
+    eps,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
+    RMS: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = row < M
     mean, var = _row_stats(x, row, D, ACC, RMS, BLOCK_M, BLOCK_N, rmask)
@@ -75,9 +101,24 @@ def _norm_fwd_kernel(x, w, b, y, mean_out, rstd_out, M, D, G, CPG, HW, eps,
 
 
 @triton.jit
-def _norm_bwd_dx_kernel(dy, x, w, mean_in, rstd_in, dx, M, D, G, CPG, HW,
-                        HAS_W: tl.constexpr, RMS: tl.constexpr, ACC: tl.constexpr,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _norm_bwd_dx_kernel(
+    dy,
+    x,
+    w,
+    mean_in,
+    rstd_in,
+    dx,
+    M,
+    D,
+    G,
+    CPG,
+    HW,
+    HAS_W: tl.constexpr,
+    RMS: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = row < M
     rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
@@ -96,8 +137,9 @@ def _norm_bwd_dx_kernel(dy, x, w, mean_in, rstd_in, dx, M, D, G, CPG, HW,
         g = tl.load(dy + offs, mask=m, other=0).to(ACC)
         if HAS_W:
             g = g * tl.load(w + wbase[:, None] + (c // HW)[None, :], mask=m, other=0).to(ACC)
-        xhat = tl.where(m, (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None])
-                        * rstd[:, None], 0)
+        xhat = tl.where(
+            m, (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None], 0
+        )
         c1 += tl.sum(g * xhat, 1)
         c2 += tl.sum(g, 1)
     c1 = c1 / D
@@ -118,8 +160,20 @@ def _norm_bwd_dx_kernel(dy, x, w, mean_in, rstd_in, dx, M, D, G, CPG, HW,
 
 
 @triton.jit
-def _norm_bwd_dw_kernel(dy, x, mean_in, rstd_in, dw, db, M, D, RMS: tl.constexpr,
-                        ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _norm_bwd_dw_kernel(
+    dy,
+    x,
+    mean_in,
+    rstd_in,
+    dw,
+    db,
+    M,
+    D,
+    RMS: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     # Column sums over rows (layer/rms norm): dw = sum dy * xhat, db = sum dy.
     c = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     cmask = c < D
@@ -164,28 +218,76 @@ def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
     if M == 0:
         return
     bm, bn = _row_blocks(M, D)
-    launch(_norm_fwd_kernel, (cdiv(M, bm),), x, weight if weight is not None else x,
-           bias if bias is not None else x, y, mean if mean is not None else rstd, rstd,
-           M, D, G, CPG, HW, eps, HAS_W=weight is not None, HAS_B=bias is not None, RMS=rms,
-           ACC=_acc(x.dtype), BLOCK_M=bm, BLOCK_N=bn)
+    launch(
+        _norm_fwd_kernel,
+        (cdiv(M, bm),),
+        x,
+        weight if weight is not None else x,
+        bias if bias is not None else x,
+        y,
+        mean if mean is not None else rstd,
+        rstd,
+        M,
+        D,
+        G,
+        CPG,
+        HW,
+        eps,
+        HAS_W=weight is not None,
+        HAS_B=bias is not None,
+        RMS=rms,
+        ACC=_acc(x.dtype),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+    )
 
 
 def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
     if M == 0:
         return
     bm, bn = _row_blocks(M, D)
-    launch(_norm_bwd_dx_kernel, (cdiv(M, bm),), dy, x,
-           weight if weight is not None else x, mean if mean is not None else rstd, rstd, dx,
-           M, D, G, CPG, HW, HAS_W=weight is not None, RMS=rms, ACC=_acc(x.dtype),
-           BLOCK_M=bm, BLOCK_N=bn)
+    launch(
+        _norm_bwd_dx_kernel,
+        (cdiv(M, bm),),
+        dy,
+        x,
+        weight if weight is not None else x,
+        mean if mean is not None else rstd,
+        rstd,
+        dx,
+        M,
+        D,
+        G,
+        CPG,
+        HW,
+        HAS_W=weight is not None,
+        RMS=rms,
+        ACC=_acc(x.dtype),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+    )
 
 
 def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
     bn = min(next_pow2(max(D, 1)), 64)
     budget = spec("reduction_block", M) or 4096
     bm = min(next_pow2(max(M, 1)), max(1, budget // bn))
-    launch(_norm_bwd_dw_kernel, (cdiv(D, bn),), dy, x, mean if mean is not None else rstd,
-           rstd, dw, db, M, D, RMS=rms, ACC=_acc(x.dtype), BLOCK_M=bm, BLOCK_N=bn)
+    launch(
+        _norm_bwd_dw_kernel,
+        (cdiv(D, bn),),
+        dy,
+        x,
+        mean if mean is not None else rstd,
+        rstd,
+        dw,
+        db,
+        M,
+        D,
+        RMS=rms,
+        ACC=_acc(x.dtype),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+    )
 
 
 def _split(x, normalized_shape):
@@ -208,8 +310,9 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return y, mean, rstd
 
 
-def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
-                               output_mask):
+def native_layer_norm_backward(
+    grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask
+):
     x = _contiguous(input)
     dy = _contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)
@@ -234,14 +337,13 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
     rstd = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
     cpg = C // group
-    _norm_forward(x, weight, bias, N * group, cpg * HxW, group, cpg, HxW, eps, False, y,
-                  mean, rstd)
+    _norm_forward(x, weight, bias, N * group, cpg * HxW, group, cpg, HxW, eps, False, y, mean, rstd)
     return y, mean, rstd
 
 
-def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group,
-                               output_mask):
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     from .binary import mul, add
+
     x = _contiguous(input)
     dy = _contiguous(grad_out)
     cpg = C // group
@@ -279,8 +381,9 @@ def rms_norm_fwd(input, normalized_shape, weight, eps):
     if eps is None:
         eps = torch.finfo(x.dtype).eps
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    rstd = torch.empty(list(x.shape[:axis]) + [1] * (x.dim() - axis),
-                       dtype=_stat_dtype(x.dtype), device=x.device)
+    rstd = torch.empty(
+        list(x.shape[:axis]) + [1] * (x.dim() - axis), dtype=_stat_dtype(x.dtype), device=x.device
+    )
     w = _contiguous(weight) if weight is not None else None
     _norm_forward(x, w, None, M, D, 1, D, 1, eps, True, y, None, rstd)
     return y, rstd

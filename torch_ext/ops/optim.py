@@ -6,6 +6,7 @@
 lr may be a number or a tensor (the .tensor_lr overload).  The state steps
 have already been incremented by torch.optim (as for CUDA's fused kernel).
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -15,10 +16,30 @@ from .index import _block
 
 
 @triton.jit
-def _adamw_kernel(p, g, m, v, vmax, step_ptr, lr_ptr, grad_scale, found_inf, n, lr, beta1,
-                  beta2, weight_decay, eps, AMSGRAD: tl.constexpr, MAXIMIZE: tl.constexpr,
-                  LR_TENSOR: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_INF: tl.constexpr,
-                  ACC: tl.constexpr, BLOCK: tl.constexpr):
+def _adamw_kernel(
+    p,
+    g,
+    m,
+    v,
+    vmax,
+    step_ptr,
+    lr_ptr,
+    grad_scale,
+    found_inf,
+    n,
+    lr,
+    beta1,
+    beta2,
+    weight_decay,
+    eps,
+    AMSGRAD: tl.constexpr,
+    MAXIMIZE: tl.constexpr,
+    LR_TENSOR: tl.constexpr,
+    HAS_SCALE: tl.constexpr,
+    HAS_INF: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     if HAS_INF:
@@ -53,8 +74,23 @@ def _adamw_kernel(p, g, m, v, vmax, step_ptr, lr_ptr, grad_scale, found_inf, n, 
     tl.store(v + o, vv.to(v.dtype.element_ty), mask=mask)
 
 
-def fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-                 beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+def fused_adamw_(
+    self,
+    grads,
+    exp_avgs,
+    exp_avg_sqs,
+    max_exp_avg_sqs,
+    state_steps,
+    lr,
+    beta1,
+    beta2,
+    weight_decay,
+    eps,
+    amsgrad,
+    maximize,
+    grad_scale=None,
+    found_inf=None,
+):
     lr_tensor = isinstance(lr, torch.Tensor)
     for i, p in enumerate(self):
         n = p.numel()
@@ -65,14 +101,32 @@ def fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_step
                 raise NotImplementedError("torch_ext: _fused_adamw_ needs contiguous tensors")
         vmax = max_exp_avg_sqs[i] if amsgrad else p
         block = _block(n)
-        launch(_adamw_kernel, (cdiv(n, block),), p, grads[i], exp_avgs[i],
-               exp_avg_sqs[i], vmax, state_steps[i], lr if lr_tensor else p,
-               grad_scale if grad_scale is not None else p,
-               found_inf if found_inf is not None else p, n, 0.0 if lr_tensor else float(lr),
-               float(beta1), float(beta2), float(weight_decay), float(eps),
-               AMSGRAD=bool(amsgrad), MAXIMIZE=bool(maximize), LR_TENSOR=lr_tensor,
-               HAS_SCALE=grad_scale is not None, HAS_INF=found_inf is not None,
-               ACC=tl.float64 if p.dtype == torch.float64 else tl.float32, BLOCK=block)
+        launch(
+            _adamw_kernel,
+            (cdiv(n, block),),
+            p,
+            grads[i],
+            exp_avgs[i],
+            exp_avg_sqs[i],
+            vmax,
+            state_steps[i],
+            lr if lr_tensor else p,
+            grad_scale if grad_scale is not None else p,
+            found_inf if found_inf is not None else p,
+            n,
+            0.0 if lr_tensor else float(lr),
+            float(beta1),
+            float(beta2),
+            float(weight_decay),
+            float(eps),
+            AMSGRAD=bool(amsgrad),
+            MAXIMIZE=bool(maximize),
+            LR_TENSOR=lr_tensor,
+            HAS_SCALE=grad_scale is not None,
+            HAS_INF=found_inf is not None,
+            ACC=tl.float64 if p.dtype == torch.float64 else tl.float32,
+            BLOCK=block,
+        )
 
 
 KERNELS = {"_fused_adamw_": fused_adamw_}

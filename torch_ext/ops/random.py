@@ -20,6 +20,7 @@ Tensor stubs (3-like, called with the stub's arguments):
 Plain ops (3): native_dropout(input, p, train) -> (out, mask),
   native_dropout_backward(grad_output, mask, scale).
 """
+
 import sys
 
 import torch
@@ -31,8 +32,17 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import _block
 
-UNIFORM, NORMAL, BERNOULLI, BERNOULLI_T, RANDOM_RANGE, EXPONENTIAL, CAUCHY, LOG_NORMAL, \
-    GEOMETRIC = [tl.constexpr(i) for i in range(9)]
+(
+    UNIFORM,
+    NORMAL,
+    BERNOULLI,
+    BERNOULLI_T,
+    RANDOM_RANGE,
+    EXPONENTIAL,
+    CAUCHY,
+    LOG_NORMAL,
+    GEOMETRIC,
+) = [tl.constexpr(i) for i in range(9)]
 
 _fallback_offset = {}
 
@@ -43,8 +53,9 @@ def philox(generator, device, increment):
     index = device.index if isinstance(device, torch.device) and device.index is not None else 0
     if c_ext is not None and hasattr(c_ext, "_generator_philox"):
         return c_ext._generator_philox(generator, index, increment)
-    seed = generator.initial_seed() if isinstance(generator, torch.Generator) \
-        else torch.initial_seed()
+    seed = (
+        generator.initial_seed() if isinstance(generator, torch.Generator) else torch.initial_seed()
+    )
     key = (seed, index)
     offset = _fallback_offset.get(key, 0)
     _fallback_offset[key] = offset + increment
@@ -56,7 +67,7 @@ def _random_kernel(out, p, n, seed, offset, a, b, KIND: tl.constexpr, BLOCK: tl.
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
     # Each element draws from its own Philox counter: offset + 4 * index.
-    c = (offset + o * 4)
+    c = offset + o * 4
     if KIND == NORMAL:
         v = a + b * tl.randn(seed, c)
     elif KIND == BERNOULLI:
@@ -91,11 +102,23 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
     if n == 0:
         return out
     seed, offset = philox(generator, out.device, 4 * n)
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     block = _block(n)
-    launch(_random_kernel, (cdiv(n, block),), target, p if p is not None else target, n,
-           seed, offset, a, b, KIND=kind, BLOCK=block)
+    launch(
+        _random_kernel,
+        (cdiv(n, block),),
+        target,
+        p if p is not None else target,
+        n,
+        seed,
+        offset,
+        a,
+        b,
+        KIND=kind,
+        BLOCK=block,
+    )
     if target is not out:
         copy_kernel((out,), (target,))
     return out
@@ -165,12 +188,14 @@ def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr
 
 def native_dropout(input, p, train):
     from .reduction import _contiguous
+
     x = _contiguous(input)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     keep = torch.empty(x.shape, dtype=torch.bool, device=x.device)
     if train is False or p == 0:
         copy_kernel((out,), (x,))
         from .copy import fill_kernel
+
         fill_kernel((keep,), (), torch.bool, True)
         return out, keep
     n = x.numel()
@@ -178,20 +203,39 @@ def native_dropout(input, p, train):
         seed, offset = philox(None, x.device, 4 * n)
         scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
         block = _block(n)
-        launch(_dropout_kernel, (cdiv(n, block),), x, out, keep, n, seed, offset,
-               float(p), scale, BLOCK=block)
+        launch(
+            _dropout_kernel,
+            (cdiv(n, block),),
+            x,
+            out,
+            keep,
+            n,
+            seed,
+            offset,
+            float(p),
+            scale,
+            BLOCK=block,
+        )
     return out, keep
 
 
 def native_dropout_backward(grad_output, mask, scale):
     from .binary import mul
+
     return mul(mul(grad_output, mask), scale)
 
 
 KERNELS = {
-    "uniform": uniform, "normal": normal, "bernoulli_scalar": bernoulli_scalar,
-    "bernoulli_tensor": bernoulli_tensor, "random_from_to": random_from_to, "random": random,
-    "exponential": exponential, "cauchy": cauchy, "log_normal": log_normal,
-    "geometric": geometric, "native_dropout": native_dropout,
+    "uniform": uniform,
+    "normal": normal,
+    "bernoulli_scalar": bernoulli_scalar,
+    "bernoulli_tensor": bernoulli_tensor,
+    "random_from_to": random_from_to,
+    "random": random,
+    "exponential": exponential,
+    "cauchy": cauchy,
+    "log_normal": log_normal,
+    "geometric": geometric,
+    "native_dropout": native_dropout,
     "native_dropout_backward": native_dropout_backward,
 }

@@ -9,6 +9,7 @@ gathered to the end with the copy kernel.
 
 Kernels follow the structured impl convention (2): fn(*impl_args, *outs).
 """
+
 import math
 
 import torch
@@ -20,10 +21,25 @@ from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
-SUM, PROD, MAX, MIN, SQDEV, ANY, ALL, ABS_SUM, SQ_SUM, ABS_MAX, ABS_MIN, POW_SUM, NONZERO, \
-    EXP_SUM = [tl.constexpr(i) for i in range(14)]
-POST_NONE, POST_SQRT, POST_LOG_ADD, POST_ROOT, POST_GT0, POST_EQ0 = \
-    [tl.constexpr(i) for i in range(6)]
+(
+    SUM,
+    PROD,
+    MAX,
+    MIN,
+    SQDEV,
+    ANY,
+    ALL,
+    ABS_SUM,
+    SQ_SUM,
+    ABS_MAX,
+    ABS_MIN,
+    POW_SUM,
+    NONZERO,
+    EXP_SUM,
+) = [tl.constexpr(i) for i in range(14)]
+POST_NONE, POST_SQRT, POST_LOG_ADD, POST_ROOT, POST_GT0, POST_EQ0 = [
+    tl.constexpr(i) for i in range(6)
+]
 
 
 @triton.jit
@@ -32,9 +48,24 @@ def _mul(a, b):
 
 
 @triton.jit
-def _reduce_kernel(x, out, aux, O, R, B, R_SPLIT, neutral, scale, p, OP: tl.constexpr,
-                   POST: tl.constexpr, ACC: tl.constexpr, PARTIAL: tl.constexpr,
-                   BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+def _reduce_kernel(
+    x,
+    out,
+    aux,
+    O,
+    R,
+    B,
+    R_SPLIT,
+    neutral,
+    scale,
+    p,
+    OP: tl.constexpr,
+    POST: tl.constexpr,
+    ACC: tl.constexpr,
+    PARTIAL: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
     # Program (i, s) reduces outputs o of tile i over r in [s*R_SPLIT, (s+1)*R_SPLIT).
     # PARTIAL: write the un-finished partial result to out[o, s] (a second
     # pass combines the splits and applies scale and POST).
@@ -124,8 +155,12 @@ def _reduce_kernel(x, out, aux, O, R, B, R_SPLIT, neutral, scale, p, OP: tl.cons
     tl.store(out + o, res.to(out.dtype.element_ty), mask=omask)
 
 
-_TL = {torch.float32: tl.float32, torch.float64: tl.float64, torch.int64: tl.int64,
-       torch.int32: tl.int32}
+_TL = {
+    torch.float32: tl.float32,
+    torch.float64: tl.float64,
+    torch.int64: tl.int64,
+    torch.int32: tl.int32,
+}
 
 
 def acc_dtype(dtype):
@@ -148,15 +183,15 @@ def as_arb(x, dims):
     if ndim == 0:
         return x.reshape(1), 1, 1, 1
     if x.is_contiguous() and dims == list(range(dims[0], dims[-1] + 1)):
-        A = math.prod(x.shape[:dims[0]])
-        R = math.prod(x.shape[dims[0]:dims[-1] + 1])
-        B = math.prod(x.shape[dims[-1] + 1:])
+        A = math.prod(x.shape[: dims[0]])
+        R = math.prod(x.shape[dims[0] : dims[-1] + 1])
+        B = math.prod(x.shape[dims[-1] + 1 :])
         return x, A, R, B
     keep = [d for d in range(ndim) if d not in dims]
     xp = x.permute(keep + dims)
     dense = torch.empty(xp.shape, dtype=x.dtype, device=x.device)
     copy_kernel((dense,), (xp,))
-    return dense, math.prod(xp.shape[:len(keep)]), math.prod(xp.shape[len(keep):]), 1
+    return dense, math.prod(xp.shape[: len(keep)]), math.prod(xp.shape[len(keep) :]), 1
 
 
 def _blocks(O, R, B):
@@ -169,15 +204,17 @@ def _blocks(O, R, B):
     return bo, br
 
 
-def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=None, p=1.0,
-               acc=None):
+def run_reduce(
+    x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=None, p=1.0, acc=None
+):
     """Reduces contiguous x (A, R, B) over R into `out` (A*B elements, any layout)."""
     O = A * B
     if O == 0:
         return out
     acc = acc or acc_dtype(x.dtype)
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     aux_arg = aux if aux is not None else x
     splits, bo, br, warps = _config(O, R, B, x.element_size())
     if splits > 1:
@@ -187,16 +224,52 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
         r_split = cdiv(cdiv(R, splits), br) * br
         splits = cdiv(R, r_split)
         partial = torch.empty((O, splits), dtype=acc, device=x.device)
-        launch(_reduce_kernel, (cdiv(O, bo), splits), x, partial, aux_arg, O, R, B,
-               r_split, neutral, scale, p, OP=op, POST=POST_NONE, ACC=_TL[acc], PARTIAL=True,
-               BLOCK_O=bo, BLOCK_R=br, num_warps=warps)
+        launch(
+            _reduce_kernel,
+            (cdiv(O, bo), splits),
+            x,
+            partial,
+            aux_arg,
+            O,
+            R,
+            B,
+            r_split,
+            neutral,
+            scale,
+            p,
+            OP=op,
+            POST=POST_NONE,
+            ACC=_TL[acc],
+            PARTIAL=True,
+            BLOCK_O=bo,
+            BLOCK_R=br,
+            num_warps=warps,
+        )
         x, R, B, op = partial, splits, 1, _COMBINE[op]
         neutral = _neutral(op, acc)
         bo, br = _blocks(O, R, B)
         warps = 4
-    launch(_reduce_kernel, (cdiv(O, bo), 1), x, target, aux_arg, O, R, B, R, neutral,
-           scale, p, OP=op, POST=post, ACC=_TL[acc], PARTIAL=False, BLOCK_O=bo, BLOCK_R=br,
-           num_warps=warps)
+    launch(
+        _reduce_kernel,
+        (cdiv(O, bo), 1),
+        x,
+        target,
+        aux_arg,
+        O,
+        R,
+        B,
+        R,
+        neutral,
+        scale,
+        p,
+        OP=op,
+        POST=post,
+        ACC=_TL[acc],
+        PARTIAL=False,
+        BLOCK_O=bo,
+        BLOCK_R=br,
+        num_warps=warps,
+    )
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))
     return out
@@ -204,9 +277,22 @@ def run_reduce(x, A, R, B, out, op, neutral=0, scale=1.0, post=POST_NONE, aux=No
 
 # How the partial results of each op combine (and then finish) in a split reduction.
 # (Only SUM and SQDEV are scaled, and SQDEV's partials are sums of squares.)
-_COMBINE = {SUM: SUM, PROD: PROD, MAX: MAX, MIN: MIN, SQDEV: SUM, ANY: SUM, ALL: SUM,
-            ABS_SUM: SUM, SQ_SUM: SUM, ABS_MAX: MAX, ABS_MIN: MIN, POW_SUM: SUM, NONZERO: SUM,
-            EXP_SUM: SUM}
+_COMBINE = {
+    SUM: SUM,
+    PROD: PROD,
+    MAX: MAX,
+    MIN: MIN,
+    SQDEV: SUM,
+    ANY: SUM,
+    ALL: SUM,
+    ABS_SUM: SUM,
+    SQ_SUM: SUM,
+    ABS_MAX: MAX,
+    ABS_MIN: MIN,
+    POW_SUM: SUM,
+    NONZERO: SUM,
+    EXP_SUM: SUM,
+}
 
 
 def _config(O, R, B, elem_size):
@@ -276,6 +362,7 @@ def _numel(x, dims):
 
 # -- structured impls (convention (2)) ------------------------------------
 
+
 def sum_out(self, dim, keepdim, dtype, out):
     """sum.IntList_out impl: (self, dim?, keepdim, dtype?, out)."""
     src_dtype = dtype or (out.dtype if out.dtype.is_floating_point else self.dtype)
@@ -317,8 +404,10 @@ def amin_out(self, dim, keepdim, out):
 
 def _check_nonempty(self, name):
     if self.numel() == 0:
-        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                           "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for "
+            "input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )
 
 
 def max_all(self):
@@ -366,8 +455,9 @@ def _var_into(self, dim, correction, out_var, out_mean=None, take_sqrt=False):
     run_reduce(xv, A, R, B, mean, SUM, 0, (1.0 / R) if R else math.nan)
     denom = R - correction
     scale = 1.0 / denom if denom > 0 else math.inf
-    run_reduce(xv, A, R, B, out_var, SQDEV, 0, scale,
-               post=POST_SQRT if take_sqrt else POST_NONE, aux=mean)
+    run_reduce(
+        xv, A, R, B, out_var, SQDEV, 0, scale, post=POST_SQRT if take_sqrt else POST_NONE, aux=mean
+    )
     if out_mean is not None:
         copy_kernel((out_mean,), (mean.view(out_mean.shape),))
 
@@ -469,9 +559,21 @@ def logsumexp(self, dim, keepdim=False):
 
 # -- max/min/argmax/argmin with indices ------------------------------------
 
+
 @triton.jit
-def _arg_kernel(x, vals, idxs, O, R, B, neutral, IS_MAX: tl.constexpr, ACC: tl.constexpr,
-                BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+def _arg_kernel(
+    x,
+    vals,
+    idxs,
+    O,
+    R,
+    B,
+    neutral,
+    IS_MAX: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     a = o // B
@@ -520,14 +622,32 @@ def _arg_reduce(self, dim, values, indices, is_max):
     if O == 0:
         return
     acc = _minmax_acc(x.dtype)
-    vt = values if values.is_contiguous() else torch.empty(values.shape, dtype=values.dtype,
-                                                           device=values.device)
-    it = indices if indices.is_contiguous() else torch.empty(indices.shape, dtype=torch.int64,
-                                                             device=indices.device)
+    vt = (
+        values
+        if values.is_contiguous()
+        else torch.empty(values.shape, dtype=values.dtype, device=values.device)
+    )
+    it = (
+        indices
+        if indices.is_contiguous()
+        else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
+    )
     bo, br = _blocks(O, R, B)
-    launch(_arg_kernel, (cdiv(O, bo),), xv, vt, it, O, R, B,
-           _neutral(MAX if is_max else MIN, x.dtype), IS_MAX=is_max, ACC=_TL[acc],
-           BLOCK_O=bo, BLOCK_R=br)
+    launch(
+        _arg_kernel,
+        (cdiv(O, bo),),
+        xv,
+        vt,
+        it,
+        O,
+        R,
+        B,
+        _neutral(MAX if is_max else MIN, x.dtype),
+        IS_MAX=is_max,
+        ACC=_TL[acc],
+        BLOCK_O=bo,
+        BLOCK_R=br,
+    )
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
     if it is not indices:
@@ -556,14 +676,24 @@ def argmin_out(self, dim, keepdim, out):
 
 # -- cumsum ---------------------------------------------------------------
 
+
 @triton.jit
 def _add(a, b):
     return a + b
 
 
 @triton.jit
-def _cumsum_kernel(x, out, O, R, B, ACC: tl.constexpr, PROD: tl.constexpr,
-                   BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+def _cumsum_kernel(
+    x,
+    out,
+    O,
+    R,
+    B,
+    ACC: tl.constexpr,
+    PROD: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
@@ -598,11 +728,23 @@ def _scan_out(self, dim, dtype, out, prod):
     O = A * B
     if O == 0 or R == 0:
         return
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     bo, br = _blocks(O, R, B)
-    launch(_cumsum_kernel, (cdiv(O, bo),), xv, target, O, R, B,
-           ACC=_TL[acc_dtype(x.dtype)], PROD=prod, BLOCK_O=bo, BLOCK_R=br)
+    launch(
+        _cumsum_kernel,
+        (cdiv(O, bo),),
+        xv,
+        target,
+        O,
+        R,
+        B,
+        ACC=_TL[acc_dtype(x.dtype)],
+        PROD=prod,
+        BLOCK_O=bo,
+        BLOCK_R=br,
+    )
     if target is not out:
         copy_kernel((out,), (target,))
 
@@ -626,13 +768,34 @@ def cumprod_out(self, dim, dtype, out):
 
 
 KERNELS = {
-    "sum": sum_out, "sum_all": sum_all, "mean": mean_out, "prod": prod_out, "prod_all": prod_all,
-    "amax": amax_out, "amin": amin_out, "max_all": max_all, "min_all": min_all,
-    "max_dim": max_dim_out, "min_dim": min_dim_out, "argmax": argmax_out, "argmin": argmin_out,
-    "var": var_correction, "std": std_correction, "var_out": var_correction_out,
-    "std_out": std_correction_out, "var_mean": var_mean_correction,
-    "std_mean": std_mean_correction, "linalg_vector_norm": linalg_vector_norm_out,
-    "norm": norm_out, "norm_dtype": norm_dtype_out, "logsumexp": logsumexp,
-    "logsumexp_out": logsumexp_out, "all": all_out, "any": any_out, "all_all": all_all_out,
-    "any_all": any_all_out, "cumsum": cumsum_out, "cumprod": cumprod_out,
+    "sum": sum_out,
+    "sum_all": sum_all,
+    "mean": mean_out,
+    "prod": prod_out,
+    "prod_all": prod_all,
+    "amax": amax_out,
+    "amin": amin_out,
+    "max_all": max_all,
+    "min_all": min_all,
+    "max_dim": max_dim_out,
+    "min_dim": min_dim_out,
+    "argmax": argmax_out,
+    "argmin": argmin_out,
+    "var": var_correction,
+    "std": std_correction,
+    "var_out": var_correction_out,
+    "std_out": std_correction_out,
+    "var_mean": var_mean_correction,
+    "std_mean": std_mean_correction,
+    "linalg_vector_norm": linalg_vector_norm_out,
+    "norm": norm_out,
+    "norm_dtype": norm_dtype_out,
+    "logsumexp": logsumexp,
+    "logsumexp_out": logsumexp_out,
+    "all": all_out,
+    "any": any_out,
+    "all_all": all_all_out,
+    "any_all": any_all_out,
+    "cumsum": cumsum_out,
+    "cumprod": cumprod_out,
 }

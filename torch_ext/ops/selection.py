@@ -8,6 +8,7 @@ per row on the device (no host round trip for the position); the scans are one
 Triton kernel over (A, R, B) with a carry between blocks of R, like cumsum;
 the searches are a branch-free binary search, one lane per value.
 """
+
 import builtins
 import math
 
@@ -24,8 +25,9 @@ from .reduction import _TL, _blocks, _contiguous, acc_dtype, as_arb
 def _dim(dim, ndim):
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
     return dim % n
 
 
@@ -48,6 +50,7 @@ def _write(out, value):
 
 
 # -- order statistics --------------------------------------------------------
+
 
 def _pick(self, dim, keepdim, values, indices, position, name):
     """values/indices[...] = the element at sorted position `position(n, nan_count)`
@@ -125,10 +128,18 @@ def kthvalue_values(self, k, dim, keepdim, values, indices):
     """kthvalue.values(self, k, dim, keepdim, values, indices): k-th smallest (1-based)."""
     n = self.shape[_dim(dim, self.dim())] if self.dim() else 1
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}: "
-                         f"k = {k}, size = {n}")
-    return _pick(self, dim, keepdim, values, indices,
-                 lambda n, nan_count, s, d: _const_position(s, d, k - 1), "kthvalue")
+        raise IndexError(
+            f"kthvalue(): selected number k out of range for dimension {dim}: k = {k}, size = {n}"
+        )
+    return _pick(
+        self,
+        dim,
+        keepdim,
+        values,
+        indices,
+        lambda n, nan_count, s, d: _const_position(s, d, k - 1),
+        "kthvalue",
+    )
 
 
 def mode_values(self, dim, keepdim, values, indices):
@@ -167,6 +178,7 @@ def mode(self, dim=-1, keepdim=False):
 
 # -- scans with a carry: cummax / cummin / logcumsumexp -----------------------
 
+
 @triton.jit
 def _later_max(av, ai, bv, bi):
     # b comes after a: b wins on NaN, on a larger value, and on ties (the last index).
@@ -191,8 +203,18 @@ def _logaddexp(a, b):
 
 
 @triton.jit
-def _cum_ext_kernel(x, out, idx, O, R, B, MAX: tl.constexpr, ACC: tl.constexpr,
-                    BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+def _cum_ext_kernel(
+    x,
+    out,
+    idx,
+    O,
+    R,
+    B,
+    MAX: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
@@ -222,8 +244,9 @@ def _cum_ext_kernel(x, out, idx, O, R, B, MAX: tl.constexpr, ACC: tl.constexpr,
 
 
 @triton.jit
-def _logcumsumexp_kernel(x, out, O, R, B, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
-                         BLOCK_R: tl.constexpr):
+def _logcumsumexp_kernel(
+    x, out, O, R, B, ACC: tl.constexpr, BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
@@ -237,7 +260,6 @@ def _logcumsumexp_kernel(x, out, O, R, B, ACC: tl.constexpr, BLOCK_O: tl.constex
         tl.store(out + offs, c.to(out.dtype.element_ty), mask=m)
         last = tl.minimum(R - r0, BLOCK_R) - 1
         carry = tl.max(tl.where((tl.arange(0, BLOCK_R) == last)[:, None], c, float("-inf")), 0)
-
 
 
 def _scan_layout(self, dim):
@@ -257,13 +279,31 @@ def _cum_ext(self, dim, values, indices, is_max):
     xv, A, R, B = _scan_layout(self, dim)
     O = A * B
     acc = _TL[acc_dtype(self.dtype)]
-    tv = values if values.is_contiguous() else torch.empty_like(values,
-                                                            memory_format=torch.contiguous_format)
-    ti = indices if indices.is_contiguous() else torch.empty_like(indices,
-                                                              memory_format=torch.contiguous_format)
+    tv = (
+        values
+        if values.is_contiguous()
+        else torch.empty_like(values, memory_format=torch.contiguous_format)
+    )
+    ti = (
+        indices
+        if indices.is_contiguous()
+        else torch.empty_like(indices, memory_format=torch.contiguous_format)
+    )
     bo, br = _blocks(O, R, B)
-    launch(_cum_ext_kernel, (cdiv(O, bo),), xv, tv, ti, O, R, B, MAX=is_max, ACC=acc,
-           BLOCK_O=bo, BLOCK_R=br)
+    launch(
+        _cum_ext_kernel,
+        (cdiv(O, bo),),
+        xv,
+        tv,
+        ti,
+        O,
+        R,
+        B,
+        MAX=is_max,
+        ACC=acc,
+        BLOCK_O=bo,
+        BLOCK_R=br,
+    )
     if tv is not values:
         copy_kernel((values,), (tv,))
     if ti is not indices:
@@ -290,11 +330,22 @@ def logcumsumexp_out(self, dim, out):
         return out
     xv, A, R, B = _scan_layout(self, dim)
     O = A * B
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     bo, br = _blocks(O, R, B)
-    launch(_logcumsumexp_kernel, (cdiv(O, bo),), xv, target, O, R, B,
-           ACC=_TL[acc_dtype(self.dtype)], BLOCK_O=bo, BLOCK_R=br)
+    launch(
+        _logcumsumexp_kernel,
+        (cdiv(O, bo),),
+        xv,
+        target,
+        O,
+        R,
+        B,
+        ACC=_TL[acc_dtype(self.dtype)],
+        BLOCK_O=bo,
+        BLOCK_R=br,
+    )
     if target is not out:
         copy_kernel((out,), (target,))
     return out
@@ -305,13 +356,25 @@ def logcumsumexp(self, dim):
     return logcumsumexp_out(self, dim, out)
 
 
-
 # -- binary search: searchsorted / bucketize ---------------------------------
 
+
 @triton.jit
-def _search_kernel(seq, sorter, vals, out, n, N, M, STEPS, ROWWISE: tl.constexpr,
-                   RIGHT: tl.constexpr, SORTER: tl.constexpr, UPCAST: tl.constexpr,
-                   BLOCK: tl.constexpr):
+def _search_kernel(
+    seq,
+    sorter,
+    vals,
+    out,
+    n,
+    N,
+    M,
+    STEPS,
+    ROWWISE: tl.constexpr,
+    RIGHT: tl.constexpr,
+    SORTER: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # out[e] = first position p in row of seq (M long) where seq[p] > v (RIGHT)
     # or seq[p] >= v; M when there is none.  Same comparisons as PyTorch's
     # kernels, so NaN lands where it does there.
@@ -349,42 +412,67 @@ def _search(seq, values, out_int32, right, side, sorter, name):
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.{name}(): side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
-            raise RuntimeError(f"torch.{name}(): side and right can't be set to opposites, got side "
-                               f"of left while right was True")
+            raise RuntimeError(
+                f"torch.{name}(): side and right can't be set to opposites, got side "
+                f"of left while right was True"
+            )
         right = side == "right"
     if seq.dim() == 0:
-        raise RuntimeError(f"torch.{name}(): boundaries tensor should have positive dimension, "
-                           f"but got 0 dimension")
-    if seq.dim() != 1 and (values.dim() != seq.dim() or list(values.shape[:-1]) != list(seq.shape[:-1])):
-        raise RuntimeError(f"torch.{name}(): boundaries tensor should be 1 dimension or the first N-1 "
-                           f"dimensions of boundaries tensor and input value tensor must match, but we "
-                           f"got boundaries tensor {list(seq.shape)} and input value tensor "
-                           f"{list(values.shape)}")
+        raise RuntimeError(
+            f"torch.{name}(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
+    if seq.dim() != 1 and (
+        values.dim() != seq.dim() or list(values.shape[:-1]) != list(seq.shape[:-1])
+    ):
+        raise RuntimeError(
+            f"torch.{name}(): boundaries tensor should be 1 dimension or the first N-1 "
+            f"dimensions of boundaries tensor and input value tensor must match, but we "
+            f"got boundaries tensor {list(seq.shape)} and input value tensor "
+            f"{list(values.shape)}"
+        )
     if sorter is not None:
         if sorter.device != seq.device:
             raise RuntimeError(f"torch.{name}(): sorter and boundaries must be on the same device")
         if list(sorter.shape) != list(seq.shape):
-            raise RuntimeError(f"torch.{name}(): boundary and sorter must have the same size, but got "
-                               f"boundary tensor {list(seq.shape)} and got sorter tensor "
-                               f"{list(sorter.shape)}")
+            raise RuntimeError(
+                f"torch.{name}(): boundary and sorter must have the same size, but got "
+                f"boundary tensor {list(seq.shape)} and got sorter tensor "
+                f"{list(sorter.shape)}"
+            )
         if sorter.dtype != torch.long:
-            raise RuntimeError(f"torch.{name}(): sorter must be a tensor of long dtype but got "
-                               f"dtype {sorter.dtype}")
+            raise RuntimeError(
+                f"torch.{name}(): sorter must be a tensor of long dtype but got "
+                f"dtype {sorter.dtype}"
+            )
     common = torch.result_type(seq, values)
     seq_c = _contiguous(seq if seq.dtype == common else seq.to(common))
     vals = _contiguous(values if values.dtype == common else values.to(common))
-    out = torch.empty(values.shape, dtype=torch.int32 if out_int32 else torch.long,
-                      device=values.device)
+    out = torch.empty(
+        values.shape, dtype=torch.int32 if out_int32 else torch.long, device=values.device
+    )
     n = vals.numel()
     M = seq.shape[-1]
     if n == 0:
         return out
     srt = _contiguous(sorter) if sorter is not None else seq_c
     block = min(1024, next_pow2(n))
-    launch(_search_kernel, (cdiv(n, block),), seq_c, srt, vals, out, n,
-           vals.shape[-1] if vals.dim() else 1, M, max(1, M.bit_length()),
-           ROWWISE=seq.dim() > 1, RIGHT=bool(right), SORTER=sorter is not None,
-           UPCAST=common in (torch.float16, torch.bfloat16), BLOCK=block)
+    launch(
+        _search_kernel,
+        (cdiv(n, block),),
+        seq_c,
+        srt,
+        vals,
+        out,
+        n,
+        vals.shape[-1] if vals.dim() else 1,
+        M,
+        max(1, M.bit_length()),
+        ROWWISE=seq.dim() > 1,
+        RIGHT=bool(right),
+        SORTER=sorter is not None,
+        UPCAST=common in (torch.float16, torch.bfloat16),
+        BLOCK=block,
+    )
     return out
 
 
@@ -392,9 +480,11 @@ def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None,
     """searchsorted.Tensor / .Scalar (a Scalar `self` becomes a 0-d tensor)."""
     if not isinstance(self, torch.Tensor):
         if sorted_sequence.dim() != 1:
-            raise RuntimeError("torch.searchsorted(): input value can be a scalar only when "
-                               f"boundaries tensor dimension is 1, but we got boundaries tensor "
-                               f"dim({sorted_sequence.dim()}) and input value's dim(0) numel(1)")
+            raise RuntimeError(
+                "torch.searchsorted(): input value can be a scalar only when "
+                f"boundaries tensor dimension is 1, but we got boundaries tensor "
+                f"dim({sorted_sequence.dim()}) and input value's dim(0) numel(1)"
+            )
         self = torch.tensor(self, device=sorted_sequence.device)
     return _search(sorted_sequence, self, out_int32, right, side, sorter, "searchsorted")
 
@@ -407,7 +497,9 @@ def searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out)
 def bucketize(self, boundaries, out_int32=False, right=False):
     """bucketize.Tensor / .Scalar: searchsorted over 1-d boundaries."""
     if boundaries.dim() != 1:
-        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+        raise RuntimeError(
+            f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})"
+        )
     if not isinstance(self, torch.Tensor):
         self = torch.tensor(self, device=boundaries.device)
     return _search(boundaries, self, out_int32, right, None, None, "bucketize")
@@ -431,11 +523,13 @@ def repeat_interleave(repeats, output_size=None):
     if output_size is not None and output_size != total:
         raise RuntimeError("allocated size does not match required size")
     positions = torch.arange(total, device=repeats.device, dtype=cum.dtype)
-    return _search(cum, positions, repeats.dtype == torch.int32, True, None, None,
-                   "repeat_interleave")
+    return _search(
+        cum, positions, repeats.dtype == torch.int32, True, None, None, "repeat_interleave"
+    )
 
 
 # -- counting: bincount / histc -----------------------------------------------
+
 
 @triton.jit
 def _bincount_kernel(x, w, out, n, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
@@ -452,7 +546,11 @@ def _bincount_kernel(x, w, out, n, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
 def bincount(self, weights=None, minlength=0):
     """bincount(self, weights?, minlength): counts (int64), or sums of weights
     (float32 for float32 weights, float64 otherwise, as on CPU)."""
-    if self.dim() != 1 or self.dtype.is_floating_point or self.dtype in (torch.bool, torch.complex64):
+    if (
+        self.dim() != 1
+        or self.dtype.is_floating_point
+        or self.dtype in (torch.bool, torch.complex64)
+    ):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
@@ -473,11 +571,22 @@ def bincount(self, weights=None, minlength=0):
     acc = torch.zeros(size, dtype=acc_type, device=self.device)
     if n:
         x = _contiguous(self)
-        w = _contiguous(weights if weights is None or weights.dtype == dtype else weights.to(dtype)) \
-            if weights is not None else x
+        w = (
+            _contiguous(weights if weights is None or weights.dtype == dtype else weights.to(dtype))
+            if weights is not None
+            else x
+        )
         block = min(1024, next_pow2(n))
-        launch(_bincount_kernel, (cdiv(n, block),), x, w, acc, n, HAS_W=weights is not None,
-               BLOCK=block)
+        launch(
+            _bincount_kernel,
+            (cdiv(n, block),),
+            x,
+            w,
+            acc,
+            n,
+            HAS_W=weights is not None,
+            BLOCK=block,
+        )
     return acc if acc.dtype == dtype else acc.to(dtype)
 
 
@@ -513,8 +622,9 @@ def histc_out(self, bins, min, max, out):
     n = self.numel()
     if n:
         block = builtins.min(1024, next_pow2(n))
-        launch(_histc_kernel, (cdiv(n, block),), _contiguous(self), acc, n, lo, hi, bins,
-               BLOCK=block)
+        launch(
+            _histc_kernel, (cdiv(n, block),), _contiguous(self), acc, n, lo, hi, bins, BLOCK=block
+        )
     _write(out, acc.to(self.dtype))
     return out
 
@@ -525,6 +635,7 @@ def histc(self, bins=100, min=0, max=0):
 
 
 # -- unique ------------------------------------------------------------------
+
 
 def _runs(s):
     """For a 1-d tensor s: (first-of-run mask, run id of every element)."""
@@ -552,8 +663,11 @@ def _unique(self, return_inverse, return_counts, sort):
     n = flat.numel()
     dev = self.device
     if n == 0:
-        inv = torch.empty(self.shape, dtype=torch.long, device=dev) if return_inverse \
+        inv = (
+            torch.empty(self.shape, dtype=torch.long, device=dev)
+            if return_inverse
             else _empty_long(dev)
+        )
         return flat.clone(), inv, _empty_long(dev)
     s, perm = torch.sort(flat) if sort else (flat, None)
     first, group = _runs(s)
@@ -586,12 +700,14 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
     """unique_consecutive(self, return_inverse, return_counts, dim): collapses
     runs of equal neighbours (of the flattened tensor)."""
     if dim is not None:
-        raise NotImplementedError("torch_ext: unique_consecutive with dim= is not supported "
-                                  "(only the flattened form)")
+        raise NotImplementedError(
+            "torch_ext: unique_consecutive with dim= is not supported (only the flattened form)"
+        )
     return _unique(self, return_inverse, return_counts, sort=False)
 
 
 # -- indexing by flat position and masks ------------------------------------
+
 
 def _check_index(index, size, what):
     if index.dtype not in (torch.long, torch.int32, torch.int16, torch.int8, torch.uint8):
@@ -620,12 +736,16 @@ def take_out(self, index, out):
 def put_(self, index, source, accumulate=False):
     """put_(self, index, source, accumulate): self viewed as 1-d, written at `index`."""
     if source.dtype != self.dtype:
-        raise RuntimeError(f"put_(): self ({self.dtype}) and source ({source.dtype}) must have "
-                           f"the same scalar type")
+        raise RuntimeError(
+            f"put_(): self ({self.dtype}) and source ({source.dtype}) must have "
+            f"the same scalar type"
+        )
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
-                           f"elements, but got source.numel() = {source.numel()}, "
-                           f"index.numel() = {index.numel()}")
+        raise RuntimeError(
+            f"put_(): Expected source and index to have the same number of "
+            f"elements, but got source.numel() = {source.numel()}, "
+            f"index.numel() = {index.numel()}"
+        )
     idx = _check_index(index, self.numel(), "put_").reshape(-1)
     target = self if self.is_contiguous() else self.contiguous()
     target.view(-1).index_put_((idx,), source.reshape(-1), accumulate)
@@ -638,8 +758,10 @@ def index_fill_(self, dim, index, value):
     """index_fill_.int_Scalar / .int_Tensor: self[..., index, ...] = value along dim."""
     if isinstance(value, torch.Tensor):
         if value.dim() != 0:
-            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value.dim()} dimension(s).")
+            raise RuntimeError(
+                f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                f"tensor with {value.dim()} dimension(s)."
+            )
         value = value.item()
     if index.dim() > 1:
         raise IndexError("Index has to be a vector/scalar")
@@ -661,11 +783,14 @@ def masked_scatter_(self, mask, source):
     """masked_scatter_(self, mask, source): the True positions of mask
     (broadcast to self), in order, take source's leading elements."""
     if mask.dtype != torch.bool:
-        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {mask.dtype}")
+        raise RuntimeError(
+            f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
     if source.dtype != self.dtype:
-        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got "
-                           f"{self.dtype} and {source.dtype}")
+        raise RuntimeError(
+            f"masked_scatter_: expected self and source to have same dtypes but got "
+            f"{self.dtype} and {source.dtype}"
+        )
     m = mask.expand(self.shape)
     count = int(m.sum().item())
     if count > source.numel():
@@ -676,6 +801,7 @@ def masked_scatter_(self, mask, source):
 
 
 # -- small reductions built from ours ----------------------------------------
+
 
 def count_nonzero(self, dim):
     """count_nonzero.dim_IntList(self, dim[])."""
@@ -691,8 +817,10 @@ def trace(self):
 def equal(self, other):
     """equal(self, other) -> bool: same shape and all elements equal."""
     if self.device != other.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
-                           f"devices, {self.device} and {other.device}!")
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two "
+            f"devices, {self.device} and {other.device}!"
+        )
     if list(self.shape) != list(other.shape):
         return False
     return bool(torch.all(self == other).item())
@@ -741,8 +869,11 @@ def cross(result, a, b, dim):
 
 def _tri_indices(row, col, offset, dtype, device, upper):
     if row < 0 or col < 0:
-        raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else
-                           f"col must be non-negative, got{col}")
+        raise RuntimeError(
+            f"row must be non-negative, got{row}"
+            if row < 0
+            else f"col must be non-negative, got{col}"
+        )
     r = torch.arange(row, dtype=torch.long, device=device).unsqueeze(1).expand(row, col)
     c = torch.arange(col, dtype=torch.long, device=device).unsqueeze(0).expand(row, col)
     keep = (c - r >= offset) if upper else (c - r <= offset)
@@ -760,17 +891,40 @@ def tril_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_m
 
 
 KERNELS = {
-    "triu_indices": triu_indices, "tril_indices": tril_indices,
-    "median_all": median, "nanmedian_all": nanmedian, "median_dim": median_dim_values,
-    "nanmedian_dim": nanmedian_dim_values, "kthvalue": kthvalue_values, "mode": mode, "mode_values": mode_values,
+    "triu_indices": triu_indices,
+    "tril_indices": tril_indices,
+    "median_all": median,
+    "nanmedian_all": nanmedian,
+    "median_dim": median_dim_values,
+    "nanmedian_dim": nanmedian_dim_values,
+    "kthvalue": kthvalue_values,
+    "mode": mode,
+    "mode_values": mode_values,
     "repeat_interleave": repeat_interleave,
-    "cummax_helper": cummax_helper, "cummin_helper": cummin_helper,
-    "logcumsumexp": logcumsumexp, "logcumsumexp_out": logcumsumexp_out,
-    "searchsorted": searchsorted, "searchsorted_out": searchsorted_out, "bucketize": bucketize,
-    "bucketize_out": bucketize_out, "bincount": bincount, "histc": histc, "histc_out": histc_out,
-    "unique2": unique2, "unique": unique, "unique_consecutive": unique_consecutive,
-    "take": take, "take_out": take_out, "put_": put_, "index_fill_": index_fill_,
-    "masked_scatter_": masked_scatter_, "count_nonzero": count_nonzero, "trace": trace,
-    "equal": equal, "aminmax_all": aminmax_all, "aminmax_dim": aminmax_dim, "isin": isin_out,
+    "cummax_helper": cummax_helper,
+    "cummin_helper": cummin_helper,
+    "logcumsumexp": logcumsumexp,
+    "logcumsumexp_out": logcumsumexp_out,
+    "searchsorted": searchsorted,
+    "searchsorted_out": searchsorted_out,
+    "bucketize": bucketize,
+    "bucketize_out": bucketize_out,
+    "bincount": bincount,
+    "histc": histc,
+    "histc_out": histc_out,
+    "unique2": unique2,
+    "unique": unique,
+    "unique_consecutive": unique_consecutive,
+    "take": take,
+    "take_out": take_out,
+    "put_": put_,
+    "index_fill_": index_fill_,
+    "masked_scatter_": masked_scatter_,
+    "count_nonzero": count_nonzero,
+    "trace": trace,
+    "equal": equal,
+    "aminmax_all": aminmax_all,
+    "aminmax_dim": aminmax_dim,
+    "isin": isin_out,
     "cross": cross,
 }

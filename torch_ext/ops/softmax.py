@@ -8,6 +8,7 @@
 The tensor is viewed as (A, R, B) with R the softmax dim (see reduction.py);
 each program handles a tile of (a, b) lanes and loops over R twice.
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -18,8 +19,17 @@ from .reduction import _blocks, _contiguous, as_arb
 
 
 @triton.jit
-def _softmax_kernel(x, out, O, R, B, LOG: tl.constexpr, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
-                    BLOCK_R: tl.constexpr):
+def _softmax_kernel(
+    x,
+    out,
+    O,
+    R,
+    B,
+    LOG: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
@@ -28,8 +38,7 @@ def _softmax_kernel(x, out, O, R, B, LOG: tl.constexpr, ACC: tl.constexpr, BLOCK
     for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         mask = (r < R)[:, None] & omask[None, :]
-        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=mask,
-                    other=-float("inf")).to(ACC)
+        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=mask, other=-float("inf")).to(ACC)
         m_new = tl.maximum(m, tl.max(v, 0))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
         s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(v - m_safe[None, :]), 0)
@@ -49,8 +58,18 @@ def _softmax_kernel(x, out, O, R, B, LOG: tl.constexpr, ACC: tl.constexpr, BLOCK
 
 
 @triton.jit
-def _softmax_bwd_kernel(g, y, out, O, R, B, LOG: tl.constexpr, ACC: tl.constexpr, BLOCK_O: tl.constexpr,
-                        BLOCK_R: tl.constexpr):
+def _softmax_bwd_kernel(
+    g,
+    y,
+    out,
+    O,
+    R,
+    B,
+    LOG: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
@@ -88,13 +107,15 @@ def _rowwise(kernel, tensors, out, dim, log):
     tensors = [_contiguous(t) for t in tensors]
     d = dim % tensors[0].dim()
     _, A, R, B = as_arb(tensors[0], [d])
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype,
-                                                         device=out.device)
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
     O = A * B
     bo, br = _blocks(O, R, B)
     acc = tl.float64 if x0.dtype == torch.float64 else tl.float32
-    launch(kernel, (cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc,
-           BLOCK_O=bo, BLOCK_R=br)
+    launch(
+        kernel, (cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc, BLOCK_O=bo, BLOCK_R=br
+    )
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))
 
@@ -123,7 +144,8 @@ def softmax(x, dim, dtype=None, log=False):
 
 
 KERNELS = {
-    "softmax": softmax_out, "log_softmax": log_softmax_out,
+    "softmax": softmax_out,
+    "log_softmax": log_softmax_out,
     "softmax_backward_data": softmax_backward_out,
     "log_softmax_backward_data": log_softmax_backward_out,
 }

@@ -11,6 +11,7 @@ sorted runs, each element finding its place in the partner run by binary
 search (O(R log^2 R) work). Both are exact for every dtype and need no key
 packing.
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -34,8 +35,18 @@ def _precedes(vj, vi, j, i, DESCENDING: tl.constexpr):
 
 
 @triton.jit
-def _rank_sort_kernel(x, vals, idxs, R, B, K, DESCENDING: tl.constexpr, UPCAST: tl.constexpr,
-                      BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr):
+def _rank_sort_kernel(
+    x,
+    vals,
+    idxs,
+    R,
+    B,
+    K,
+    DESCENDING: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_I: tl.constexpr,
+    BLOCK_J: tl.constexpr,
+):
     o = tl.program_id(0).to(tl.int64)
     a = o // B
     b = o % B
@@ -70,8 +81,19 @@ def _before(a, b, DESCENDING: tl.constexpr):
 
 
 @triton.jit
-def _merge_pass_kernel(src_v, src_i, dst_v, dst_i, R, L, STEPS, FIRST: tl.constexpr,
-                       DESCENDING: tl.constexpr, UPCAST: tl.constexpr, BLOCK: tl.constexpr):
+def _merge_pass_kernel(
+    src_v,
+    src_i,
+    dst_v,
+    dst_i,
+    R,
+    L,
+    STEPS,
+    FIRST: tl.constexpr,
+    DESCENDING: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Runs of L sorted elements merge pairwise into runs of 2L. An element of a
     # left run goes after the partner's elements strictly before it, one of a
     # right run after the partner's elements not after it: stable.
@@ -111,15 +133,29 @@ MERGE_FROM = 2048
 def _merge_sort_rows(x, descending):
     """(values, indices) of each row of contiguous 2-d x, sorted stably."""
     rows, R = x.shape
-    bufs = [(torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64, device=x.device))
-            for _ in range(2)]
+    bufs = [
+        (torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64, device=x.device))
+        for _ in range(2)
+    ]
     block = min(next_pow2(R), spec("pointwise_block", R) or 1024)
     src_v, src_i, L, first, k = x, x, 1, True, 0
     while L < R:
         dst_v, dst_i = bufs[k]
-        launch(_merge_pass_kernel, (cdiv(R, block), rows), src_v, src_i, dst_v, dst_i, R, L,
-               L.bit_length() + 1, FIRST=first, DESCENDING=bool(descending),
-               UPCAST=x.dtype == torch.bfloat16, BLOCK=block)
+        launch(
+            _merge_pass_kernel,
+            (cdiv(R, block), rows),
+            src_v,
+            src_i,
+            dst_v,
+            dst_i,
+            R,
+            L,
+            L.bit_length() + 1,
+            FIRST=first,
+            DESCENDING=bool(descending),
+            UPCAST=x.dtype == torch.bfloat16,
+            BLOCK=block,
+        )
         src_v, src_i, L, first, k = dst_v, dst_i, 2 * L, False, 1 - k
     return src_v, src_i
 
@@ -144,15 +180,33 @@ def _rank_sort(self, dim, descending, k, values, indices):
     xv, A, R, B = as_arb(_contiguous(x), [d])
     if A * B * k == 0:
         return
-    vt = values if values.is_contiguous() else torch.empty(values.shape, dtype=values.dtype,
-                                                           device=values.device)
-    it = indices if indices.is_contiguous() else torch.empty(indices.shape, dtype=torch.int64,
-                                                             device=indices.device)
+    vt = (
+        values
+        if values.is_contiguous()
+        else torch.empty(values.shape, dtype=values.dtype, device=values.device)
+    )
+    it = (
+        indices
+        if indices.is_contiguous()
+        else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
+    )
     budget = spec("reduction_block", R) or 4096
     bi = min(next_pow2(R), 64)
     bj = max(1, min(next_pow2(R), budget // bi))
-    launch(_rank_sort_kernel, (A * B, cdiv(R, bi)), xv, vt, it, R, B, k,
-           DESCENDING=bool(descending), UPCAST=x.dtype == torch.bfloat16, BLOCK_I=bi, BLOCK_J=bj)
+    launch(
+        _rank_sort_kernel,
+        (A * B, cdiv(R, bi)),
+        xv,
+        vt,
+        it,
+        R,
+        B,
+        k,
+        DESCENDING=bool(descending),
+        UPCAST=x.dtype == torch.bfloat16,
+        BLOCK_I=bi,
+        BLOCK_J=bj,
+    )
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
     if it is not indices:
@@ -181,6 +235,7 @@ def _chunked_topk(self, k, dim, largest, values, indices):
     from .binary import add
     from .copy import fill_
     from .index import arange_out, gather_out
+
     x = _contiguous(self.movedim(dim, -1))
     lead, n = list(x.shape[:-1]), x.shape[-1]
     chunks = -(-n // _CHUNK)

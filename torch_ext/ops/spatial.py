@@ -16,6 +16,7 @@ arguments and the outputs sized by PyTorch's meta function, which has checked
 the arguments; (3) plain ops check their arguments here, as PyTorch's CPU
 kernels do, and return (or fill) the result.
 """
+
 import math
 import struct
 
@@ -25,8 +26,18 @@ import triton.language as tl
 
 from ._launch import cdiv, launch
 from ._math import _rint
-from .conv import (_col2im, _dense, _im2col, _spatial3, _split3, _split4, _store, _write_back,
-                   upsample_nearest, upsample_nearest_backward)
+from .conv import (
+    _col2im,
+    _dense,
+    _im2col,
+    _spatial3,
+    _split3,
+    _split4,
+    _store,
+    _write_back,
+    upsample_nearest,
+    upsample_nearest_backward,
+)
 from .copy import copy_kernel, fill_
 from .grid_sample import _source
 from .index import _block, _gather_scatter
@@ -66,6 +77,7 @@ def _accumulator(like):
 # bounds, roles swapped), which the backward gathers.  Max indices are
 # offsets into the input's (H, W) plane / (D, H, W) volume.
 
+
 @triton.jit
 def _window(o, I, O):
     return (o * I) // O, ((o + 1) * I + O - 1) // O
@@ -77,8 +89,9 @@ def _max_window(I, O):
 
 
 @triton.jit
-def _adaptive_avg_kernel(x, out, total, D, H, W, OD, OH, OW, KD, KH, KW, ACC: tl.constexpr,
-                         BLOCK: tl.constexpr):
+def _adaptive_avg_kernel(
+    x, out, total, D, H, W, OD, OH, OW, KD, KH, KW, ACC: tl.constexpr, BLOCK: tl.constexpr
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, od, oh, ow = _split4(e, OD, OH, OW)
@@ -99,8 +112,9 @@ def _adaptive_avg_kernel(x, out, total, D, H, W, OD, OH, OW, KD, KH, KW, ACC: tl
 
 
 @triton.jit
-def _adaptive_avg_backward_kernel(g, gin, total, D, H, W, OD, OH, OW, KD, KH, KW,
-                                  ACC: tl.constexpr, BLOCK: tl.constexpr):
+def _adaptive_avg_backward_kernel(
+    g, gin, total, D, H, W, OD, OH, OW, KD, KH, KW, ACC: tl.constexpr, BLOCK: tl.constexpr
+):
     # Each input element gathers grad / window size from the outputs whose
     # windows hold it (KD x KH x KW of them at most).
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -127,8 +141,9 @@ def _adaptive_avg_backward_kernel(g, gin, total, D, H, W, OD, OH, OW, KD, KH, KW
 
 
 @triton.jit
-def _adaptive_max_kernel(x, out, idx, total, D, H, W, OD, OH, OW, KD, KH, KW,
-                         ACC: tl.constexpr, BLOCK: tl.constexpr):
+def _adaptive_max_kernel(
+    x, out, idx, total, D, H, W, OD, OH, OW, KD, KH, KW, ACC: tl.constexpr, BLOCK: tl.constexpr
+):
     # PyTorch's rule: a value replaces the maximum when greater or NaN (so
     # the last NaN of a window wins); the index starts at the window's corner.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -165,16 +180,20 @@ def _check_adaptive_input(name, x, output_size, nsp):
     if len(output_size) != nsp:
         raise RuntimeError(f"{name}: output_size must be {nsp}, got {list(output_size)}")
     if x.dim() not in (nsp + 1, nsp + 2):
-        raise RuntimeError(f"{name}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got "
-                           f"{list(x.shape)}")
+        raise RuntimeError(
+            f"{name}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got {list(x.shape)}"
+        )
     for d in range(x.dim() - nsp, x.dim()):
         if x.shape[d] <= 0:
             raise RuntimeError(
                 f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
-                f"input has sizes {list(x.shape)} with dimension {d} being empty")
+                f"input has sizes {list(x.shape)} with dimension {d} being empty"
+            )
     if any(o < 0 for o in output_size):
-        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
-                           f"but received {list(output_size)}")
+        raise RuntimeError(
+            f"{name}: elements of output_size must be greater than or equal to 0 "
+            f"but received {list(output_size)}"
+        )
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{name}: expected a floating point input, got {x.dtype}")
 
@@ -186,13 +205,21 @@ def _adaptive_avg_into(self, nsp, out):
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_adaptive_avg_kernel, grid, x, o_t, total, *_windows(x.shape, out.shape, nsp),
-           ACC=_tl_acc(x.dtype), BLOCK=block)
+    launch(
+        _adaptive_avg_kernel,
+        grid,
+        x,
+        o_t,
+        total,
+        *_windows(x.shape, out.shape, nsp),
+        ACC=_tl_acc(x.dtype),
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
 def _adaptive_out_shape(self, output_size):
-    return list(self.shape[:self.dim() - len(output_size)]) + [int(o) for o in output_size]
+    return list(self.shape[: self.dim() - len(output_size)]) + [int(o) for o in output_size]
 
 
 def _memory_format(x):
@@ -209,16 +236,21 @@ def _adaptive_avg_fns(nsp):
 
     def forward(self, output_size):
         _check_adaptive_input(name, self, output_size, nsp)
-        out = torch.empty(_adaptive_out_shape(self, output_size), dtype=self.dtype,
-                          device=self.device, memory_format=_memory_format(self))
+        out = torch.empty(
+            _adaptive_out_shape(self, output_size),
+            dtype=self.dtype,
+            device=self.device,
+            memory_format=_memory_format(self),
+        )
         _adaptive_avg_into(self, nsp, out)
         return out
 
     def forward_out(self, output_size, out):
         _check_adaptive_input(name, self, output_size, nsp)
         if out.dtype != self.dtype:
-            raise RuntimeError(f"{name}(): Expected out to have dtype {self.dtype}, "
-                               f"but got {out.dtype}")
+            raise RuntimeError(
+                f"{name}(): Expected out to have dtype {self.dtype}, but got {out.dtype}"
+            )
         out.resize_(_adaptive_out_shape(self, output_size))  # a plain out= op sizes its own out
         _adaptive_avg_into(self, nsp, out)
         return out
@@ -230,28 +262,48 @@ def _adaptive_avg_fns(nsp):
                 raise RuntimeError(
                     f"{bname}(): Expected grad_output to have non-zero size for non-batch "
                     f"dimensions, but grad_output has sizes {list(grad_output.shape)} with "
-                    f"dimension {d} being empty")
-        if self.dim() not in (nsp + 1, nsp + 2) or grad_output.dim() != self.dim() or \
-                grad_output.shape[:-nsp] != self.shape[:-nsp]:
-            raise RuntimeError(f"{bname}(): grad_output of shape {list(grad_output.shape)} does "
-                               f"not match an input of shape {list(self.shape)}")
+                    f"dimension {d} being empty"
+                )
+        if (
+            self.dim() not in (nsp + 1, nsp + 2)
+            or grad_output.dim() != self.dim()
+            or grad_output.shape[:-nsp] != self.shape[:-nsp]
+        ):
+            raise RuntimeError(
+                f"{bname}(): grad_output of shape {list(grad_output.shape)} does "
+                f"not match an input of shape {list(self.shape)}"
+            )
         if grad_output.dtype != self.dtype:
-            raise RuntimeError(f"{bname}(): expected dtype {self.dtype} for `grad_output` but got "
-                               f"dtype {grad_output.dtype}")
+            raise RuntimeError(
+                f"{bname}(): expected dtype {self.dtype} for `grad_output` but got "
+                f"dtype {grad_output.dtype}"
+            )
         g = _contiguous(grad_output)
-        gi = torch.empty(self.shape, dtype=self.dtype, device=self.device,
-                         memory_format=_memory_format(self))
+        gi = torch.empty(
+            self.shape, dtype=self.dtype, device=self.device, memory_format=_memory_format(self)
+        )
         total = gi.numel()
         if total:
             gi_t = _dense(gi)
             grid, block = _grid(total)
-            launch(_adaptive_avg_backward_kernel, grid, g, gi_t, total,
-                   *_spatial3(gi.shape, nsp), *_spatial3(g.shape, nsp),
-                   *(_max_window(o, i) for i, o in zip(_spatial3(gi.shape, nsp),
-                                                       _spatial3(g.shape, nsp))),
-                   ACC=_tl_acc(g.dtype), BLOCK=block)
+            launch(
+                _adaptive_avg_backward_kernel,
+                grid,
+                g,
+                gi_t,
+                total,
+                *_spatial3(gi.shape, nsp),
+                *_spatial3(g.shape, nsp),
+                *(
+                    _max_window(o, i)
+                    for i, o in zip(_spatial3(gi.shape, nsp), _spatial3(g.shape, nsp))
+                ),
+                ACC=_tl_acc(g.dtype),
+                BLOCK=block,
+            )
             _write_back(gi, gi_t)
         return gi
+
     return forward, forward_out, backward
 
 
@@ -263,14 +315,23 @@ def _adaptive_max_fns(nsp):
             return
         o_t, i_t = _dense(out), _dense(indices)
         grid, block = _grid(total)
-        launch(_adaptive_max_kernel, grid, x, o_t, i_t, total, *_windows(x.shape, out.shape, nsp),
-               ACC=_tl_acc(x.dtype), BLOCK=block)
+        launch(
+            _adaptive_max_kernel,
+            grid,
+            x,
+            o_t,
+            i_t,
+            total,
+            *_windows(x.shape, out.shape, nsp),
+            ACC=_tl_acc(x.dtype),
+            BLOCK=block,
+        )
         _write_back(out, o_t)
         _write_back(indices, i_t)
 
     def backward_out(grad_output, self, indices, grad_input):
         # Adds each gradient at its index (fp16/bf16 through float32).
-        volume = math.prod(self.shape[self.dim() - nsp:])
+        volume = math.prod(self.shape[self.dim() - nsp :])
         planes = self.numel() // volume if self.numel() else 0
         gi = _dense(grad_input)
         fill_(gi, 0)
@@ -279,15 +340,22 @@ def _adaptive_max_fns(nsp):
             i2 = _contiguous(indices).reshape(planes, -1)
             _gather_scatter(i2, g2, gi.view(planes, -1), 1, 2)
         _write_back(grad_input, gi)
+
     return forward_out, backward_out
 
 
 for _n in (2, 3):
     _f, _fo, _b = _adaptive_avg_fns(_n)
     _mo, _mb = _adaptive_max_fns(_n)
-    KERNELS.update({f"_adaptive_avg_pool{_n}d": _f, f"adaptive_avg_pool{_n}d_out": _fo,
-                    f"_adaptive_avg_pool{_n}d_backward": _b, f"adaptive_max_pool{_n}d": _mo,
-                    f"adaptive_max_pool{_n}d_backward": _mb})
+    KERNELS.update(
+        {
+            f"_adaptive_avg_pool{_n}d": _f,
+            f"adaptive_avg_pool{_n}d_out": _fo,
+            f"_adaptive_avg_pool{_n}d_backward": _b,
+            f"adaptive_max_pool{_n}d": _mo,
+            f"adaptive_max_pool{_n}d_backward": _mb,
+        }
+    )
 
 
 # -- linear interpolation, 1-d to 3-d (structured impls) ---------------------------
@@ -301,6 +369,7 @@ for _n in (2, 3):
 #   else:          max(scale * (o + 0.5) - 0.5, 0), scale = 1/scales when given, else I/O
 # then i0 = min(floor(src), I-1), i1 = i0 + (i0 < I-1), lambda = clamp(src - i0, 0, 1).
 # As PyTorch's CPU kernels, a dimension with O == I is copied whatever the scale.
+
 
 def _linear_scale(in_size, out_size, align_corners, scale, size_rule=True):
     if align_corners:
@@ -337,8 +406,9 @@ def _linear_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.conste
 
 @triton.jit
 def _lerp_row(x, row, w0, w1, lw, mask, ACC: tl.constexpr):
-    return (1 - lw) * tl.load(x + row + w0, mask=mask, other=0).to(ACC) + \
-        lw * tl.load(x + row + w1, mask=mask, other=0).to(ACC)
+    return (1 - lw) * tl.load(x + row + w0, mask=mask, other=0).to(ACC) + lw * tl.load(
+        x + row + w1, mask=mask, other=0
+    ).to(ACC)
 
 
 @triton.jit
@@ -348,10 +418,28 @@ def _spread_row(acc, row, w0, w1, lw, g, mask):
 
 
 @triton.jit
-def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sd_lo, sh, sh_lo, sw, sw_lo,
-                   ALIGN: tl.constexpr,
-                   NDIM: tl.constexpr, BACKWARD: tl.constexpr, ACC: tl.constexpr,
-                   BLOCK: tl.constexpr):
+def _linear_kernel(
+    x,
+    out,
+    total,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    sd,
+    sd_lo,
+    sh,
+    sh_lo,
+    sw,
+    sw_lo,
+    ALIGN: tl.constexpr,
+    NDIM: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Forward: out[e] from x.  Backward: x is grad_output (by output element),
     # out the float32 (float64) accumulator of grad_input.  NDIM spatial dims
     # interpolate (the others are 1).
@@ -390,8 +478,9 @@ def _linear_kernel(x, out, total, D, H, W, OD, OH, OW, sd, sd_lo, sh, sh_lo, sw,
         if NDIM >= 2:
             v = (1 - lh) * v + lh * _lerp_row(x, r01, w0, w1, lw, mask, ACC)
         if NDIM == 3:
-            v1 = (1 - lh) * _lerp_row(x, r10, w0, w1, lw, mask, ACC) + \
-                lh * _lerp_row(x, r11, w0, w1, lw, mask, ACC)
+            v1 = (1 - lh) * _lerp_row(x, r10, w0, w1, lw, mask, ACC) + lh * _lerp_row(
+                x, r11, w0, w1, lw, mask, ACC
+            )
             v = (1 - ld) * v + ld * v1
         if out.dtype.element_ty.is_int():  # uint8 images: to the nearest, not truncated
             v = v + 0.5
@@ -407,8 +496,10 @@ def _split_f64(v):
 def _linear_args(in_shape, out_shape, align_corners, scales, size_rule=True):
     nsp = len(scales)
     i, o = _spatial3(in_shape, nsp), _spatial3(out_shape, nsp)
-    s = [_split_f64(float(_linear_scale(a, b, align_corners, c, size_rule)))
-         for a, b, c in zip(i, o, [None] * (3 - nsp) + list(scales))]
+    s = [
+        _split_f64(float(_linear_scale(a, b, align_corners, c, size_rule)))
+        for a, b, c in zip(i, o, [None] * (3 - nsp) + list(scales))
+    ]
     return (*i, *o, *(part for pair in s for part in pair))
 
 
@@ -419,10 +510,19 @@ def _upsample_linear(self, out, align_corners, scales):
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_linear_kernel, grid, x, o_t, total,
-           *_linear_args(x.shape, out.shape, align_corners, scales),
-           ALIGN=bool(align_corners), NDIM=len(scales), BACKWARD=False,
-           ACC=_tl_acc(x.dtype), BLOCK=block)
+    launch(
+        _linear_kernel,
+        grid,
+        x,
+        o_t,
+        total,
+        *_linear_args(x.shape, out.shape, align_corners, scales),
+        ALIGN=bool(align_corners),
+        NDIM=len(scales),
+        BACKWARD=False,
+        ACC=_tl_acc(x.dtype),
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
@@ -432,10 +532,19 @@ def _upsample_linear_backward(grad_output, grad_input, align_corners, scales):
     total = g.numel()
     if total:
         grid, block = _grid(total)
-        launch(_linear_kernel, grid, g, acc, total,
-               *_linear_args(grad_input.shape, g.shape, align_corners, scales),
-               ALIGN=bool(align_corners), NDIM=len(scales), BACKWARD=True,
-               ACC=_tl_acc(acc.dtype), BLOCK=block)
+        launch(
+            _linear_kernel,
+            grid,
+            g,
+            acc,
+            total,
+            *_linear_args(grad_input.shape, g.shape, align_corners, scales),
+            ALIGN=bool(align_corners),
+            NDIM=len(scales),
+            BACKWARD=True,
+            ACC=_tl_acc(acc.dtype),
+            BLOCK=block,
+        )
     copy_kernel((grad_input,), (acc,))
 
 
@@ -443,8 +552,9 @@ def upsample_linear1d_out(self, output_size, align_corners, scales, out):
     _upsample_linear(self, out, align_corners, (scales,))
 
 
-def upsample_linear1d_backward_out(grad_output, output_size, input_size, align_corners, scales,
-                                   grad_input):
+def upsample_linear1d_backward_out(
+    grad_output, output_size, input_size, align_corners, scales, grad_input
+):
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales,))
 
 
@@ -452,8 +562,9 @@ def upsample_bilinear2d_out(self, output_size, align_corners, scales_h, scales_w
     _upsample_linear(self, out, align_corners, (scales_h, scales_w))
 
 
-def upsample_bilinear2d_backward_out(grad_output, output_size, input_size, align_corners,
-                                     scales_h, scales_w, grad_input):
+def upsample_bilinear2d_backward_out(
+    grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
+):
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales_h, scales_w))
 
 
@@ -461,18 +572,24 @@ def upsample_trilinear3d_out(self, output_size, align_corners, scales_d, scales_
     _upsample_linear(self, out, align_corners, (scales_d, scales_h, scales_w))
 
 
-def upsample_trilinear3d_backward_out(grad_output, output_size, input_size, align_corners,
-                                      scales_d, scales_h, scales_w, grad_input):
-    _upsample_linear_backward(grad_output, grad_input, align_corners,
-                              (scales_d, scales_h, scales_w))
+def upsample_trilinear3d_backward_out(
+    grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w, grad_input
+):
+    _upsample_linear_backward(
+        grad_output, grad_input, align_corners, (scales_d, scales_h, scales_w)
+    )
 
 
-KERNELS.update({"upsample_linear1d": upsample_linear1d_out,
-                "upsample_linear1d_backward": upsample_linear1d_backward_out,
-                "upsample_bilinear2d": upsample_bilinear2d_out,
-                "upsample_bilinear2d_backward": upsample_bilinear2d_backward_out,
-                "upsample_trilinear3d": upsample_trilinear3d_out,
-                "upsample_trilinear3d_backward": upsample_trilinear3d_backward_out})
+KERNELS.update(
+    {
+        "upsample_linear1d": upsample_linear1d_out,
+        "upsample_linear1d_backward": upsample_linear1d_backward_out,
+        "upsample_bilinear2d": upsample_bilinear2d_out,
+        "upsample_bilinear2d_backward": upsample_bilinear2d_backward_out,
+        "upsample_trilinear3d": upsample_trilinear3d_out,
+        "upsample_trilinear3d_backward": upsample_trilinear3d_backward_out,
+    }
+)
 
 
 # -- bicubic interpolation, 2-d (structured impls) ------------------------------------
@@ -485,6 +602,7 @@ KERNELS.update({"upsample_linear1d": upsample_linear1d_out,
 # i = min(floor(src), I-1), t = clamp(src - i, 0, 1); the 4 x 4 taps at rows
 # and columns i-1 .. i+2 (clamped into the input) with Keys' cubic
 # convolution weights, A = -0.75 (ATen/native/UpSample.h).
+
 
 @triton.jit
 def _cubic_src(o, scale_hi, scale_lo, size, ALIGN: tl.constexpr, ACC: tl.constexpr):
@@ -502,10 +620,12 @@ def _cubic_weights(t):
     u = t + 1
     v = 1 - t
     w = v + 1
-    return (((A * u - 5 * A) * u + 8 * A) * u - 4 * A,
-            ((A + 2) * t - (A + 3)) * t * t + 1,
-            ((A + 2) * v - (A + 3)) * v * v + 1,
-            ((A * w - 5 * A) * w + 8 * A) * w - 4 * A)
+    return (
+        ((A * u - 5 * A) * u + 8 * A) * u - 4 * A,
+        ((A + 2) * t - (A + 3)) * t * t + 1,
+        ((A + 2) * v - (A + 3)) * v * v + 1,
+        ((A * w - 5 * A) * w + 8 * A) * w - 4 * A,
+    )
 
 
 @triton.jit
@@ -515,10 +635,12 @@ def _tap(i, k, size):
 
 @triton.jit
 def _cubic_row(x, row, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC: tl.constexpr):
-    return tl.load(x + row + c0, mask=mask, other=0).to(ACC) * w0 + \
-        tl.load(x + row + c1, mask=mask, other=0).to(ACC) * w1 + \
-        tl.load(x + row + c2, mask=mask, other=0).to(ACC) * w2 + \
-        tl.load(x + row + c3, mask=mask, other=0).to(ACC) * w3
+    return (
+        tl.load(x + row + c0, mask=mask, other=0).to(ACC) * w0
+        + tl.load(x + row + c1, mask=mask, other=0).to(ACC) * w1
+        + tl.load(x + row + c2, mask=mask, other=0).to(ACC) * w2
+        + tl.load(x + row + c3, mask=mask, other=0).to(ACC) * w3
+    )
 
 
 @triton.jit
@@ -530,8 +652,23 @@ def _cubic_spread(acc, row, c0, c1, c2, c3, w0, w1, w2, w3, g, mask):
 
 
 @triton.jit
-def _bicubic_kernel(x, out, total, H, W, OH, OW, sh, sh_lo, sw, sw_lo, ALIGN: tl.constexpr,
-                    BACKWARD: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
+def _bicubic_kernel(
+    x,
+    out,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    sh,
+    sh_lo,
+    sw,
+    sw_lo,
+    ALIGN: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Forward: out[e] from x.  Backward: x is grad_output (by output element),
     # out the float32 (float64) accumulator of grad_input.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -554,10 +691,12 @@ def _bicubic_kernel(x, out, total, H, W, OH, OW, sh, sh_lo, sw, sw_lo, ALIGN: tl
         _cubic_spread(out, r2, c0, c1, c2, c3, w0, w1, w2, w3, g * h2, mask)
         _cubic_spread(out, r3, c0, c1, c2, c3, w0, w1, w2, w3, g * h3, mask)
     else:
-        v = _cubic_row(x, r0, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h0 + \
-            _cubic_row(x, r1, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h1 + \
-            _cubic_row(x, r2, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h2 + \
-            _cubic_row(x, r3, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h3
+        v = (
+            _cubic_row(x, r0, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h0
+            + _cubic_row(x, r1, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h1
+            + _cubic_row(x, r2, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h2
+            + _cubic_row(x, r3, c0, c1, c2, c3, w0, w1, w2, w3, mask, ACC) * h3
+        )
         if out.dtype.element_ty.is_int():  # uint8 images: clamped, to the nearest
             v = tl.minimum(tl.maximum(v, 0.0), 255.0) + 0.5
         _store(out, e, v, mask)
@@ -565,8 +704,9 @@ def _bicubic_kernel(x, out, total, H, W, OH, OW, sh, sh_lo, sw, sw_lo, ALIGN: tl
 
 def _bicubic_args(in_shape, out_shape, align_corners, scales_h, scales_w):
     """H, W, OH, OW and the two scales (float32 hi and lo parts each)."""
-    _, H, W, _, OH, OW, _, _, *scales = _linear_args(in_shape, out_shape, align_corners,
-                                                     (scales_h, scales_w), size_rule=False)
+    _, H, W, _, OH, OW, _, _, *scales = _linear_args(
+        in_shape, out_shape, align_corners, (scales_h, scales_w), size_rule=False
+    )
     return (H, W, OH, OW, *scales)
 
 
@@ -577,27 +717,50 @@ def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w,
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_bicubic_kernel, grid, x, o_t, total,
-           *_bicubic_args(x.shape, out.shape, align_corners, scales_h, scales_w),
-           ALIGN=bool(align_corners), BACKWARD=False, ACC=_tl_acc(x.dtype), BLOCK=block)
+    launch(
+        _bicubic_kernel,
+        grid,
+        x,
+        o_t,
+        total,
+        *_bicubic_args(x.shape, out.shape, align_corners, scales_h, scales_w),
+        ALIGN=bool(align_corners),
+        BACKWARD=False,
+        ACC=_tl_acc(x.dtype),
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
-def upsample_bicubic2d_backward_out(grad_output, output_size, input_size, align_corners,
-                                    scales_h, scales_w, grad_input):
+def upsample_bicubic2d_backward_out(
+    grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
+):
     g = _contiguous(grad_output)
     acc = _accumulator(grad_input)
     total = g.numel()
     if total:
         grid, block = _grid(total)
-        launch(_bicubic_kernel, grid, g, acc, total,
-               *_bicubic_args(grad_input.shape, g.shape, align_corners, scales_h, scales_w),
-               ALIGN=bool(align_corners), BACKWARD=True, ACC=_tl_acc(acc.dtype), BLOCK=block)
+        launch(
+            _bicubic_kernel,
+            grid,
+            g,
+            acc,
+            total,
+            *_bicubic_args(grad_input.shape, g.shape, align_corners, scales_h, scales_w),
+            ALIGN=bool(align_corners),
+            BACKWARD=True,
+            ACC=_tl_acc(acc.dtype),
+            BLOCK=block,
+        )
     copy_kernel((grad_input,), (acc,))
 
 
-KERNELS.update({"upsample_bicubic2d": upsample_bicubic2d_out,
-                "upsample_bicubic2d_backward": upsample_bicubic2d_backward_out})
+KERNELS.update(
+    {
+        "upsample_bicubic2d": upsample_bicubic2d_out,
+        "upsample_bicubic2d_backward": upsample_bicubic2d_backward_out,
+    }
+)
 
 
 # -- antialiased interpolation, 2-d (structured impls): F.interpolate(antialias=True) --
@@ -614,13 +777,17 @@ KERNELS.update({"upsample_bicubic2d": upsample_bicubic2d_out,
 # max(scale, 1)) normalised to sum 1; filter the triangle (bilinear) or Keys'
 # cubic with a = -0.5 (bicubic).
 
+
 @triton.jit
 def _aa_filter(x, CUBIC: tl.constexpr):
     x = tl.abs(x)
     if CUBIC:
         a = -0.5
-        w = tl.where(x < 1.0, ((a + 2) * x - (a + 3)) * x * x + 1,
-                     tl.where(x < 2.0, (((x - 5) * x + 8) * x - 4) * a, 0.0))
+        w = tl.where(
+            x < 1.0,
+            ((a + 2) * x - (a + 3)) * x * x + 1,
+            tl.where(x < 2.0, (((x - 5) * x + 8) * x - 4) * a, 0.0),
+        )
     else:
         w = tl.where(x < 1.0, 1 - x, 0.0)
     return w
@@ -649,9 +816,27 @@ def _aa_total(lo, hi, center, inv, K, CUBIC: tl.constexpr, ACC: tl.constexpr):
 
 
 @triton.jit
-def _aa_kernel(x, out, total, H, W, OH, OW, sh, sh_lo, sw, sw_lo, sup_h, sup_w, KH, KW,
-               CUBIC: tl.constexpr, BACKWARD: tl.constexpr, ACC: tl.constexpr,
-               BLOCK: tl.constexpr):
+def _aa_kernel(
+    x,
+    out,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    sh,
+    sh_lo,
+    sw,
+    sw_lo,
+    sup_h,
+    sup_w,
+    KH,
+    KW,
+    CUBIC: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     # Forward: out[e] from x.  Backward: x is grad_output (by output element),
     # out the float32 (float64) accumulator of grad_input.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -687,7 +872,8 @@ def _aa_args(in_shape, out_shape, align_corners, scales_h, scales_w, cubic):
     """H, W, OH, OW, the scales (float32 hi, lo), supports and longest windows."""
     # out == in: scale 1, the identity (PyTorch's CPU forward skips such a dim)
     _, H, W, _, OH, OW, _, _, sh, sh_lo, sw, sw_lo = _linear_args(
-        in_shape, out_shape, align_corners, (scales_h, scales_w))
+        in_shape, out_shape, align_corners, (scales_h, scales_w)
+    )
     half = 2.0 if cubic else 1.0  # interp_size / 2
     sup_h, sup_w = half * max(sh + sh_lo, 1.0), half * max(sw + sw_lo, 1.0)
     KH, KW = min(H, math.ceil(2 * sup_h) + 2), min(W, math.ceil(2 * sup_w) + 2)
@@ -702,22 +888,42 @@ def _aa_fns(cubic):
             return
         o_t = _dense(out)
         grid, block = _grid(total)
-        launch(_aa_kernel, grid, x, o_t, total,
-               *_aa_args(x.shape, out.shape, align_corners, scales_h, scales_w, cubic),
-               CUBIC=cubic, BACKWARD=False, ACC=_tl_acc(x.dtype), BLOCK=block)
+        launch(
+            _aa_kernel,
+            grid,
+            x,
+            o_t,
+            total,
+            *_aa_args(x.shape, out.shape, align_corners, scales_h, scales_w, cubic),
+            CUBIC=cubic,
+            BACKWARD=False,
+            ACC=_tl_acc(x.dtype),
+            BLOCK=block,
+        )
         _write_back(out, o_t)
 
-    def backward_out(grad_output, output_size, input_size, align_corners, scales_h, scales_w,
-                     grad_input):
+    def backward_out(
+        grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
+    ):
         g = _contiguous(grad_output)
         acc = _accumulator(grad_input)
         total = g.numel()
         if total:
             grid, block = _grid(total)
-            launch(_aa_kernel, grid, g, acc, total,
-                   *_aa_args(grad_input.shape, g.shape, align_corners, scales_h, scales_w, cubic),
-                   CUBIC=cubic, BACKWARD=True, ACC=_tl_acc(acc.dtype), BLOCK=block)
+            launch(
+                _aa_kernel,
+                grid,
+                g,
+                acc,
+                total,
+                *_aa_args(grad_input.shape, g.shape, align_corners, scales_h, scales_w, cubic),
+                CUBIC=cubic,
+                BACKWARD=True,
+                ACC=_tl_acc(acc.dtype),
+                BLOCK=block,
+            )
         copy_kernel((grad_input,), (acc,))
+
     return forward_out, backward_out
 
 
@@ -734,6 +940,7 @@ for _name, _cubic in (("_upsample_bilinear2d_aa", False), ("_upsample_bicubic2d_
 #       (grad_output, output_size, input_size, *scales, grad_input)
 #   _upsample_nearest_exact{1,2,3}d(.out / _backward.grad_input): the same arguments
 
+
 def _nearest_fns(nsp, exact):
     def forward_out(self, output_size, *scales_and_out):
         *scales, out = scales_and_out
@@ -742,13 +949,17 @@ def _nearest_fns(nsp, exact):
     def backward_out(grad_output, output_size, input_size, *scales_and_grad):
         *scales, grad_input = scales_and_grad
         upsample_nearest_backward(grad_output, grad_input, scales, exact=exact)
+
     return forward_out, backward_out
 
 
-for _n, _exact, _name in ((1, False, "upsample_nearest1d"), (3, False, "upsample_nearest3d"),
-                          (1, True, "_upsample_nearest_exact1d"),
-                          (2, True, "_upsample_nearest_exact2d"),
-                          (3, True, "_upsample_nearest_exact3d")):
+for _n, _exact, _name in (
+    (1, False, "upsample_nearest1d"),
+    (3, False, "upsample_nearest3d"),
+    (1, True, "_upsample_nearest_exact1d"),
+    (2, True, "_upsample_nearest_exact2d"),
+    (3, True, "_upsample_nearest_exact3d"),
+):
     _fo, _bo = _nearest_fns(_n, _exact)
     KERNELS.update({_name: _fo, _name + "_backward": _bo})
 
@@ -765,6 +976,7 @@ for _n, _exact, _name in ((1, False, "upsample_nearest1d"), (3, False, "upsample
 # (i < 0: -i; i >= I: 2(I-1) - i) or clamped into [0, I-1]; negative padding
 # crops.  The backward adds each grad_output element into its source.
 
+
 @triton.jit
 def _pad_src(o, before, size, REFLECT: tl.constexpr):
     i = o - before
@@ -777,13 +989,29 @@ def _pad_src(o, before, size, REFLECT: tl.constexpr):
 
 
 @triton.jit
-def _pad_kernel(x, out, total, D, H, W, OD, OH, OW, front, top, left, REFLECT: tl.constexpr,
-                BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
+def _pad_kernel(
+    x,
+    out,
+    total,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    front,
+    top,
+    left,
+    REFLECT: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, od, oh, ow = _split4(e, OD, OH, OW)
-    src = ((plane * D + _pad_src(od, front, D, REFLECT)) * H + _pad_src(oh, top, H, REFLECT)) * W \
-        + _pad_src(ow, left, W, REFLECT)
+    src = (
+        (plane * D + _pad_src(od, front, D, REFLECT)) * H + _pad_src(oh, top, H, REFLECT)
+    ) * W + _pad_src(ow, left, W, REFLECT)
     if BACKWARD:  # x: grad_output (by output element), out: float32/64 grad_input
         v = tl.load(x + e, mask=mask, other=0).to(out.dtype.element_ty)
         tl.atomic_add(out + src, v, mask=mask)
@@ -800,7 +1028,7 @@ def _pad_args(in_shape, out_shape, padding):
 
 def _padded_shape(shape, padding):
     nsp = len(padding) // 2
-    lead = list(shape[:len(shape) - nsp])
+    lead = list(shape[: len(shape) - nsp])
     # padding runs from the last dim: (left, right) of W first
     sp = [shape[len(shape) - 1 - k] + padding[2 * k] + padding[2 * k + 1] for k in range(nsp)]
     return lead + sp[::-1]
@@ -813,8 +1041,17 @@ def _pad(self, padding, out, reflect):
         return
     o_t = _dense(out)
     grid, block = _grid(total)
-    launch(_pad_kernel, grid, x, o_t, total, *_pad_args(x.shape, out.shape, padding),
-           REFLECT=reflect, BACKWARD=False, BLOCK=block)
+    launch(
+        _pad_kernel,
+        grid,
+        x,
+        o_t,
+        total,
+        *_pad_args(x.shape, out.shape, padding),
+        REFLECT=reflect,
+        BACKWARD=False,
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
@@ -824,42 +1061,61 @@ def _pad_backward(grad_output, padding, grad_input, reflect):
     total = g.numel()
     if total:
         grid, block = _grid(total)
-        launch(_pad_kernel, grid, g, acc, total, *_pad_args(grad_input.shape, g.shape, padding),
-               REFLECT=reflect, BACKWARD=True, BLOCK=block)
+        launch(
+            _pad_kernel,
+            grid,
+            g,
+            acc,
+            total,
+            *_pad_args(grad_input.shape, g.shape, padding),
+            REFLECT=reflect,
+            BACKWARD=True,
+            BLOCK=block,
+        )
     copy_kernel((grad_input,), (acc,))
-
 
 
 def _check_pad(name, x, padding, nsp, reflect):
     """PyTorch's checks of a plain padding op (its meta's for the structured ones)."""
     if len(padding) != 2 * nsp:
         raise RuntimeError(f"{name}: padding size is expected to be {2 * nsp}, got {len(padding)}")
-    if not (x.dim() in (nsp + 1, nsp + 2) and
-            all(s != 0 for s in (x.shape if x.dim() == nsp + 1 else x.shape[1:]))):
-        raise RuntimeError(f"{name}: Expected {nsp + 1}D or {nsp + 2}D (batch mode) tensor with "
-                           "possibly 0 batch size and other non-zero dimensions for input, but got: "
-                           f"{list(x.shape)}")
+    if not (
+        x.dim() in (nsp + 1, nsp + 2)
+        and all(s != 0 for s in (x.shape if x.dim() == nsp + 1 else x.shape[1:]))
+    ):
+        raise RuntimeError(
+            f"{name}: Expected {nsp + 1}D or {nsp + 2}D (batch mode) tensor with "
+            "possibly 0 batch size and other non-zero dimensions for input, but got: "
+            f"{list(x.shape)}"
+        )
     for k in range(nsp):
         d = x.dim() - 1 - k
         before, after = padding[2 * k], padding[2 * k + 1]
         if reflect and not (before < x.shape[d] and after < x.shape[d]):
-            raise RuntimeError(f"{name}: Padding size should be less than the corresponding input "
-                               f"dimension, but got: padding ({before}, {after}) at dimension {d} "
-                               f"of input {list(x.shape)}")
+            raise RuntimeError(
+                f"{name}: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({before}, {after}) at dimension {d} "
+                f"of input {list(x.shape)}"
+            )
     out = _padded_shape(x.shape, padding)
-    if any(o < 1 for o in out[x.dim() - nsp:]):
-        raise RuntimeError(f"{name}: input {list(x.shape)} is too small for padding "
-                           f"{list(padding)}: calculated output {out}")
+    if any(o < 1 for o in out[x.dim() - nsp :]):
+        raise RuntimeError(
+            f"{name}: input {list(x.shape)} is too small for padding "
+            f"{list(padding)}: calculated output {out}"
+        )
 
 
 def _check_pad_grad(name, grad_output, x, padding):
     expected = _padded_shape(x.shape, padding)
     if list(grad_output.shape) != expected:
-        raise RuntimeError(f"{name}: grad_output of shape {list(grad_output.shape)} does not match "
-                           f"the padded input's shape {expected}")
+        raise RuntimeError(
+            f"{name}: grad_output of shape {list(grad_output.shape)} does not match "
+            f"the padded input's shape {expected}"
+        )
     if grad_output.dtype != x.dtype:
-        raise RuntimeError(f"{name}: expected dtype {x.dtype} for `grad_output` but got dtype "
-                           f"{grad_output.dtype}")
+        raise RuntimeError(
+            f"{name}: expected dtype {x.dtype} for `grad_output` but got dtype {grad_output.dtype}"
+        )
 
 
 def reflection_pad2d_out(self, padding, out):
@@ -890,6 +1146,7 @@ def _plain_pad_backward_fns(name, nsp, reflect):
         grad_input.resize_(self.shape)  # a plain out= op sizes its own out
         _pad_backward(grad_output, padding, grad_input, reflect)
         return grad_input
+
     return backward, backward_out
 
 
@@ -899,17 +1156,23 @@ def _structured_pad_fns(reflect):
 
     def backward_out(grad_output, self, padding, grad_input):
         _pad_backward(grad_output, padding, grad_input, reflect)
+
     return forward_out, backward_out
 
 
 KERNELS.update({"reflection_pad2d": reflection_pad2d, "reflection_pad2d_out": reflection_pad2d_out})
-for _name, _n, _reflect in (("reflection_pad2d_backward", 2, True),
-                            ("replication_pad2d_backward", 2, False),
-                            ("replication_pad3d_backward", 3, False)):
+for _name, _n, _reflect in (
+    ("reflection_pad2d_backward", 2, True),
+    ("replication_pad2d_backward", 2, False),
+    ("replication_pad3d_backward", 3, False),
+):
     _b, _bo = _plain_pad_backward_fns(_name, _n, _reflect)
     KERNELS.update({_name: _b, _name + "_out": _bo})
-for _name, _reflect in (("reflection_pad1d", True), ("reflection_pad3d", True),
-                        ("replication_pad1d", False)):
+for _name, _reflect in (
+    ("reflection_pad1d", True),
+    ("reflection_pad3d", True),
+    ("replication_pad1d", False),
+):
     _fo, _bo = _structured_pad_fns(_reflect)
     KERNELS.update({_name: _fo, _name + "_backward": _bo})
 for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, above
@@ -929,26 +1192,37 @@ for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, abo
 # grad_input takes float32 atomics.  Source coordinates (unnormalise, pad, and
 # their derivative) are grid_sample.py's, shared with grid_sampler_2d.
 
+
 def _check_grid_common(input, grid, interpolation_mode, padding_mode):
     nsp = input.dim() - 2
     if input.shape[0] != grid.shape[0]:
-        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got "
-                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+        raise RuntimeError(
+            "grid_sampler(): expected grid and input to have same batch size, but got "
+            f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
     if grid.shape[-1] != nsp:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {nsp} in last dimension, but "
-                           f"got grid with sizes {list(grid.shape)}")
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have size {nsp} in last dimension, but "
+            f"got grid with sizes {list(grid.shape)}"
+        )
     for d in range(2, input.dim()):
         if input.shape[d] <= 0:
-            raise RuntimeError("grid_sampler(): expected input to have non-empty spatial dimensions, "
-                               f"but input has sizes {list(input.shape)} with dimension {d} being empty")
+            raise RuntimeError(
+                "grid_sampler(): expected input to have non-empty spatial dimensions, "
+                f"but input has sizes {list(input.shape)} with dimension {d} being empty"
+            )
     if input.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected grid to have the input's dtype {input.dtype}, "
-                           f"but got {grid.dtype}")
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have the input's dtype {input.dtype}, "
+            f"but got {grid.dtype}"
+        )
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"grid_sampler(): expected a floating point input, got {input.dtype}")
     if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
-        raise RuntimeError(f"grid_sampler(): unknown interpolation mode {interpolation_mode} or "
-                           f"padding mode {padding_mode}")
+        raise RuntimeError(
+            f"grid_sampler(): unknown interpolation mode {interpolation_mode} or "
+            f"padding mode {padding_mode}"
+        )
 
 
 @triton.jit
@@ -960,8 +1234,9 @@ def _corner(b: tl.constexpr, d):
 
 
 @triton.jit
-def _grid_coords3(grid, p, D, H, W, PADDING: tl.constexpr, ALIGN: tl.constexpr,
-                  ACC: tl.constexpr, mask):
+def _grid_coords3(
+    grid, p, D, H, W, PADDING: tl.constexpr, ALIGN: tl.constexpr, ACC: tl.constexpr, mask
+):
     gx = tl.load(grid + 3 * p, mask=mask, other=0).to(ACC)
     gy = tl.load(grid + 3 * p + 1, mask=mask, other=0).to(ACC)
     gz = tl.load(grid + 3 * p + 2, mask=mask, other=0).to(ACC)
@@ -977,9 +1252,24 @@ def _inb3(z, y, x, D, H, W):
 
 
 @triton.jit
-def _grid_sample3d_kernel(x, grid, out, total, C, D, H, W, OD, OH, OW, MODE: tl.constexpr,
-                          PADDING: tl.constexpr, ALIGN: tl.constexpr, ACC: tl.constexpr,
-                          BLOCK: tl.constexpr):
+def _grid_sample3d_kernel(
+    x,
+    grid,
+    out,
+    total,
+    C,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    MODE: tl.constexpr,
+    PADDING: tl.constexpr,
+    ALIGN: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     nc, od, oh, ow = _split4(e, OD, OH, OW)
@@ -991,8 +1281,9 @@ def _grid_sample3d_kernel(x, grid, out, total, C, D, H, W, OD, OH, OW, MODE: tl.
         xn = _rint(ix).to(tl.int64)
         yn = _rint(iy).to(tl.int64)
         zn = _rint(iz).to(tl.int64)
-        v = tl.load(base + (zn * H + yn) * W + xn, mask=mask & _inb3(zn, yn, xn, D, H, W),
-                    other=0).to(ACC)
+        v = tl.load(
+            base + (zn * H + yn) * W + xn, mask=mask & _inb3(zn, yn, xn, D, H, W), other=0
+        ).to(ACC)
     else:
         fx = tl.floor(ix)
         fy = tl.floor(iy)
@@ -1014,10 +1305,27 @@ def _grid_sample3d_kernel(x, grid, out, total, C, D, H, W, OD, OH, OW, MODE: tl.
 
 
 @triton.jit
-def _grid_sample3d_backward_kernel(g, x, grid, gin, ggrid, total, C, D, H, W, OD, OH, OW,
-                                   MODE: tl.constexpr, PADDING: tl.constexpr,
-                                   ALIGN: tl.constexpr, INPUT_GRAD: tl.constexpr,
-                                   ACC: tl.constexpr, BLOCK: tl.constexpr):
+def _grid_sample3d_backward_kernel(
+    g,
+    x,
+    grid,
+    gin,
+    ggrid,
+    total,
+    C,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    MODE: tl.constexpr,
+    PADDING: tl.constexpr,
+    ALIGN: tl.constexpr,
+    INPUT_GRAD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # grid points
     mask = p < total
     S = OD * OH * OW
@@ -1068,9 +1376,11 @@ def _grid_sample3d_backward_kernel(g, x, grid, gin, ggrid, total, C, D, H, W, OD
 
 def _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode):
     if input.dim() != 5 or grid.dim() != 5:
-        raise RuntimeError("grid_sampler(): expected 5D input and grid with same number of dimensions, "
-                           f"but got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
+        raise RuntimeError(
+            "grid_sampler(): expected 5D input and grid with same number of dimensions, "
+            f"but got input with sizes {list(input.shape)} and grid with sizes "
+            f"{list(grid.shape)}"
+        )
     if interpolation_mode == 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     _check_grid_common(input, grid, interpolation_mode, padding_mode)
@@ -1085,31 +1395,70 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
     total = out.numel()
     if total:
         grid_, block = _grid(total)
-        launch(_grid_sample3d_kernel, grid_, x, gr, out, total, C, D, H, W, OD, OH, OW,
-               MODE=int(interpolation_mode), PADDING=int(padding_mode), ALIGN=bool(align_corners),
-               ACC=_tl_acc(x.dtype), BLOCK=block)
+        launch(
+            _grid_sample3d_kernel,
+            grid_,
+            x,
+            gr,
+            out,
+            total,
+            C,
+            D,
+            H,
+            W,
+            OD,
+            OH,
+            OW,
+            MODE=int(interpolation_mode),
+            PADDING=int(padding_mode),
+            ALIGN=bool(align_corners),
+            ACC=_tl_acc(x.dtype),
+            BLOCK=block,
+        )
     return out
 
 
-def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
-                             align_corners, output_mask):
+def grid_sampler_3d_backward(
+    grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
+):
     _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
     x, gr, g = _contiguous(input), _contiguous(grid), _contiguous(grad_output)
     N, C, D, H, W = x.shape
     OD, OH, OW = gr.shape[1:4]
     if list(g.shape) != [N, C, OD, OH, OW]:
-        raise RuntimeError(f"grid_sampler_3d_backward(): grad_output of shape {list(g.shape)}, "
-                           f"expected {[N, C, OD, OH, OW]}")
+        raise RuntimeError(
+            f"grid_sampler_3d_backward(): grad_output of shape {list(g.shape)}, "
+            f"expected {[N, C, OD, OH, OW]}"
+        )
     want_input = bool(output_mask[0])
     acc = _accumulator(x) if want_input else None
     ggrid = torch.empty(gr.shape, dtype=gr.dtype, device=gr.device)
     total = N * OD * OH * OW
     if total:
         grid_, block = _grid(total)
-        launch(_grid_sample3d_backward_kernel, grid_, g, x, gr, acc if want_input else x, ggrid,
-               total, C, D, H, W, OD, OH, OW, MODE=int(interpolation_mode),
-               PADDING=int(padding_mode), ALIGN=bool(align_corners), INPUT_GRAD=want_input,
-               ACC=_tl_acc(x.dtype), BLOCK=block)
+        launch(
+            _grid_sample3d_backward_kernel,
+            grid_,
+            g,
+            x,
+            gr,
+            acc if want_input else x,
+            ggrid,
+            total,
+            C,
+            D,
+            H,
+            W,
+            OD,
+            OH,
+            OW,
+            MODE=int(interpolation_mode),
+            PADDING=int(padding_mode),
+            ALIGN=bool(align_corners),
+            INPUT_GRAD=want_input,
+            ACC=_tl_acc(x.dtype),
+            BLOCK=block,
+        )
     grad_input = None
     if want_input:
         grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -1117,8 +1466,9 @@ def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, paddi
     return grad_input, ggrid
 
 
-KERNELS.update({"grid_sampler_3d": grid_sampler_3d,
-                "grid_sampler_3d_backward": grid_sampler_3d_backward})
+KERNELS.update(
+    {"grid_sampler_3d": grid_sampler_3d, "grid_sampler_3d_backward": grid_sampler_3d_backward}
+)
 
 
 # -- im2col / col2im (plain ops): F.unfold / F.fold ------------------------------
@@ -1127,6 +1477,7 @@ KERNELS.update({"grid_sampler_3d": grid_sampler_3d,
 #   and their .out(..., out); a batch of one may come without its batch dim.
 # The kernels are the convolutions' (ops/conv.py _im2col / _col2im).
 
+
 def _blocks(size, pad, dil, k, stride):
     return (size + 2 * pad - (dil * (k - 1) + 1)) // stride + 1
 
@@ -1134,15 +1485,25 @@ def _blocks(size, pad, dil, k, stride):
 def _check_window(kernel_size, dilation, padding, stride, stride_first):
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
     if not (kw > 0 and kh > 0):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} "
-                           f"kernel_width: {kw}")
+        raise RuntimeError(
+            f"kernel size should be greater than zero, but got kernel_height: {kh} "
+            f"kernel_width: {kw}"
+        )
     checks = [
-        (sw > 0 and sh > 0, f"stride should be greater than zero, but got stride_height: {sh} "
-                            f"stride_width: {sw}"),
-        (dw > 0 and dh > 0, f"dilation should be greater than zero, but got dilation_height: {dh} "
-                            f"dilation_width: {dw}"),
-        (pw >= 0 and ph >= 0, f"padding should be non-negative, but got pad_height: {ph} "
-                              f"pad_width: {pw}")]
+        (
+            sw > 0 and sh > 0,
+            f"stride should be greater than zero, but got stride_height: {sh} stride_width: {sw}",
+        ),
+        (
+            dw > 0 and dh > 0,
+            f"dilation should be greater than zero, but got dilation_height: {dh} "
+            f"dilation_width: {dw}",
+        ),
+        (
+            pw >= 0 and ph >= 0,
+            f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}",
+        ),
+    ]
     if not stride_first:  # im2col checks stride last
         checks = checks[1:] + checks[:1]
     for ok, msg in checks:
@@ -1153,18 +1514,24 @@ def _check_window(kernel_size, dilation, padding, stride, stride_first):
 def _im2col_shape(self, kernel_size, dilation, padding, stride):
     _check_window(kernel_size, dilation, padding, stride, False)
     x = self
-    if not ((x.dim() == 3 and x.shape[0] != 0 and x.shape[1] != 0 and x.shape[2] != 0) or
-            (x.dim() == 4 and x.shape[1] != 0 and x.shape[2] != 0 and x.shape[3] != 0)):
-        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
-                           f"non-zero dimensions for input, but got: {list(x.shape)}")
+    if not (
+        (x.dim() == 3 and x.shape[0] != 0 and x.shape[1] != 0 and x.shape[2] != 0)
+        or (x.dim() == 4 and x.shape[1] != 0 and x.shape[2] != 0 and x.shape[3] != 0)
+    ):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
+            f"non-zero dimensions for input, but got: {list(x.shape)}"
+        )
     H, W = x.shape[-2:]
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
     OH, OW = _blocks(H, ph, dh, kh, sh), _blocks(W, pw, dw, kw, sw)
     if OH < 1 or OW < 1:
-        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({kh}, {kw}), "
-                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the "
-                           f"array of sliding blocks as ({OH}, {OW}), but its components must be at "
-                           "least one.")
+        raise RuntimeError(
+            f"Given input with spatial size ({H}, {W}), kernel_size=({kh}, {kw}), "
+            f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the "
+            f"array of sliding blocks as ({OH}, {OW}), but its components must be at "
+            "least one."
+        )
     return OH, OW
 
 
@@ -1189,29 +1556,47 @@ def im2col_out(self, kernel_size, dilation, padding, stride, out):
 def _col2im_check(self, output_size, kernel_size, dilation, padding, stride):
     _check_window(kernel_size, dilation, padding, stride, True)
     x = self
-    if not ((x.dim() == 2 and x.shape[0] != 0 and x.shape[1] != 0) or
-            (x.dim() == 3 and x.shape[1] != 0 and x.shape[2] != 0)):
-        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
-                           f"size and non-zero dimensions for input, but got: {list(x.shape)}")
-    (H, W), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = \
-        output_size, kernel_size, dilation, padding, stride
+    if not (
+        (x.dim() == 2 and x.shape[0] != 0 and x.shape[1] != 0)
+        or (x.dim() == 3 and x.shape[1] != 0 and x.shape[2] != 0)
+    ):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
+            f"size and non-zero dimensions for input, but got: {list(x.shape)}"
+        )
+    (H, W), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (
+        output_size,
+        kernel_size,
+        dilation,
+        padding,
+        stride,
+    )
     planes, length = x.shape[-2:]
     if planes % (kh * kw) != 0:
-        raise RuntimeError("Expected size of input's dimension 1 to be divisible by the product of "
-                           f"kernel_size, but got input.size(1)={planes} and kernel_size=({kh}, {kw}).")
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={planes} and kernel_size=({kh}, {kw})."
+        )
     bh, bw = _blocks(H, ph, dh, kh, sh), _blocks(W, pw, dw, kw, sw)
-    desc = (f"Given output_size=({H}, {W}), kernel_size=({kh}, {kw}), dilation=({dh}, {dw}), "
-            f"padding=({ph}, {pw}), stride=({sh}, {sw}), ")
+    desc = (
+        f"Given output_size=({H}, {W}), kernel_size=({kh}, {kw}), dilation=({dh}, {dw}), "
+        f"padding=({ph}, {pw}), stride=({sh}, {sw}), "
+    )
     if length != bh * bw:
-        raise RuntimeError(desc + "expected size of input's dimension 2 to match the calculated "
-                           f"number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
-                           f"input.size(2)={length}.")
+        raise RuntimeError(
+            desc + "expected size of input's dimension 2 to match the calculated "
+            f"number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
+            f"input.size(2)={length}."
+        )
     if bh < 1 or bw < 1:
-        raise RuntimeError(desc + f"calculated shape of the array of sliding blocks as ({bh}, {bw}), "
-                           "which is too small (non-positive)")
+        raise RuntimeError(
+            desc + f"calculated shape of the array of sliding blocks as ({bh}, {bw}), "
+            "which is too small (non-positive)"
+        )
     if H < 1 or W < 1:
-        raise RuntimeError("Expected output spatial size to be positive, but got: "
-                           f"output_size=({H}, {W}).")
+        raise RuntimeError(
+            f"Expected output spatial size to be positive, but got: output_size=({H}, {W})."
+        )
     return (bh, bw), planes // (kh * kw)
 
 
@@ -1221,8 +1606,17 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
         raise NotImplementedError(f'"col2im" not implemented for {self.dtype}')
     grid, C = _col2im_check(self, output_size, kernel_size, dilation, padding, stride)
     cols = self if self.dim() == 3 else self.unsqueeze(0)
-    im = _col2im(cols, C, list(output_size), list(grid), list(kernel_size), list(stride),
-                 list(padding), list(dilation), self.dtype)
+    im = _col2im(
+        cols,
+        C,
+        list(output_size),
+        list(grid),
+        list(kernel_size),
+        list(stride),
+        list(padding),
+        list(dilation),
+        self.dtype,
+    )
     return im if self.dim() == 3 else im.squeeze(0)
 
 
@@ -1233,8 +1627,9 @@ def col2im_out(self, output_size, kernel_size, dilation, padding, stride, out):
     return out
 
 
-KERNELS.update({"im2col": im2col, "im2col_out": im2col_out, "col2im": col2im,
-                "col2im_out": col2im_out})
+KERNELS.update(
+    {"im2col": im2col, "im2col_out": im2col_out, "col2im": col2im, "col2im_out": col2im_out}
+)
 
 
 # -- 3-d max and average pooling ------------------------------------------------
@@ -1251,6 +1646,7 @@ KERNELS.update({"im2col": im2col, "im2col_out": im2col_out, "col2im": col2im,
 # when greater or NaN; average divisor: the override, or the window clipped to
 # the padded input, or to the input without count_include_pad).
 
+
 def _triple(v, default=None):
     v = list(v) if v is not None else []
     if not v:
@@ -1260,21 +1656,29 @@ def _triple(v, default=None):
 
 def _pool3_params(self, kernel_size, stride, padding, dilation, name):
     if self.dim() not in (4, 5):
-        raise RuntimeError(f"{name}: Expected 4D or 5D tensor for input, but got: {list(self.shape)}")
+        raise RuntimeError(
+            f"{name}: Expected 4D or 5D tensor for input, but got: {list(self.shape)}"
+        )
     k = _triple(kernel_size)
     s = _triple(stride, k)
     p = _triple(padding)
     d = _triple(dilation, [1, 1, 1])
     if len(k) != 3 or len(s) != 3 or len(p) != 3 or len(d) != 3:
-        raise RuntimeError(f"{name}: kernel_size, stride, padding and dilation must be one int or "
-                           f"a tuple of three ints")
+        raise RuntimeError(
+            f"{name}: kernel_size, stride, padding and dilation must be one int or "
+            f"a tuple of three ints"
+        )
     if min(k) <= 0 or min(s) <= 0 or min(d) <= 0:
-        raise RuntimeError(f"{name}: kernel size, stride and dilation should be greater than zero, "
-                           f"but got kernel {k}, stride {s}, dilation {d}")
+        raise RuntimeError(
+            f"{name}: kernel size, stride and dilation should be greater than zero, "
+            f"but got kernel {k}, stride {s}, dilation {d}"
+        )
     for kk, pp in zip(k, p):
         if pp < 0 or pp > kk // 2:
-            raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but "
-                               f"got pad={pp}, kernel_size={kk}")
+            raise RuntimeError(
+                f"{name}: pad should be at most half of effective kernel size, but "
+                f"got pad={pp}, kernel_size={kk}"
+            )
     return k, s, p, d
 
 
@@ -1287,9 +1691,34 @@ def _pool_out(size, k, s, p, d, ceil_mode):
 
 
 @triton.jit
-def _max_pool3d_kernel(x, out, idx, g, gin, total, D, H, W, OD, OH, OW, KD, KH, KW,
-                       sd, sh, sw, pd, ph, pw, dd, dh, dw, BACKWARD: tl.constexpr,
-                       BLOCK: tl.constexpr):
+def _max_pool3d_kernel(
+    x,
+    out,
+    idx,
+    g,
+    gin,
+    total,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    KD,
+    KH,
+    KW,
+    sd,
+    sh,
+    sw,
+    pd,
+    ph,
+    pw,
+    dd,
+    dh,
+    dw,
+    BACKWARD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, od, oh, ow = _split4(e, OD, OH, OW)
@@ -1316,9 +1745,32 @@ def _max_pool3d_kernel(x, out, idx, g, gin, total, D, H, W, OD, OH, OW, KD, KH, 
 
 
 @triton.jit
-def _avg_pool3d_kernel(x, out, g, gin, total, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw,
-                       pd, ph, pw, divisor, COUNT_PAD: tl.constexpr, BACKWARD: tl.constexpr,
-                       BLOCK: tl.constexpr):
+def _avg_pool3d_kernel(
+    x,
+    out,
+    g,
+    gin,
+    total,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    KD,
+    KH,
+    KW,
+    sd,
+    sh,
+    sw,
+    pd,
+    ph,
+    pw,
+    divisor,
+    COUNT_PAD: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, od, oh, ow = _split4(e, OD, OH, OW)
@@ -1369,23 +1821,47 @@ def _volumes(x):
 def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     k, s, p, d = _pool3_params(self, kernel_size, stride, padding, dilation, "max_pool3d")
     x, D, H, W = _volumes(self)
-    osz = [_pool_out(n, kk, ss, pp, dd_, ceil_mode) for n, kk, ss, pp, dd_ in zip((D, H, W), k, s, p, d)]
+    osz = [
+        _pool_out(n, kk, ss, pp, dd_, ceil_mode)
+        for n, kk, ss, pp, dd_ in zip((D, H, W), k, s, p, d)
+    ]
     if min(osz) < 1:
-        raise RuntimeError(f"max_pool3d: Given input size {list(self.shape)}, calculated output size "
-                           f"{osz} is too small")
+        raise RuntimeError(
+            f"max_pool3d: Given input size {list(self.shape)}, calculated output size "
+            f"{osz} is too small"
+        )
     shape = [*self.shape[:-3], *osz]
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
     indices = torch.empty(shape, dtype=torch.long, device=self.device)
     total = out.numel()
     if total:
         block = _block(total)
-        launch(_max_pool3d_kernel, (cdiv(total, block),), x, out, indices, x, x, total, D, H, W,
-               *osz, *k, *s, *p, *d, BACKWARD=False, BLOCK=block)
+        launch(
+            _max_pool3d_kernel,
+            (cdiv(total, block),),
+            x,
+            out,
+            indices,
+            x,
+            x,
+            total,
+            D,
+            H,
+            W,
+            *osz,
+            *k,
+            *s,
+            *p,
+            *d,
+            BACKWARD=False,
+            BLOCK=block,
+        )
     return out, indices
 
 
-def max_pool3d_with_indices_out(self, kernel_size, stride, padding, dilation, ceil_mode, out,
-                                indices):
+def max_pool3d_with_indices_out(
+    self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
+):
     o, i = max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
     for dst, src in ((out, o), (indices, i)):
         dst.resize_(src.shape)
@@ -1393,8 +1869,9 @@ def max_pool3d_with_indices_out(self, kernel_size, stride, padding, dilation, ce
     return out, indices
 
 
-def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
-                                     ceil_mode, indices):
+def max_pool3d_with_indices_backward(
+    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+):
     x, D, H, W = _volumes(self)
     acc = torch.zeros(self.shape, dtype=torch.float32, device=self.device)
     g = _contiguous(grad_output)
@@ -1402,23 +1879,53 @@ def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, pad
     if total:
         OD, OH, OW = g.shape[-3:]
         block = _block(total)
-        launch(_max_pool3d_kernel, (cdiv(total, block),), x, x, _contiguous(indices), g, acc,
-               total, D, H, W, OD, OH, OW, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, BACKWARD=True,
-               BLOCK=block)
+        launch(
+            _max_pool3d_kernel,
+            (cdiv(total, block),),
+            x,
+            x,
+            _contiguous(indices),
+            g,
+            acc,
+            total,
+            D,
+            H,
+            W,
+            OD,
+            OH,
+            OW,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            0,
+            0,
+            1,
+            1,
+            1,
+            BACKWARD=True,
+            BLOCK=block,
+        )
     return acc.to(self.dtype)
 
 
-def max_pool3d_with_indices_backward_out(grad_output, self, kernel_size, stride, padding,
-                                         dilation, ceil_mode, indices, grad_input):
-    r = max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
-                                         dilation, ceil_mode, indices)
+def max_pool3d_with_indices_backward_out(
+    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
+):
+    r = max_pool3d_with_indices_backward(
+        grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+    )
     grad_input.resize_(r.shape)
     copy_kernel((grad_input,), (r,))
     return grad_input
 
 
-def avg_pool3d_out(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                   divisor_override, out):
+def avg_pool3d_out(
+    self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out
+):
     """avg_pool3d.out impl (PyTorch's meta has checked the arguments and sized out)."""
     k, s, p, _ = _pool3_params(self, kernel_size, stride, padding, None, "avg_pool3d")
     x, D, H, W = _volumes(self)
@@ -1427,14 +1934,40 @@ def avg_pool3d_out(self, kernel_size, stride, padding, ceil_mode, count_include_
         return
     o_t = _dense(out)
     block = _block(total)
-    launch(_avg_pool3d_kernel, (cdiv(total, block),), x, o_t, x, x, total, D, H, W,
-           *out.shape[-3:], *k, *s, *p, int(divisor_override or 0),
-           COUNT_PAD=bool(count_include_pad), BACKWARD=False, BLOCK=block)
+    launch(
+        _avg_pool3d_kernel,
+        (cdiv(total, block),),
+        x,
+        o_t,
+        x,
+        x,
+        total,
+        D,
+        H,
+        W,
+        *out.shape[-3:],
+        *k,
+        *s,
+        *p,
+        int(divisor_override or 0),
+        COUNT_PAD=bool(count_include_pad),
+        BACKWARD=False,
+        BLOCK=block,
+    )
     _write_back(out, o_t)
 
 
-def avg_pool3d_backward_out(grad_output, self, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override, grad_input):
+def avg_pool3d_backward_out(
+    grad_output,
+    self,
+    kernel_size,
+    stride,
+    padding,
+    ceil_mode,
+    count_include_pad,
+    divisor_override,
+    grad_input,
+):
     k, s, p, _ = _pool3_params(self, kernel_size, stride, padding, None, "avg_pool3d_backward")
     x, D, H, W = _volumes(self)
     acc = torch.zeros(self.shape, dtype=torch.float32, device=self.device)
@@ -1442,14 +1975,36 @@ def avg_pool3d_backward_out(grad_output, self, kernel_size, stride, padding, cei
     total = g.numel()
     if total:
         block = _block(total)
-        launch(_avg_pool3d_kernel, (cdiv(total, block),), x, x, g, acc, total, D, H, W,
-               *g.shape[-3:], *k, *s, *p, int(divisor_override or 0),
-               COUNT_PAD=bool(count_include_pad), BACKWARD=True, BLOCK=block)
+        launch(
+            _avg_pool3d_kernel,
+            (cdiv(total, block),),
+            x,
+            x,
+            g,
+            acc,
+            total,
+            D,
+            H,
+            W,
+            *g.shape[-3:],
+            *k,
+            *s,
+            *p,
+            int(divisor_override or 0),
+            COUNT_PAD=bool(count_include_pad),
+            BACKWARD=True,
+            BLOCK=block,
+        )
     copy_kernel((grad_input,), (acc,))
 
 
-KERNELS.update({"max_pool3d_with_indices": max_pool3d_with_indices,
-                "max_pool3d_with_indices_out": max_pool3d_with_indices_out,
-                "max_pool3d_with_indices_backward": max_pool3d_with_indices_backward,
-                "max_pool3d_with_indices_backward_out": max_pool3d_with_indices_backward_out,
-                "avg_pool3d": avg_pool3d_out, "avg_pool3d_backward": avg_pool3d_backward_out})
+KERNELS.update(
+    {
+        "max_pool3d_with_indices": max_pool3d_with_indices,
+        "max_pool3d_with_indices_out": max_pool3d_with_indices_out,
+        "max_pool3d_with_indices_backward": max_pool3d_with_indices_backward,
+        "max_pool3d_with_indices_backward_out": max_pool3d_with_indices_backward_out,
+        "avg_pool3d": avg_pool3d_out,
+        "avg_pool3d_backward": avg_pool3d_backward_out,
+    }
+)

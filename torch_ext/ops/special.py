@@ -37,6 +37,7 @@ Edge values follow PyTorch's CPU kernels (poles, +-inf, signed zeros), except
 that polygamma(1, x) at negative integers is +inf (CPU returns a large finite
 number there from sin(pi x) rounding).
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -131,8 +132,18 @@ def _digamma64(x):
         acc = tl.where(small, acc - 1.0 / y, acc)
         y = tl.where(small, y + 1.0, y)
     iy2 = 1.0 / (y * y)
-    tail = iy2 * (1.0 / 12 - iy2 * (1.0 / 120 - iy2 * (1.0 / 252 - iy2 * (
-        1.0 / 240 - iy2 * (1.0 / 132 - iy2 * (691.0 / 32760 - iy2 / 12.0))))))
+    tail = iy2 * (
+        1.0 / 12
+        - iy2
+        * (
+            1.0 / 120
+            - iy2
+            * (
+                1.0 / 252
+                - iy2 * (1.0 / 240 - iy2 * (1.0 / 132 - iy2 * (691.0 / 32760 - iy2 / 12.0)))
+            )
+        )
+    )
     res = acc + tl.log(y) - 0.5 / y - tail
     res = tl.where(neg, res - refl, res)
     # Poles: digamma(+0) = -inf, digamma(-0) = +inf, negative integers nan.
@@ -332,22 +343,47 @@ def _ndtri64(p):
     pp = tl.minimum(p, 1.0 - p)
     lp = tl.log(tl.where(pp > 0, pp, 1.0))
     q = tl.sqrt(-2.0 * lp)
-    num = ((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e+00) * q
-            - 2.549732539343734e+00) * q + 4.374664141464968e+00) * q + 2.938163982698783e+00
-    den = (((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e+00) * q
-           + 3.754408661907416e+00) * q + 1.0
+    num = (
+        (
+            ((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e00) * q
+            - 2.549732539343734e00
+        )
+        * q
+        + 4.374664141464968e00
+    ) * q + 2.938163982698783e00
+    den = (
+        ((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e00) * q
+        + 3.754408661907416e00
+    ) * q + 1.0
     x_tail = num / den
     c = pp - 0.5
     r = c * c
-    num = (((((-3.969683028665376e+01 * r + 2.209460984245205e+02) * r - 2.759285104469687e+02) * r
-             + 1.383577518672690e+02) * r - 3.066479806614716e+01) * r + 2.506628277459239e+00) * c
-    den = ((((-5.447609879822406e+01 * r + 1.615858368580409e+02) * r - 1.556989798598866e+02) * r
-            + 6.680131188771972e+01) * r - 1.328068155288572e+01) * r + 1.0
+    num = (
+        (
+            (
+                ((-3.969683028665376e01 * r + 2.209460984245205e02) * r - 2.759285104469687e02) * r
+                + 1.383577518672690e02
+            )
+            * r
+            - 3.066479806614716e01
+        )
+        * r
+        + 2.506628277459239e00
+    ) * c
+    den = (
+        (
+            ((-5.447609879822406e01 * r + 1.615858368580409e02) * r - 1.556989798598866e02) * r
+            + 6.680131188771972e01
+        )
+        * r
+        - 1.328068155288572e01
+    ) * r + 1.0
     x = tl.where(pp < 0.02425, x_tail, num / den)
     for _ in tl.static_range(2):
         # u = (Phi(x) - pp) / phi(x), without overflow in the far tail
-        u = 2.5066282746310002 * (0.5 * _erfcx_pos(tl.maximum(-x * 0.7071067811865476, 0.0))
-                                  - tl.exp(lp + 0.5 * x * x))
+        u = 2.5066282746310002 * (
+            0.5 * _erfcx_pos(tl.maximum(-x * 0.7071067811865476, 0.0)) - tl.exp(lp + 0.5 * x * x)
+        )
         x = x - u / (1.0 + 0.5 * x * u)
     x = tl.where(pp == 0, -float("inf"), x)
     x = tl.where(p > 0.5, -x, x)
@@ -516,11 +552,15 @@ def nextafter(outs, ins, common_dtype):
     """nextafter_stub(iter): operands cast to the common dtype first."""
     out = outs[0]
     same = _as_tensors(out, ins, common_dtype)
-    res = out if out.dtype == common_dtype else torch.empty(out.shape, dtype=common_dtype,
-                                                             device=out.device)
+    res = (
+        out
+        if out.dtype == common_dtype
+        else torch.empty(out.shape, dtype=common_dtype, device=out.device)
+    )
     if common_dtype == torch.bfloat16:
-        _nextafter_bf16.iter((res.view(torch.int16),), tuple(t.view(torch.int16) for t in same),
-                             torch.int16)
+        _nextafter_bf16.iter(
+            (res.view(torch.int16),), tuple(t.view(torch.int16) for t in same), torch.int16
+        )
     elif common_dtype.is_floating_point:
         _nextafter_same.iter((res,), tuple(same), common_dtype)
     else:
@@ -745,11 +785,15 @@ def log_sigmoid_backward(grad_output, self, buffer):
 def _bce_operands(name, self, target, weight):
     _check_float(name, self, target, weight)
     if target.dtype != self.dtype:
-        raise RuntimeError(f"{name}: target dtype {target.dtype} differs from input dtype {self.dtype}")
+        raise RuntimeError(
+            f"{name}: target dtype {target.dtype} differs from input dtype {self.dtype}"
+        )
     if target.shape != self.shape:
         if target.numel() != self.numel():
-            raise RuntimeError(f"{name}: target size {list(target.shape)} does not match input size "
-                               f"{list(self.shape)}")
+            raise RuntimeError(
+                f"{name}: target size {list(target.shape)} does not match input size "
+                f"{list(self.shape)}"
+            )
         target = target.reshape(self.shape)  # PyTorch squeezes both: same elements in order
     w = 1.0
     if weight is not None:
@@ -758,8 +802,10 @@ def _bce_operands(name, self, target, weight):
         except RuntimeError:
             ok = False
         if not ok:
-            raise RuntimeError(f"{name}: weight of size {list(weight.shape)} does not broadcast to "
-                               f"the input size {list(self.shape)}")
+            raise RuntimeError(
+                f"{name}: weight of size {list(weight.shape)} does not broadcast to "
+                f"the input size {list(self.shape)}"
+            )
         w = weight.expand(self.shape)
     return target, w
 
@@ -771,6 +817,7 @@ def _check_unit(name, what, t):
 
 def _reduce_loss(loss, reduction, out):
     from .reduction import SUM, reduce_into
+
     n = loss.numel()
     scale = (1.0 / n if n else float("nan")) if reduction == MEAN else 1.0
     reduce_into(loss, None, out, SUM, scale=scale)
@@ -778,7 +825,9 @@ def _reduce_loss(loss, reduction, out):
 
 def _check_reduction(name, reduction):
     if reduction not in (NONE, MEAN, SUM_RED):
-        raise RuntimeError(f"{name}: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction}")
+        raise RuntimeError(
+            f"{name}: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction}"
+        )
 
 
 def binary_cross_entropy_out(self, target, weight, reduction, out):
@@ -822,8 +871,10 @@ def _glu_dim(self, dim):
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = dim + self.dim() if dim < 0 else dim
     if not 0 <= d < self.dim():
-        raise IndexError(f"Dimension out of range (expected to be in range of "
-                         f"[{-self.dim()}, {self.dim() - 1}], but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of "
+            f"[{-self.dim()}, {self.dim() - 1}], but got {dim})"
+        )
     n = self.shape[d]
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
@@ -841,12 +892,17 @@ def glu_backward_out(grad_output, self, dim, grad_input):
     expected = list(self.shape)
     expected[d] = h
     if list(grad_output.shape) != expected:
-        raise RuntimeError(f"glu_backward: grad_output of size {list(grad_output.shape)} does not "
-                           f"match the output size {expected}")
+        raise RuntimeError(
+            f"glu_backward: grad_output of size {list(grad_output.shape)} does not "
+            f"match the output size {expected}"
+        )
     grad_input.resize_(self.shape)
     a, b = self.narrow(d, 0, h), self.narrow(d, h, h)
-    _glu_backward.iter((grad_input.narrow(d, 0, h), grad_input.narrow(d, h, h)),
-                       (grad_output, a, b), torch.result_type(grad_output, self))
+    _glu_backward.iter(
+        (grad_input.narrow(d, 0, h), grad_input.narrow(d, h, h)),
+        (grad_output, a, b),
+        torch.result_type(grad_output, self),
+    )
     return grad_input
 
 
@@ -855,18 +911,45 @@ def glu_backward(grad_output, self, dim):
     return glu_backward_out(grad_output, self, dim, out)
 
 
-OPS = [lgamma, digamma, i0, special_i0e, special_i1, special_i1e, special_erfcx,
-       special_log_ndtr, special_ndtri, sinc, mish, mish_backward,
-       smooth_l1, smooth_l1_backward, huber, huber_backward, prelu, prelu_backward]
+OPS = [
+    lgamma,
+    digamma,
+    i0,
+    special_i0e,
+    special_i1,
+    special_i1e,
+    special_erfcx,
+    special_log_ndtr,
+    special_ndtri,
+    sinc,
+    mish,
+    mish_backward,
+    smooth_l1,
+    smooth_l1_backward,
+    huber,
+    huber_backward,
+    prelu,
+    prelu_backward,
+]
 
 KERNELS = {op.name: op.iter for op in OPS}
-KERNELS.update({
-    "polygamma": polygamma, "nextafter": nextafter, "gcd": gcd, "lcm": lcm,
-    "special_zeta": special_zeta,
-    "log_sigmoid_forward": log_sigmoid_forward, "log_sigmoid_forward_out": log_sigmoid_forward_out,
-    "log_sigmoid_backward": log_sigmoid_backward, "log_sigmoid_backward_out": log_sigmoid_backward_out,
-    "binary_cross_entropy": binary_cross_entropy, "binary_cross_entropy_out": binary_cross_entropy_out,
-    "binary_cross_entropy_backward": binary_cross_entropy_backward,
-    "binary_cross_entropy_backward_out": binary_cross_entropy_backward_out,
-    "glu_out": glu_out, "glu_backward": glu_backward, "glu_backward_out": glu_backward_out,
-})
+KERNELS.update(
+    {
+        "polygamma": polygamma,
+        "nextafter": nextafter,
+        "gcd": gcd,
+        "lcm": lcm,
+        "special_zeta": special_zeta,
+        "log_sigmoid_forward": log_sigmoid_forward,
+        "log_sigmoid_forward_out": log_sigmoid_forward_out,
+        "log_sigmoid_backward": log_sigmoid_backward,
+        "log_sigmoid_backward_out": log_sigmoid_backward_out,
+        "binary_cross_entropy": binary_cross_entropy,
+        "binary_cross_entropy_out": binary_cross_entropy_out,
+        "binary_cross_entropy_backward": binary_cross_entropy_backward,
+        "binary_cross_entropy_backward_out": binary_cross_entropy_backward_out,
+        "glu_out": glu_out,
+        "glu_backward": glu_backward,
+        "glu_backward_out": glu_backward_out,
+    }
+)

@@ -1,14 +1,15 @@
 """Pointwise ops of three operands, and clamp (convention (1)).
 
-  lerp_scalar(self, end; weight)       lerp_kernel_scalar_weight
-  lerp_tensor(self, end, weight)       lerp_kernel_tensor_weight
-  addcmul(self, t1, t2; value), addcdiv(self, t1, t2; value)
-  addr(self, vec1 column, vec2 row; beta, alpha)   addr_stub (beta == 0 ignores self)
-  where(cond, self, other)             where_kernel (computes in the out's dtype)
-  clamp(x, min, max)                   clamp_stub (tensor bounds)
-  clamp_scalar(x; min, max), clamp_min_scalar(x; min), clamp_max_scalar(x; max)
-  pow_tensor_tensor(base, exp), pow_tensor_scalar(base; exp)
+lerp_scalar(self, end; weight)       lerp_kernel_scalar_weight
+lerp_tensor(self, end, weight)       lerp_kernel_tensor_weight
+addcmul(self, t1, t2; value), addcdiv(self, t1, t2; value)
+addr(self, vec1 column, vec2 row; beta, alpha)   addr_stub (beta == 0 ignores self)
+where(cond, self, other)             where_kernel (computes in the out's dtype)
+clamp(x, min, max)                   clamp_stub (tensor bounds)
+clamp_scalar(x; min, max), clamp_min_scalar(x; min), clamp_max_scalar(x; max)
+pow_tensor_tensor(base, exp), pow_tensor_scalar(base; exp)
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -210,8 +211,17 @@ def addr(outs, ins, common_dtype, beta, alpha):
         _addr.iter(outs, ins, common_dtype, beta, alpha)
 
 
-OPS = [lerp_scalar, lerp_tensor, addcmul, addcdiv, clamp, clamp_scalar, clamp_min_scalar,
-       clamp_max_scalar, pow_tensor_tensor]
+OPS = [
+    lerp_scalar,
+    lerp_tensor,
+    addcmul,
+    addcdiv,
+    clamp,
+    clamp_scalar,
+    clamp_min_scalar,
+    clamp_max_scalar,
+    pow_tensor_tensor,
+]
 
 KERNELS = {op.name: op.iter for op in OPS}
 KERNELS.update({"where": where, "pow_tensor_scalar": pow_tensor_scalar, "addr": addr})
@@ -220,9 +230,14 @@ KERNELS.update({"where": where, "pow_tensor_scalar": pow_tensor_scalar, "addr": 
 def where_out(condition, self, other, out):
     """where.self_out (plain, convention (3))."""
     shape = out.shape
-    ins = tuple(t.expand(shape) if isinstance(t, torch.Tensor) and t.dim() else
-                (t.item() if isinstance(t, torch.Tensor) and t.device != out.device else
-                 t.expand(shape)) for t in (condition, self, other))
+    ins = tuple(
+        t.expand(shape)
+        if isinstance(t, torch.Tensor) and t.dim()
+        else (
+            t.item() if isinstance(t, torch.Tensor) and t.device != out.device else t.expand(shape)
+        )
+        for t in (condition, self, other)
+    )
     _where.iter((out,), ins, out.dtype)
     return out
 

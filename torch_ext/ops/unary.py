@@ -3,6 +3,7 @@
 Float functions compute fp16/bf16 in fp32; integer inputs of float functions
 are promoted by the iterator (or by `promotion="int_to_float"` functionally).
 """
+
 import builtins
 
 import torch
@@ -317,24 +318,71 @@ def nan_to_num(outs, ins, common_dtype, nan=None, posinf=None, neginf=None):
         return copy_like(outs, ins)
     info = torch.finfo(outs[0].dtype)
     hi, lo = info.max, info.min
-    _nan_to_num.iter(outs, ins, common_dtype, 0.0 if nan is None else nan,
-                     hi if posinf is None else posinf, lo if neginf is None else neginf)
+    _nan_to_num.iter(
+        outs,
+        ins,
+        common_dtype,
+        0.0 if nan is None else nan,
+        hi if posinf is None else posinf,
+        lo if neginf is None else neginf,
+    )
 
 
 def copy_like(outs, ins):
     from .copy import copy
+
     copy.iter(outs, ins, outs[0].dtype)
 
 
 def round_decimals_kernel(outs, ins, common_dtype, decimals):
     """round_decimals_stub(iter, int64 decimals)."""
-    round_decimals.iter(outs, ins, common_dtype, float(10.0 ** builtins.abs(decimals)), decimals < 0)
+    round_decimals.iter(
+        outs, ins, common_dtype, float(10.0 ** builtins.abs(decimals)), decimals < 0
+    )
 
 
-OPS = [abs, neg, exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, reciprocal, sin, cos,
-       tan, tanh, sinh, cosh, sigmoid, erf, erfc, asin, acos, atan, erfinv, logit, floor, ceil,
-       trunc, frac, round, sign,
-       signbit, bitwise_not, logical_not, isnan, isinf, isfinite, isposinf, isneginf]
+OPS = [
+    abs,
+    neg,
+    exp,
+    exp2,
+    expm1,
+    log,
+    log2,
+    log10,
+    log1p,
+    sqrt,
+    rsqrt,
+    reciprocal,
+    sin,
+    cos,
+    tan,
+    tanh,
+    sinh,
+    cosh,
+    sigmoid,
+    erf,
+    erfc,
+    asin,
+    acos,
+    atan,
+    erfinv,
+    logit,
+    floor,
+    ceil,
+    trunc,
+    frac,
+    round,
+    sign,
+    signbit,
+    bitwise_not,
+    logical_not,
+    isnan,
+    isinf,
+    isfinite,
+    isposinf,
+    isneginf,
+]
 
 KERNELS = {op.name: op.iter for op in OPS}
 KERNELS["nan_to_num"] = nan_to_num

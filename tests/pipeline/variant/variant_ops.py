@@ -1,5 +1,6 @@
 """A new pointwise op's whole Triton side: one scalar function. The manifest
 names it (`triton: variant_ops:hardshrink`) and fills hardshrink_stub with it."""
+
 import triton
 import triton.language as tl
 

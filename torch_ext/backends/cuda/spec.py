@@ -2,6 +2,7 @@
 
 Tuned values and functions go here by name (see torch_ext/backends/__init__.py).
 """
+
 import triton
 import triton.language as tl  # noqa: F401  (in scope for jit functions)
 from triton.language.extra import libdevice
@@ -90,9 +91,12 @@ def _sm_count():
     """Multiprocessors of the GPU that Triton launches on now (our driver's
     current device, or torch.cuda's when the kernels run without _C)."""
     from triton.runtime import driver
+
     device = driver.active.get_current_device()
     if device not in _SM_COUNT:
-        _SM_COUNT[device] = driver.active.utils.get_device_properties(device)["multiprocessor_count"]
+        _SM_COUNT[device] = driver.active.utils.get_device_properties(device)[
+            "multiprocessor_count"
+        ]
     return _SM_COUNT[device]
 
 

@@ -11,6 +11,7 @@ Its launcher also reports each launch to the tier-2 fast launcher
 (csrc/launch/FastLaunch.h) while C++ is recording a call, so that later calls
 with the same signature are launched from C++ directly.
 """
+
 import torch
 from triton.backends.nvidia.driver import CudaDriver
 from triton.runtime import driver as triton_driver
@@ -35,8 +36,14 @@ def _observing(launcher_cls):
                 types, values = self._fast_types, None
                 if types is not None and len(rest) - 4 == len(types):
                     values, types = _fast_values(types, rest[4:])
-                _C._fast_launch_observe((gridX, gridY, gridZ), function, self._fast_threads,
-                                        self._fast_shared, types, values or [])
+                _C._fast_launch_observe(
+                    (gridX, gridY, gridZ),
+                    function,
+                    self._fast_threads,
+                    self._fast_shared,
+                    types,
+                    values or [],
+                )
             return super().__call__(gridX, gridY, gridZ, stream, function, *rest)
 
     return ObservedLauncher
@@ -46,14 +53,17 @@ def _fast_types(src, metadata):
     """Each kernel argument's Triton type ('constexpr' for those compiled
     in), or None when the launch is not a plain one C++ can replay."""
     signature = getattr(src, "signature", None)
-    plain = (getattr(metadata, "num_ctas", 1) == 1
-             and not getattr(metadata, "launch_pdl", False)
-             and not getattr(metadata, "launch_cooperative_grid", False)
-             and not getattr(metadata, "global_scratch_size", 0)
-             and not getattr(metadata, "profile_scratch_size", 0)
-             and tuple(getattr(metadata, "cluster_dims", (1, 1, 1)) or (1, 1, 1)) in ((1, 1, 1), (1,), ())
-             and isinstance(signature, dict)
-             and all(isinstance(t, str) for t in signature.values()))
+    plain = (
+        getattr(metadata, "num_ctas", 1) == 1
+        and not getattr(metadata, "launch_pdl", False)
+        and not getattr(metadata, "launch_cooperative_grid", False)
+        and not getattr(metadata, "global_scratch_size", 0)
+        and not getattr(metadata, "profile_scratch_size", 0)
+        and tuple(getattr(metadata, "cluster_dims", (1, 1, 1)) or (1, 1, 1))
+        in ((1, 1, 1), (1,), ())
+        and isinstance(signature, dict)
+        and all(isinstance(t, str) for t in signature.values())
+    )
     return list(signature.values()) if plain else None
 
 

@@ -27,6 +27,7 @@ def mm_config(m, n, k, dtype):
 def dot_needs_fp32_inputs(dtype):
     # The interpreter's tl.dot goes through numpy, which has no bfloat16.
     import torch
+
     return dtype == torch.bfloat16
 
 
@@ -58,7 +59,9 @@ def _fix_interpreter_index():
     def patched(fn):
         scope = patch(fn)
         if hasattr(scope, "set_attr"):
-            scope.set_attr(tl.core.tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+            scope.set_attr(
+                tl.core.tensor, "__index__", lambda self: int(self.handle.data.squeeze())
+            )
         return scope
 
     patched._torch_ext_index = True
