@@ -129,6 +129,25 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(storage), 0, c10::SymIntArrayRef({c10::SymInt(0)}), {});
 }
 
+// nn.Module._apply and `param.data = t` swap a tensor's contents in place only where this holds.
+// c10's own rule treats dense tensors of CPU, CUDA, MPS, HIP, XPU, HPU and MTIA as interchangeable
+// but not PrivateUse1, so without this kernel `.to()` replaces every Parameter: tied weights come
+// apart and an optimizer built before the move holds stale tensors. Our tensors are plain dense
+// TensorImpls like theirs.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](c10::DispatchKeySet ks) {
+    constexpr auto backends = c10::DispatchKeySet(
+        {c10::BackendComponent::CPUBit, c10::BackendComponent::CUDABit,
+         c10::BackendComponent::MPSBit, c10::BackendComponent::HIPBit,
+         c10::BackendComponent::XPUBit, c10::BackendComponent::HPUBit,
+         c10::BackendComponent::MTIABit, c10::BackendComponent::PrivateUse1Bit});
+    return ks.has(c10::DispatchKey::Dense) && ks.has_any(backends);
+  };
+  const auto ks = self.key_set();
+  if (dense(ks) && dense(from.key_set())) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 void record_stream(at::Tensor& self, c10::Stream stream) {
   deviceAllocator().recordStream(self.storage().data_ptr(), stream);
 }
@@ -151,6 +170,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("record_stream", TORCH_FN(record_stream));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 }  // namespace torch_ext::aten

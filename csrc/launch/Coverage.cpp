@@ -21,7 +21,10 @@ std::map<std::string, int64_t>& calls() {
 std::optional<at::CallbackHandle> handle;
 
 bool on_device(const c10::IValue& v) {
-  if (v.isTensor()) return v.toTensor().device().type() == c10::DeviceType::PrivateUse1;
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+  }
   if (v.isTensorList()) {
     for (const at::Tensor& t : v.toTensorVector()) {
       if (t.defined() && t.device().type() == c10::DeviceType::PrivateUse1) return true;
