@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import textwrap
 
 from torchgen.api import cpp, structured
@@ -211,6 +212,18 @@ def _stub_fills(op: Op) -> tuple[str, str]:
     return "\n".join(fns), "\n".join(regs)
 
 
+_REGISTRATION = re.compile(r'm\.impl\("([^"]+)",\s*TORCH_FN\((\w+)\)\);')
+
+
+def _guarded(registration: str) -> str:
+    """Registers a wrapper through DtypeGuard (csrc/aten/DtypeGuard.h), so that
+    element types no kernel takes go to the CPU fallback instead."""
+    return _REGISTRATION.sub(
+        r'm.impl("\1", TORCH_FN((torch_ext::aten::DtypeGuard<"\1", &\2>::call)));',
+        registration,
+    )
+
+
 def shard_of(op: Op) -> int:
     return int(hashlib.sha1(op.name.encode()).hexdigest(), 16) % SHARDS
 
@@ -228,7 +241,7 @@ def emit_shard(ops: list[Op], namespace: str) -> str:
             if w:
                 wrappers.append(w)
             if r:
-                regs.append(r.strip())
+                regs.append(_guarded(r.strip()))
         fns, rs = _stub_fills(op)
         if fns:
             stub_fns.append(fns)
@@ -255,6 +268,7 @@ def emit_shard(ops: list[Op], namespace: str) -> str:
 {inc}
 
 #include "{HEADER}"
+#include "aten/DtypeGuard.h"
 #include "aten/StructuredHelpers.h"
 #include "launch/Launcher.h"
 

@@ -6,6 +6,7 @@
 // ops must draw from the device generator. Inputs on two devices (or a CPU
 // tensor that is not a 0-dim scalar) are refused too, naming both devices.
 #include "aten/Fallback.h"
+#include "aten/DtypeGuard.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -137,38 +138,51 @@ void write_back(const at::Tensor& device_tensor, const at::Tensor& host) {
   device_tensor.copy_(host);
 }
 
-void warn_or_refuse(const std::string& name) {
+// `why` says what is missing natively ("has no privateuseone kernel", or the dtypes).
+void warn_or_refuse(const std::string& name, const std::string& why) {
   auto m = mode.load();
-  TORCH_CHECK(m != FallbackMode::Error, name,
-              " is not implemented for privateuseone and the CPU fallback is disabled "
-              "(TORCH_EXT_FALLBACK=error)");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      m != FallbackMode::Error, name, " ", why,
+      ", and the CPU fallback is off (TORCH_EXT_FALLBACK=error); set TORCH_EXT_FALLBACK=warn "
+      "or silent (or torch_ext.fallback_mode(\"warn\")) to run it on the CPU");
   std::lock_guard<std::mutex> lock(stats_mutex);
   stats[name]++;
   if (m == FallbackMode::Warn && warned.insert(name).second) {
-    TORCH_WARN(name,
-               " is not implemented for privateuseone; running it on the CPU (inputs and results "
-               "are copied)");
+    TORCH_WARN(name, " ", why, "; running it on the CPU (inputs and results are copied)");
   }
 }
 
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// The element types of the op's tensor arguments that no kernel takes, as "complex64, qint8".
+std::string unsupported_dtypes(c10::ArrayRef<c10::IValue> args) {
+  std::set<std::string> names;
+  for (const auto& arg : args) {
+    for_each_tensor(arg, [&](const at::Tensor& t) {
+      if (unsupported(t))
+        names.insert("torch." + std::string(c10::getDtypeNames(t.scalar_type()).first));
+    });
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& why) {
   const auto& schema = op.schema();
   const std::string name = op_name(schema);
   const size_t num_args = schema.arguments().size();
   auto args = torch::jit::last(*stack, num_args);
 
   auto device = common_device(name, args);
-  TORCH_CHECK(device.has_value(), name,
-              " has no privateuseone kernel, and as a factory (no device tensor input) it cannot "
-              "run through "
-              "the CPU fallback");
-  TORCH_CHECK(!returns_view(schema), name,
-              " has no privateuseone kernel, and as a view it cannot run through the CPU fallback");
-  TORCH_CHECK(
-      !is_random(schema), name,
-      " has no privateuseone kernel, and as a random op it cannot run through the CPU fallback "
-      "(it must use the device generator)");
-  warn_or_refuse(name);
+  TORCH_CHECK_NOT_IMPLEMENTED(device.has_value(), name, " ", why,
+                              ", and as a factory (no device tensor input) it cannot run through "
+                              "the CPU fallback");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      !returns_view(schema), name, " ", why,
+      ", and as a view it cannot run through the CPU fallback (the result would not alias)");
+  TORCH_CHECK_NOT_IMPLEMENTED(!is_random(schema), name, " ", why,
+                              ", and as a random op it cannot run through the CPU fallback (it "
+                              "must use the device generator)");
+  warn_or_refuse(name, why);
 
   std::vector<c10::IValue> originals(args.begin(), args.end());
   std::vector<c10::IValue> host_args;
@@ -212,7 +226,19 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (auto& r : results) torch::jit::push(*stack, std::move(r));
 }
 
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_cpu(op, stack, "has no privateuseone kernel");
+}
+
 }  // namespace
+
+void dtypeFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto args = torch::jit::last(*stack, op.schema().arguments().size());
+  run_on_cpu(op, stack,
+             "has no privateuseone kernel for dtype " + unsupported_dtypes(args) +
+                 " (Triton kernels take float16, bfloat16, float32, float64, int8, uint8, int16, "
+                 "int32, int64 and bool)");
+}
 
 FallbackMode parseFallbackMode(const std::string& text) {
   if (text == "warn") return FallbackMode::Warn;

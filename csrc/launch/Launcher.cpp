@@ -63,7 +63,11 @@ c10::IValue from_py(py::handle obj) {
 }
 
 [[noreturn]] void rethrow(const char* name, py::error_already_set& e) {
-  std::string msg = std::string("torch_ext kernel '") + name + "': " + e.what();
+  // The exception's own text, without pybind's "At:" Python traceback: the
+  // user sees the op and the reason, as from any torch error.
+  std::string what = py::str(e.value());
+  std::string type = py::str(e.type().attr("__name__"));
+  std::string msg = std::string("torch_ext kernel '") + name + "': " + what;
   if (e.matches(PyExc_TypeError)) TORCH_CHECK_TYPE(false, msg);
   if (e.matches(PyExc_ValueError)) TORCH_CHECK_VALUE(false, msg);
   if (e.matches(PyExc_NotImplementedError)) TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
@@ -73,7 +77,7 @@ c10::IValue from_py(py::handle obj) {
   if (e.matches(PyExc_MemoryError) || e.matches(oom)) {
     throw c10::OutOfMemoryError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
   }
-  TORCH_CHECK(false, msg);
+  TORCH_CHECK(false, std::string("torch_ext kernel '") + name + "': " + type + ": " + what);
 }
 
 }  // namespace

@@ -395,7 +395,10 @@ def test_plain_native_layer_norm(codegen):
     )
     assert "const OptionalDeviceGuard device_guard(device_of(input));" in t
     assert "return at::musa::musa_layer_norm(input, normalized_shape, weight, bias, eps);" in t
-    assert 'm.impl("native_layer_norm", TORCH_FN(wrapper_PrivateUse1__native_layer_norm));' in t
+    assert (
+        'm.impl("native_layer_norm", TORCH_FN((torch_ext::aten::DtypeGuard<"native_layer_norm", '
+        "&wrapper_PrivateUse1__native_layer_norm>::call)));" in t
+    )
     assert "structured_" not in text.replace("using torch_ext::structured::", "")
 
 

@@ -1,0 +1,100 @@
+#pragma once
+// Every generated PrivateUse1 kernel is registered through DtypeGuard: a call
+// with a tensor of an element type Triton kernels cannot take (complex,
+// quantized, float8, the wide unsigned types) never reaches the kernel. It goes
+// to the CPU fallback instead, which runs it on the CPU or refuses it by
+// TORCH_EXT_FALLBACK, with a message that names the op and the dtype.
+// The check is a few compares per tensor argument; boxing happens only then.
+
+#include <ATen/core/List.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+
+namespace torch_ext::aten {
+
+// The boxed fallback for an unsupported element type (Fallback.cpp).
+void dtypeFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+inline bool kernelTakes(c10::ScalarType t) {
+  switch (t) {
+    case c10::kHalf:
+    case c10::kBFloat16:
+    case c10::kFloat:
+    case c10::kDouble:
+    case c10::kChar:
+    case c10::kByte:
+    case c10::kShort:
+    case c10::kInt:
+    case c10::kLong:
+    case c10::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline bool unsupported(const at::Tensor& t) {
+  return t.defined() && !kernelTakes(t.scalar_type());
+}
+inline bool unsupported(const std::optional<at::Tensor>& t) { return t && unsupported(*t); }
+inline bool unsupported(at::TensorList ts) {
+  return std::any_of(ts.begin(), ts.end(), [](const at::Tensor& t) { return unsupported(t); });
+}
+inline bool unsupported(const at::ITensorListRef& ts) {
+  for (const at::Tensor& t : ts) {
+    if (unsupported(t)) return true;
+  }
+  return false;
+}
+inline bool unsupported(const c10::List<std::optional<at::Tensor>>& ts) {
+  for (const std::optional<at::Tensor>& t : ts) {
+    if (unsupported(t)) return true;
+  }
+  return false;
+}
+template <class T>
+bool unsupported(const T&) {
+  return false;
+}
+
+// An op name ("mul.Tensor") as a template argument.
+template <std::size_t N>
+struct OpName {
+  char text[N];
+  constexpr OpName(const char (&s)[N]) { std::copy_n(s, N, text); }
+};
+
+template <OpName name>
+const c10::OperatorHandle& opHandle() {
+  static const c10::OperatorHandle op = [] {
+    std::string full(name.text);
+    auto dot = full.find('.');
+    std::string base = "aten::" + full.substr(0, dot);
+    std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
+    return c10::Dispatcher::singleton().findSchemaOrThrow(base.c_str(), overload.c_str());
+  }();
+  return op;
+}
+
+template <OpName name, auto fn, class Sig = decltype(fn)>
+struct DtypeGuard;
+
+template <OpName name, auto fn, class Ret, class... Args>
+struct DtypeGuard<name, fn, Ret (*)(Args...)> {
+  static Ret call(Args... args) {
+    if (C10_UNLIKELY((unsupported(args) || ...))) {
+      return c10::impl::BoxedKernelWrapper<Ret(Args...)>::call(
+          c10::BoxedKernel::makeFromFunction<&dtypeFallback>(), opHandle<name>(),
+          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), std::forward<Args>(args)...);
+    }
+    return fn(std::forward<Args>(args)...);
+  }
+};
+
+}  // namespace torch_ext::aten
