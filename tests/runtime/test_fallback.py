@@ -39,7 +39,8 @@ def clean_stats():
 def test_session_default_is_error():
     assert torch_ext.fallback_mode.current() == "error"
     with pytest.raises(
-        RuntimeError, match=r"torch_ext_test::twice has no privateuseone kernel.*TORCH_EXT_FALLBACK=error"
+        RuntimeError,
+        match=r"torch_ext_test::twice has no privateuseone kernel.*TORCH_EXT_FALLBACK=error",
     ):
         ops.twice(torch.ones(2).to(DEV))
 
@@ -79,15 +80,11 @@ def test_warn_once_per_op():
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[('torch_ext_warn::plus', 1), ('torch_ext_warn::twice', 2)]"
     assert (
-        r.stderr.count(
-            "torch_ext_warn::twice has no privateuseone kernel; running it on the CPU"
-        )
+        r.stderr.count("torch_ext_warn::twice has no privateuseone kernel; running it on the CPU")
         == 1
     )
     assert (
-        r.stderr.count(
-            "torch_ext_warn::plus has no privateuseone kernel; running it on the CPU"
-        )
+        r.stderr.count("torch_ext_warn::plus has no privateuseone kernel; running it on the CPU")
         == 1
     )
 
