@@ -538,19 +538,20 @@ def _avg_pool_kernel(
     pw,
     divisor,
     COUNT_PAD: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, oh, ow = _split3(e, OH, OW)
     hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
-    acc = tl.zeros((BLOCK,), tl.float32)
+    acc = tl.zeros((BLOCK,), ACC)
     for k in range(0, KH * KW):
         ih = hs + k // KW
         iw = ws + k % KW
         ok = mask & (ih < he) & (iw < we)
-        acc += tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(tl.float32)
-    _store(out, e, acc / d.to(tl.float32), mask)
+        acc += tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(ACC)
+    _store(out, e, acc / d.to(ACC), mask)
 
 
 @triton.jit
@@ -570,13 +571,14 @@ def _avg_pool_backward_kernel(
     pw,
     divisor,
     COUNT_PAD: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # Each input element gathers grad/divisor from the windows that cover it.
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, ih, iw = _split3(e, H, W)
-    acc = tl.zeros((BLOCK,), tl.float32)
+    acc = tl.zeros((BLOCK,), ACC)
     for k in range(0, KH * KW):
         th = ih + ph - k // KW
         tw = iw + pw - k % KW
@@ -587,8 +589,8 @@ def _avg_pool_backward_kernel(
         )
         hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
         inside = (ih >= hs) & (ih < he) & (iw >= ws) & (iw < we)
-        v = tl.load(g + plane * OH * OW + oh * OW + ow, mask=ok & inside, other=0).to(tl.float32)
-        acc += v / tl.maximum(d, 1).to(tl.float32)
+        v = tl.load(g + plane * OH * OW + oh * OW + ow, mask=ok & inside, other=0).to(ACC)
+        acc += v / tl.maximum(d, 1).to(ACC)
     _store(gin, e, acc, mask)
 
 
@@ -694,6 +696,7 @@ def avg_pool2d_out(
         pw,
         int(divisor_override or 0),
         COUNT_PAD=bool(count_include_pad),
+        ACC=tl.float64 if self.dtype == torch.float64 else tl.float32,
         BLOCK=block,
     )
     _write_back(out, o_t)
@@ -738,6 +741,7 @@ def avg_pool2d_backward_out(
         pw,
         int(divisor_override or 0),
         COUNT_PAD=bool(count_include_pad),
+        ACC=tl.float64 if self.dtype == torch.float64 else tl.float32,
         BLOCK=block,
     )
     _write_back(grad_input, gi)

@@ -24,7 +24,9 @@ NONE, MEAN, SUM_RED = 0, 1, 2
 
 
 @triton.jit
-def _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W: tl.constexpr):
+def _target_weight(
+    target, weight, n, mask, ignore_index, C, flag, HAS_W: tl.constexpr, ACC: tl.constexpr
+):
     """Each row's class, whether it counts (not ignore_index, in [0, C): others
     are recorded in flag), and its weight."""
     t = tl.load(target + n, mask=mask, other=0).to(tl.int64)
@@ -33,9 +35,9 @@ def _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W: tl.con
     _bounds.record(flag, t, bad)
     valid = valid & (bad == 0)
     if HAS_W:
-        w = tl.load(weight + t, mask=valid, other=0).to(tl.float32)
+        w = tl.load(weight + t, mask=valid, other=0).to(ACC)
     else:
-        w = tl.where(valid, 1.0, 0.0)
+        w = tl.where(valid, 1.0, 0.0).to(ACC)
     return t, valid, w
 
 
@@ -51,12 +53,13 @@ def _nll_kernel(
     ignore_index,
     flag,
     HAS_W: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
-    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W)
-    v = tl.load(x + n * C + t, mask=valid, other=0).to(tl.float32)
+    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W, ACC)
+    v = tl.load(x + n * C + t, mask=valid, other=0).to(ACC)
     tl.store(loss + n, tl.where(valid, -w * v, 0.0).to(loss.dtype.element_ty), mask=mask)
     tl.store(wsum + n, w, mask=mask)
 
@@ -74,17 +77,18 @@ def _nll_bwd_kernel(
     flag,
     REDUCTION: tl.constexpr,
     HAS_W: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = n < N
-    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W)
+    t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W, ACC)
     if REDUCTION == 0:
-        gv = tl.load(g + n, mask=mask, other=0).to(tl.float32)
+        gv = tl.load(g + n, mask=mask, other=0).to(ACC)
     else:
-        gv = tl.load(g + n * 0, mask=mask, other=0).to(tl.float32)
+        gv = tl.load(g + n * 0, mask=mask, other=0).to(ACC)
     if REDUCTION == 1:
-        gv = gv / tl.load(total_weight + n * 0, mask=mask, other=1).to(tl.float32)
+        gv = gv / tl.load(total_weight + n * 0, mask=mask, other=1).to(ACC)
     tl.store(gi + n * C + t, (-w * gv).to(gi.dtype.element_ty), mask=valid)
 
 
@@ -94,14 +98,13 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     C = x.shape[-1]
     tgt = _contiguous(target.reshape(-1))
     w = _contiguous(weight) if weight is not None else None
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
     per = (
         output
         if reduction == NONE and output.is_contiguous()
-        else torch.empty(
-            (N,), dtype=torch.float32 if x.dtype != torch.float64 else x.dtype, device=x.device
-        )
+        else torch.empty((N,), dtype=acc, device=x.device)
     )
-    wsum = torch.empty((N,), dtype=torch.float32, device=x.device)
+    wsum = torch.empty((N,), dtype=acc, device=x.device)
     if N:
         block = _block(N)
         flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
@@ -118,6 +121,7 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
             ignore_index,
             flag,
             HAS_W=w is not None,
+            ACC=tl.float64 if x.dtype == torch.float64 else tl.float32,
             BLOCK=block,
         )
         _bounds.check(flag)
@@ -170,6 +174,7 @@ def nll_loss_backward_out(
         flag,
         REDUCTION=reduction,
         HAS_W=w is not None,
+        ACC=tl.float64 if self.dtype == torch.float64 else tl.float32,
         BLOCK=block,
     )
     _bounds.check(flag)

@@ -57,8 +57,10 @@ def _reduce_kernel(
     B,
     R_SPLIT,
     neutral,
-    scale,
-    p,
+    # float64 on every driver: Triton would pass a Python float as float32, which
+    # costs float64 reductions (mean's 1/N, a norm's p) half their digits.
+    scale: tl.float64,
+    p: tl.float64,
     OP: tl.constexpr,
     POST: tl.constexpr,
     ACC: tl.constexpr,
@@ -117,7 +119,8 @@ def _reduce_kernel(
         elif OP == POW_SUM:
             av = tl.abs(v)
             # |0|**p is 0 for p > 0 and inf for p < 0 (then the norm is 0).
-            pw = tl.where(av != 0, tl.exp2(p * tl.log2(av)), tl.where(p < 0, float("inf"), 0.0))
+            pw = tl.exp2((p * tl.log2(av)).to(ACC))
+            pw = tl.where(av != 0, pw, tl.where(p < 0, float("inf"), 0.0))
             acc += tl.where(m, pw, 0)
         elif OP == NONZERO:
             acc += (raw != 0).to(ACC)
@@ -139,13 +142,13 @@ def _reduce_kernel(
         tl.store(out + o * tl.num_programs(1) + split, res.to(out.dtype.element_ty), mask=omask)
         return
     if OP == SUM or OP == SQDEV:
-        res = res * scale
+        res = (res * scale).to(ACC)
     if POST == POST_SQRT:
         res = tl.sqrt(res)
     elif POST == POST_LOG_ADD:
         res = tl.where(tl.abs(centre) == float("inf"), centre, tl.log(res) + centre)
     elif POST == POST_ROOT:
-        res = tl.where(res == 0, 0.0, tl.exp2(tl.log2(res) / p))
+        res = tl.where(res == 0, 0.0, tl.exp2((tl.log2(res) / p).to(ACC)))
     elif POST == POST_GT0:
         res = res > 0
     elif POST == POST_EQ0:

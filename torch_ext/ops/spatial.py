@@ -1769,6 +1769,7 @@ def _avg_pool3d_kernel(
     divisor,
     COUNT_PAD: tl.constexpr,
     BACKWARD: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -1789,15 +1790,15 @@ def _avg_pool3d_kernel(
     ch1 = tl.minimum(h1, H)
     cw1 = tl.minimum(w1, W)
     if divisor != 0:  # divisor_override (PyTorch takes any non-zero value)
-        div = tl.zeros((BLOCK,), tl.float32) + divisor
+        div = tl.zeros((BLOCK,), ACC) + divisor
     elif COUNT_PAD:
-        div = padded.to(tl.float32)
+        div = padded.to(ACC)
     else:
-        div = ((cd1 - cd0) * (ch1 - ch0) * (cw1 - cw0)).to(tl.float32)
+        div = ((cd1 - cd0) * (ch1 - ch0) * (cw1 - cw0)).to(ACC)
     div = tl.where(div != 0, div, 1.0)
     if BACKWARD:
-        gv = tl.load(g + e, mask=mask, other=0).to(tl.float32) / div
-    acc = tl.zeros((BLOCK,), tl.float32)
+        gv = tl.load(g + e, mask=mask, other=0).to(ACC) / div
+    acc = tl.zeros((BLOCK,), ACC)
     for k in range(0, KD * KH * KW):
         i_d = cd0 + k // (KH * KW)
         i_h = ch0 + (k // KW) % KH
@@ -1807,7 +1808,7 @@ def _avg_pool3d_kernel(
         if BACKWARD:
             tl.atomic_add(gin + pos, gv, mask=ok)
         else:
-            acc += tl.load(x + pos, mask=ok, other=0).to(tl.float32)
+            acc += tl.load(x + pos, mask=ok, other=0).to(ACC)
     if not BACKWARD:
         _store(out, e, acc / div, mask)
 
@@ -1873,7 +1874,7 @@ def max_pool3d_with_indices_backward(
     grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
 ):
     x, D, H, W = _volumes(self)
-    acc = torch.zeros(self.shape, dtype=torch.float32, device=self.device)
+    acc = torch.zeros(self.shape, dtype=_acc(self.dtype), device=self.device)
     g = _contiguous(grad_output)
     total = g.numel()
     if total:
@@ -1907,6 +1908,7 @@ def max_pool3d_with_indices_backward(
             1,
             1,
             BACKWARD=True,
+            ACC=_tl_acc(self.dtype),
             BLOCK=block,
         )
     return acc.to(self.dtype)
@@ -1952,6 +1954,7 @@ def avg_pool3d_out(
         int(divisor_override or 0),
         COUNT_PAD=bool(count_include_pad),
         BACKWARD=False,
+        ACC=_tl_acc(self.dtype),
         BLOCK=block,
     )
     _write_back(out, o_t)
@@ -1970,7 +1973,7 @@ def avg_pool3d_backward_out(
 ):
     k, s, p, _ = _pool3_params(self, kernel_size, stride, padding, None, "avg_pool3d_backward")
     x, D, H, W = _volumes(self)
-    acc = torch.zeros(self.shape, dtype=torch.float32, device=self.device)
+    acc = torch.zeros(self.shape, dtype=_acc(self.dtype), device=self.device)
     g = _contiguous(grad_output)
     total = g.numel()
     if total:
@@ -1993,6 +1996,7 @@ def avg_pool3d_backward_out(
             int(divisor_override or 0),
             COUNT_PAD=bool(count_include_pad),
             BACKWARD=True,
+            ACC=_tl_acc(self.dtype),
             BLOCK=block,
         )
     copy_kernel((grad_input,), (acc,))
