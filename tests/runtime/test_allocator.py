@@ -1,5 +1,6 @@
 """The caching allocator: statistics, reuse, empty_cache, out-of-memory."""
 
+import pytest
 import torch
 
 import torch_ext  # noqa: F401
@@ -51,6 +52,7 @@ def test_caching_reuses_blocks_and_empty_cache_releases():
     assert pu.memory_stats()["num_device_free"] >= 1
 
 
+@pytest.mark.two_devices
 def test_stats_per_device():
     base1 = pu.memory_allocated(1)
     base0 = pu.memory_allocated(0)

@@ -97,6 +97,7 @@ def test_broadcasting_copy():
     assert torch.equal(d.cpu(), torch.tensor([[1.0], [2.0], [3.0]]).expand(3, 4))
 
 
+@pytest.mark.two_devices
 def test_across_devices():
     x = torch.randn(4, 4)
     d0 = x.to(f"{DEV}:0")

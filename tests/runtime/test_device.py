@@ -22,6 +22,7 @@ def test_backend_registered():
     assert torch_ext.driver_name() == expected
 
 
+@pytest.mark.two_devices
 def test_device_count_and_current():
     assert torch.privateuseone.device_count() == 2
     assert torch.accelerator.device_count() == 2
@@ -35,6 +36,7 @@ def test_device_count_and_current():
         torch.privateuseone.set_device(0)
 
 
+@pytest.mark.two_devices
 def test_device_context_manager():
     with torch.privateuseone.device(1):
         assert torch.privateuseone.current_device() == 1
@@ -44,6 +46,7 @@ def test_device_context_manager():
     assert torch.privateuseone.current_device() == 0
 
 
+@pytest.mark.two_devices
 def test_generated_methods():
     x = torch.ones(3)
     y = x.privateuseone()
@@ -55,6 +58,7 @@ def test_generated_methods():
     assert s.device.type == DEV and s.is_privateuseone
 
 
+@pytest.mark.two_devices
 def test_properties():
     p = torch.privateuseone.get_device_properties(0)
     assert p.total_memory > 0
@@ -78,6 +82,7 @@ def test_invalid_device_index(index):
         torch.ones(2).to(f"{DEV}:{index}")
 
 
+@pytest.mark.two_devices
 def test_synchronize():
     torch.privateuseone.synchronize()
     torch.privateuseone.synchronize(1)

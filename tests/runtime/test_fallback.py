@@ -89,6 +89,7 @@ def test_warn_once_per_op():
     )
 
 
+@pytest.mark.two_devices
 def test_inplace_and_list_results_come_back_to_the_device():
     x = torch.arange(4.0).to(f"{DEV}:1")
     with torch_ext.fallback_mode("silent"):
@@ -113,6 +114,7 @@ def test_views_random_and_factories_never_fall_back():
     assert torch_ext.fallback_stats() == {}
 
 
+@pytest.mark.two_devices
 def test_mixing_cpu_and_device_tensors_names_both_devices():
     with torch_ext.fallback_mode("silent"):
         with pytest.raises(RuntimeError, match=r"privateuseone:0 and cpu"):

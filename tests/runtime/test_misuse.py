@@ -14,6 +14,7 @@ def test_native_op_rejects_cpu_and_device_mix():
             torch.add(torch.ones(3).to(DEV), torch.ones(3))
 
 
+@pytest.mark.two_devices
 def test_native_op_rejects_two_devices():
     with torch_ext.fallback_mode("silent"):
         with pytest.raises(RuntimeError, match=r"privateuseone:\d.*privateuseone:\d"):

@@ -1,5 +1,6 @@
 """The per-device generator: seeding, state round trip, philox offsets."""
 
+import pytest
 import torch
 
 import torch_ext  # noqa: F401
@@ -8,6 +9,7 @@ from torch_ext import _C
 pu = torch.privateuseone
 
 
+@pytest.mark.two_devices
 def test_manual_seed_reaches_device_generators():
     torch.manual_seed(1234)
     assert pu.initial_seed() == 1234
@@ -34,6 +36,7 @@ def test_rng_state_round_trip():
     )
 
 
+@pytest.mark.two_devices
 def test_get_set_rng_state_via_torch_random():
     torch.manual_seed(0)
     states = pu.get_rng_state_all()

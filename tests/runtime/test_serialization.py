@@ -2,6 +2,7 @@
 
 import io
 
+import pytest
 import torch
 
 import torch_ext
@@ -25,6 +26,7 @@ def _roundtrip(obj, **kwargs):
     return torch.load(buf, **kwargs)
 
 
+@pytest.mark.two_devices
 def test_save_load_on_device():
     x = torch.randn(3, 4)
     out = _roundtrip({"a": x.to(DEV), "b": x.to(f"{DEV}:1").t()})
@@ -32,6 +34,7 @@ def test_save_load_on_device():
     assert out["b"].device == torch.device(DEV, 1) and torch.equal(out["b"].cpu(), x.t())
 
 
+@pytest.mark.two_devices
 def test_load_map_location():
     x = torch.randn(5)
     cpu = _roundtrip(x.to(DEV), map_location="cpu")

@@ -1,5 +1,6 @@
 """Streams, events and synchronisation."""
 
+import pytest
 import torch
 
 import torch_ext  # noqa: F401
@@ -8,6 +9,7 @@ DEV = "privateuseone"
 pu = torch.privateuseone
 
 
+@pytest.mark.two_devices
 def test_default_and_current_stream():
     s = pu.current_stream()
     assert s.stream_id == 0 and s.device == torch.device(DEV, 0)
@@ -28,6 +30,7 @@ def test_new_streams_and_stream_context():
     assert pu.current_stream().stream_id == 0
 
 
+@pytest.mark.two_devices
 def test_stream_on_other_device_switches_device():
     s = pu.Stream(device=1)
     assert s.device_index == 1
@@ -63,6 +66,7 @@ def test_events_and_elapsed_time():
     end.wait(pu.Stream())
 
 
+@pytest.mark.two_devices
 def test_tensor_record_stream_and_synchronize():
     s = pu.Stream()
     x = torch.ones(10).to(DEV)

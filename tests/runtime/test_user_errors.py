@@ -76,6 +76,7 @@ def test_bad_device_index():
     assert_clean(str(err.value))
 
 
+@pytest.mark.two_devices
 def test_cross_device_operands_name_both_devices():
     with pytest.raises(RuntimeError) as err:
         torch.add(torch.ones(3).to(DEV), torch.ones(3))
