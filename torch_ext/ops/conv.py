@@ -482,18 +482,35 @@ def _pool_params(kernel_size, stride, padding):
 
 @triton.jit
 def _max_pool_kernel(
-    x, out, idx, total, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, BLOCK: tl.constexpr
+    x,
+    out,
+    idx,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    dh,
+    dw,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < total
     plane, oh, ow = _split3(e, OH, OW)
-    best = tl.full((BLOCK,), float("-inf"), tl.float32)
+    best = tl.full((BLOCK,), float("-inf"), ACC)
     bidx = tl.full((BLOCK,), -1, tl.int64)
     for k in range(0, KH * KW):
         ih = oh * sh - ph + (k // KW) * dh
         iw = ow * sw - pw + (k % KW) * dw
         ok = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        v = tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(tl.float32)
+        v = tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(ACC)
         take = ok & ((v > best) | (v != v) | (bidx < 0))
         best = tl.where(take, v, best)
         bidx = tl.where(take, ih * W + iw, bidx)
@@ -643,6 +660,7 @@ def max_pool2d_with_indices_out(
         pw,
         dh,
         dw,
+        ACC=tl.float64 if x.dtype == torch.float64 else tl.float32,
         BLOCK=block,
     )
     _write_back(out, o_t)

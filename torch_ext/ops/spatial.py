@@ -1717,6 +1717,7 @@ def _max_pool3d_kernel(
     dh,
     dw,
     BACKWARD: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -1725,10 +1726,10 @@ def _max_pool3d_kernel(
     vol = plane * D * H * W
     if BACKWARD:  # gin[plane, idx[e]] += g[e]
         j = tl.load(idx + e, mask=mask, other=0)
-        v = tl.load(g + e, mask=mask, other=0).to(tl.float32)
+        v = tl.load(g + e, mask=mask, other=0).to(ACC)
         tl.atomic_add(gin + vol + j, v, mask=mask & (j >= 0))
     else:
-        best = tl.full((BLOCK,), float("-inf"), tl.float32)
+        best = tl.full((BLOCK,), float("-inf"), ACC)
         bidx = tl.full((BLOCK,), -1, tl.int64)
         for k in range(0, KD * KH * KW):
             i_d = od * sd - pd + (k // (KH * KW)) * dd
@@ -1736,7 +1737,7 @@ def _max_pool3d_kernel(
             i_w = ow * sw - pw + (k % KW) * dw
             ok = mask & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
             pos = (i_d * H + i_h) * W + i_w
-            v = tl.load(x + vol + pos, mask=ok, other=float("-inf")).to(tl.float32)
+            v = tl.load(x + vol + pos, mask=ok, other=float("-inf")).to(ACC)
             take = ok & ((v > best) | (v != v) | (bidx < 0))  # NaN wins; the first is taken
             best = tl.where(take, v, best)
             bidx = tl.where(take, pos, bidx)
@@ -1855,6 +1856,7 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
             *p,
             *d,
             BACKWARD=False,
+            ACC=_tl_acc(self.dtype),
             BLOCK=block,
         )
     return out, indices
