@@ -16,7 +16,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64
 OPS = """
 abs add mul sub addmm addmm.decomposed baddbmm dot bmm mv addr addcmul addcdiv allclose
 block_diag combinations cartesian_prod ceil sum_to_size clamp copysign cos cosh cumsum deg2rad diff
-div.no_rounding_mode div.trunc_rounding div.floor_rounding true_divide exp diag diag_embed eq fmax fmin
+div.no_rounding_mode div.trunc_rounding div.floor_rounding floor_divide true_divide exp diag diag_embed eq fmax fmin
 fmod remainder frac floor flip fliplr flipud log1p ge gt gradient le log log10 log2 logaddexp logical_not lt
 masked_select matmul max.reduction_with_dim max.reduction_no_dim var_mean var_mean.unbiased std_mean
 std_mean.unbiased min.reduction_with_dim min.reduction_no_dim quantile nanquantile max.binary maximum

@@ -1,0 +1,90 @@
+"""The model zoo (tests/models/zoo.py) on privateuseone against the CPU, with the CPU
+fallback an error: three AdamW steps compare every step's loss and, after the last step,
+every parameter's gradient; decoders' logits under teacher forcing with a dynamic and a
+static KV cache compare step by step (tiny random models have near-ties, so logits, not
+greedy tokens)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+import torch_ext  # noqa: F401
+import zoo
+
+DEV = "privateuseone"
+# Loss per step, and gradients relative to the largest gradient of the model: float32 on
+# both sides, different summation orders.
+LOSS_TOL = dict(rtol=1e-4, atol=1e-5)
+GRAD_REL = 1e-4
+
+
+def _to(batch: dict, device: str) -> dict:
+    return {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in batch.items()}
+
+
+def train(entry: zoo.Entry, device: str, steps: int = 3):
+    torch.manual_seed(0)
+    model = entry.build()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # built before .to(), as users do
+    model.to(device)
+    gen = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(steps):
+        loss = model(**_to(entry.batch(gen), device)).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    grads = {n: p.grad.detach().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    return losses, grads
+
+
+@pytest.mark.parametrize("entry", zoo.ALL, ids=[e.name for e in zoo.ALL])
+def test_trains_like_cpu(entry):
+    ref_losses, ref_grads = train(entry, "cpu")
+    losses, grads = train(entry, DEV)
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), **LOSS_TOL)
+    assert grads.keys() == ref_grads.keys()
+    scale = max(g.abs().max().item() for g in ref_grads.values())
+    worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
+    diff = (grads[worst] - ref_grads[worst]).abs().max().item()
+    assert diff <= GRAD_REL * scale, f"{worst}: gradient differs by {diff:.3e} (scale {scale:.3e})"
+
+
+DECODERS = [e for e in zoo.ALL if e.decoder]
+
+
+def decode_logits(entry: zoo.Entry, device: str, cache: str, prompt: int = 5, steps: int = 6):
+    """Teacher-forced decoding: a prompt, then one given token at a time through the cache."""
+    torch.manual_seed(0)
+    model = entry.build().eval().to(device)
+    ids = torch.randint(
+        0, zoo.VOCAB, (1, prompt + steps), generator=torch.Generator().manual_seed(2)
+    )
+    ids = ids.to(device)
+    if cache == "static":
+        past = transformers.StaticCache(config=model.config, max_cache_len=prompt + steps)
+    else:
+        past = transformers.DynamicCache(config=model.config)
+    out = []
+    with torch.inference_mode():
+        pos = torch.arange(prompt, device=device)
+        res = model(input_ids=ids[:, :prompt], past_key_values=past, use_cache=True,
+                    cache_position=pos)  # fmt: skip
+        out.append(res.logits[:, -1].cpu())
+        for t in range(prompt, prompt + steps - 1):
+            pos = torch.tensor([t], device=device)
+            res = model(input_ids=ids[:, t : t + 1], past_key_values=res.past_key_values,
+                        use_cache=True, cache_position=pos)  # fmt: skip
+            out.append(res.logits[:, -1].cpu())
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("cache", ["dynamic", "static"])
+@pytest.mark.parametrize("entry", DECODERS, ids=[e.name for e in DECODERS])
+def test_kv_cache_decode_logits_match_cpu(entry, cache):
+    ref = decode_logits(entry, "cpu", cache)
+    got = decode_logits(entry, DEV, cache)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
