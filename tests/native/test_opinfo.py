@@ -45,6 +45,8 @@ nn.functional.kl_div diagflat linalg.multi_dot linalg.norm linalg.norm.subgradie
 linalg.vector_norm special.ndtr masked.sum masked.prod masked.cumsum masked.amax
 masked.amin masked.argmax masked.argmin masked.mean masked.norm masked.var masked.std masked.softmax
 masked.log_softmax masked.softmin masked.normalize masked.logaddexp masked.logsumexp
+acosh asinh atanh logaddexp2 nn.functional.hardshrink nn.functional.softshrink special.entr special.xlog1py
+renorm addbmm addmv vdot linalg.vecdot nansum nanmean index_copy
 """.split()
 # By family of kernels (torch_ext/ops/spatial.py, special.py, selection.py).
 # (_upsample_bilinear2d_aa is left out of the spatial list: in float32 its weights
@@ -88,6 +90,10 @@ nn.functional.dropout nn.functional.dropout2d nn.functional.dropout3d nn.functio
 nn.functional.feature_alpha_dropout.with_train""".split()
 # Reductions over the whole of a dimension: atol scaled by the reduced size.
 REDUCING = {
+    "addbmm",
+    "addmv",
+    "vdot",
+    "linalg.vecdot",
     "addmm",
     "addmm.decomposed",
     "baddbmm",
@@ -132,6 +138,10 @@ REDUCING = {
 # Matrix products of integers are refused by the BLAS kernels (NotImplementedError):
 # their OpInfos run for floating dtypes only.
 FLOAT_ONLY = {
+    "addbmm",
+    "addmv",
+    "vdot",
+    "linalg.vecdot",
     "addmm",
     "addmm.decomposed",
     "baddbmm",

@@ -30,6 +30,7 @@ under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
 
 from . import (
+    _pending17,
     activation,
     advanced_index,
     attention,
@@ -84,5 +85,6 @@ for _family in (
     linalg,
     grid_sample,
     embedding_bag,
+    _pending17,
 ):
     KERNELS.update(_family.KERNELS)
