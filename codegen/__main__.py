@@ -5,47 +5,25 @@ python -m codegen --list            # each entry: mode, meta class, impl class, 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import tempfile
-import types
 from pathlib import Path
 
-from . import gen
+from . import gen, kernels
 from .manifest import ManifestError, load
 from .model import Scan, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def kernel_registry():
-    """torch_ext.ops.KERNELS, imported without loading the C++ extension.
-
-    Where torch_ext is already imported (the tests call this in-process), its
-    driver has chosen interpreter or compiler: leave TRITON_INTERPRET alone, or
-    kernels built lazily afterwards would become interpreted on a GPU."""
-    if "torch_ext" not in sys.modules:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-        pkg = types.ModuleType("torch_ext")
-        pkg.__path__ = [str(ROOT / "torch_ext")]
-        sys.modules["torch_ext"] = pkg
-    try:
-        return importlib.import_module("torch_ext.ops").KERNELS
-    except ImportError as e:
-        raise ManifestError(
-            f"cannot import torch_ext.ops to check the manifest's kernel names: {e}"
-        ) from e
+def kernel_registry() -> list[str]:
+    """The kernel names declared in torch_ext/ops (read from the source, not imported)."""
+    return sorted(kernels.declared())
 
 
 def kernel_exists(name: str) -> bool:
-    if ":" in name:
-        mod, _, attr = name.partition(":")
-        try:
-            return hasattr(importlib.import_module(mod), attr)
-        except ImportError:
-            return False
-    return name in kernel_registry()
+    return kernels.exists(name)
 
 
 def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> list:

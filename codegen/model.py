@@ -237,7 +237,7 @@ def _check_triton(e: Entry, kernel_exists) -> str | None:
         raise e.error("'triton:' must name one kernel")
     if not kernel_exists(t):
         raise e.error(
-            f"'triton: {t}' names no kernel (not in torch_ext.ops.KERNELS, "
+            f"'triton: {t}' names no kernel (not declared with @kernel in torch_ext/ops, "
             "and not an importable 'module:attribute')"
         )
     return t

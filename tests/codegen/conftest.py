@@ -19,7 +19,7 @@ if str(REPO) not in sys.path:
 
 import codegen.__main__ as cg_main  # noqa: E402
 
-# Kernel names the in-process tests pretend exist in torch_ext.ops.KERNELS.
+# Kernel names the in-process tests pretend are declared in torch_ext/ops.
 FAKE_KERNELS = {
     "lerp_scalar",
     "lerp_tensor",
@@ -121,5 +121,5 @@ def run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedPr
 
 
 def real_kernel_names() -> list[str]:
-    """Names in the real torch_ext.ops.KERNELS, read at test time."""
+    """Names declared in torch_ext/ops, read at test time."""
     return sorted(cg_main.kernel_registry())

@@ -133,9 +133,9 @@ def test_new_op_library_golden(codegen):
 
 
 def test_list_and_generate_with_real_registry(tmp_path):
-    """No monkeypatch: the CLI checks names against the real torch_ext.ops.KERNELS."""
+    """No monkeypatch: the CLI checks names against the kernels declared in torch_ext/ops."""
     names = real_kernel_names()
-    assert names, "torch_ext.ops.KERNELS is empty"
+    assert names, "no kernel declared in torch_ext/ops"
     k = "add" if "add" in names else names[0]
     manifest = write_manifest(
         tmp_path,

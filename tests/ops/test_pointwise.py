@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from torch_ext.ops import activation, binary, copy, ternary, unary
+from torch_ext.ops import KERNELS, activation, binary, copy, ternary, unary
 from torch_ext.ops._pointwise import coalesce
 
 from accuracy import FLOAT_DTYPES, INT_DTYPES, assert_close, randn, to_ref
@@ -201,9 +201,9 @@ def test_iterator_convention_with_number_and_strides(device):
     out = torch.empty(6, 8, device=device).t()  # non-contiguous out
     a = randn((8, 6), torch.float32, device)
     b = randn((1, 6), torch.float32, device).expand(8, 6)
-    binary.KERNELS["add"]((out,), (a, b), torch.float32, 2)
+    KERNELS["add"]((out,), (a, b), torch.float32, 2)
     assert_close(out, to_ref(a) + 2 * to_ref(b), torch.float32)
-    binary.KERNELS["mul"]((out,), (a, 3.0), torch.float32)
+    KERNELS["mul"]((out,), (a, 3.0), torch.float32)
     assert_close(out, to_ref(a) * 3, torch.float32)
 
 
@@ -261,47 +261,47 @@ def test_activation_backward(dtype, device):
         (
             "silu_backward",
             F.silu,
-            lambda o: activation.KERNELS["silu_backward"]((o,), (g, x), dtype),
+            lambda o: KERNELS["silu_backward"]((o,), (g, x), dtype),
         ),
         (
             "gelu_backward",
             F.gelu,
-            lambda o: activation.KERNELS["gelu_backward"]((o,), (g, x), dtype, 0),
+            lambda o: KERNELS["gelu_backward"]((o,), (g, x), dtype, 0),
         ),
         (
             "gelu_tanh_backward",
             lambda t: F.gelu(t, approximate="tanh"),
-            lambda o: activation.KERNELS["gelu_backward"]((o,), (g, x), dtype, 1),
+            lambda o: KERNELS["gelu_backward"]((o,), (g, x), dtype, 1),
         ),
         (
             "threshold_backward",
             F.relu,
-            lambda o: activation.KERNELS["threshold"]((o,), (x, g), dtype, 0, 0),
+            lambda o: KERNELS["threshold"]((o,), (x, g), dtype, 0, 0),
         ),
         (
             "leaky_relu_backward",
             lambda t: F.leaky_relu(t, 0.1),
-            lambda o: activation.KERNELS["leaky_relu_backward"]((o,), (x, g), dtype, 0.1),
+            lambda o: KERNELS["leaky_relu_backward"]((o,), (x, g), dtype, 0.1),
         ),
         (
             "elu_backward",
             lambda t: F.elu(t, 0.7),
-            lambda o: activation.KERNELS["elu_backward"]((o,), (g, x), dtype, 0.7, 1.0, 1.0, False),
+            lambda o: KERNELS["elu_backward"]((o,), (g, x), dtype, 0.7, 1.0, 1.0, False),
         ),
         (
             "hardtanh_backward",
             lambda t: F.hardtanh(t, -1.0, 2.0),
-            lambda o: activation.KERNELS["hardtanh_backward"]((o,), (g, x), dtype, -1.0, 2.0),
+            lambda o: KERNELS["hardtanh_backward"]((o,), (g, x), dtype, -1.0, 2.0),
         ),
         (
             "hardswish_backward",
             F.hardswish,
-            lambda o: activation.KERNELS["hardswish_backward"]((o,), (g, x), dtype),
+            lambda o: KERNELS["hardswish_backward"]((o,), (g, x), dtype),
         ),
         (
             "softplus_backward",
             F.softplus,
-            lambda o: activation.KERNELS["softplus_backward"]((o,), (g, x), dtype, 1.0, 20.0),
+            lambda o: KERNELS["softplus_backward"]((o,), (g, x), dtype, 1.0, 20.0),
         ),
     ]
     for name, fwd, run in cases:
@@ -311,9 +311,9 @@ def test_activation_backward(dtype, device):
         assert_close(out, ref.to(dtype), dtype), name
     y = unary.sigmoid(x)
     out = torch.empty_like(x)
-    activation.KERNELS["sigmoid_backward"]((out,), (g, y), dtype)
+    KERNELS["sigmoid_backward"]((out,), (g, y), dtype)
     assert_close(out, (gr * (1 - to_ref(y)) * to_ref(y)).to(dtype), dtype)
-    activation.KERNELS["tanh_backward"]((out,), (g, y), dtype)
+    KERNELS["tanh_backward"]((out,), (g, y), dtype)
     assert_close(out, (gr * (1 - to_ref(y) ** 2)).to(dtype), dtype)
 
 
@@ -351,11 +351,11 @@ def test_pow(device):
     assert_close(ternary.pow_tensor_tensor(a, e), torch.pow(to_ref(a), to_ref(e)), torch.float32)
     for exp in (2, 3, 0.5, -0.5, -1, 1.7, -3):
         out = torch.empty_like(a)
-        ternary.KERNELS["pow_tensor_scalar"]((out,), (a,), torch.float32, exp)
+        KERNELS["pow_tensor_scalar"]((out,), (a,), torch.float32, exp)
         assert_close(out, torch.pow(to_ref(a), exp), torch.float32)
     neg = randn((50,), torch.float32, device)
     out = torch.empty_like(neg)
-    ternary.KERNELS["pow_tensor_scalar"]((out,), (neg,), torch.float32, 3.0)
+    KERNELS["pow_tensor_scalar"]((out,), (neg,), torch.float32, 3.0)
     assert_close(out, torch.pow(to_ref(neg), 3.0), torch.float32)
     i = randn((40,), torch.int64, device, -4, 5)
     ie = randn((40,), torch.int64, device, 0, 9)
@@ -365,14 +365,14 @@ def test_pow(device):
 def test_nan_to_num_round_decimals(device):
     x = torch.tensor([math.nan, math.inf, -math.inf, 1.2345, -2.5]).to(device)
     out = torch.empty_like(x)
-    unary.KERNELS["nan_to_num"]((out,), (x,), x.dtype, None, None, None)
+    KERNELS["nan_to_num"]((out,), (x,), x.dtype, None, None, None)
     assert_close(out, torch.nan_to_num(x.cpu()))
-    unary.KERNELS["nan_to_num"]((out,), (x,), x.dtype, 1.0, 2.0, -3.0)
+    KERNELS["nan_to_num"]((out,), (x,), x.dtype, 1.0, 2.0, -3.0)
     assert_close(out, torch.nan_to_num(x.cpu(), 1.0, 2.0, -3.0))
     y = torch.tensor([1.2345, -2.5, 0.125, 1234.5]).to(device)
     for d in (0, 2, -2):
         out = torch.empty_like(y)
-        unary.KERNELS["round_decimals"]((out,), (y,), y.dtype, d)
+        KERNELS["round_decimals"]((out,), (y,), y.dtype, d)
         assert_close(out, torch.round(y.cpu(), decimals=d))
 
 
@@ -391,7 +391,7 @@ def test_nan_to_num_round_decimals(device):
 def test_copy_cast(src_dtype, dst_dtype, device):
     src = randn((13, 10), src_dtype, device)[::2, 1:]
     dst = torch.empty(9, 7, dtype=dst_dtype, device=device).t()
-    copy.KERNELS["copy"]((dst,), (src,), dst_dtype, False)
+    KERNELS["copy"]((dst,), (src,), dst_dtype, False)
     assert_close(dst, src.cpu().to(dst_dtype))
 
 

@@ -11,8 +11,8 @@ three conventions:
 (3) plain ops: fn(*schema_args) -- return the result (functional) or mutate
     the out/self argument.
 
-`_table.TABLE` says, for every name, its convention and the aten op or stub
-it is meant for.  One file per op family; every launch goes through
+The manifest entry naming a kernel says which aten op or stub it is for.  One
+file per op family; every launch goes through
 `_launch.launch`; per-driver choices through `torch_ext.backends.spec`.
 
 Adding a kernel:
@@ -22,14 +22,17 @@ Adding a kernel:
 * anything else -- a `@triton.jit` kernel in the family's file, launched with
   `_launch.launch(kernel, grid, ...)`, block sizes from `spec(...)` with a
   default, and a wrapper with the calling convention of the target op;
-* add the wrapper to the family's KERNELS, a line to `_table.py`, a test in
-  tests/ops (accuracy.py has the tolerances).
+* declare the wrapper with `@kernel()` (torch_ext/ops/_common.py): that puts it in
+  KERNELS under its name, and codegen reads the same declaration from the source;
+  then the manifest entry naming it and a test in tests/ops (accuracy.py has the
+  tolerances).
 
 This package does not need `torch_ext._C`: on CPU tensors the kernels run
 under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
 
-from . import (
+# Importing a family declares its kernels (@kernel) into KERNELS.
+from . import (  # noqa: F401
     _pending17,
     activation,
     advanced_index,
@@ -58,33 +61,6 @@ from . import (
     unary,
 )
 
-KERNELS = {}
-for _family in (
-    binary,
-    unary,
-    activation,
-    ternary,
-    copy,
-    reduction,
-    softmax,
-    norm,
-    blas,
-    index,
-    advanced_index,
-    loss,
-    random,
-    sort,
-    fused,
-    optim,
-    attention,
-    conv,
-    spatial,
-    special,
-    selection,
-    distance,
-    linalg,
-    grid_sample,
-    embedding_bag,
-    _pending17,
-):
-    KERNELS.update(_family.KERNELS)
+from ._common import KERNELS, KERNEL_INFO, kernel  # noqa: E402  filled by the imports above
+
+__all__ = ["KERNELS", "KERNEL_INFO", "kernel"]

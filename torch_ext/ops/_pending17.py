@@ -6,8 +6,10 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
+from ._common import kernel
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def acosh(x):
@@ -18,6 +20,7 @@ def acosh(x):
     return tl.where(x > 1e18, big, r)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def asinh(x):
@@ -28,6 +31,7 @@ def asinh(x):
     return tl.where(x == 0, x, r)  # keeps -0.0
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def atanh(x):
@@ -35,6 +39,7 @@ def atanh(x):
     return tl.where(x == 0, x, r)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def logaddexp2(a, b):
@@ -43,12 +48,14 @@ def logaddexp2(a, b):
     return tl.where(a == b, a + 1.0, r)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def hardshrink(x, lambd):
     return tl.where((x >= -lambd) & (x <= lambd), 0.0, x).to(x.dtype)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def softshrink(x, lambd):
@@ -56,12 +63,14 @@ def softshrink(x, lambd):
     return r.to(x.dtype)
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def shrink_backward(grad, x, lambd):
     return tl.where((x >= -lambd) & (x <= lambd), 0.0, grad).to(grad.dtype)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_entr(x):
@@ -71,6 +80,7 @@ def special_entr(x):
     return tl.where(x != x, x, r)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def xlog1py(x, y):
@@ -78,6 +88,7 @@ def xlog1py(x, y):
     return tl.where((x == 0) & (y == y), 0.0, r)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def renorm_scale_factor(norm, maxnorm):
@@ -97,7 +108,6 @@ OPS = [
     xlog1py,
     renorm_scale_factor,
 ]
-KERNELS = {op.name: op.iter for op in OPS}
 
 
 # -- composites over our kernels (plain ops, convention (3); structured impls (2)) -------
@@ -111,6 +121,7 @@ def _sized(out: torch.Tensor, res: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@kernel()
 def addbmm(self, batch1, batch2, beta=1, alpha=1):
     """Sum over the batch of batch1[i] @ batch2[i], as one matmul over the concatenated
     inner dimension (fp32 accumulation across batches, one launch)."""
@@ -121,15 +132,18 @@ def addbmm(self, batch1, batch2, beta=1, alpha=1):
     return torch.addmm(self, m1, m2, beta=beta, alpha=alpha)
 
 
+@kernel()
 def addbmm_out(self, batch1, batch2, beta, alpha, out):
     return _sized(out, addbmm(self, batch1, batch2, beta, alpha))
 
 
+@kernel()
 def addbmm_(self, batch1, batch2, beta=1, alpha=1):
     self.copy_(addbmm(self, batch1, batch2, beta, alpha))
     return self
 
 
+@kernel()
 def addmv_out(self, mat, vec, beta, alpha, out):
     """addmv.out impl: out = beta * self + alpha * (mat @ vec); beta == 0 ignores self."""
     n = mat.shape[0]
@@ -137,23 +151,28 @@ def addmv_out(self, mat, vec, beta, alpha, out):
     out.copy_(res.squeeze(1))
 
 
+@kernel()
 def vdot(self, other):
     return torch.dot(self.conj(), other)
 
 
+@kernel()
 def vdot_out(self, other, out):
     return _sized(out, vdot(self, other))
 
 
+@kernel()
 def nansum(self, dim=None, keepdim=False, dtype=None):
     x = torch.where(torch.isnan(self), 0, self) if self.is_floating_point() else self
     return torch.sum(x, dim, keepdim, dtype=dtype)
 
 
+@kernel()
 def nansum_out(self, dim, keepdim, dtype, out):
     return _sized(out, nansum(self, dim, keepdim, dtype or out.dtype))
 
 
+@kernel()
 def index_copy_out(self, dim, index, source, out):
     """index_copy.out impl: out = self with out.select(dim, index[i]) = source.select(dim, i)."""
     if not (out.data_ptr() == self.data_ptr() and out.stride() == self.stride()):
@@ -164,18 +183,3 @@ def index_copy_out(self, dim, index, source, out):
         return
     where = (slice(None),) * dim + (index.reshape(-1),)
     out[where] = source
-
-
-KERNELS.update(
-    {
-        "addbmm": addbmm,
-        "addbmm_out": addbmm_out,
-        "addbmm_": addbmm_,
-        "addmv_out": addmv_out,
-        "vdot": vdot,
-        "vdot_out": vdot_out,
-        "nansum": nansum,
-        "nansum_out": nansum_out,
-        "index_copy_out": index_copy_out,
-    }
-)

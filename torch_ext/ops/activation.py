@@ -20,8 +20,10 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
+from ._common import kernel
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def threshold(x, other, th, value):
@@ -65,21 +67,25 @@ def _is_tanh(approximate):
     return approximate in (1, "tanh")
 
 
+@kernel()
 def gelu(outs, ins, common_dtype, approximate=0):
     (gelu_tanh if _is_tanh(approximate) else gelu_none).iter(outs, ins, common_dtype)
 
 
+@kernel()
 def gelu_backward(outs, ins, common_dtype, approximate=0):
     op = gelu_tanh_backward if _is_tanh(approximate) else gelu_none_backward
     op.iter(outs, ins, common_dtype)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def silu(x):
     return x / (1.0 + tl.exp(-x))
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def silu_backward(grad, x):
@@ -87,24 +93,28 @@ def silu_backward(grad, x):
     return grad * s * (1.0 + x * (1.0 - s))
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def sigmoid_backward(grad, y):
     return grad * (1.0 - y) * y
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def tanh_backward(grad, y):
     return grad * (1.0 - y * y)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def leaky_relu(x, negval):
     return tl.where(x > 0, x, x * negval)
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def logit_backward(grad, x, eps):
@@ -115,12 +125,14 @@ def logit_backward(grad, x, eps):
     return tl.where(outside, tl.where(eps < 0, float("nan"), 0.0), d)
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def leaky_relu_backward(x, grad, negval):
     return tl.where(x > 0, grad, grad * negval)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def elu(x, alpha, scale, input_scale):
@@ -138,30 +150,35 @@ def elu_backward(grad, b, alpha, scale, input_scale, is_result):
     return tl.where(b <= 0, neg, grad * scale)
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def hardtanh_backward(grad, x, lo, hi):
     return tl.where((x <= lo) | (x >= hi), 0.0, grad)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def hardsigmoid(x):
     return tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def hardsigmoid_backward(grad, x):
     return tl.where((x > -3.0) & (x < 3.0), grad / 6.0, 0.0)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def hardswish(x):
     return x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def hardswish_backward(grad, x):
@@ -169,6 +186,7 @@ def hardswish_backward(grad, x):
     return tl.where(x <= -3.0, 0.0, r)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def softplus(x, beta, th):
@@ -176,6 +194,7 @@ def softplus(x, beta, th):
     return tl.where(xb > th, x, _math.log1p(tl.exp(xb)) / beta)
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def softplus_backward(grad, x, beta, th):
@@ -183,6 +202,7 @@ def softplus_backward(grad, x, beta, th):
     return tl.where(x * beta > th, grad, grad * z / (z + 1.0))
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def mse(a, b):
@@ -190,6 +210,7 @@ def mse(a, b):
     return d * d
 
 
+@kernel()
 @pointwise(num_inputs=3)
 @triton.jit
 def mse_backward(x, target, grad, norm):
@@ -217,23 +238,13 @@ OPS = [
     mse_backward,
 ]
 
-KERNELS = {op.name: op.iter for op in OPS}
-KERNELS.update(
-    {
-        "gelu": gelu,
-        "gelu_backward": gelu_backward,
-        "elu_backward": lambda outs,
-        ins,
-        dt,
-        alpha,
-        scale,
-        input_scale,
-        is_result: elu_backward.iter(outs, ins, dt, alpha, scale, input_scale, bool(is_result)),
-    }
-)
-
 
 # -- plain (non-structured) activation ops, convention (3) ------------------
+
+
+@kernel("elu_backward")
+def _elu_backward(outs, ins, common_dtype, alpha, scale, input_scale, is_result):
+    elu_backward.iter(outs, ins, common_dtype, alpha, scale, input_scale, bool(is_result))
 
 
 def relu(self):
@@ -263,17 +274,7 @@ def hardtanh_(self, min_val=-1.0, max_val=1.0):
     return hardtanh_out(self, min_val, max_val, self)
 
 
-KERNELS.update(
-    {
-        "relu_fn": relu,
-        "relu_": relu_,
-        "hardtanh_fn": hardtanh,
-        "hardtanh_out": hardtanh_out,
-        "hardtanh_": hardtanh_,
-    }
-)
-
-
+@kernel()
 def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
     """rrelu_with_noise(self, noise, lower, upper, training, generator): in
     training, negative inputs are scaled by a uniform draw from [lower, upper]
@@ -288,8 +289,6 @@ def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, 
     return self * r
 
 
+@kernel()
 def rrelu_with_noise_(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
     return self.copy_(rrelu_with_noise(self, noise, lower, upper, training, generator))
-
-
-KERNELS.update({"rrelu_with_noise": rrelu_with_noise, "rrelu_with_noise_": rrelu_with_noise_})

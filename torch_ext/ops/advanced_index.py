@@ -25,6 +25,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import MAX_RANK, _block, _dot6, _pad, _unravel, with_atomic_target
 from .reduction import _contiguous, cumsum_out
+from ._common import kernel
 
 MAX_INDICES = 4
 
@@ -84,6 +85,7 @@ def _compact(x, values=None):
     return csum, count
 
 
+@kernel()
 def nonzero(self):
     x = _contiguous(self)
     csum, count = _compact(x)
@@ -109,6 +111,7 @@ def nonzero(self):
     return out
 
 
+@kernel()
 def nonzero_out(self, out):
     res = nonzero(self)
     if out.shape != res.shape:
@@ -116,6 +119,7 @@ def nonzero_out(self, out):
     copy_kernel((out,), (res,))
 
 
+@kernel()
 def masked_select(self, mask):
     shape = torch.broadcast_shapes(self.shape, mask.shape)
     m = _contiguous(mask.expand(shape))
@@ -305,6 +309,7 @@ def _result_layout(self, dims, ishape):
     return rest_dims, kshape, perm
 
 
+@kernel()
 def index(self, indices):
     if self.dim() > MAX_RANK:
         raise NotImplementedError("torch_ext: index on tensors of rank > 6")
@@ -338,10 +343,12 @@ def index_put_(self, indices, values, accumulate=False):
     return self
 
 
+@kernel()
 def _index_put_impl_(self, indices, values, accumulate=False, unsafe=False):
     return index_put_(self, indices, values, accumulate)
 
 
+@kernel()
 def repeat(self, repeats):
     repeats = list(repeats)
     pad = len(repeats) - self.dim()
@@ -357,6 +364,7 @@ def repeat(self, repeats):
     return out
 
 
+@kernel("randperm")
 def randperm_out(n, generator, out):
     from .random import _fill_random, UNIFORM
     from .sort import sort_out
@@ -385,6 +393,7 @@ def _sample_kernel(cdf, u, out, R, S, BLOCK: tl.constexpr):
     tl.store(out + row * S + s, tl.minimum(cnt, R - 1), mask=smask)
 
 
+@kernel()
 def multinomial(self, num_samples, replacement=False, generator=None):
     from .random import _fill_random, UNIFORM, EXPONENTIAL
     from .sort import topk_out
@@ -414,16 +423,3 @@ def multinomial(self, num_samples, replacement=False, generator=None):
         vals = torch.empty((rows, num_samples), dtype=keys.dtype, device=p.device)
         topk_out(keys, num_samples, 1, False, True, vals, out)
     return out if self.dim() == 2 else out.view(num_samples)
-
-
-KERNELS = {
-    "nonzero": nonzero,
-    "nonzero_out": nonzero_out,
-    "masked_select": masked_select,
-    "index": index,
-    "index_put_": index_put_,
-    "_index_put_impl_": _index_put_impl_,
-    "repeat": repeat,
-    "randperm": randperm_out,
-    "multinomial": multinomial,
-}

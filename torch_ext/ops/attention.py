@@ -20,6 +20,7 @@ import triton.language as tl
 
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
+from ._common import kernel
 
 
 @triton.jit
@@ -649,12 +650,10 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
     return dq, dk, dv
 
 
-KERNELS = {"flash_attention_fwd": flash_attention_fwd, "flash_attention_bwd": flash_attention_bwd}
-
-
 # aten::_scaled_dot_product_fused_attention_overrideable(_backward): PyTorch's
 # fused-attention ops for out-of-tree backends, chosen by our _fused_sdp_choice
 # when dropout_p == 0. Plain convention (3).
+@kernel()
 def sdpa_overrideable(query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, scale):
     if dropout_p != 0.0:
         raise NotImplementedError(
@@ -667,6 +666,7 @@ def sdpa_overrideable(query, key, value, attn_bias, dropout_p, is_causal, return
     return out, lse, none, none, query.shape[2], key.shape[2], seeds, seeds, none
 
 
+@kernel()
 def sdpa_overrideable_backward(
     grad_out,
     query,
@@ -693,11 +693,3 @@ def sdpa_overrideable_backward(
         grad_out.contiguous(), query, key, value, out, logsumexp, attn_bias, is_causal, scale
     )
     return dq, dk, dv, None
-
-
-KERNELS.update(
-    {
-        "sdpa_overrideable": sdpa_overrideable,
-        "sdpa_overrideable_backward": sdpa_overrideable_backward,
-    }
-)

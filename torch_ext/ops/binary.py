@@ -8,20 +8,24 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
+from ._common import kernel
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def add(a, b, alpha):
     return a + b * alpha
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def mul(a, b):
     return a * b
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def div_true(a, b):
@@ -43,6 +47,7 @@ def _trunc(x):
     return tl.where(x < 0, tl.ceil(x), tl.floor(x))
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def div_trunc(a, b):
@@ -53,6 +58,7 @@ def div_trunc(a, b):
     return q
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def div_floor(a, b):
@@ -73,12 +79,14 @@ def div_floor(a, b):
     return q
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def atan2(a, b):
     return _math.atan2(a, b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def remainder(a, b):
@@ -86,6 +94,7 @@ def remainder(a, b):
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def fmod(a, b):
@@ -110,54 +119,63 @@ def _nan_aware_min(a, b):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def maximum(a, b):
     return _nan_aware_max(a, b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def minimum(a, b):
     return _nan_aware_min(a, b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def fmax(a, b):
     return tl.where((a >= b) | (b != b), a, b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def fmin(a, b):
     return tl.where((a <= b) | (b != b), a, b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def bitwise_and(a, b):
     return a & b
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def bitwise_or(a, b):
     return a | b
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def bitwise_xor(a, b):
     return a ^ b
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def lshift(a, b):
     return tl.where((b < 0) | (b >= a.dtype.primitive_bitwidth), 0, a << b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def rshift(a, b):
@@ -166,24 +184,28 @@ def rshift(a, b):
     return a >> s
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def logical_and(a, b):
     return (a != 0) & (b != 0)
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def logical_or(a, b):
     return (a != 0) | (b != 0)
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def logical_xor(a, b):
     return (a != 0) ^ (b != 0)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def logaddexp(a, b):
@@ -193,6 +215,7 @@ def logaddexp(a, b):
     return tl.where(a == b, a + 0.6931471805599453, r)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def copysign(a, b):
@@ -200,18 +223,21 @@ def copysign(a, b):
     return tl.where(neg, -tl.abs(a), tl.abs(a))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def hypot(a, b):
     return tl.sqrt(a * a + b * b)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def heaviside(a, b):
     return tl.where(a == 0, b, (a > 0).to(a.dtype))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def xlogy(a, b):
@@ -220,36 +246,42 @@ def xlogy(a, b):
     return tl.where(b != b, b, r)
 
 
+@kernel("eq")
 @pointwise()
 @triton.jit
 def _eq(a, b):
     return a == b
 
 
+@kernel("ne")
 @pointwise()
 @triton.jit
 def _ne(a, b):
     return a != b
 
 
+@kernel("lt")
 @pointwise()
 @triton.jit
 def _lt(a, b):
     return a < b
 
 
+@kernel("le")
 @pointwise()
 @triton.jit
 def _le(a, b):
     return a <= b
 
 
+@kernel("gt")
 @pointwise()
 @triton.jit
 def _gt(a, b):
     return a > b
 
 
+@kernel("ge")
 @pointwise()
 @triton.jit
 def _ge(a, b):
@@ -296,12 +328,7 @@ OPS = [
     ge,
 ]
 
-KERNELS = {op.name: op.iter for op in OPS}
-
 
 def rsub_fn(self, other, alpha=1):
     """rsub.Tensor(self, other, alpha) = other - alpha * self (plain, (3))."""
     return add(other, self, -alpha)
-
-
-KERNELS["rsub_fn"] = rsub_fn

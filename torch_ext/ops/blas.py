@@ -15,6 +15,7 @@ import triton.language as tl
 
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
+from ._common import kernel
 
 
 @triton.jit
@@ -161,14 +162,17 @@ def _bias3(t, shape):
     return t
 
 
+@kernel("mm")
 def mm_out(self, mat2, out):
     _bmm(self.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0))
 
 
+@kernel("bmm")
 def bmm_out(self, mat2, out):
     _bmm(self, mat2, out)
 
 
+@kernel("addmm")
 def addmm_out(self, mat1, mat2, beta, alpha, out):
     shape = (1, mat1.shape[0], mat2.shape[1])
     if (
@@ -184,22 +188,26 @@ def addmm_out(self, mat1, mat2, beta, alpha, out):
     _bmm(mat1.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0), bias, alpha, beta)
 
 
+@kernel("baddbmm")
 def baddbmm_out(self, batch1, batch2, beta, alpha, out):
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
     _bmm(batch1, batch2, out, _bias3(self, shape), alpha, beta)
 
 
+@kernel()
 def mv_out(self, vec, out):
     out.resize_((self.shape[0],))  # a plain out= op sizes its own out
     _bmm(self.unsqueeze(0), vec.view(-1, 1).unsqueeze(0), out.view(1, -1, 1))
 
 
+@kernel()
 def mv(self, vec):
     out = torch.empty((self.shape[0],), dtype=self.dtype, device=self.device)
     mv_out(self, vec, out)
     return out
 
 
+@kernel()
 def dot(self, tensor):
     out = torch.empty((), dtype=self.dtype, device=self.device)
     _bmm(self.view(1, 1, -1), tensor.view(1, -1, 1), out.view(1, 1, 1))
@@ -210,14 +218,3 @@ def mm(self, mat2):
     out = torch.empty((self.shape[0], mat2.shape[1]), dtype=self.dtype, device=self.device)
     mm_out(self, mat2, out)
     return out
-
-
-KERNELS = {
-    "mm": mm_out,
-    "bmm": bmm_out,
-    "addmm": addmm_out,
-    "baddbmm": baddbmm_out,
-    "mv": mv,
-    "mv_out": mv_out,
-    "dot": dot,
-}

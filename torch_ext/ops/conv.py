@@ -28,6 +28,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import _block
 from .reduction import _contiguous
+from ._common import kernel
 
 MAX_SPATIAL = 3
 
@@ -252,6 +253,7 @@ def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
     ]
 
 
+@kernel()
 def convolution_overrideable(
     input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
@@ -291,6 +293,7 @@ def convolution_overrideable(
     return _contiguous(out)
 
 
+@kernel()
 def convolution_backward_overrideable(
     grad_output,
     input,
@@ -347,12 +350,6 @@ def convolution_backward_overrideable(
     return grad_input, grad_weight, grad_bias
 
 
-KERNELS = {
-    "convolution_overrideable": convolution_overrideable,
-    "convolution_backward_overrideable": convolution_backward_overrideable,
-}
-
-
 # -- batch norm (plain ops, convention (3)), from the device ops above ----------
 #   native_batch_norm(input, weight?, bias?, running_mean?, running_var?,
 #                     training, momentum, eps) -> (out, save_mean, save_invstd)
@@ -369,6 +366,7 @@ def _per_channel(t, ndim):
     return t.reshape([1, -1] + [1] * (ndim - 2))
 
 
+@kernel()
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     if input.dim() < 2:
         raise RuntimeError(
@@ -406,6 +404,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     return _contiguous(y.to(input.dtype)), save_mean, save_invstd
 
 
+@kernel()
 def native_batch_norm_backward(
     grad_out,
     input,
@@ -443,14 +442,6 @@ def native_batch_norm_backward(
     if output_mask[2]:
         grad_bias = g.sum(dims).to(weight.dtype if weight is not None else input.dtype)
     return grad_input, grad_weight, grad_bias
-
-
-KERNELS.update(
-    {
-        "native_batch_norm": native_batch_norm,
-        "native_batch_norm_backward": native_batch_norm_backward,
-    }
-)
 
 
 # -- 2-d pooling (structured impls, convention (2)) ---------------------------
@@ -628,6 +619,7 @@ def _write_back(out, target):
         copy_kernel((out,), (target,))
 
 
+@kernel("max_pool2d_with_indices")
 def max_pool2d_with_indices_out(
     self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
 ):
@@ -667,6 +659,7 @@ def max_pool2d_with_indices_out(
     _write_back(indices, i_t)
 
 
+@kernel("max_pool2d_with_indices_backward")
 def max_pool2d_with_indices_backward_out(
     grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
 ):
@@ -684,6 +677,7 @@ def max_pool2d_with_indices_backward_out(
     _write_back(grad_input, gi)
 
 
+@kernel("avg_pool2d")
 def avg_pool2d_out(
     self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad, divisor_override, out
 ):
@@ -720,6 +714,7 @@ def avg_pool2d_out(
     _write_back(out, o_t)
 
 
+@kernel("avg_pool2d_backward")
 def avg_pool2d_backward_out(
     grad_output,
     self,
@@ -763,16 +758,6 @@ def avg_pool2d_backward_out(
         BLOCK=block,
     )
     _write_back(grad_input, gi)
-
-
-KERNELS.update(
-    {
-        "max_pool2d_with_indices": max_pool2d_with_indices_out,
-        "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward_out,
-        "avg_pool2d": avg_pool2d_out,
-        "avg_pool2d_backward": avg_pool2d_backward_out,
-    }
-)
 
 
 # -- nearest upsampling, 2-d (structured impls, convention (2)) ----------------
@@ -908,27 +893,22 @@ def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
     copy_kernel((grad_input,), (acc,))
 
 
+@kernel("upsample_nearest2d")
 def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
     upsample_nearest(self, out, (scales_h, scales_w))
 
 
+@kernel("upsample_nearest2d_backward")
 def upsample_nearest2d_backward_out(
     grad_output, output_size, input_size, scales_h, scales_w, grad_input
 ):
     upsample_nearest_backward(grad_output, grad_input, (scales_h, scales_w))
 
 
-KERNELS.update(
-    {
-        "upsample_nearest2d": upsample_nearest2d_out,
-        "upsample_nearest2d_backward": upsample_nearest2d_backward_out,
-    }
-)
-
-
 # -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
 
 
+@kernel()
 def roll(self, shifts, dims):
     shifts, dims = list(shifts), list(dims)
     if not dims:
@@ -946,9 +926,7 @@ def roll(self, shifts, dims):
     return _contiguous(out) if out is not self else _contiguous(self.clone())
 
 
-KERNELS["roll"] = roll
-
-
+@kernel()
 def max_unpool2d_out(self, indices, output_size, out):
     """max_unpool2d.out(self, indices, output_size, out): zeros, with each value
     written at its index into the output plane (of max_pool2d's return_indices)."""
@@ -977,9 +955,7 @@ def max_unpool2d_out(self, indices, output_size, out):
     return out
 
 
+@kernel()
 def max_unpool2d(self, indices, output_size):
     out = torch.empty(0, dtype=self.dtype, device=self.device)
     return max_unpool2d_out(self, indices, output_size, out)
-
-
-KERNELS.update({"max_unpool2d": max_unpool2d, "max_unpool2d_out": max_unpool2d_out})

@@ -10,6 +10,7 @@ import triton
 import triton.language as tl  # noqa: F401  (the interpreter needs tl in scope)
 
 from ._pointwise import Pointwise
+from ._common import kernel
 
 
 @triton.jit
@@ -26,10 +27,12 @@ copy = Pointwise(_identity, num_inputs=1, cast=[False], name="copy")
 _fill = Pointwise(_value, num_inputs=0, name="fill")
 
 
+@kernel("copy")
 def copy_kernel(outs, ins, common_dtype=None, non_blocking=False):
     copy.iter(outs, ins, outs[0].dtype)
 
 
+@kernel("fill")
 def fill_kernel(outs, ins, common_dtype, value):
     dtype = outs[0].dtype
     if dtype == torch.bool:
@@ -55,12 +58,6 @@ def copy_(dst, src):
     return dst
 
 
-KERNELS = {"copy": copy_kernel, "fill": fill_kernel}
-
-
 def zero_(self):
     """zero_(self) (plain, convention (3))."""
     return fill_(self, 0)
-
-
-KERNELS.update({"fill_": fill_, "zero_": zero_})

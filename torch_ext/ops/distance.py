@@ -7,6 +7,7 @@ CPU/CUDA, so these are Plain ops (convention 3).
 """
 
 import torch
+from ._common import kernel
 
 
 def _check_p(p, name):
@@ -43,6 +44,7 @@ def _euclid_mm(x1, x2):
     return d.clamp_min(0).sqrt()
 
 
+@kernel()
 def cdist_forward(x1, x2, p, compute_mode=None):
     """_cdist_forward(x1, x2, p, compute_mode): (.., R1, M) x (.., R2, M) -> (.., R1, R2)."""
     _check_p(p, "cdist")
@@ -89,6 +91,7 @@ def _dist_grad(diff, dist, grad, p):
     return g * r
 
 
+@kernel()
 def cdist_backward(grad, x1, x2, p, cdist):
     """_cdist_backward(grad, x1, x2, p, cdist): the gradient for x1 (autograd
     swaps the arguments for x2)."""
@@ -111,6 +114,7 @@ def _pairs(n, device):
     return torch.triu_indices(n, n, 1, device=device)
 
 
+@kernel()
 def pdist_forward(self, p=2):
     """_pdist_forward(self, p): distances between the rows i < j of an (N, M) matrix."""
     _check_p(p, "pdist")
@@ -123,6 +127,7 @@ def pdist_forward(self, p=2):
     return _norm_last(self[i] - self[j], p)
 
 
+@kernel()
 def pdist_backward(grad, self, p, pdist):
     n = self.shape[0]
     out = torch.zeros_like(self)
@@ -133,11 +138,3 @@ def pdist_backward(grad, self, p, pdist):
     out.index_add_(0, i, g)
     out.index_add_(0, j, -g)
     return out
-
-
-KERNELS = {
-    "cdist_forward": cdist_forward,
-    "cdist_backward": cdist_backward,
-    "pdist_forward": pdist_forward,
-    "pdist_backward": pdist_backward,
-}

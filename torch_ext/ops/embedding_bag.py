@@ -8,6 +8,7 @@ Returns what PyTorch's autograd formula hands back to the backward:
 """
 
 import torch
+from ._common import kernel
 
 SUM, MEAN, MAX = 0, 1, 2
 
@@ -33,6 +34,7 @@ def _bags(indices, offsets, include_last_offset):
     return B, o2b.to(indices.dtype)
 
 
+@kernel()
 def embedding_bag(
     weight,
     indices,
@@ -92,6 +94,7 @@ def embedding_bag(
     return out.to(weight.dtype), o2b, counts, max_indices
 
 
+@kernel()
 def embedding_bag_dense_backward(
     grad,
     indices,
@@ -137,6 +140,7 @@ def embedding_bag_dense_backward(
     return gw.to(grad.dtype)
 
 
+@kernel()
 def embedding_bag_per_sample_weights_backward(
     grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1
 ):
@@ -149,10 +153,3 @@ def embedding_bag_per_sample_weights_backward(
     if padding_idx >= 0:
         r = torch.where(indices != padding_idx, r, torch.zeros_like(r))
     return r
-
-
-KERNELS = {
-    "embedding_bag": embedding_bag,
-    "embedding_bag_dense_backward": embedding_bag_dense_backward,
-    "embedding_bag_per_sample_weights_backward": embedding_bag_per_sample_weights_backward,
-}

@@ -24,16 +24,20 @@ from . import _math
 from .binary import add
 from .norm import native_layer_norm, rms_norm_fwd
 from ._pointwise import pointwise
+from ._common import kernel
 
 
+@kernel()
 def skip_layer_norm(x, residual, normalized_shape, weight, bias, eps):
     return native_layer_norm(add(x, residual, 1), normalized_shape, weight, bias, eps)
 
 
+@kernel()
 def skip_rms_norm(x, residual, normalized_shape, weight, eps):
     return rms_norm_fwd(add(x, residual, 1), normalized_shape, weight, eps)
 
 
+@kernel()
 def fused_add_rms_norm(x, residual, normalized_shape, weight, eps):
     s = add(x, residual, 1)
     out, _ = rms_norm_fwd(s, normalized_shape, weight, eps)
@@ -93,11 +97,13 @@ def _tanh(approximate):
     return approximate in ("tanh", 1)
 
 
+@kernel()
 def gelu_and_mul(x, approximate="none"):
     a, b, _ = _halves(x)
     return (_gelu_tanh_mul if _tanh(approximate) else _gelu_mul)(a, b)
 
 
+@kernel()
 def silu_and_mul(x):
     a, b, _ = _halves(x)
     return _silu_mul(a, b)
@@ -111,10 +117,12 @@ def _and_mul_backward(op, grad, x):
     return dx
 
 
+@kernel()
 def gelu_and_mul_backward(grad, x, approximate="none"):
     return _and_mul_backward(_gelu_tanh_mul_bwd if _tanh(approximate) else _gelu_mul_bwd, grad, x)
 
 
+@kernel()
 def silu_and_mul_backward(grad, x):
     return _and_mul_backward(_silu_mul_bwd, grad, x)
 
@@ -125,6 +133,7 @@ def _rotate(x1, x2, c, s):
     return x1 * c - x2 * s, x2 * c + x1 * s
 
 
+@kernel()
 def rotary_embedding(x, cos, sin, interleaved=False):
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if interleaved:
@@ -137,20 +146,8 @@ def rotary_embedding(x, cos, sin, interleaved=False):
     return out
 
 
+@kernel()
 def rotary_embedding_backward(grad, cos, sin, interleaved=False):
     from .unary import neg
 
     return rotary_embedding(grad, cos, neg(sin), interleaved)
-
-
-KERNELS = {
-    "skip_layer_norm": skip_layer_norm,
-    "skip_rms_norm": skip_rms_norm,
-    "fused_add_rms_norm": fused_add_rms_norm,
-    "gelu_and_mul": gelu_and_mul,
-    "gelu_and_mul_backward": gelu_and_mul_backward,
-    "silu_and_mul": silu_and_mul,
-    "silu_and_mul_backward": silu_and_mul_backward,
-    "rotary_embedding": rotary_embedding,
-    "rotary_embedding_backward": rotary_embedding_backward,
-}

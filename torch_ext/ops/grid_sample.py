@@ -15,6 +15,7 @@ import triton.language as tl
 from . import _math
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
+from ._common import kernel
 
 BILINEAR, NEAREST, BICUBIC = 0, 1, 2
 ZEROS, BORDER, REFLECTION = 0, 1, 2
@@ -336,6 +337,7 @@ def _launch(inp, grid, out, gout, ginp, ggrid, mode, padding, align, backward, i
     )
 
 
+@kernel()
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
     _check(input, grid, interpolation_mode, padding_mode)
     N, C = input.shape[:2]
@@ -356,6 +358,7 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
     return out
 
 
+@kernel()
 def grid_sampler_2d_backward(
     grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
 ):
@@ -385,6 +388,3 @@ def grid_sampler_2d_backward(
     grad_grid = torch.empty(grid.shape, dtype=grid.dtype, device=grid.device)
     copy_kernel((grad_grid,), (ggrid,))
     return grad_input, grad_grid
-
-
-KERNELS = {"grid_sampler_2d": grid_sampler_2d, "grid_sampler_2d_backward": grid_sampler_2d_backward}

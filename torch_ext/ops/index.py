@@ -29,6 +29,7 @@ from ._launch import cdiv, launch, next_pow2
 from ._pointwise import pointwise
 from .copy import copy_kernel, fill_kernel
 from .reduction import _contiguous
+from ._common import kernel
 
 MAX_RANK = 6
 
@@ -228,6 +229,7 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
     _bounds.check(flag)
 
 
+@kernel("gather")
 def gather_out(self, dim, index, sparse_grad, out):
     _gather_scatter(index, self, out, dim, 0)
 
@@ -240,26 +242,31 @@ def _scatter_prepare(self, out):
 _REDUCE_MODE = {None: 1, "add": 2, "sum": 2, "multiply": 3}
 
 
+@kernel("scatter_src")
 def scatter_src_out(self, dim, index, src, out):
     _scatter_prepare(self, out)
     _gather_scatter(index, src, out, dim, 1)
 
 
+@kernel("scatter_value")
 def scatter_value_out(self, dim, index, value, out):
     _scatter_prepare(self, out)
     _gather_scatter(index, None, out, dim, 1, value)
 
 
+@kernel("scatter_reduce")
 def scatter_reduce_out(self, dim, index, src, reduce, out):
     _scatter_prepare(self, out)
     _gather_scatter(index, src, out, dim, _REDUCE_MODE[reduce])
 
 
+@kernel("scatter_value_reduce")
 def scatter_value_reduce_out(self, dim, index, value, reduce, out):
     _scatter_prepare(self, out)
     _gather_scatter(index, None, out, dim, _REDUCE_MODE[reduce], value)
 
 
+@kernel("scatter_reduce_two")
 def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
     """scatter_reduce.two_out impl: (self, dim, index, src, reduce, include_self, out);
     reduce in sum, prod, mean, amax, amin."""
@@ -292,6 +299,7 @@ def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
     _gather_scatter(index, src, out, dim, mode)
 
 
+@kernel("scatter_add")
 def scatter_add_out(self, dim, index, src, out):
     _scatter_prepare(self, out)
     _gather_scatter(index, src, out, dim, 2)
@@ -322,6 +330,7 @@ def _index_select_kernel(src, index, out, n, L, S, B, flag, BLOCK: tl.constexpr)
     tl.store(out + o, v, mask=mask)
 
 
+@kernel()
 def index_select_out(self, dim, index, out):
     x = _contiguous(self)
     if x.dim() == 0:
@@ -350,6 +359,7 @@ def index_select_out(self, dim, index, out):
     return out
 
 
+@kernel()
 def index_select(self, dim, index):
     shape = list(self.shape) if self.dim() else [1]
     shape[dim % len(shape)] = index.numel()
@@ -359,6 +369,7 @@ def index_select(self, dim, index):
     return index_select_out(self, dim, index, out)
 
 
+@kernel()
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     out = torch.empty(
         list(indices.shape) + [weight.shape[1]], dtype=weight.dtype, device=weight.device
@@ -383,6 +394,7 @@ def _embedding_bwd_kernel(
     tl.atomic_add(out + idx * D + col, g, mask=mask)
 
 
+@kernel()
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     D = grad_output.shape[-1]
     out_dtype = grad_output.dtype
@@ -432,6 +444,7 @@ def _masked_fill(x, m, value):
     return tl.where(m != 0, value, x)
 
 
+@kernel()
 def masked_fill_(self, mask, value):
     """masked_fill_.Scalar / .Tensor (value a number or 0-dim tensor)."""
     if isinstance(value, torch.Tensor):
@@ -456,6 +469,7 @@ def masked_fill(self, mask, value):
 # -- cat / flip / tril / triu / arange --------------------------------------
 
 
+@kernel("cat")
 def cat_out(
     tensors,
     dim,
@@ -504,6 +518,7 @@ def _strided_copy_kernel(
     tl.store(out + o, v, mask=mask)
 
 
+@kernel()
 def flip(self, dims):
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     n = self.numel()
@@ -533,6 +548,7 @@ def flip(self, dims):
     return out
 
 
+@kernel()
 def flip_out(self, dims, out):
     out.resize_(self.shape)  # a plain out= op sizes its own out
     copy_kernel((out,), (flip(self, dims),))
@@ -568,10 +584,12 @@ def _tri(self, diagonal, out, lower):
         copy_kernel((out,), (target,))
 
 
+@kernel("tril")
 def tril_out(self, diagonal, out):
     _tri(self, diagonal, out, True)
 
 
+@kernel("triu")
 def triu_out(self, diagonal, out):
     _tri(self, diagonal, out, False)
 
@@ -585,6 +603,7 @@ def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
 
 
+@kernel("arange")
 def arange_out(start, end, step, out):
     """arange.start_out (plain): out already has its size (the caller resizes it)."""
     n = out.numel()
@@ -599,29 +618,6 @@ def arange_out(start, end, step, out):
     if target is not out:
         copy_kernel((out,), (target,))
     return out
-
-
-KERNELS = {
-    "gather": gather_out,
-    "scatter_src": scatter_src_out,
-    "scatter_value": scatter_value_out,
-    "scatter_reduce": scatter_reduce_out,
-    "scatter_value_reduce": scatter_value_reduce_out,
-    "scatter_add": scatter_add_out,
-    "scatter_reduce_two": scatter_reduce_two_out,
-    "index_select": index_select,
-    "index_select_out": index_select_out,
-    "embedding": embedding,
-    "embedding_dense_backward": embedding_dense_backward,
-    "masked_fill_": masked_fill_,
-    "masked_fill": masked_fill,
-    "cat": cat_out,
-    "flip": flip,
-    "flip_out": flip_out,
-    "tril": tril_out,
-    "triu": triu_out,
-    "arange": arange_out,
-}
 
 
 # -- index_add / linspace / eye -----------------------------------------------
@@ -640,6 +636,7 @@ def _index_add_kernel(
     tl.atomic_add(out + a * o_a + idx * o_s + b * o_b, v, mask=mask)
 
 
+@kernel("index_add")
 def index_add_out(self, dim, index, source, alpha, out):
     """index_add.out impl: (self, dim, index, source, alpha, out)."""
     if out.data_ptr() != self.data_ptr() or out.stride() != self.stride():
@@ -696,6 +693,7 @@ def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.cons
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
 
 
+@kernel("linspace")
 def linspace_out(start, end, steps, out):
     """linspace.out (plain): out already has `steps` elements."""
     n = out.numel()
@@ -733,6 +731,7 @@ def _eye_kernel(out, n, M, s0, s1, BLOCK: tl.constexpr):
     tl.store(out + i * s0 + j * s1, (i == j).to(out.dtype.element_ty), mask=o < n)
 
 
+@kernel("eye")
 def eye_out(n, m, out=None):
     """eye.m_out (n, m, out) and eye.out (n, out)."""
     if out is None:
@@ -742,6 +741,3 @@ def eye_out(n, m, out=None):
         block = _block(total)
         launch(_eye_kernel, (cdiv(total, block),), out, total, m, *out.stride(), BLOCK=block)
     return out
-
-
-KERNELS.update({"index_add": index_add_out, "linspace": linspace_out, "eye": eye_out})

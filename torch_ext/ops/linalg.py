@@ -23,6 +23,7 @@ kernels do).
 import torch
 
 from .copy import copy_kernel
+from ._common import kernel
 
 
 def _colmajor(t):
@@ -40,6 +41,7 @@ def _batched(t):
     return t.reshape(-1, t.shape[-2], t.shape[-1]).clone(memory_format=torch.contiguous_format)
 
 
+@kernel()
 def lu_factor(LU, pivots, infos, compute_pivots):
     """In place: LU := L\\U of P A = L U (unit L below the diagonal), pivots
     (1-based, int32) and infos (the first zero pivot, 1-based; 0 if none)."""
@@ -109,6 +111,7 @@ def _swap_rows(X, piv, order):
         X.scatter_(1, p, row_i)
 
 
+@kernel()
 def lu_solve(LU, pivots, B, trans):
     """In place: B := op(A)^-1 B with A = P L U from lu_factor; trans 0: A,
     1: A^T, 2: A^H (= A^T for real dtypes)."""
@@ -132,6 +135,7 @@ def lu_solve(LU, pivots, B, trans):
     copy_kernel((B,), (X.view(B.shape),))
 
 
+@kernel()
 def triangular_solve(A, B, left, upper, trans, unitriangular):
     """In place: B := op(A)^-1 B (left) or B op(A)^-1 (right), A triangular
     (as LAPACK reads its memory, see _colmajor)."""
@@ -157,6 +161,7 @@ def _solve_triangular(A, B, left, upper, trans, unitriangular):
     copy_kernel((B,), (X.reshape(B.shape),))
 
 
+@kernel()
 def cholesky(A, infos, upper):
     """In place: A := L with A = L L^T (upper: U = L^T); infos: the order of
     the first non-positive leading minor (1-based), 0 if A is positive definite.
@@ -190,6 +195,7 @@ def cholesky(A, infos, upper):
         copy_kernel((infos,), (info.view(infos.shape),))
 
 
+@kernel()
 def cholesky_solve_helper(self, A, upper):
     """_cholesky_solve_helper(self, A, upper): A is the Cholesky factor (lower
     L, or upper U = L^T) of the matrix; returns (L L^T)^-1 self."""
@@ -199,12 +205,3 @@ def cholesky_solve_helper(self, A, upper):
     _solve_triangular(L, X, True, False, 0, False)
     _solve_triangular(L, X, True, False, 1, False)
     return X
-
-
-KERNELS = {
-    "lu_factor": lu_factor,
-    "lu_solve": lu_solve,
-    "triangular_solve": triangular_solve,
-    "cholesky": cholesky,
-    "cholesky_solve_helper": cholesky_solve_helper,
-}

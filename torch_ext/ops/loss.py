@@ -19,6 +19,7 @@ from .activation import mse, mse_backward
 from .copy import copy_kernel, fill_kernel
 from .reduction import SUM, _contiguous, reduce_into
 from .index import _block
+from ._common import kernel
 
 NONE, MEAN, SUM_RED = 0, 1, 2
 
@@ -92,6 +93,7 @@ def _nll_bwd_kernel(
     tl.store(gi + n * C + t, (-w * gv).to(gi.dtype.element_ty), mask=valid)
 
 
+@kernel("nll_loss_forward")
 def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
     x = _contiguous(self)
     N = x.shape[0] if x.dim() == 2 else 1
@@ -141,6 +143,7 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
         div_true(s, total_weight, out=output)
 
 
+@kernel("nll_loss_backward")
 def nll_loss_backward_out(
     grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
 ):
@@ -234,6 +237,7 @@ def _rows(self):
     return self.movedim(1, -1).reshape(-1, self.shape[1])
 
 
+@kernel()
 def nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
     _check_2d(self, target, weight)
     shape = list(target.shape) if reduction == NONE else []
@@ -254,6 +258,7 @@ def nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output
     return output, total_weight
 
 
+@kernel()
 def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
     output = torch.empty(0, dtype=self.dtype, device=self.device)
     total_weight = torch.empty([], dtype=self.dtype, device=self.device)
@@ -262,6 +267,7 @@ def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
     )
 
 
+@kernel()
 def nll_loss2d_backward_out(
     grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
 ):
@@ -278,6 +284,7 @@ def nll_loss2d_backward_out(
     return grad_input
 
 
+@kernel()
 def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
     grad_input = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return nll_loss2d_backward_out(
@@ -313,6 +320,7 @@ def _margin_terms(self, target, p, margin):
     return x, y, m, keep
 
 
+@kernel()
 def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=MEAN):
     x, y, m, keep = _margin_terms(self, target, int(p), margin)
     z = torch.where(keep, m * m if int(p) == 2 else m, torch.zeros_like(m))
@@ -324,6 +332,7 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=MEAN):
     return loss.mean() if reduction == MEAN else loss.sum()
 
 
+@kernel()
 def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
     r = multi_margin_loss(self, target, p, margin, weight, reduction)
     out.resize_(r.shape)
@@ -331,6 +340,7 @@ def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
     return out
 
 
+@kernel()
 def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=MEAN):
     x, y, m, keep = _margin_terms(self, target, int(p), margin)
     d = torch.where(keep, 2 * m if int(p) == 2 else torch.ones_like(m), torch.zeros_like(m))
@@ -342,19 +352,3 @@ def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None
     if reduction == MEAN:
         g = g / x.shape[0]
     return (d * g.to(d.dtype)).reshape(self.shape)
-
-
-KERNELS = {
-    "multi_margin_loss": multi_margin_loss,
-    "multi_margin_loss_out": multi_margin_loss_out,
-    "multi_margin_loss_backward": multi_margin_loss_backward,
-    "nll_loss2d_forward": nll_loss2d_forward,
-    "nll_loss2d_forward_out": nll_loss2d_forward_out,
-    "nll_loss2d_backward": nll_loss2d_backward,
-    "nll_loss2d_backward_out": nll_loss2d_backward_out,
-    "nll_loss_forward": nll_loss_forward_out,
-    "nll_loss_backward": nll_loss_backward_out,
-    "mse_loss": mse_loss_out,
-    "mse_loss_backward": mse_loss_backward,
-    "mse_loss_backward_out": mse_loss_backward_out,
-}

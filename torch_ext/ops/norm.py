@@ -24,6 +24,7 @@ import triton.language as tl
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
 from .reduction import _contiguous, reduce_into, SUM
+from ._common import kernel
 
 
 @triton.jit
@@ -297,6 +298,7 @@ def _split(x, normalized_shape):
     return axis, M, D
 
 
+@kernel()
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     x = _contiguous(input)
     axis, M, D = _split(x, normalized_shape)
@@ -310,6 +312,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return y, mean, rstd
 
 
+@kernel()
 def native_layer_norm_backward(
     grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask
 ):
@@ -331,6 +334,7 @@ def native_layer_norm_backward(
     return dx, dw, db
 
 
+@kernel()
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     x = _contiguous(input)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -341,6 +345,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     return y, mean, rstd
 
 
+@kernel()
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     from .binary import mul, add
 
@@ -374,6 +379,7 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
     return dx, dgamma, dbeta
 
 
+@kernel()
 def rms_norm_fwd(input, normalized_shape, weight, eps):
     """torch_ext::rms_norm_fwd -> (out, rstd); eps None means dtype eps."""
     x = _contiguous(input)
@@ -389,6 +395,7 @@ def rms_norm_fwd(input, normalized_shape, weight, eps):
     return y, rstd
 
 
+@kernel()
 def rms_norm_bwd(grad_out, input, normalized_shape, rstd, weight, output_mask):
     x = _contiguous(input)
     dy = _contiguous(grad_out)
@@ -402,13 +409,3 @@ def rms_norm_bwd(grad_out, input, normalized_shape, rstd, weight, output_mask):
         dw = torch.empty(normalized_shape, dtype=weight.dtype, device=x.device)
         _norm_dw(dy, x, None, rstd, M, D, True, dw, None)
     return dx, dw
-
-
-KERNELS = {
-    "native_layer_norm": native_layer_norm,
-    "native_layer_norm_backward": native_layer_norm_backward,
-    "native_group_norm": native_group_norm,
-    "native_group_norm_backward": native_group_norm_backward,
-    "rms_norm_fwd": rms_norm_fwd,
-    "rms_norm_bwd": rms_norm_bwd,
-}

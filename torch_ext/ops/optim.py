@@ -13,6 +13,7 @@ import triton.language as tl
 
 from ._launch import cdiv, launch
 from .index import _block
+from ._common import kernel
 
 
 @triton.jit
@@ -74,6 +75,7 @@ def _adamw_kernel(
     tl.store(v + o, vv.to(v.dtype.element_ty), mask=mask)
 
 
+@kernel("_fused_adamw_")
 def fused_adamw_(
     self,
     grads,
@@ -127,6 +129,3 @@ def fused_adamw_(
             ACC=tl.float64 if p.dtype == torch.float64 else tl.float32,
             BLOCK=block,
         )
-
-
-KERNELS = {"_fused_adamw_": fused_adamw_}

@@ -31,6 +31,7 @@ from . import _math
 from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .index import _block
+from ._common import kernel
 
 (
     UNIFORM,
@@ -124,18 +125,22 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
     return out
 
 
+@kernel()
 def uniform(outs, ins, common_dtype, from_, to, generator=None):
     _fill_random(outs[0], UNIFORM, float(from_), float(to), generator=generator)
 
 
+@kernel()
 def normal(self, mean, std, generator=None):
     _fill_random(self, NORMAL, float(mean), float(std), generator=generator)
 
 
+@kernel()
 def bernoulli_scalar(self, p, generator=None):
     _fill_random(self, BERNOULLI, float(p), generator=generator)
 
 
+@kernel()
 def bernoulli_tensor(self, p, generator=None):
     p = p.expand(self.shape)
     if not p.is_contiguous():
@@ -145,10 +150,12 @@ def bernoulli_tensor(self, p, generator=None):
     _fill_random(self, BERNOULLI_T, p=p, generator=generator)
 
 
+@kernel()
 def random_from_to(outs, ins, common_dtype, range_, base, generator=None):
     _fill_random(outs[0], RANDOM_RANGE, int(base), int(range_), generator=generator)
 
 
+@kernel()
 def random(outs, ins, common_dtype, generator=None):
     dtype = outs[0].dtype
     if dtype.is_floating_point:
@@ -160,18 +167,22 @@ def random(outs, ins, common_dtype, generator=None):
     _fill_random(outs[0], RANDOM_RANGE, 0, hi, generator=generator)
 
 
+@kernel()
 def exponential(outs, ins, common_dtype, lambd, generator=None):
     _fill_random(outs[0], EXPONENTIAL, float(lambd), generator=generator)
 
 
+@kernel()
 def cauchy(outs, ins, common_dtype, median, sigma, generator=None):
     _fill_random(outs[0], CAUCHY, float(median), float(sigma), generator=generator)
 
 
+@kernel()
 def log_normal(outs, ins, common_dtype, mean, std, generator=None):
     _fill_random(outs[0], LOG_NORMAL, float(mean), float(std), generator=generator)
 
 
+@kernel()
 def geometric(outs, ins, common_dtype, p, generator=None):
     _fill_random(outs[0], GEOMETRIC, float(p), generator=generator)
 
@@ -186,6 +197,7 @@ def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr
     tl.store(keep + o, k, mask=mask)
 
 
+@kernel()
 def native_dropout(input, p, train):
     from .reduction import _contiguous
 
@@ -219,23 +231,8 @@ def native_dropout(input, p, train):
     return out, keep
 
 
+@kernel()
 def native_dropout_backward(grad_output, mask, scale):
     from .binary import mul
 
     return mul(mul(grad_output, mask), scale)
-
-
-KERNELS = {
-    "uniform": uniform,
-    "normal": normal,
-    "bernoulli_scalar": bernoulli_scalar,
-    "bernoulli_tensor": bernoulli_tensor,
-    "random_from_to": random_from_to,
-    "random": random,
-    "exponential": exponential,
-    "cauchy": cauchy,
-    "log_normal": log_normal,
-    "geometric": geometric,
-    "native_dropout": native_dropout,
-    "native_dropout_backward": native_dropout_backward,
-}

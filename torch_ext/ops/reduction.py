@@ -19,6 +19,7 @@ import triton.language as tl
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
+from ._common import kernel
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
 (
@@ -366,22 +367,26 @@ def _numel(x, dims):
 # -- structured impls (convention (2)) ------------------------------------
 
 
+@kernel("sum")
 def sum_out(self, dim, keepdim, dtype, out):
     """sum.IntList_out impl: (self, dim?, keepdim, dtype?, out)."""
     src_dtype = dtype or (out.dtype if out.dtype.is_floating_point else self.dtype)
     reduce_into(self, dim, out, SUM, dtype=src_dtype)
 
 
+@kernel("mean")
 def mean_out(self, dim, keepdim, dtype, out):
     n = _numel(self, dim)
     reduce_into(self, dim, out, SUM, scale=(1.0 / n) if n else math.nan, dtype=dtype or out.dtype)
 
 
+@kernel("prod")
 def prod_out(self, dim, keepdim, dtype, out):
     """prod.int_out impl: (self, dim:int, keepdim, dtype?, out)."""
     reduce_into(self, [dim], out, PROD, dtype=dtype or out.dtype)
 
 
+@kernel()
 def prod_all(self, dtype=None):
     """prod (plain): returns a 0-dim tensor."""
     dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
@@ -390,6 +395,7 @@ def prod_all(self, dtype=None):
     return out
 
 
+@kernel()
 def sum_all(self, dtype=None):
     dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
     out = torch.empty((), dtype=dt, device=self.device)
@@ -397,10 +403,12 @@ def sum_all(self, dtype=None):
     return out
 
 
+@kernel("amax")
 def amax_out(self, dim, keepdim, out):
     reduce_into(self, dim, out, MAX)
 
 
+@kernel("amin")
 def amin_out(self, dim, keepdim, out):
     reduce_into(self, dim, out, MIN)
 
@@ -413,6 +421,7 @@ def _check_nonempty(self, name):
         )
 
 
+@kernel()
 def max_all(self):
     _check_nonempty(self, "max")
     out = torch.empty((), dtype=self.dtype, device=self.device)
@@ -420,6 +429,7 @@ def max_all(self):
     return out
 
 
+@kernel()
 def min_all(self):
     _check_nonempty(self, "min")
     out = torch.empty((), dtype=self.dtype, device=self.device)
@@ -427,19 +437,23 @@ def min_all(self):
     return out
 
 
+@kernel("all")
 def all_out(self, dim, keepdim, out):
     """all.dims_out / all.out (dim int) impls."""
     reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ALL, post=POST_EQ0)
 
 
+@kernel("any")
 def any_out(self, dim, keepdim, out):
     reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ANY, post=POST_GT0)
 
 
+@kernel("all_all")
 def all_all_out(self, out):
     reduce_into(self, None, out, ALL, post=POST_EQ0)
 
 
+@kernel("any_all")
 def any_all_out(self, out):
     reduce_into(self, None, out, ANY, post=POST_GT0)
 
@@ -465,11 +479,13 @@ def _var_into(self, dim, correction, out_var, out_mean=None, take_sqrt=False):
         copy_kernel((out_mean,), (mean.view(out_mean.shape),))
 
 
+@kernel("var")
 def var_correction(self, dim=None, correction=None, keepdim=False):
     """var.correction (plain): returns the result."""
     return _var_fn(self, dim, correction, keepdim, False)
 
 
+@kernel("std")
 def std_correction(self, dim=None, correction=None, keepdim=False):
     return _var_fn(self, dim, correction, keepdim, True)
 
@@ -487,16 +503,19 @@ def _var_fn(self, dim, correction, keepdim, take_sqrt):
     return out
 
 
+@kernel("var_out")
 def var_correction_out(self, dim, correction, keepdim, out):
     out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
     _var_into(self, dim, _correction(correction), out)
 
 
+@kernel("std_out")
 def std_correction_out(self, dim, correction, keepdim, out):
     out.resize_(_reduced_shape(self, dim, keepdim))
     _var_into(self, dim, _correction(correction), out, take_sqrt=True)
 
 
+@kernel("var_mean")
 def var_mean_correction(self, dim=None, correction=None, keepdim=False):
     """var_mean.correction (plain): returns (var, mean)."""
     shape = _reduced_shape(self, dim, keepdim)
@@ -506,6 +525,7 @@ def var_mean_correction(self, dim=None, correction=None, keepdim=False):
     return var, mean
 
 
+@kernel("std_mean")
 def std_mean_correction(self, dim=None, correction=None, keepdim=False):
     shape = _reduced_shape(self, dim, keepdim)
     std = torch.empty(shape, dtype=self.dtype, device=self.device)
@@ -514,6 +534,7 @@ def std_mean_correction(self, dim=None, correction=None, keepdim=False):
     return std, mean
 
 
+@kernel("linalg_vector_norm")
 def linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out):
     """linalg_vector_norm.out impl: (self, ord, dim?, keepdim, dtype?, out)."""
     x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
@@ -532,15 +553,18 @@ def linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out):
         reduce_into(x, dim, out, POW_SUM, post=POST_ROOT, p=ord)
 
 
+@kernel("norm")
 def norm_out(self, p, dim, keepdim, out, dtype=None):
     """norm.out / norm.dtype_out impls: (self, p?, dim, keepdim[, dtype], out)."""
     linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
 
 
+@kernel("norm_dtype")
 def norm_dtype_out(self, p, dim, keepdim, dtype, out):
     linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
 
 
+@kernel()
 def logsumexp_out(self, dim, keepdim, out):
     """logsumexp.out (plain): (self, dim, keepdim, out)."""
     out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
@@ -553,6 +577,7 @@ def logsumexp_out(self, dim, keepdim, out):
     run_reduce(xv, A, R, B, out, EXP_SUM, 0, post=POST_LOG_ADD, aux=mx)
 
 
+@kernel()
 def logsumexp(self, dim, keepdim=False):
     dt = self.dtype if self.dtype.is_floating_point else torch.get_default_dtype()
     out = torch.empty(_reduced_shape(self, dim, keepdim), dtype=dt, device=self.device)
@@ -657,21 +682,25 @@ def _arg_reduce(self, dim, values, indices, is_max):
         copy_kernel((indices,), (it.view(indices.shape),))
 
 
+@kernel("max_dim")
 def max_dim_out(self, dim, keepdim, max, max_values):
     """max.dim_max impl: (self, dim, keepdim, max, max_values) -- values, indices."""
     _arg_reduce(self, dim, max, max_values, True)
 
 
+@kernel("min_dim")
 def min_dim_out(self, dim, keepdim, min, min_indices):
     _arg_reduce(self, dim, min, min_indices, False)
 
 
+@kernel("argmax")
 def argmax_out(self, dim, keepdim, out):
     """argmax.out impl: (self, dim?, keepdim, out)."""
     vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
     _arg_reduce(self, dim, vals, out, True)
 
 
+@kernel("argmin")
 def argmin_out(self, dim, keepdim, out):
     vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
     _arg_reduce(self, dim, vals, out, False)
@@ -760,45 +789,13 @@ def _contiguous(x):
     return y
 
 
+@kernel("cumsum")
 def cumsum_out(self, dim, dtype, out):
     """cumsum.out impl: (self, dim, dtype?, out)."""
     _scan_out(_contiguous(self), dim, dtype, out, False)
 
 
+@kernel("cumprod")
 def cumprod_out(self, dim, dtype, out):
     """cumprod.out impl: (self, dim, dtype?, out)."""
     _scan_out(_contiguous(self), dim, dtype, out, True)
-
-
-KERNELS = {
-    "sum": sum_out,
-    "sum_all": sum_all,
-    "mean": mean_out,
-    "prod": prod_out,
-    "prod_all": prod_all,
-    "amax": amax_out,
-    "amin": amin_out,
-    "max_all": max_all,
-    "min_all": min_all,
-    "max_dim": max_dim_out,
-    "min_dim": min_dim_out,
-    "argmax": argmax_out,
-    "argmin": argmin_out,
-    "var": var_correction,
-    "std": std_correction,
-    "var_out": var_correction_out,
-    "std_out": std_correction_out,
-    "var_mean": var_mean_correction,
-    "std_mean": std_mean_correction,
-    "linalg_vector_norm": linalg_vector_norm_out,
-    "norm": norm_out,
-    "norm_dtype": norm_dtype_out,
-    "logsumexp": logsumexp,
-    "logsumexp_out": logsumexp_out,
-    "all": all_out,
-    "any": any_out,
-    "all_all": all_all_out,
-    "any_all": any_all_out,
-    "cumsum": cumsum_out,
-    "cumprod": cumprod_out,
-}

@@ -20,6 +20,7 @@ from . import _math
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from .reduction import _TL, _blocks, _contiguous, acc_dtype, as_arb
+from ._common import kernel
 
 
 def _dim(dim, ndim):
@@ -97,11 +98,13 @@ def _nanmedian_position(n, nan_count, s, d):
     return torch.clamp_min(torch.div(n - nan_count - 1, 2, rounding_mode="floor"), 0)
 
 
+@kernel("median_dim")
 def median_dim_values(self, dim, keepdim, values, indices):
     """median.dim_values(self, dim, keepdim, values, indices)."""
     return _pick(self, dim, keepdim, values, indices, _median_position, "median")
 
 
+@kernel("nanmedian_dim")
 def nanmedian_dim_values(self, dim, keepdim, values, indices):
     return _pick(self, dim, keepdim, values, indices, _nanmedian_position, "nanmedian")
 
@@ -115,15 +118,18 @@ def _median_all(self, position, name):
     return values
 
 
+@kernel("median_all")
 def median(self):
     """median(self) -> Tensor: the lower median of all elements, NaN if any is."""
     return _median_all(self, _median_position, "median")
 
 
+@kernel("nanmedian_all")
 def nanmedian(self):
     return _median_all(self, _nanmedian_position, "nanmedian")
 
 
+@kernel("kthvalue")
 def kthvalue_values(self, k, dim, keepdim, values, indices):
     """kthvalue.values(self, k, dim, keepdim, values, indices): k-th smallest (1-based)."""
     n = self.shape[_dim(dim, self.dim())] if self.dim() else 1
@@ -142,6 +148,7 @@ def kthvalue_values(self, k, dim, keepdim, values, indices):
     )
 
 
+@kernel()
 def mode_values(self, dim, keepdim, values, indices):
     """mode.values(self, dim, keepdim, values, indices): the most frequent value
     along dim (the smallest of equally frequent ones) and an index of it."""
@@ -170,6 +177,7 @@ def mode_values(self, dim, keepdim, values, indices):
     return values, indices
 
 
+@kernel()
 def mode(self, dim=-1, keepdim=False):
     values = torch.empty(0, dtype=self.dtype, device=self.device)
     indices = torch.empty(0, dtype=torch.long, device=self.device)
@@ -310,16 +318,19 @@ def _cum_ext(self, dim, values, indices, is_max):
         copy_kernel((indices,), (ti,))
 
 
+@kernel()
 def cummax_helper(self, values, indices, dim):
     """_cummax_helper(self, values, indices, dim): running max and the index of
     its last occurrence; NaN propagates."""
     _cum_ext(self, dim, values, indices, True)
 
 
+@kernel()
 def cummin_helper(self, values, indices, dim):
     _cum_ext(self, dim, values, indices, False)
 
 
+@kernel()
 def logcumsumexp_out(self, dim, out):
     """_logcumsumexp.out(self, dim, out)."""
     if not self.dtype.is_floating_point:
@@ -351,6 +362,7 @@ def logcumsumexp_out(self, dim, out):
     return out
 
 
+@kernel()
 def logcumsumexp(self, dim):
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return logcumsumexp_out(self, dim, out)
@@ -476,6 +488,7 @@ def _search(seq, values, out_int32, right, side, sorter, name):
     return out
 
 
+@kernel()
 def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None):
     """searchsorted.Tensor / .Scalar (a Scalar `self` becomes a 0-d tensor)."""
     if not isinstance(self, torch.Tensor):
@@ -489,11 +502,13 @@ def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None,
     return _search(sorted_sequence, self, out_int32, right, side, sorter, "searchsorted")
 
 
+@kernel()
 def searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out):
     _write(out, searchsorted(sorted_sequence, self, out_int32, right, side, sorter))
     return out
 
 
+@kernel()
 def bucketize(self, boundaries, out_int32=False, right=False):
     """bucketize.Tensor / .Scalar: searchsorted over 1-d boundaries."""
     if boundaries.dim() != 1:
@@ -505,11 +520,13 @@ def bucketize(self, boundaries, out_int32=False, right=False):
     return _search(boundaries, self, out_int32, right, None, None, "bucketize")
 
 
+@kernel()
 def bucketize_out(self, boundaries, out_int32, right, out):
     _write(out, bucketize(self, boundaries, out_int32, right))
     return out
 
 
+@kernel()
 def repeat_interleave(repeats, output_size=None):
     """repeat_interleave.Tensor(repeats, output_size?): i repeated repeats[i] times."""
     if repeats.dim() != 1:
@@ -543,6 +560,7 @@ def _bincount_kernel(x, w, out, n, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
     tl.atomic_add(out + b, v, mask=mask)
 
 
+@kernel()
 def bincount(self, weights=None, minlength=0):
     """bincount(self, weights?, minlength): counts (int64), or sums of weights
     (float32 for float32 weights, float64 otherwise, as on CPU)."""
@@ -601,6 +619,7 @@ def _histc_kernel(x, out, n, lo, hi, bins, BLOCK: tl.constexpr):
     tl.atomic_add(out + b, tl.full((BLOCK,), 1.0, tl.float32), mask=inside)
 
 
+@kernel()
 def histc_out(self, bins, min, max, out):
     """histc.out(self, bins, min, max, out): `bins` equal-width bins over
     [min, max] (the data's range when min == max); elements outside are ignored."""
@@ -629,6 +648,7 @@ def histc_out(self, bins, min, max, out):
     return out
 
 
+@kernel()
 def histc(self, bins=100, min=0, max=0):
     out = torch.empty(0, dtype=self.dtype, device=self.device)
     return histc_out(self, bins, min, max, out)
@@ -683,6 +703,7 @@ def _unique(self, return_inverse, return_counts, sort):
     return values, inverse, counts
 
 
+@kernel()
 def unique2(self, sorted=True, return_inverse=False, return_counts=False):
     """_unique2(self, sorted, return_inverse, return_counts): the distinct values
     in ascending order (always sorted, as on CUDA), the position of each input
@@ -690,12 +711,14 @@ def unique2(self, sorted=True, return_inverse=False, return_counts=False):
     return _unique(self, return_inverse, return_counts, sort=True)
 
 
+@kernel()
 def unique(self, sorted=True, return_inverse=False):
     """_unique(self, sorted, return_inverse)."""
     values, inverse, _ = _unique(self, return_inverse, False, sort=True)
     return values, inverse
 
 
+@kernel()
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
     """unique_consecutive(self, return_inverse, return_counts, dim): collapses
     runs of equal neighbours (of the flattened tensor)."""
@@ -721,6 +744,7 @@ def _check_index(index, size, what):
     return torch.where(index < 0, index + size, index).to(torch.long)
 
 
+@kernel()
 def take(self, index):
     """take(self, index): self viewed as 1-d, read at `index` (negative wraps)."""
     idx = _check_index(index, self.numel(), "take")
@@ -728,11 +752,13 @@ def take(self, index):
     return torch.index_select(flat, 0, idx.reshape(-1)).reshape(index.shape)
 
 
+@kernel()
 def take_out(self, index, out):
     _write(out, take(self, index))
     return out
 
 
+@kernel()
 def put_(self, index, source, accumulate=False):
     """put_(self, index, source, accumulate): self viewed as 1-d, written at `index`."""
     if source.dtype != self.dtype:
@@ -754,6 +780,7 @@ def put_(self, index, source, accumulate=False):
     return self
 
 
+@kernel()
 def index_fill_(self, dim, index, value):
     """index_fill_.int_Scalar / .int_Tensor: self[..., index, ...] = value along dim."""
     if isinstance(value, torch.Tensor):
@@ -779,6 +806,7 @@ def index_fill_(self, dim, index, value):
     return self
 
 
+@kernel()
 def masked_scatter_(self, mask, source):
     """masked_scatter_(self, mask, source): the True positions of mask
     (broadcast to self), in order, take source's leading elements."""
@@ -803,17 +831,20 @@ def masked_scatter_(self, mask, source):
 # -- small reductions built from ours ----------------------------------------
 
 
+@kernel()
 def count_nonzero(self, dim):
     """count_nonzero.dim_IntList(self, dim[])."""
     return torch.sum(self != 0, dim=list(dim))
 
 
+@kernel()
 def trace(self):
     if self.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
     return torch.sum(torch.diagonal(self))
 
 
+@kernel()
 def equal(self, other):
     """equal(self, other) -> bool: same shape and all elements equal."""
     if self.device != other.device:
@@ -826,18 +857,21 @@ def equal(self, other):
     return bool(torch.all(self == other).item())
 
 
+@kernel()
 def aminmax_all(self, min, max):
     """aminmax_allreduce_stub(self, min, max)."""
     copy_kernel((min,), (torch.amin(self),))
     copy_kernel((max,), (torch.amax(self),))
 
 
+@kernel()
 def aminmax_dim(self, dim, keepdim, min, max):
     """aminmax_stub(self, dim, keepdim, min, max)."""
     copy_kernel((min,), (torch.amin(self, dim, keepdim),))
     copy_kernel((max,), (torch.amax(self, dim, keepdim),))
 
 
+@kernel("isin")
 def isin_out(elements, test_elements, assume_unique, invert, out):
     """isin.Tensor_Tensor_out impl: a broadcast comparison for few test elements,
     otherwise a binary search in the sorted test elements."""
@@ -857,6 +891,7 @@ def isin_out(elements, test_elements, assume_unique, invert, out):
     _write(out, found.reshape(elements.shape))
 
 
+@kernel()
 def cross(result, a, b, dim):
     """cross_stub(result, a, b, dim): a and b broadcast to result's shape."""
     if a.dtype in (torch.float16, torch.bfloat16):  # one rounding, from float32
@@ -881,50 +916,12 @@ def _tri_indices(row, col, offset, dtype, device, upper):
     return out if dtype in (None, torch.long) else out.to(dtype)
 
 
+@kernel()
 def triu_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
     """triu_indices(row, col, offset): (2, N) coordinates of the upper triangle, row-major."""
     return _tri_indices(row, col, offset, dtype, device, True)
 
 
+@kernel()
 def tril_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
     return _tri_indices(row, col, offset, dtype, device, False)
-
-
-KERNELS = {
-    "triu_indices": triu_indices,
-    "tril_indices": tril_indices,
-    "median_all": median,
-    "nanmedian_all": nanmedian,
-    "median_dim": median_dim_values,
-    "nanmedian_dim": nanmedian_dim_values,
-    "kthvalue": kthvalue_values,
-    "mode": mode,
-    "mode_values": mode_values,
-    "repeat_interleave": repeat_interleave,
-    "cummax_helper": cummax_helper,
-    "cummin_helper": cummin_helper,
-    "logcumsumexp": logcumsumexp,
-    "logcumsumexp_out": logcumsumexp_out,
-    "searchsorted": searchsorted,
-    "searchsorted_out": searchsorted_out,
-    "bucketize": bucketize,
-    "bucketize_out": bucketize_out,
-    "bincount": bincount,
-    "histc": histc,
-    "histc_out": histc_out,
-    "unique2": unique2,
-    "unique": unique,
-    "unique_consecutive": unique_consecutive,
-    "take": take,
-    "take_out": take_out,
-    "put_": put_,
-    "index_fill_": index_fill_,
-    "masked_scatter_": masked_scatter_,
-    "count_nonzero": count_nonzero,
-    "trace": trace,
-    "equal": equal,
-    "aminmax_all": aminmax_all,
-    "aminmax_dim": aminmax_dim,
-    "isin": isin_out,
-    "cross": cross,
-}

@@ -16,6 +16,7 @@ import triton.language as tl
 from ._launch import cdiv, launch
 from .copy import copy_kernel
 from .reduction import _blocks, _contiguous, as_arb
+from ._common import kernel
 
 
 @triton.jit
@@ -120,18 +121,22 @@ def _rowwise(kernel, tensors, out, dim, log):
         copy_kernel((out,), (target.view(out.shape),))
 
 
+@kernel("softmax")
 def softmax_out(self, dim, half_to_float, out):
     _rowwise(_softmax_kernel, [self], out, dim, False)
 
 
+@kernel("log_softmax")
 def log_softmax_out(self, dim, half_to_float, out):
     _rowwise(_softmax_kernel, [self], out, dim, True)
 
 
+@kernel("softmax_backward_data")
 def softmax_backward_out(grad_output, output, dim, input_dtype, grad_input):
     _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, False)
 
 
+@kernel("log_softmax_backward_data")
 def log_softmax_backward_out(grad_output, output, dim, input_dtype, grad_input):
     _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, True)
 
@@ -141,11 +146,3 @@ def softmax(x, dim, dtype=None, log=False):
     out = torch.empty(x.shape, dtype=dtype or x.dtype, device=x.device)
     (log_softmax_out if log else softmax_out)(x, dim, False, out)
     return out
-
-
-KERNELS = {
-    "softmax": softmax_out,
-    "log_softmax": log_softmax_out,
-    "softmax_backward_data": softmax_backward_out,
-    "log_softmax_backward_data": log_softmax_backward_out,
-}

@@ -20,6 +20,7 @@ from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from .reduction import _contiguous, as_arb
+from ._common import kernel
 
 
 @triton.jit
@@ -213,6 +214,7 @@ def _rank_sort(self, dim, descending, k, values, indices):
         copy_kernel((indices,), (it.view(indices.shape),))
 
 
+@kernel("sort")
 def sort_out(self, stable, dim, descending, values, indices):
     n = self.shape[dim] if self.dim() else 1
     _rank_sort(self, dim, descending, n, values, indices)
@@ -221,6 +223,7 @@ def sort_out(self, stable, dim, descending, values, indices):
 _CHUNK = 1024
 
 
+@kernel("topk")
 def topk_out(self, k, dim, largest, sorted, values, indices):
     n = self.shape[dim] if self.dim() else 1
     if n > 4 * _CHUNK and k <= _CHUNK // 8:
@@ -280,6 +283,3 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     indices = torch.empty(shape, dtype=torch.int64, device=self.device)
     topk_out(self, k, dim, largest, sorted, values, indices)
     return values, indices
-
-
-KERNELS = {"sort": sort_out, "topk": topk_out}

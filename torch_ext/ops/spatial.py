@@ -42,8 +42,7 @@ from .copy import copy_kernel, fill_
 from .grid_sample import _source
 from .index import _block, _gather_scatter
 from .reduction import _contiguous
-
-KERNELS = {}
+from ._common import kernel
 
 
 def _acc(dtype):
@@ -344,20 +343,6 @@ def _adaptive_max_fns(nsp):
     return forward_out, backward_out
 
 
-for _n in (2, 3):
-    _f, _fo, _b = _adaptive_avg_fns(_n)
-    _mo, _mb = _adaptive_max_fns(_n)
-    KERNELS.update(
-        {
-            f"_adaptive_avg_pool{_n}d": _f,
-            f"adaptive_avg_pool{_n}d_out": _fo,
-            f"_adaptive_avg_pool{_n}d_backward": _b,
-            f"adaptive_max_pool{_n}d": _mo,
-            f"adaptive_max_pool{_n}d_backward": _mb,
-        }
-    )
-
-
 # -- linear interpolation, 1-d to 3-d (structured impls) ---------------------------
 #   upsample_linear1d.out impl: (self, output_size, align_corners, scales, out)
 #   upsample_bilinear2d.out impl: (self, output_size, align_corners, scales_h, scales_w, out)
@@ -548,48 +533,42 @@ def _upsample_linear_backward(grad_output, grad_input, align_corners, scales):
     copy_kernel((grad_input,), (acc,))
 
 
+@kernel("upsample_linear1d")
 def upsample_linear1d_out(self, output_size, align_corners, scales, out):
     _upsample_linear(self, out, align_corners, (scales,))
 
 
+@kernel("upsample_linear1d_backward")
 def upsample_linear1d_backward_out(
     grad_output, output_size, input_size, align_corners, scales, grad_input
 ):
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales,))
 
 
+@kernel("upsample_bilinear2d")
 def upsample_bilinear2d_out(self, output_size, align_corners, scales_h, scales_w, out):
     _upsample_linear(self, out, align_corners, (scales_h, scales_w))
 
 
+@kernel("upsample_bilinear2d_backward")
 def upsample_bilinear2d_backward_out(
     grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
 ):
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales_h, scales_w))
 
 
+@kernel("upsample_trilinear3d")
 def upsample_trilinear3d_out(self, output_size, align_corners, scales_d, scales_h, scales_w, out):
     _upsample_linear(self, out, align_corners, (scales_d, scales_h, scales_w))
 
 
+@kernel("upsample_trilinear3d_backward")
 def upsample_trilinear3d_backward_out(
     grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w, grad_input
 ):
     _upsample_linear_backward(
         grad_output, grad_input, align_corners, (scales_d, scales_h, scales_w)
     )
-
-
-KERNELS.update(
-    {
-        "upsample_linear1d": upsample_linear1d_out,
-        "upsample_linear1d_backward": upsample_linear1d_backward_out,
-        "upsample_bilinear2d": upsample_bilinear2d_out,
-        "upsample_bilinear2d_backward": upsample_bilinear2d_backward_out,
-        "upsample_trilinear3d": upsample_trilinear3d_out,
-        "upsample_trilinear3d_backward": upsample_trilinear3d_backward_out,
-    }
-)
 
 
 # -- bicubic interpolation, 2-d (structured impls) ------------------------------------
@@ -710,6 +689,7 @@ def _bicubic_args(in_shape, out_shape, align_corners, scales_h, scales_w):
     return (H, W, OH, OW, *scales)
 
 
+@kernel("upsample_bicubic2d")
 def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w, out):
     x = _contiguous(self)
     total = out.numel()
@@ -732,6 +712,7 @@ def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w,
     _write_back(out, o_t)
 
 
+@kernel("upsample_bicubic2d_backward")
 def upsample_bicubic2d_backward_out(
     grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
 ):
@@ -753,14 +734,6 @@ def upsample_bicubic2d_backward_out(
             BLOCK=block,
         )
     copy_kernel((grad_input,), (acc,))
-
-
-KERNELS.update(
-    {
-        "upsample_bicubic2d": upsample_bicubic2d_out,
-        "upsample_bicubic2d_backward": upsample_bicubic2d_backward_out,
-    }
-)
 
 
 # -- antialiased interpolation, 2-d (structured impls): F.interpolate(antialias=True) --
@@ -927,11 +900,6 @@ def _aa_fns(cubic):
     return forward_out, backward_out
 
 
-for _name, _cubic in (("_upsample_bilinear2d_aa", False), ("_upsample_bicubic2d_aa", True)):
-    _fo, _bo = _aa_fns(_cubic)
-    KERNELS.update({_name: _fo, _name + "_backward": _bo})
-
-
 # -- nearest / nearest-exact, 1-d to 3-d (structured impls) -------------------------
 # The kernel of upsample_nearest2d (ops/conv.py upsample_nearest), with
 # "nearest-exact"'s half-pixel offset: src = min(floor((o + 0.5) * scale), I-1).
@@ -951,17 +919,6 @@ def _nearest_fns(nsp, exact):
         upsample_nearest_backward(grad_output, grad_input, scales, exact=exact)
 
     return forward_out, backward_out
-
-
-for _n, _exact, _name in (
-    (1, False, "upsample_nearest1d"),
-    (3, False, "upsample_nearest3d"),
-    (1, True, "_upsample_nearest_exact1d"),
-    (2, True, "_upsample_nearest_exact2d"),
-    (3, True, "_upsample_nearest_exact3d"),
-):
-    _fo, _bo = _nearest_fns(_n, _exact)
-    KERNELS.update({_name: _fo, _name + "_backward": _bo})
 
 
 # -- reflection / replication padding, 1-d to 3-d ---------------------------------
@@ -1118,6 +1075,7 @@ def _check_pad_grad(name, grad_output, x, padding):
         )
 
 
+@kernel()
 def reflection_pad2d_out(self, padding, out):
     _check_pad("reflection_pad2d", self, padding, 2, True)
     out.resize_(_padded_shape(self.shape, padding))  # a plain out= op sizes its own out
@@ -1125,6 +1083,7 @@ def reflection_pad2d_out(self, padding, out):
     return out
 
 
+@kernel()
 def reflection_pad2d(self, padding):
     _check_pad("reflection_pad2d", self, padding, 2, True)
     out = torch.empty(_padded_shape(self.shape, padding), dtype=self.dtype, device=self.device)
@@ -1158,25 +1117,6 @@ def _structured_pad_fns(reflect):
         _pad_backward(grad_output, padding, grad_input, reflect)
 
     return forward_out, backward_out
-
-
-KERNELS.update({"reflection_pad2d": reflection_pad2d, "reflection_pad2d_out": reflection_pad2d_out})
-for _name, _n, _reflect in (
-    ("reflection_pad2d_backward", 2, True),
-    ("replication_pad2d_backward", 2, False),
-    ("replication_pad3d_backward", 3, False),
-):
-    _b, _bo = _plain_pad_backward_fns(_name, _n, _reflect)
-    KERNELS.update({_name: _b, _name + "_out": _bo})
-for _name, _reflect in (
-    ("reflection_pad1d", True),
-    ("reflection_pad3d", True),
-    ("replication_pad1d", False),
-):
-    _fo, _bo = _structured_pad_fns(_reflect)
-    KERNELS.update({_name: _fo, _name + "_backward": _bo})
-for _name in ("replication_pad2d", "replication_pad3d"):  # backwards plain, above
-    KERNELS[_name] = _structured_pad_fns(False)[0]
 
 
 # -- grid sampling, 3-d (plain ops): F.grid_sample on 5-d inputs ----------------
@@ -1386,6 +1326,7 @@ def _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode):
     _check_grid_common(input, grid, interpolation_mode, padding_mode)
 
 
+@kernel()
 def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
     _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
     x, gr = _contiguous(input), _contiguous(grid)
@@ -1418,6 +1359,7 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
     return out
 
 
+@kernel()
 def grid_sampler_3d_backward(
     grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
 ):
@@ -1464,11 +1406,6 @@ def grid_sampler_3d_backward(
         grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         copy_kernel((grad_input,), (acc,))
     return grad_input, ggrid
-
-
-KERNELS.update(
-    {"grid_sampler_3d": grid_sampler_3d, "grid_sampler_3d_backward": grid_sampler_3d_backward}
-)
 
 
 # -- im2col / col2im (plain ops): F.unfold / F.fold ------------------------------
@@ -1541,11 +1478,13 @@ def _im2col_into(self, kernel_size, dilation, padding, stride, grid):
     return cols if self.dim() == 4 else cols.squeeze(0)
 
 
+@kernel()
 def im2col(self, kernel_size, dilation, padding, stride):
     grid = _im2col_shape(self, kernel_size, dilation, padding, stride)
     return _im2col_into(self, kernel_size, dilation, padding, stride, grid)
 
 
+@kernel()
 def im2col_out(self, kernel_size, dilation, padding, stride, out):
     cols = im2col(self, kernel_size, dilation, padding, stride)
     out.resize_(cols.shape)  # a plain out= op sizes its own out
@@ -1600,6 +1539,7 @@ def _col2im_check(self, output_size, kernel_size, dilation, padding, stride):
     return (bh, bw), planes // (kh * kw)
 
 
+@kernel()
 def col2im(self, output_size, kernel_size, dilation, padding, stride):
     if not (self.dtype.is_floating_point or self.dtype == torch.bool):
         # as PyTorch's kernels (sums of integers would round through float32 here)
@@ -1620,16 +1560,12 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
     return im if self.dim() == 3 else im.squeeze(0)
 
 
+@kernel()
 def col2im_out(self, output_size, kernel_size, dilation, padding, stride, out):
     im = col2im(self, output_size, kernel_size, dilation, padding, stride)
     out.resize_(im.shape)  # a plain out= op sizes its own out
     copy_kernel((out,), (im,))
     return out
-
-
-KERNELS.update(
-    {"im2col": im2col, "im2col_out": im2col_out, "col2im": col2im, "col2im_out": col2im_out}
-)
 
 
 # -- 3-d max and average pooling ------------------------------------------------
@@ -1820,6 +1756,7 @@ def _volumes(x):
     return x, x.shape[-3], x.shape[-2], x.shape[-1]
 
 
+@kernel()
 def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     k, s, p, d = _pool3_params(self, kernel_size, stride, padding, dilation, "max_pool3d")
     x, D, H, W = _volumes(self)
@@ -1862,6 +1799,7 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     return out, indices
 
 
+@kernel()
 def max_pool3d_with_indices_out(
     self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
 ):
@@ -1872,6 +1810,7 @@ def max_pool3d_with_indices_out(
     return out, indices
 
 
+@kernel()
 def max_pool3d_with_indices_backward(
     grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
 ):
@@ -1916,6 +1855,7 @@ def max_pool3d_with_indices_backward(
     return acc.to(self.dtype)
 
 
+@kernel()
 def max_pool3d_with_indices_backward_out(
     grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
 ):
@@ -1927,6 +1867,7 @@ def max_pool3d_with_indices_backward_out(
     return grad_input
 
 
+@kernel("avg_pool3d")
 def avg_pool3d_out(
     self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out
 ):
@@ -1962,6 +1903,7 @@ def avg_pool3d_out(
     _write_back(out, o_t)
 
 
+@kernel("avg_pool3d_backward")
 def avg_pool3d_backward_out(
     grad_output,
     self,
@@ -2004,13 +1946,62 @@ def avg_pool3d_backward_out(
     copy_kernel((grad_input,), (acc,))
 
 
-KERNELS.update(
-    {
-        "max_pool3d_with_indices": max_pool3d_with_indices,
-        "max_pool3d_with_indices_out": max_pool3d_with_indices_out,
-        "max_pool3d_with_indices_backward": max_pool3d_with_indices_backward,
-        "max_pool3d_with_indices_backward_out": max_pool3d_with_indices_backward_out,
-        "avg_pool3d": avg_pool3d_out,
-        "avg_pool3d_backward": avg_pool3d_backward_out,
-    }
-)
+# -- kernels made by the factories above: one declaration per manifest name ------------
+_avg2, _avg2_out, _avg2_bwd = _adaptive_avg_fns(2)
+_avg3, _avg3_out, _avg3_bwd = _adaptive_avg_fns(3)
+_max2, _max2_bwd = _adaptive_max_fns(2)
+_max3, _max3_bwd = _adaptive_max_fns(3)
+kernel("_adaptive_avg_pool2d")(_avg2)
+kernel("adaptive_avg_pool2d_out")(_avg2_out)
+kernel("_adaptive_avg_pool2d_backward")(_avg2_bwd)
+kernel("adaptive_max_pool2d")(_max2)
+kernel("adaptive_max_pool2d_backward")(_max2_bwd)
+kernel("_adaptive_avg_pool3d")(_avg3)
+kernel("adaptive_avg_pool3d_out")(_avg3_out)
+kernel("_adaptive_avg_pool3d_backward")(_avg3_bwd)
+kernel("adaptive_max_pool3d")(_max3)
+kernel("adaptive_max_pool3d_backward")(_max3_bwd)
+
+_bilinear_aa, _bilinear_aa_bwd = _aa_fns(False)
+_bicubic_aa, _bicubic_aa_bwd = _aa_fns(True)
+kernel("_upsample_bilinear2d_aa")(_bilinear_aa)
+kernel("_upsample_bilinear2d_aa_backward")(_bilinear_aa_bwd)
+kernel("_upsample_bicubic2d_aa")(_bicubic_aa)
+kernel("_upsample_bicubic2d_aa_backward")(_bicubic_aa_bwd)
+
+_near1, _near1_bwd = _nearest_fns(1, False)
+_near3, _near3_bwd = _nearest_fns(3, False)
+_exact1, _exact1_bwd = _nearest_fns(1, True)
+_exact2, _exact2_bwd = _nearest_fns(2, True)
+_exact3, _exact3_bwd = _nearest_fns(3, True)
+kernel("upsample_nearest1d")(_near1)
+kernel("upsample_nearest1d_backward")(_near1_bwd)
+kernel("upsample_nearest3d")(_near3)
+kernel("upsample_nearest3d_backward")(_near3_bwd)
+kernel("_upsample_nearest_exact1d")(_exact1)
+kernel("_upsample_nearest_exact1d_backward")(_exact1_bwd)
+kernel("_upsample_nearest_exact2d")(_exact2)
+kernel("_upsample_nearest_exact2d_backward")(_exact2_bwd)
+kernel("_upsample_nearest_exact3d")(_exact3)
+kernel("_upsample_nearest_exact3d_backward")(_exact3_bwd)
+
+_refl2_bwd, _refl2_bwd_out = _plain_pad_backward_fns("reflection_pad2d_backward", 2, True)
+_repl2_bwd, _repl2_bwd_out = _plain_pad_backward_fns("replication_pad2d_backward", 2, False)
+_repl3_bwd, _repl3_bwd_out = _plain_pad_backward_fns("replication_pad3d_backward", 3, False)
+kernel("reflection_pad2d_backward")(_refl2_bwd)
+kernel("reflection_pad2d_backward_out")(_refl2_bwd_out)
+kernel("replication_pad2d_backward")(_repl2_bwd)
+kernel("replication_pad2d_backward_out")(_repl2_bwd_out)
+kernel("replication_pad3d_backward")(_repl3_bwd)
+kernel("replication_pad3d_backward_out")(_repl3_bwd_out)
+_refl1, _refl1_bwd = _structured_pad_fns(True)
+_refl3, _refl3_bwd = _structured_pad_fns(True)
+_repl1, _repl1_bwd = _structured_pad_fns(False)
+kernel("reflection_pad1d")(_refl1)
+kernel("reflection_pad1d_backward")(_refl1_bwd)
+kernel("reflection_pad3d")(_refl3)
+kernel("reflection_pad3d_backward")(_refl3_bwd)
+kernel("replication_pad1d")(_repl1)
+kernel("replication_pad1d_backward")(_repl1_bwd)
+kernel("replication_pad2d")(_structured_pad_fns(False)[0])  # backwards: plain, above
+kernel("replication_pad3d")(_structured_pad_fns(False)[0])

@@ -45,6 +45,7 @@ import triton.language as tl
 from . import _math
 from ._pointwise import pointwise
 from .copy import copy_kernel, fill_kernel
+from ._common import kernel
 
 NONE, MEAN, SUM_RED = 0, 1, 2
 
@@ -394,12 +395,14 @@ def _ndtri64(p):
 # special functions: stub kernels (1)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def lgamma(x):
     return _lgamma64(x.to(tl.float64))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def digamma(x):
@@ -412,6 +415,7 @@ def _polygamma(x, n, terms):
     return _polygamma64(x.to(tl.float64), tl.cast(n, tl.float64), tl.cast(terms, tl.int32))
 
 
+@kernel()
 def polygamma(outs, ins, common_dtype, n):
     """polygamma_stub(iter, n): n = 0 is digamma."""
     if n < 0:
@@ -422,42 +426,49 @@ def polygamma(outs, ins, common_dtype, n):
     _polygamma.iter(outs, ins, common_dtype, float(n), max(10, n + 1))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def i0(x):
     return _bessel_i(x.to(tl.float64), False, False)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_i0e(x):
     return _bessel_i(x.to(tl.float64), False, True)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_i1(x):
     return _bessel_i(x.to(tl.float64), True, False)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_i1e(x):
     return _bessel_i(x.to(tl.float64), True, True)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_erfcx(x):
     return _erfcx64(x.to(tl.float64))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_log_ndtr(x):
     return _log_ndtr64(x.to(tl.float64))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_ndtri(x):
@@ -470,11 +481,13 @@ def _zeta(x, q):
     return _zeta64(x.to(tl.float64), q.to(tl.float64))
 
 
+@kernel()
 def special_zeta(outs, ins, common_dtype):
     """zeta_stub(iter): ins (x, q); a number operand (the Scalar overloads) as a tensor."""
     _zeta.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def sinc(x):
@@ -548,6 +561,7 @@ def _as_tensors(out, ins, dtype):
     return tuple(res)
 
 
+@kernel()
 def nextafter(outs, ins, common_dtype):
     """nextafter_stub(iter): operands cast to the common dtype first."""
     out = outs[0]
@@ -611,12 +625,14 @@ def _check_integer(name, dtype):
         raise RuntimeError(f"{name}: not implemented for {dtype} (integer types only)")
 
 
+@kernel()
 def gcd(outs, ins, common_dtype):
     """gcd_stub(iter): integer types only, as PyTorch."""
     _check_integer("gcd", common_dtype)
     _gcd.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
 
 
+@kernel()
 def lcm(outs, ins, common_dtype):
     """lcm_stub(iter): integer types only, as PyTorch."""
     _check_integer("lcm", common_dtype)
@@ -633,12 +649,14 @@ def _softplus(x):
     return tl.maximum(x, 0.0) + _math.log1p(tl.exp(-tl.abs(x)))
 
 
+@kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def mish(x):
     return x * _math.tanh(_softplus(x))
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def mish_backward(grad, x):
@@ -647,6 +665,7 @@ def mish_backward(grad, x):
     return grad * (t + x * sig * (1.0 - t * t))
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def smooth_l1(x, target, beta):
@@ -654,6 +673,7 @@ def smooth_l1(x, target, beta):
     return tl.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
 
 
+@kernel()
 @pointwise(num_inputs=3)
 @triton.jit
 def smooth_l1_backward(x, target, grad, norm, beta):
@@ -662,6 +682,7 @@ def smooth_l1_backward(x, target, grad, norm, beta):
     return tl.where(d <= -beta, -norm * grad, r)
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def huber(x, target, delta):
@@ -669,6 +690,7 @@ def huber(x, target, delta):
     return tl.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
 
 
+@kernel()
 @pointwise(num_inputs=3)
 @triton.jit
 def huber_backward(x, target, grad, norm, delta):
@@ -677,12 +699,14 @@ def huber_backward(x, target, grad, norm, delta):
     return tl.where(d <= -delta, -norm * grad * delta, r)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def prelu(x, w):
     return tl.where(x > 0, x, w * x)
 
 
+@kernel()
 @pointwise(num_outputs=2)
 @triton.jit
 def prelu_backward(x, w, grad):
@@ -752,6 +776,7 @@ def _check_float(name, *tensors):
             raise RuntimeError(f"{name}: expected a floating-point tensor, got {t.dtype}")
 
 
+@kernel()
 def log_sigmoid_forward_out(self, output, buffer):
     """log_sigmoid_forward.output(self, *, output, buffer): the buffer stays
     empty (as on CUDA; the backward does not need it)."""
@@ -762,12 +787,14 @@ def log_sigmoid_forward_out(self, output, buffer):
     return output, buffer
 
 
+@kernel()
 def log_sigmoid_forward(self):
     output = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     buffer = torch.empty((0,), dtype=self.dtype, device=self.device)
     return log_sigmoid_forward_out(self, output, buffer)
 
 
+@kernel()
 def log_sigmoid_backward_out(grad_output, self, buffer, grad_input):
     shape = torch.broadcast_shapes(grad_output.shape, self.shape)
     grad_input.resize_(shape)
@@ -775,6 +802,7 @@ def log_sigmoid_backward_out(grad_output, self, buffer, grad_input):
     return grad_input
 
 
+@kernel()
 def log_sigmoid_backward(grad_output, self, buffer):
     shape = torch.broadcast_shapes(grad_output.shape, self.shape)
     dtype = torch.result_type(grad_output, self)
@@ -830,6 +858,7 @@ def _check_reduction(name, reduction):
         )
 
 
+@kernel()
 def binary_cross_entropy_out(self, target, weight, reduction, out):
     name = "binary_cross_entropy"
     _check_reduction(name, reduction)
@@ -846,11 +875,13 @@ def binary_cross_entropy_out(self, target, weight, reduction, out):
     return out
 
 
+@kernel()
 def binary_cross_entropy(self, target, weight=None, reduction=MEAN):
     out = torch.empty((), dtype=self.dtype, device=self.device)
     return binary_cross_entropy_out(self, target, weight, reduction, out)
 
 
+@kernel()
 def binary_cross_entropy_backward_out(grad_output, self, target, weight, reduction, grad_input):
     name = "binary_cross_entropy_backward"
     _check_reduction(name, reduction)
@@ -861,6 +892,7 @@ def binary_cross_entropy_backward_out(grad_output, self, target, weight, reducti
     return grad_input
 
 
+@kernel()
 def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=MEAN):
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return binary_cross_entropy_backward_out(grad_output, self, target, weight, reduction, out)
@@ -881,12 +913,14 @@ def _glu_dim(self, dim):
     return d, n // 2
 
 
+@kernel()
 def glu_out(self, dim, out):
     """glu.out impl (structured, PyTorch's meta sized `out`)."""
     d, h = _glu_dim(self, dim)
     glu.iter((out,), (self.narrow(d, 0, h), self.narrow(d, h, h)), self.dtype)
 
 
+@kernel()
 def glu_backward_out(grad_output, self, dim, grad_input):
     d, h = _glu_dim(self, dim)
     expected = list(self.shape)
@@ -906,6 +940,7 @@ def glu_backward_out(grad_output, self, dim, grad_input):
     return grad_input
 
 
+@kernel()
 def glu_backward(grad_output, self, dim):
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return glu_backward_out(grad_output, self, dim, out)
@@ -931,25 +966,3 @@ OPS = [
     prelu,
     prelu_backward,
 ]
-
-KERNELS = {op.name: op.iter for op in OPS}
-KERNELS.update(
-    {
-        "polygamma": polygamma,
-        "nextafter": nextafter,
-        "gcd": gcd,
-        "lcm": lcm,
-        "special_zeta": special_zeta,
-        "log_sigmoid_forward": log_sigmoid_forward,
-        "log_sigmoid_forward_out": log_sigmoid_forward_out,
-        "log_sigmoid_backward": log_sigmoid_backward,
-        "log_sigmoid_backward_out": log_sigmoid_backward_out,
-        "binary_cross_entropy": binary_cross_entropy,
-        "binary_cross_entropy_out": binary_cross_entropy_out,
-        "binary_cross_entropy_backward": binary_cross_entropy_backward,
-        "binary_cross_entropy_backward_out": binary_cross_entropy_backward_out,
-        "glu_out": glu_out,
-        "glu_backward": glu_backward,
-        "glu_backward_out": glu_backward_out,
-    }
-)

@@ -16,6 +16,7 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
+from ._common import kernel
 
 
 @triton.jit
@@ -24,24 +25,28 @@ def _lerp(a, b, w):
     return tl.where(tl.abs(w) < 0.5, a + w * d, b - d * (1.0 - w))
 
 
+@kernel()
 @pointwise(num_inputs=2)
 @triton.jit
 def lerp_scalar(a, b, w):
     return _lerp(a, b, w)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def lerp_tensor(a, b, w):
     return _lerp(a, b, w)
 
 
+@kernel()
 @pointwise(num_inputs=3)
 @triton.jit
 def addcmul(a, b, c, value):
     return a + value * b * c
 
 
+@kernel()
 @pointwise(num_inputs=3)
 @triton.jit
 def addcdiv(a, b, c, value):
@@ -54,6 +59,7 @@ def _where(cond, a, b):
     return tl.where(cond != 0, a, b)
 
 
+@kernel()
 def where(outs, ins, common_dtype=None):
     # where's iterator has no common dtype: the condition is bool.
     _where.iter(outs, ins, outs[0].dtype)
@@ -74,18 +80,21 @@ def _clamp_one(x, lo, hi):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def clamp(x, lo, hi):
     return _clamp_one(x, lo, hi)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def clamp_scalar(x, lo, hi):
     return _clamp_one(x, lo, hi)
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def clamp_min_scalar(x, lo):
@@ -95,6 +104,7 @@ def clamp_min_scalar(x, lo):
     return r
 
 
+@kernel()
 @pointwise(num_inputs=1)
 @triton.jit
 def clamp_max_scalar(x, hi):
@@ -119,6 +129,7 @@ def _ipow(b, e):
     return tl.where(neg, rn, r)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def pow_tensor_tensor(b, e):
@@ -169,6 +180,7 @@ def _reciprocal(b):
     return 1.0 / b
 
 
+@kernel()
 def pow_tensor_scalar(outs, ins, common_dtype, exponent):
     """pow_tensor_scalar_stub(iter, Scalar exp); cheap exponents get their own kernel."""
     special = {2: _square, 3: _cube, 0.5: _sqrt, -0.5: _rsqrt, -1: _reciprocal}
@@ -200,6 +212,7 @@ def _addr_bool(s, a, b, beta, alpha):
     return ((s != 0) & (beta != 0)) | ((a != 0) & (b != 0) & (alpha != 0))
 
 
+@kernel()
 def addr(outs, ins, common_dtype, beta, alpha):
     """addr_stub: out = beta * self + alpha * outer(vec1, vec2), the iterator's
     inputs being self, vec1 as a column and vec2 as a row."""
@@ -223,9 +236,6 @@ OPS = [
     pow_tensor_tensor,
 ]
 
-KERNELS = {op.name: op.iter for op in OPS}
-KERNELS.update({"where": where, "pow_tensor_scalar": pow_tensor_scalar, "addr": addr})
-
 
 def where_out(condition, self, other, out):
     """where.self_out (plain, convention (3))."""
@@ -240,6 +250,3 @@ def where_out(condition, self, other, out):
     )
     _where.iter((out,), ins, out.dtype)
     return out
-
-
-KERNELS.update({"where_fn": where_fn, "where_out": where_out})

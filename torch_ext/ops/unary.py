@@ -12,12 +12,14 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
+from ._common import kernel
 
 
 def _float(fn):
     return pointwise(promotion="int_to_float")(fn)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def abs(x):
@@ -28,66 +30,77 @@ def abs(x):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def neg(x):
     return -x
 
 
+@kernel()
 @_float
 @triton.jit
 def exp(x):
     return _math.exp(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def exp2(x):
     return tl.exp2(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def expm1(x):
     return _math.expm1(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def log(x):
     return tl.log(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def log2(x):
     return tl.log2(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def log10(x):
     return tl.log(x) * 0.4342944819032518
 
 
+@kernel()
 @_float
 @triton.jit
 def log1p(x):
     return _math.log1p(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def sqrt(x):
     return tl.sqrt(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def rsqrt(x):
     return 1.0 / tl.sqrt(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def reciprocal(x):
@@ -98,78 +111,91 @@ def reciprocal(x):
     return r
 
 
+@kernel()
 @_float
 @triton.jit
 def sin(x):
     return tl.sin(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def cos(x):
     return tl.cos(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def tan(x):
     return tl.sin(x) / tl.cos(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def tanh(x):
     return _math.tanh(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def sinh(x):
     return 0.5 * (_math.expm1(x) - _math.expm1(-x))
 
 
+@kernel()
 @_float
 @triton.jit
 def cosh(x):
     return 0.5 * (tl.exp(x) + tl.exp(-x))
 
 
+@kernel()
 @_float
 @triton.jit
 def sigmoid(x):
     return 1.0 / (1.0 + tl.exp(-x))
 
 
+@kernel()
 @_float
 @triton.jit
 def erf(x):
     return tl.erf(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def asin(x):
     return _math.asin(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def acos(x):
     return _math.acos(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def atan(x):
     return _math.atan(x)
 
 
+@kernel()
 @_float
 @triton.jit
 def erfinv(x):
     return _math.erfinv(x)
 
 
+@kernel()
 @pointwise(num_inputs=1, promotion="int_to_float")
 @triton.jit
 def logit(x, eps):
@@ -178,12 +204,14 @@ def logit(x, eps):
     return tl.log(z / (1.0 - z))
 
 
+@kernel()
 @_float
 @triton.jit
 def erfc(x):
     return 1.0 - tl.erf(x)
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def floor(x):
@@ -194,6 +222,7 @@ def floor(x):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def ceil(x):
@@ -204,6 +233,7 @@ def ceil(x):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def trunc(x):
@@ -214,12 +244,14 @@ def trunc(x):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def frac(x):
     return x - tl.where(x < 0, tl.ceil(x), tl.floor(x))
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def round(x):
@@ -241,6 +273,7 @@ def round_decimals(x, scale, inverse):
     return r
 
 
+@kernel()
 @pointwise()
 @triton.jit
 def sign(x):
@@ -251,6 +284,7 @@ def sign(x):
     return r
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def signbit(x):
@@ -261,6 +295,7 @@ def signbit(x):
     return r
 
 
+@kernel()
 @pointwise(cast=[False])
 @triton.jit
 def bitwise_not(x):
@@ -268,6 +303,7 @@ def bitwise_not(x):
     return ~x
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def logical_not(x):
@@ -292,12 +328,14 @@ def isfinite(x):
     return tl.abs(x) < float("inf")
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def isposinf(x):
     return x == float("inf")
 
 
+@kernel()
 @pointwise(promotion="bool")
 @triton.jit
 def isneginf(x):
@@ -312,6 +350,7 @@ def _nan_to_num(x, nan, posinf, neginf):
     return tl.where(r == -float("inf"), neginf, r)
 
 
+@kernel()
 def nan_to_num(outs, ins, common_dtype, nan=None, posinf=None, neginf=None):
     """nan_to_num_stub(iter, optional<double> nan, posinf, neginf)."""
     if not outs[0].dtype.is_floating_point:
@@ -334,6 +373,7 @@ def copy_like(outs, ins):
     copy.iter(outs, ins, outs[0].dtype)
 
 
+@kernel("round_decimals")
 def round_decimals_kernel(outs, ins, common_dtype, decimals):
     """round_decimals_stub(iter, int64 decimals)."""
     round_decimals.iter(
@@ -384,14 +424,7 @@ OPS = [
     isneginf,
 ]
 
-KERNELS = {op.name: op.iter for op in OPS}
-KERNELS["nan_to_num"] = nan_to_num
-KERNELS["round_decimals"] = round_decimals_kernel
-
 
 def isnan_fn(self):
     """isnan(self) -> Tensor (plain op, convention (3))."""
     return isnan(self)
-
-
-KERNELS["isnan_fn"] = isnan_fn
