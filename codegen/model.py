@@ -150,10 +150,23 @@ def _lookup(e: Entry) -> NativeFunction:
     return f
 
 
-def _dispatch_kernel(e: Entry) -> str | None:
+def _derived_kernel(e: Entry, structured: bool) -> str | None:
+    """The dispatch name an entry with `triton:` and neither `dispatch:` nor `stub:`
+    gets: its body is ours, so it names its impl after the op (TritonTrilOut for the
+    structured tril.out, triton_mv_out for the plain mv.out). Spelling `dispatch:` beside
+    `triton:` (seed 002's form) stays valid and names it explicitly."""
+    if "triton" not in e.keys or "stub" in e.keys or "dispatch" in e.keys:
+        return None
+    base = e.func.replace(".", "_")
+    if structured:
+        return "Triton" + "".join(w[:1].upper() + w[1:] for w in base.split("_") if w)
+    return f"triton_{base}"
+
+
+def _dispatch_kernel(e: Entry, structured: bool = False, derive: bool = True) -> str | None:
     d = e.keys.get("dispatch")
     if d is None:
-        return None
+        return _derived_kernel(e, structured) if derive else None
     if not isinstance(d, dict) or not d:
         raise e.error("'dispatch:' must be a mapping such as {PrivateUse1: MyKernel}")
     for key in d:
@@ -264,7 +277,7 @@ def resolve(entries: list[Entry], namespace: str, scan: Scan, kernel_exists) -> 
         lone_member = (
             g is not None
             and g.structured
-            and "dispatch" in e.keys
+            and ("dispatch" in e.keys or ("triton" in e.keys and "stub" not in e.keys))
             and e.func != str(g.out.func.name)
             and not any(x.func == str(g.out.func.name) for x in entries)
         )
@@ -291,7 +304,7 @@ def _resolve_structured(g, es, namespace, scan, kernel_exists) -> Op:
             )
     e = out_entry or es[0]
     keys = e.keys
-    kernel = _dispatch_kernel(e)
+    kernel = _dispatch_kernel(e, structured=True)
     inherits = keys.get("structured_inherits")
     precomputed = keys.get("precomputed")
     triton = _check_triton(e, kernel_exists)
@@ -438,7 +451,7 @@ def _resolve_new(e, scan, kernel_exists) -> Op:
     for k in ("structured_inherits", "precomputed", "stub"):
         if k in e.keys:
             raise e.error(f"'{k}' does not apply to a new operator")
-    kernel = _dispatch_kernel(e) or str(schema.name).replace(".", "_")
+    kernel = _dispatch_kernel(e, derive=False) or str(schema.name).replace(".", "_")
     triton = _check_triton(e, kernel_exists)
     handwritten = scan.defines_function(kernel)
     if not handwritten and triton is None:

@@ -540,3 +540,37 @@ def test_module_attr_kernel(codegen):
         """)
     assert r.rc == 0, r.err
     assert 'torch_ext::launch::call("os.path:join", self, diagonal, out);' in r.all_text()
+
+
+def test_dispatch_name_is_derived_from_triton(codegen):
+    """`triton:` alone names the body once: the impl is ours, so the dispatch name is
+    derived (structured: TritonTrilOut; plain: triton_<op>). Seed 002's spelling with
+    both keys still works and keeps its explicit name."""
+    r = codegen("""
+        - func: tril.out
+          triton: tril
+        - func: native_layer_norm
+          triton: layer_norm
+        """)
+    assert r.rc == 0, r.err
+    text = r.all_text()
+    assert "structured_TritonTrilOut" in text
+    assert 'torch_ext::launch::call("tril", self, diagonal, out);' in text
+    assert "triton_native_layer_norm" in text
+    explicit = codegen("- func: tril.out\n  dispatch: {PrivateUse1: MusaTril}\n  triton: tril\n")
+    assert explicit.rc == 0 and "structured_MusaTril" in explicit.all_text()
+    listed = codegen("- func: tril.out\n  triton: tril\n", list_only=True)
+    assert "LegacyMeta" in listed.out
+
+
+def test_triton_with_stub_is_still_legacy(codegen):
+    r = codegen(
+        """
+        - func: add.out
+          stub: add_stub
+          triton: add
+        """,
+        list_only=True,
+    )
+    assert r.rc == 0, r.err
+    assert "Legacy " in r.out and "TritonAdd" not in r.out
