@@ -2,7 +2,7 @@
 
 A kernel is declared in torch_ext/ops/ with `@kernel()` (its function's name, or the
 `name` attribute of a `@pointwise` object: the same) or `@kernel("name")`, or called
-as `kernel("name")(obj)` (torch_ext/ops/_common.py). Generating C++ only needs the
+as `kernel("name")(obj)` (torch_ext/ops/_declare.py). Generating C++ only needs the
 names, so they are read with `ast` from the files: no kernel is imported, no Triton
 code runs at build time. The declarations' keyword arguments (constants) come along
 as each kernel's metadata.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from torch_ext.ops.norm import rms_norm_fwd
+from torch_ext.ops.normalization import rms_norm_fwd
 
 ops = torch.ops.torch_ext
 

@@ -123,7 +123,7 @@ def test_a_computed_name_is_refused(tmp_path):
 
 
 def test_registry_refuses_a_second_declaration():
-    from torch_ext.ops._common import KERNELS, kernel
+    from torch_ext.ops._declare import KERNELS, kernel
 
     name = next(iter(KERNELS))
     with pytest.raises(ValueError, match="declared twice"):

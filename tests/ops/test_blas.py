@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from torch_ext.ops import blas
+from torch_ext.ops import matmul as blas
 
 from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
 

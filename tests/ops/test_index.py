@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from torch_ext.ops import index as I
+from torch_ext.ops import shape
 
 from accuracy import assert_close, randn, to_ref
 
@@ -83,24 +84,24 @@ def test_masked_fill_cat_flip(device):
     I.masked_fill_(y, m, torch.tensor(3.0))
     assert_close(y, x.cpu().masked_fill(m.cpu(), 3.0))
     parts = [x, x[:, :2], randn((5, 0), torch.float32, device)]
-    assert_close(I.cat(parts, 1), torch.cat([p.cpu() for p in parts], 1))
-    assert_close(I.cat([x, x.t().contiguous().t()], 0), torch.cat([x.cpu(), x.cpu()], 0))
+    assert_close(shape.cat(parts, 1), torch.cat([p.cpu() for p in parts], 1))
+    assert_close(shape.cat([x, x.t().contiguous().t()], 0), torch.cat([x.cpu(), x.cpu()], 0))
     assert_close(
-        I.cat([x.to(torch.float16), x.to(torch.int32)], 0),
+        shape.cat([x.to(torch.float16), x.to(torch.int32)], 0),
         torch.cat([x.cpu().half(), x.cpu().int()], 0),
     )
     z = randn((3, 4, 5), torch.int32, device).transpose(0, 2)
     for dims in ([0], [1, 2], [0, 1, 2], [-1]):
-        assert_close(I.flip(z, dims), torch.flip(z.cpu(), dims))
+        assert_close(shape.flip(z, dims), torch.flip(z.cpu(), dims))
 
 
 @pytest.mark.parametrize("diagonal", [0, 1, -2, 10])
 def test_tril_triu(diagonal, device):
     x = randn((2, 7, 5), torch.float32, device)
     out = torch.empty_like(x)
-    I.tril_out(x, diagonal, out)
+    shape.tril_out(x, diagonal, out)
     assert_close(out, torch.tril(x.cpu(), diagonal))
-    I.triu_out(x.transpose(1, 2), diagonal, out.transpose(1, 2))
+    shape.triu_out(x.transpose(1, 2), diagonal, out.transpose(1, 2))
     assert_close(out.transpose(1, 2), torch.triu(x.cpu().transpose(1, 2), diagonal))
 
 
@@ -113,7 +114,7 @@ def test_arange(device):
     ]:
         ref = torch.arange(start, end, step, dtype=dtype)
         out = torch.empty(ref.shape, dtype=dtype, device=device)
-        I.arange_out(start, end, step, out)
+        shape.arange_out(start, end, step, out)
         assert_close(out, ref, atol=1e-6 if dtype == torch.float64 else None)
 
 
@@ -217,10 +218,10 @@ def test_index_add_linspace_eye(device):
     ]:
         ref = torch.linspace(start, end, steps, dtype=dtype)
         out = torch.empty(ref.shape, dtype=dtype, device=device)
-        I2.linspace_out(start, end, steps, out)
+        shape.linspace_out(start, end, steps, out)
         assert_close(out, ref, atol=1e-6 if dtype.is_floating_point else None)
     out = torch.empty(3, 5, device=device)
-    I2.eye_out(3, 5, out)
+    shape.eye_out(3, 5, out)
     assert_close(out, torch.eye(3, 5))
 
 

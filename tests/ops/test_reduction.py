@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from torch_ext.ops import reduction as R
+from torch_ext.ops import scan, statistics
 
 from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
 
@@ -122,11 +123,13 @@ def test_var_std(dtype, device):
         rd = dims or [0, 1, 2]
         for corr in (None, 0, 2):
             c = 1 if corr is None else corr
-            assert_close(R.var_correction(x, dims, corr), xr.var(rd, correction=c), dtype)
+            assert_close(statistics.var_correction(x, dims, corr), xr.var(rd, correction=c), dtype)
             assert_close(
-                R.std_correction(x, dims, corr, True), xr.std(rd, correction=c, keepdim=True), dtype
+                statistics.std_correction(x, dims, corr, True),
+                xr.std(rd, correction=c, keepdim=True),
+                dtype,
             )
-        v, m = R.var_mean_correction(x, dims, None)
+        v, m = statistics.var_mean_correction(x, dims, None)
         rv, rm = torch.var_mean(xr, rd)
         assert_close(v, rv, dtype)
         assert_close(m, rm, dtype)
@@ -137,13 +140,13 @@ def test_norm_logsumexp_all_any(device):
     xr = to_ref(x)
     for ord in (2, 1, 3, 0, math.inf, -math.inf):
         out = torch.empty(7, device=device)
-        R.linalg_vector_norm_out(x, ord, [1], False, None, out)
+        statistics.linalg_vector_norm_out(x, ord, [1], False, None, out)
         assert_close(out, torch.linalg.vector_norm(xr, ord, 1), torch.float32, reduce_dim=30)
-    assert_close(R.logsumexp(x, [1]), torch.logsumexp(xr, 1), torch.float32)
+    assert_close(statistics.logsumexp(x, [1]), torch.logsumexp(xr, 1), torch.float32)
     big = torch.full((3, 4), -math.inf)
     big[0, 0] = 1.0
     big = big.to(device)
-    assert_close(R.logsumexp(big, [1]), torch.logsumexp(big.cpu(), 1))
+    assert_close(statistics.logsumexp(big, [1]), torch.logsumexp(big.cpu(), 1))
     b = (x.cpu() > 0.5).to(device)
     out = torch.empty(30, dtype=torch.bool, device=device)
     R.any_out(b, [0], False, out)
@@ -162,7 +165,7 @@ def test_cumsum(dtype, device):
         out = torch.empty(
             x.shape, dtype=torch.int64 if not dtype.is_floating_point else dtype, device=device
         )
-        R.cumsum_out(x, dim, None, out)
+        scan.cumsum_out(x, dim, None, out)
         ref = to_ref(x).cumsum(dim)
         assert_close(
             out,
@@ -172,7 +175,7 @@ def test_cumsum(dtype, device):
         )
     out = torch.empty(6, 5, device=device).t()
     xs = randn((5, 6), torch.float32, device)
-    R.cumsum_out(xs, 1, None, out)
+    scan.cumsum_out(xs, 1, None, out)
     assert_close(out, to_ref(xs).cumsum(1), reduce_dim=6)
 
 
@@ -189,10 +192,10 @@ def test_split_reductions(splits, device, monkeypatch):
     assert_close(out, xr.mean(1))
     R.amax_out(x, [1], False, out)
     assert_close(out, xr.amax(1))
-    assert_close(R.var_correction(x, [1], None), xr.var(1), torch.float32)
-    assert_close(R.std_correction(x, [1], 0), xr.std(1, correction=0), torch.float32)
-    assert_close(R.logsumexp(x, [1]), torch.logsumexp(xr, 1), torch.float32)
-    R.linalg_vector_norm_out(x, 2, [1], False, None, out)
+    assert_close(statistics.var_correction(x, [1], None), xr.var(1), torch.float32)
+    assert_close(statistics.std_correction(x, [1], 0), xr.std(1, correction=0), torch.float32)
+    assert_close(statistics.logsumexp(x, [1]), torch.logsumexp(xr, 1), torch.float32)
+    statistics.linalg_vector_norm_out(x, 2, [1], False, None, out)
     assert_close(out, torch.linalg.vector_norm(xr, 2, 1), torch.float32, reduce_dim=1000)
     b = torch.empty(3, dtype=torch.bool, device=device)
     R.any_out(x, [1], False, b)
@@ -209,7 +212,7 @@ def test_cumprod_and_empty_max(device):
     x = randn((4, 50, 3), torch.float32, device, 0.8, 1.2)
     for dim in (0, 1, 2):
         out = torch.empty_like(x)
-        R.cumprod_out(x, dim, None, out)
+        scan.cumprod_out(x, dim, None, out)
         assert_close(out, to_ref(x).cumprod(dim), torch.float32, reduce_dim=x.shape[dim])
     with pytest.raises(RuntimeError):
         R.max_all(torch.empty(0, device=device))
@@ -222,7 +225,7 @@ def test_vector_norm_with_zero_entries(p, device):
     xc = torch.randn(3, 7)
     xc[1, 2] = 0.0
     out = torch.empty(3, device=device)
-    R.linalg_vector_norm_out(xc.to(device), p, [1], False, None, out)
+    statistics.linalg_vector_norm_out(xc.to(device), p, [1], False, None, out)
     ref = torch.linalg.vector_norm(xc.double(), p, 1)
     if p < 0:
         assert out.cpu()[1].item() == 0.0

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from torch_ext.ops import norm, softmax
+from torch_ext.ops import normalization as norm, softmax
 
 from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
 

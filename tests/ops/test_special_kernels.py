@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_ext.ops import special
+from torch_ext.ops import activation, binary, loss
 
 from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
 
@@ -82,7 +83,7 @@ def test_nextafter(dtype, device):
     a = torch.tensor([0.0, 0.0, 1.0, -1.0, INF, NAN, 1.0, -0.0, 3.0, 1e-3], dtype=dtype)
     b = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.0, 0.0, 1.0, 5.0, -3.0, 0.0], dtype=dtype)
     out = torch.empty_like(a, device=device)
-    special.nextafter((out,), (a.to(device), b.to(device)), dtype)
+    binary.nextafter((out,), (a.to(device), b.to(device)), dtype)
     ref = torch.nextafter(a, b)
     idt = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
     ok = ~ref.isnan()
@@ -98,10 +99,10 @@ def test_gcd(dtype, device):
     a[:4] = torch.tensor([0, 0, info.min, info.max]).to(dtype)
     b[:4] = torch.tensor([0, 5, 0, info.max - 1]).to(dtype)
     out = torch.empty_like(a, device=device)
-    special.gcd((out,), (a.to(device), b.to(device)), dtype)
+    binary.gcd((out,), (a.to(device), b.to(device)), dtype)
     assert torch.equal(out.cpu(), torch.gcd(a, b))
     with pytest.raises(RuntimeError, match="integer"):
-        special.gcd((out.float(),), (a.float().to(device), b.float().to(device)), torch.float32)
+        binary.gcd((out.float(),), (a.float().to(device), b.float().to(device)), torch.float32)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -129,7 +130,7 @@ def test_lcm(dtype, device):
     b = torch.randint(info.min, info.max, (2000,), dtype=dtype)
     a[:3], b[1] = 0, 0
     out = torch.empty_like(a, device=device)
-    special.lcm((out,), (a.to(device), b.to(device)), dtype)
+    binary.lcm((out,), (a.to(device), b.to(device)), dtype)
     assert torch.equal(out.cpu(), torch.lcm(a, b))
 
 
@@ -137,27 +138,27 @@ def test_lcm(dtype, device):
 def test_activation_stubs(dtype, device):
     x, t, g = (randn((37, 5), dtype, device, -8, 8) for _ in range(3))
     rx, rt, rg = to_ref(x), to_ref(t), to_ref(g)
-    assert_close(special.mish(x), F.mish(rx), dtype)
+    assert_close(activation.mish(x), F.mish(rx), dtype)
     xr = rx.clone().requires_grad_()
     F.mish(xr).backward(rg)
-    assert_close(special.mish_backward(g, x), xr.grad, dtype)
+    assert_close(activation.mish_backward(g, x), xr.grad, dtype)
     assert_close(
-        special.smooth_l1(x, t, 0.7), F.smooth_l1_loss(rx, rt, reduction="none", beta=0.7), dtype
+        loss.smooth_l1(x, t, 0.7), F.smooth_l1_loss(rx, rt, reduction="none", beta=0.7), dtype
     )
-    assert_close(special.huber(x, t, 0.7), F.huber_loss(rx, rt, reduction="none", delta=0.7), dtype)
+    assert_close(loss.huber(x, t, 0.7), F.huber_loss(rx, rt, reduction="none", delta=0.7), dtype)
     assert_close(
-        special.smooth_l1_backward(x, t, g, 0.5, 0.7),
+        loss.smooth_l1_backward(x, t, g, 0.5, 0.7),
         torch.ops.aten.smooth_l1_loss_backward(rg, rx, rt, 0, 0.7) * 0.5,
         dtype,
     )
     assert_close(
-        special.huber_backward(x, t, g, 0.5, 0.7),
+        loss.huber_backward(x, t, g, 0.5, 0.7),
         torch.ops.aten.huber_loss_backward(rg, rx, rt, 0, 0.7) * 0.5,
         dtype,
     )
     w = randn((5,), dtype, device, -1, 1)
-    assert_close(special.prelu(x, w), F.prelu(rx, to_ref(w)), dtype)
-    gx, gw = special.prelu_backward(x, w.expand(x.shape), g)
+    assert_close(activation.prelu(x, w), F.prelu(rx, to_ref(w)), dtype)
+    gx, gw = activation.prelu_backward(x, w.expand(x.shape), g)
     rgx, rgw = torch.ops.aten._prelu_kernel_backward(rg, rx, to_ref(w))
     assert_close(gx, rgx, dtype)
     assert_close(gw, torch.where(rx > 0, 0.0, rx * rg), dtype)
@@ -167,27 +168,27 @@ def test_activation_stubs(dtype, device):
 def test_plain_ops(dtype, device):
     x = randn((6, 8), dtype, device, -6, 6)
     rx = to_ref(x)
-    out, buf = special.log_sigmoid_forward(x)
+    out, buf = activation.log_sigmoid_forward(x)
     assert_close(out, F.logsigmoid(rx), dtype)
     g = randn((6, 8), dtype, device)
     ref_b = torch.ops.aten.log_sigmoid_backward(
         to_ref(g), rx, torch.ops.aten.log_sigmoid_forward(rx)[1]
     )
-    assert_close(special.log_sigmoid_backward(g, x, buf), ref_b, dtype)
+    assert_close(activation.log_sigmoid_backward(g, x, buf), ref_b, dtype)
     assert_close(
-        special.glu_backward(g[:, :4], x, 1),
+        activation.glu_backward(g[:, :4], x, 1),
         torch.ops.aten.glu_backward(to_ref(g[:, :4]), rx, 1),
         dtype,
     )
     o = torch.empty((6, 4), dtype=dtype, device=device)
-    special.glu_out(x, 1, o)
+    activation.glu_out(x, 1, o)
     assert_close(o, F.glu(rx, 1), dtype)
     p, y = randn((6, 8), dtype, device, 0.01, 0.99), randn((6, 8), dtype, device, 0, 1)
     w = randn((8,), dtype, device, 0.5, 2)
     for red in (0, 1, 2):
         ref = torch.ops.aten.binary_cross_entropy(to_ref(p), to_ref(y), to_ref(w), red)
         assert_close(
-            special.binary_cross_entropy(p, y, w, red), ref, dtype, reduce_dim=48 if red else 1
+            loss.binary_cross_entropy(p, y, w, red), ref, dtype, reduce_dim=48 if red else 1
         )
         refb = torch.ops.aten.binary_cross_entropy_backward(
             to_ref(g) if red == 0 else torch.tensor(0.7, dtype=torch.float64),
@@ -197,6 +198,6 @@ def test_plain_ops(dtype, device):
             red,
         )
         gg = g if red == 0 else torch.tensor(0.7, dtype=dtype, device=device)
-        assert_close(special.binary_cross_entropy_backward(gg, p, y, w, red), refb, dtype)
+        assert_close(loss.binary_cross_entropy_backward(gg, p, y, w, red), refb, dtype)
     with pytest.raises(RuntimeError, match="between 0 and 1"):
-        special.binary_cross_entropy(p + 1, y)
+        loss.binary_cross_entropy(p + 1, y)

@@ -31,36 +31,41 @@ This package does not need `torch_ext._C`: on CPU tensors the kernels run
 under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 """
 
-# Importing a family declares its kernels (@kernel) into KERNELS.
 from . import (  # noqa: F401
-    _pending17,
     activation,
     advanced_index,
     attention,
+    attention_kernels,
     binary,
-    blas,
-    conv,
+    convolution,
     copy,
     distance,
     embedding_bag,
     fused,
-    grid_sample,
     index,
     linalg,
     loss,
-    norm,
+    matmul,
+    normalization,
     optim,
     random,
     reduction,
+    scan,
+    search,
     selection,
+    shape,
     softmax,
     sort,
-    spatial,
     special,
+    statistics,
     ternary,
     unary,
 )
+from .pooling import adaptive, pool2d, pool3d  # noqa: F401
+from .resample import antialias, grid_sample_2d, grid_sample_3d, linear, nearest, padding  # noqa: F401
+from ._declare import KERNELS, KERNEL_INFO, kernel
 
-from ._common import KERNELS, KERNEL_INFO, kernel  # noqa: E402  filled by the imports above
+# Importing a family declares its kernels (@kernel) into KERNELS.
+
 
 __all__ = ["KERNELS", "KERNEL_INFO", "kernel"]

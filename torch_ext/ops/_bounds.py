@@ -16,10 +16,10 @@ device stays usable and no memory was touched out of bounds.
 """
 
 import warnings
-
 import torch
 import triton
 import triton.language as tl
+
 
 RING = 1024
 

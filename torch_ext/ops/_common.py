@@ -1,33 +1,191 @@
-"""What every op family shares: the kernel registry and its declaration.
-
-`@kernel()` over a wrapper (or over a `@pointwise` scalar function) declares it as the
-Python kernel that a manifest entry's `triton: <name>` calls; the name is the function's
-unless given. The declaration is read twice: at import it fills `KERNELS`, and codegen
-reads the same decorators from the source (without importing anything, see
-codegen/kernels.py) to check the manifest's names at build time. Keyword arguments are
-kept as the kernel's declared metadata (`KERNEL_INFO`): constants only, so that codegen
-can read them too — the place for a kernel's launch rule.
-"""
+"""Helpers every op family shares (one place, public to the families): contiguity and
+write-back, accumulator dtypes, block sizes, index arithmetic for strided kernels,
+sized outputs. The kernel registry and its declaration are in _declare.py."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import triton
+import triton.language as tl
+import math
+import torch
 
-KERNELS: dict[str, Callable[..., Any]] = {}
-KERNEL_INFO: dict[str, dict[str, Any]] = {}
+from ..backends import spec
+from ._launch import cdiv, next_pow2
+from .copy import copy_kernel, fill_
+
+MAX_SPATIAL = 3
 
 
-def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
-    """Declare the decorated callable as kernel `name` (default: its own name). A
-    `Pointwise` registers its TensorIterator form (`.iter`, the stub convention)."""
+def sized_like(out: torch.Tensor, res: torch.Tensor) -> torch.Tensor:
+    out.resize_(res.shape)
+    out.copy_(res)
+    return out
 
-    def register(fn: Any) -> Any:
-        key = name or getattr(fn, "name", None) or fn.__name__
-        if key in KERNELS:
-            raise ValueError(f"kernel '{key}' is declared twice")
-        iterator = getattr(fn, "iter", None)
-        KERNELS[key] = iterator if callable(iterator) else fn
-        KERNEL_INFO[key] = dict(info)
-        return fn
 
-    return register
+@triton.jit
+def split3(v, S1, S2):
+    return v // (S1 * S2), (v // S2) % S1, v % S2
+
+
+@triton.jit
+def store_masked(ptr, offs, v, mask):
+    # Through float32: Triton's interpreter casts to bf16 bitwise otherwise.
+    if ptr.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)
+    tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=mask)
+
+
+def pad3(v, fill):
+    v = list(v)
+    return [fill] * (MAX_SPATIAL - len(v)) + v
+
+
+def as_planes(x):
+    x = contiguous(x)
+    return x, x.shape[-2], x.shape[-1]
+
+
+def dense_out(out):
+    """`out` if contiguous, else a contiguous temporary for _write_back."""
+    return (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
+
+
+def write_back(out, target):
+    if target is not out:
+        copy_kernel((out,), (target,))
+
+
+@triton.jit
+def split4(v, S1, S2, S3):
+    rest, i2, i3 = split3(v, S2, S3)
+    return rest // S1, rest % S1, i2, i3
+
+
+def spatial3(shape, nsp):
+    """(D, H, W) of an N-C-spatial shape with nsp spatial dims (1s in front)."""
+    return [1] * (3 - nsp) + [int(v) for v in shape[len(shape) - nsp :]]
+
+
+MAX_RANK = 6
+
+
+def pad_to_rank(values, fill):
+    values = list(values)
+    if len(values) > MAX_RANK:
+        raise NotImplementedError(f"torch_ext: tensors of rank > {MAX_RANK} in indexing kernels")
+    return [fill] * (MAX_RANK - len(values)) + values
+
+
+def block_for(n):
+    return min(spec("pointwise_block", n) or 1024, next_pow2(max(n, 1)))
+
+
+@triton.jit
+def unravel6(o, s1, s2, s3, s4, s5):
+    i5 = o % s5
+    o = o // s5
+    i4 = o % s4
+    o = o // s4
+    i3 = o % s3
+    o = o // s3
+    i2 = o % s2
+    o = o // s2
+    i1 = o % s1
+    i0 = o // s1
+    return i0, i1, i2, i3, i4, i5
+
+
+@triton.jit
+def dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5):
+    return i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3 + i4 * t4 + i5 * t5
+
+
+TL_DTYPES = {
+    torch.float32: tl.float32,
+    torch.float64: tl.float64,
+    torch.int64: tl.int64,
+    torch.int32: tl.int32,
+}
+
+
+def acc_dtype(dtype):
+    """Reductions accumulate floats as float_acc says and integers (and bools) in int64."""
+    return float_acc(dtype) if dtype.is_floating_point else torch.int64
+
+
+def as_arb(x, dims):
+    """(x', A, R, B) with x' contiguous and the reduced dims one block."""
+    ndim = x.dim()
+    if ndim == 0:
+        return x.reshape(1), 1, 1, 1
+    if x.is_contiguous() and dims == list(range(dims[0], dims[-1] + 1)):
+        A = math.prod(x.shape[: dims[0]])
+        R = math.prod(x.shape[dims[0] : dims[-1] + 1])
+        B = math.prod(x.shape[dims[-1] + 1 :])
+        return x, A, R, B
+    keep = [d for d in range(ndim) if d not in dims]
+    xp = x.permute(keep + dims)
+    dense = torch.empty(xp.shape, dtype=x.dtype, device=x.device)
+    copy_kernel((dense,), (xp,))
+    return dense, math.prod(xp.shape[: len(keep)]), math.prod(xp.shape[len(keep) :]), 1
+
+
+def reduce_blocks(O, R, B):
+    budget = spec("reduction_block", R) or 4096
+    if B > 1:
+        bo = min(next_pow2(O), 64)
+    else:
+        bo = min(next_pow2(O), max(1, budget // next_pow2(max(R, 1))))
+    br = max(1, min(next_pow2(max(R, 1)), budget // bo))
+    return bo, br
+
+
+def contiguous(x):
+    if x.is_contiguous():
+        return x
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    copy_kernel((y,), (x,))
+    return y
+
+
+def wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n
+
+
+def write_result(out, value):
+    """Copies `value` into the out= tensor `out`, resized to value's shape."""
+    if list(out.shape) != list(value.shape):
+        out.resize_(value.shape)
+    copy_kernel((out,), (value,))
+
+
+# -- accumulators: float64 for float64 tensors, float32 for every other float --------
+
+
+def float_acc(dtype):
+    """The one accumulator rule: float64 stays float64, every other float (fp16, bf16,
+    fp32) accumulates in float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def tl_float_acc(dtype):
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def grid_for(total):
+    block = block_for(total)
+    return (cdiv(total, block),), block
+
+
+def zeroed_accumulator(like):
+    """A zeroed float32 (float64) buffer of like's shape, for atomics."""
+    acc = torch.empty(like.shape, dtype=float_acc(like.dtype), device=like.device)
+    fill_(acc, 0)
+    return acc

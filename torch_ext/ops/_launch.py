@@ -8,7 +8,6 @@ own copies) tensors pass unchanged.
 """
 
 import sys
-
 import torch
 
 from ..backends import spec

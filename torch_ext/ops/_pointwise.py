@@ -33,7 +33,6 @@ import importlib.util
 import os
 import tempfile
 import threading
-
 import numpy as np
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes

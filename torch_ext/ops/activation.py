@@ -14,13 +14,35 @@ Iterator operand order follows PyTorch's meta functions:
   mse(a, b), mse_backward(x, target, grad; norm)
 """
 
-import torch
 import triton
 import triton.language as tl
+import torch
 
 from . import _math
 from ._pointwise import pointwise
-from ._common import kernel
+from ._declare import kernel
+
+
+@kernel()
+@pointwise(num_inputs=1)
+@triton.jit
+def hardshrink(x, lambd):
+    return tl.where((x >= -lambd) & (x <= lambd), 0.0, x).to(x.dtype)
+
+
+@kernel()
+@pointwise(num_inputs=1)
+@triton.jit
+def softshrink(x, lambd):
+    r = tl.where(x > lambd, x - lambd, tl.where(x < -lambd, x + lambd, x * 0.0))
+    return r.to(x.dtype)
+
+
+@kernel()
+@pointwise(num_inputs=2)
+@triton.jit
+def shrink_backward(grad, x, lambd):
+    return tl.where((x >= -lambd) & (x <= lambd), 0.0, grad).to(grad.dtype)
 
 
 @kernel()
@@ -217,28 +239,6 @@ def mse_backward(x, target, grad, norm):
     return norm * (x - target) * grad
 
 
-OPS = [
-    threshold,
-    silu,
-    silu_backward,
-    sigmoid_backward,
-    tanh_backward,
-    logit_backward,
-    leaky_relu,
-    leaky_relu_backward,
-    elu,
-    hardtanh_backward,
-    hardsigmoid,
-    hardsigmoid_backward,
-    hardswish,
-    hardswish_backward,
-    softplus,
-    softplus_backward,
-    mse,
-    mse_backward,
-]
-
-
 # -- plain (non-structured) activation ops, convention (3) ------------------
 
 
@@ -292,3 +292,171 @@ def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, 
 @kernel()
 def rrelu_with_noise_(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
     return self.copy_(rrelu_with_noise(self, noise, lower, upper, training, generator))
+
+
+# ---------------------------------------------------------------------------
+# activations and losses: stub kernels (1)
+
+
+@triton.jit
+def _softplus(x):
+    # log(1 + e^x) without overflow.
+    return tl.maximum(x, 0.0) + _math.log1p(tl.exp(-tl.abs(x)))
+
+
+@kernel()
+@pointwise(promotion="int_to_float")
+@triton.jit
+def mish(x):
+    return x * _math.tanh(_softplus(x))
+
+
+@kernel()
+@pointwise()
+@triton.jit
+def mish_backward(grad, x):
+    t = _math.tanh(_softplus(x))
+    sig = 1.0 / (1.0 + tl.exp(-x))
+    return grad * (t + x * sig * (1.0 - t * t))
+
+
+@kernel()
+@pointwise()
+@triton.jit
+def prelu(x, w):
+    return tl.where(x > 0, x, w * x)
+
+
+@kernel()
+@pointwise(num_outputs=2)
+@triton.jit
+def prelu_backward(x, w, grad):
+    pos = x > 0
+    return tl.where(pos, grad, w * grad), tl.where(pos, 0.0, x * grad)
+
+
+@pointwise()
+@triton.jit
+def glu(a, b):
+    return a / (1.0 + tl.exp(-b))
+
+
+@pointwise(num_outputs=2)
+@triton.jit
+def _glu_backward(grad, a, b):
+    sig = 1.0 / (1.0 + tl.exp(-b))
+    ga = grad * sig
+    return ga, ga * a * (1.0 - sig)
+
+
+@pointwise(num_outputs=1)
+@triton.jit
+def _log_sigmoid(x):
+    # min(x, 0) - log(1 + e^-|x|)
+    return tl.minimum(x, 0.0) - _math.log1p(tl.exp(-tl.abs(x)))
+
+
+@pointwise()
+@triton.jit
+def _log_sigmoid_backward(grad, x):
+    # d/dx log(sigmoid(x)) = sigmoid(-x), written without overflow.
+    z = tl.exp(-tl.abs(x))
+    return grad * tl.where(x < 0, 1.0 / (1.0 + z), z / (1.0 + z))
+
+
+@pointwise(promotion="bool")
+@triton.jit
+def _outside_unit(x):
+    return ~((x >= 0) & (x <= 1))
+
+
+# ---------------------------------------------------------------------------
+# plain ops (3)
+
+
+def _check_float(name, *tensors):
+    for t in tensors:
+        if t is not None and not t.is_floating_point():
+            raise RuntimeError(f"{name}: expected a floating-point tensor, got {t.dtype}")
+
+
+@kernel()
+def log_sigmoid_forward_out(self, output, buffer):
+    """log_sigmoid_forward.output(self, *, output, buffer): the buffer stays
+    empty (as on CUDA; the backward does not need it)."""
+    _check_float("log_sigmoid_forward", self)
+    output.resize_(self.shape)
+    buffer.resize_((0,))
+    _log_sigmoid(self, out=output)
+    return output, buffer
+
+
+@kernel()
+def log_sigmoid_forward(self):
+    output = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    buffer = torch.empty((0,), dtype=self.dtype, device=self.device)
+    return log_sigmoid_forward_out(self, output, buffer)
+
+
+@kernel()
+def log_sigmoid_backward_out(grad_output, self, buffer, grad_input):
+    shape = torch.broadcast_shapes(grad_output.shape, self.shape)
+    grad_input.resize_(shape)
+    _log_sigmoid_backward(grad_output, self, out=grad_input)
+    return grad_input
+
+
+@kernel()
+def log_sigmoid_backward(grad_output, self, buffer):
+    shape = torch.broadcast_shapes(grad_output.shape, self.shape)
+    dtype = torch.result_type(grad_output, self)
+    out = torch.empty(shape, dtype=dtype, device=self.device)
+    return log_sigmoid_backward_out(grad_output, self, buffer, out)
+
+
+def _glu_dim(self, dim):
+    if self.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim + self.dim() if dim < 0 else dim
+    if not 0 <= d < self.dim():
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of "
+            f"[{-self.dim()}, {self.dim() - 1}], but got {dim})"
+        )
+    n = self.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    return d, n // 2
+
+
+@kernel()
+def glu_out(self, dim, out):
+    """glu.out impl (structured, PyTorch's meta sized `out`)."""
+    d, h = _glu_dim(self, dim)
+    glu.iter((out,), (self.narrow(d, 0, h), self.narrow(d, h, h)), self.dtype)
+
+
+@kernel()
+def glu_backward_out(grad_output, self, dim, grad_input):
+    d, h = _glu_dim(self, dim)
+    expected = list(self.shape)
+    expected[d] = h
+    if list(grad_output.shape) != expected:
+        raise RuntimeError(
+            f"glu_backward: grad_output of size {list(grad_output.shape)} does not "
+            f"match the output size {expected}"
+        )
+    grad_input.resize_(self.shape)
+    a, b = self.narrow(d, 0, h), self.narrow(d, h, h)
+    _glu_backward.iter(
+        (grad_input.narrow(d, 0, h), grad_input.narrow(d, h, h)),
+        (grad_output, a, b),
+        torch.result_type(grad_output, self),
+    )
+    return grad_input
+
+
+@kernel()
+def glu_backward(grad_output, self, dim):
+    out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    return glu_backward_out(grad_output, self, dim, out)

@@ -15,17 +15,20 @@ back to the host.
 """
 
 import math
-
 import torch
 import triton
 import triton.language as tl
 
+from ._common import float_acc
 from . import _bounds
 from ._launch import cdiv, launch
 from .copy import copy_kernel
-from .index import MAX_RANK, _block, _dot6, _pad, _unravel, with_atomic_target
-from .reduction import _contiguous, cumsum_out
-from ._common import kernel
+from ._common import MAX_RANK, block_for, dot6, pad_to_rank, unravel6
+from .index import with_atomic_target
+from ._common import contiguous
+from .scan import cumsum_out
+from ._declare import kernel
+from ._common import wrap_dim, write_result
 
 MAX_INDICES = 4
 
@@ -54,7 +57,7 @@ def _nonzero_kernel(
         v = tl.load(vals + o, mask=hit)
         tl.store(out + pos, v, mask=hit)
     else:
-        i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
+        i0, i1, i2, i3, i4, i5 = unravel6(o, s1, s2, s3, s4, s5)
         # Coordinates of the last NDIM padded dimensions.
         base = pos * NDIM
         if NDIM >= 6:
@@ -87,14 +90,14 @@ def _compact(x, values=None):
 
 @kernel()
 def nonzero(self):
-    x = _contiguous(self)
+    x = contiguous(self)
     csum, count = _compact(x)
     ndim = x.dim()
     out = torch.empty((count, ndim), dtype=torch.int64, device=x.device)
     if count and ndim:
-        shape = _pad(x.shape, 1)
+        shape = pad_to_rank(x.shape, 1)
         n = x.numel()
-        block = _block(n)
+        block = block_for(n)
         launch(
             _nonzero_kernel,
             (cdiv(n, block),),
@@ -122,13 +125,13 @@ def nonzero_out(self, out):
 @kernel()
 def masked_select(self, mask):
     shape = torch.broadcast_shapes(self.shape, mask.shape)
-    m = _contiguous(mask.expand(shape))
-    v = _contiguous(self.expand(shape))
+    m = contiguous(mask.expand(shape))
+    v = contiguous(self.expand(shape))
     csum, count = _compact(m)
     out = torch.empty((count,), dtype=self.dtype, device=self.device)
     if count:
         n = m.numel()
-        block = _block(n)
+        block = block_for(n)
         launch(
             _nonzero_kernel,
             (cdiv(n, block),),
@@ -186,8 +189,8 @@ def _index_kernel(
     mask = o < n
     l = o // R
     rest = o % R
-    j0, j1, j2, j3, j4, j5 = _unravel(rest, d1, d2, d3, d4, d5)
-    off = _dot6(j0, j1, j2, j3, j4, j5, r0, r1, r2, r3, r4, r5)
+    j0, j1, j2, j3, j4, j5 = unravel6(rest, d1, d2, d3, d4, d5)
+    off = dot6(j0, j1, j2, j3, j4, j5, r0, r1, r2, r3, r4, r5)
     i0 = tl.load(i0p + l, mask=mask, other=0)
     i1 = tl.load(i1p + l, mask=mask, other=0)
     i2 = tl.load(i2p + l, mask=mask, other=0)
@@ -231,7 +234,7 @@ def _prepare_indices(self, indices):
     L = math.prod(shape)
     longs = []
     for t, dim in zip(tensors, dims):
-        t = _contiguous(t.expand(shape)).reshape(-1)
+        t = contiguous(t.expand(shape)).reshape(-1)
         if t.dtype != torch.int64:
             c = torch.empty(t.shape, dtype=torch.int64, device=t.device)
             copy_kernel((c,), (t,))
@@ -257,7 +260,7 @@ def _wrap_negative(t, size, dim):
     copy_kernel((t2,), (t,))
     n = t2.numel()
     if n:
-        block = _block(n)
+        block = block_for(n)
         message = f"index {{}} is out of bounds for dimension {dim} with size {size}"
         flag = _bounds.new_flag(t.device, exc=IndexError, message=message)
         launch(_wrap_kernel, (cdiv(n, block),), t2, n, size, flag, BLOCK=block)
@@ -271,11 +274,11 @@ def _index_launch(self, src, out, dims, longs, L, rest_dims, put, accumulate):
     n = L * R
     if n == 0:
         return
-    rs = _pad(rest_shape, 1)
-    rst = _pad([self.stride(d) for d in rest_dims], 0)
+    rs = pad_to_rank(rest_shape, 1)
+    rst = pad_to_rank([self.stride(d) for d in rest_dims], 0)
     ptrs = longs + [longs[0]] * (MAX_INDICES - len(longs))
     strides = [self.stride(d) for d in dims] + [0] * (MAX_INDICES - len(longs))
-    block = _block(n)
+    block = block_for(n)
     launch(
         _index_kernel,
         (cdiv(n, block),),
@@ -398,13 +401,13 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     from .random import _fill_random, UNIFORM, EXPONENTIAL
     from .sort import topk_out
 
-    p = _contiguous(self if self.dim() == 2 else self.reshape(1, -1))
+    p = contiguous(self if self.dim() == 2 else self.reshape(1, -1))
     rows, R = p.shape
     out = torch.empty((rows, num_samples), dtype=torch.int64, device=self.device)
     if replacement:
         cdf = torch.empty(
             (rows, R),
-            dtype=torch.float64 if p.dtype == torch.float64 else torch.float32,
+            dtype=float_acc(p.dtype),
             device=p.device,
         )
         cumsum_out(p, 1, cdf.dtype, cdf)
@@ -423,3 +426,102 @@ def multinomial(self, num_samples, replacement=False, generator=None):
         vals = torch.empty((rows, num_samples), dtype=keys.dtype, device=p.device)
         topk_out(keys, num_samples, 1, False, True, vals, out)
     return out if self.dim() == 2 else out.view(num_samples)
+
+
+# -- indexing by flat position and masks ------------------------------------
+
+
+def _check_index(index, size, what):
+    if index.dtype not in (torch.long, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise IndexError(f"{what}: expected an integer index tensor, got {index.dtype}")
+    if index.numel():
+        lo, hi = torch.aminmax(index.reshape(-1))
+        lo, hi = int(lo.item()), int(hi.item())
+        bad = lo if lo < -size else (hi if hi >= size else None)
+        if bad is not None:
+            raise IndexError(f"{what}: index {bad} is out of bounds for size {size}")
+    return torch.where(index < 0, index + size, index).to(torch.long)
+
+
+@kernel()
+def take(self, index):
+    """take(self, index): self viewed as 1-d, read at `index` (negative wraps)."""
+    idx = _check_index(index, self.numel(), "take")
+    flat = self.reshape(-1)
+    return torch.index_select(flat, 0, idx.reshape(-1)).reshape(index.shape)
+
+
+@kernel()
+def take_out(self, index, out):
+    write_result(out, take(self, index))
+    return out
+
+
+@kernel()
+def put_(self, index, source, accumulate=False):
+    """put_(self, index, source, accumulate): self viewed as 1-d, written at `index`."""
+    if source.dtype != self.dtype:
+        raise RuntimeError(
+            f"put_(): self ({self.dtype}) and source ({source.dtype}) must have "
+            f"the same scalar type"
+        )
+    if index.numel() != source.numel():
+        raise RuntimeError(
+            f"put_(): Expected source and index to have the same number of "
+            f"elements, but got source.numel() = {source.numel()}, "
+            f"index.numel() = {index.numel()}"
+        )
+    idx = _check_index(index, self.numel(), "put_").reshape(-1)
+    target = self if self.is_contiguous() else self.contiguous()
+    target.view(-1).index_put_((idx,), source.reshape(-1), accumulate)
+    if target is not self:
+        copy_kernel((self,), (target,))
+    return self
+
+
+@kernel()
+def index_fill_(self, dim, index, value):
+    """index_fill_.int_Scalar / .int_Tensor: self[..., index, ...] = value along dim."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(
+                f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                f"tensor with {value.dim()} dimension(s)."
+            )
+        value = value.item()
+    if index.dim() > 1:
+        raise IndexError("Index has to be a vector/scalar")
+    d = wrap_dim(dim, self.dim())
+    size = self.shape[d] if self.dim() else 1
+    idx = _check_index(index, size, "index_fill_").reshape(-1)
+    if idx.numel() == 0:
+        return self
+    mask = torch.zeros(size, dtype=torch.bool, device=self.device)
+    mask.index_put_((idx,), torch.ones([], dtype=torch.bool, device=self.device))
+    shape = [1] * self.dim()
+    if self.dim():
+        shape[d] = size
+    self.masked_fill_(mask.reshape(shape), value)
+    return self
+
+
+@kernel()
+def masked_scatter_(self, mask, source):
+    """masked_scatter_(self, mask, source): the True positions of mask
+    (broadcast to self), in order, take source's leading elements."""
+    if mask.dtype != torch.bool:
+        raise RuntimeError(
+            f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
+    if source.dtype != self.dtype:
+        raise RuntimeError(
+            f"masked_scatter_: expected self and source to have same dtypes but got "
+            f"{self.dtype} and {source.dtype}"
+        )
+    m = mask.expand(self.shape)
+    count = int(m.sum().item())
+    if count > source.numel():
+        raise RuntimeError("masked_scatter_: Number of elements of source < number of ones in mask")
+    if count:
+        self.index_put_((m,), source.reshape(-1)[:count])
+    return self

@@ -5,10 +5,21 @@ TensorIterator kernels (calling convention (1)), named after their stubs.
 
 import triton
 import triton.language as tl
+import torch
 
 from . import _math
 from ._pointwise import pointwise
-from ._common import kernel
+from .copy import copy_kernel, fill_kernel
+from ._declare import kernel
+
+
+@kernel()
+@pointwise(promotion="int_to_float")
+@triton.jit
+def logaddexp2(a, b):
+    m = tl.maximum(a, b)
+    r = m + tl.log2(1.0 + tl.exp2(-tl.abs(a - b)))
+    return tl.where(a == b, a + 1.0, r)
 
 
 @kernel()
@@ -294,41 +305,150 @@ for _op in (_eq, _ne, _lt, _le, _gt, _ge):
     _op.name = _op.name.lstrip("_")
 eq, ne, lt, le, gt, ge = _eq, _ne, _lt, _le, _gt, _ge
 
-OPS = [
-    add,
-    mul,
-    div_true,
-    div_trunc,
-    div_floor,
-    remainder,
-    fmod,
-    atan2,
-    maximum,
-    minimum,
-    fmax,
-    fmin,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    lshift,
-    rshift,
-    logical_and,
-    logical_or,
-    logical_xor,
-    logaddexp,
-    copysign,
-    hypot,
-    heaviside,
-    xlogy,
-    eq,
-    ne,
-    lt,
-    le,
-    gt,
-    ge,
-]
-
 
 def rsub_fn(self, other, alpha=1):
     """rsub.Tensor(self, other, alpha) = other - alpha * self (plain, (3))."""
     return add(other, self, -alpha)
+
+
+@triton.jit
+def _step_bits(x, y, it: tl.constexpr, SIGN: tl.constexpr):
+    """nextafter on the bit pattern of x (a floating dtype as wide as `it`,
+    whose sign bit is SIGN)."""
+    bits = x.to(it, bitcast=True)
+    ybits = y.to(it, bitcast=True)
+    one = tl.full(bits.shape, 1, it)
+    up = (x < y) == (x > 0)
+    stepped = tl.where(up, bits + one, bits - one)
+    # From zero: the smallest subnormal with y's sign.
+    sign = ybits & tl.full(bits.shape, SIGN, it)
+    stepped = tl.where(x == 0, sign | one, stepped)
+    r = stepped.to(x.dtype, bitcast=True)
+    r = tl.where(x == y, y, r)
+    return tl.where((x != x) | (y != y), x + y, r)
+
+
+@pointwise(cast=[False, False])
+@triton.jit
+def _nextafter_same(x, y):
+    # Operands as stored (one floating dtype): one unit of their own width.
+    if x.dtype == tl.float64:
+        r = _step_bits(x, y, tl.int64, -9223372036854775808)
+    elif x.dtype == tl.float32:
+        r = _step_bits(x, y, tl.int32, -2147483648)
+    else:
+        r = _step_bits(x, y, tl.int16, -32768)
+    return r
+
+
+@pointwise(cast=[False, False])
+@triton.jit
+def _nextafter_bf16(xb, yb):
+    # bfloat16 operands as their int16 bit patterns (the interpreter's
+    # float32 -> bfloat16 conversion loses subnormals): decode through the top
+    # half of a float32, step the pattern, return the pattern.
+    x = (xb.to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    y = (yb.to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    one = tl.full(xb.shape, 1, tl.int16)
+    up = (x < y) == (x > 0)
+    stepped = tl.where(up, xb + one, xb - one)
+    sign = yb & tl.full(xb.shape, -32768, tl.int16)
+    stepped = tl.where(x == 0, sign | one, stepped)
+    r = tl.where(x == y, yb, stepped)
+    return tl.where((x != x) | (y != y), tl.full(xb.shape, 32704, tl.int16), r)  # 0x7fc0: nan
+
+
+def _as_tensors(out, ins, dtype):
+    """The iterator's operands as tensors of `dtype` and out's shape: a number
+    (0-dim CPU operand) becomes a filled 0-dim tensor, expanded."""
+    res = []
+    for t in ins:
+        if isinstance(t, torch.Tensor) and t.dtype == dtype:
+            res.append(t)
+        elif isinstance(t, torch.Tensor):
+            c = torch.empty(out.shape, dtype=dtype, device=out.device)
+            copy_kernel((c,), (t,))
+            res.append(c)
+        else:
+            c = torch.empty((), dtype=dtype, device=out.device)
+            fill_kernel((c,), (), dtype, t)
+            res.append(c.expand(out.shape))
+    return tuple(res)
+
+
+@kernel()
+def nextafter(outs, ins, common_dtype):
+    """nextafter_stub(iter): operands cast to the common dtype first."""
+    out = outs[0]
+    same = _as_tensors(out, ins, common_dtype)
+    res = (
+        out
+        if out.dtype == common_dtype
+        else torch.empty(out.shape, dtype=common_dtype, device=out.device)
+    )
+    if common_dtype == torch.bfloat16:
+        _nextafter_bf16.iter(
+            (res.view(torch.int16),), tuple(t.view(torch.int16) for t in same), torch.int16
+        )
+    elif common_dtype.is_floating_point:
+        _nextafter_same.iter((res,), tuple(same), common_dtype)
+    else:
+        raise RuntimeError(f"nextafter: not implemented for {common_dtype} (floating types only)")
+    if res is not out:
+        copy_kernel(outs, (res,))
+
+
+@pointwise()
+@triton.jit
+def _gcd(a, b):
+    return _gcd_value(a, b)
+
+
+@triton.jit
+def _gcd_value(a, b):
+    # Euclid on |a|, |b| (as PyTorch: |INT_MIN| stays negative), in a fixed
+    # number of steps: 94 is enough for any pair of int64 (Fibonacci bound).
+    x = tl.where(a < 0, -a, a)
+    y = tl.where(b < 0, -b, b)
+    for _ in range(94):
+        live = x != 0
+        safe = tl.where(live, x, tl.full(x.shape, 1, x.dtype))
+        nx = tl.where(live, y % safe, x)
+        y = tl.where(live, x, y)
+        x = nx
+    return y
+
+
+@pointwise()
+@triton.jit
+def _lcm(a, b):
+    # |a / gcd * b|, 0 where gcd is 0; as in C++, types narrower than int
+    # compute in int32 (the store wraps to the output's width).
+    g = _gcd_value(a, b)
+    nz = g != 0
+    if a.dtype.primitive_bitwidth < 32:
+        a = a.to(tl.int32)
+        b = b.to(tl.int32)
+        g = g.to(tl.int32)
+    r = a // tl.where(nz, g, tl.full(g.shape, 1, g.dtype)) * b
+    r = tl.where(r < 0, -r, r)
+    return tl.where(nz, r, tl.zeros_like(r))
+
+
+def _check_integer(name, dtype):
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        raise RuntimeError(f"{name}: not implemented for {dtype} (integer types only)")
+
+
+@kernel()
+def gcd(outs, ins, common_dtype):
+    """gcd_stub(iter): integer types only, as PyTorch."""
+    _check_integer("gcd", common_dtype)
+    _gcd.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
+
+
+@kernel()
+def lcm(outs, ins, common_dtype):
+    """lcm_stub(iter): integer types only, as PyTorch."""
+    _check_integer("lcm", common_dtype)
+    _lcm.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl  # noqa: F401  (the interpreter needs tl in scope)
 
 from ._pointwise import Pointwise
-from ._common import kernel
+from ._declare import kernel
 
 
 @triton.jit

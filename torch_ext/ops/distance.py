@@ -7,7 +7,8 @@ CPU/CUDA, so these are Plain ops (convention 3).
 """
 
 import torch
-from ._common import kernel
+
+from ._declare import kernel
 
 
 def _check_p(p, name):

@@ -8,7 +8,9 @@ Returns what PyTorch's autograd formula hands back to the backward:
 """
 
 import torch
-from ._common import kernel
+
+from ._common import float_acc
+from ._declare import kernel
 
 SUM, MEAN, MAX = 0, 1, 2
 
@@ -109,7 +111,7 @@ def embedding_bag_dense_backward(
 ):
     D = grad.shape[1]
     dev = grad.device
-    acc = torch.float64 if grad.dtype == torch.float64 else torch.float32
+    acc = float_acc(grad.dtype)
     gw = torch.zeros((num_weights, D), dtype=acc, device=dev)
     valid = (
         indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=torch.bool)

@@ -22,9 +22,9 @@ import triton.language as tl
 
 from . import _math
 from .binary import add
-from .norm import native_layer_norm, rms_norm_fwd
+from .normalization import native_layer_norm, rms_norm_fwd
 from ._pointwise import pointwise
-from ._common import kernel
+from ._declare import kernel
 
 
 @kernel()

@@ -17,52 +17,33 @@ masked_fill_(self, mask, value), arange_out(start, end, step, out).
 Kernels of arbitrary rank pad the shape to MAX_RANK dimensions.
 """
 
-import math
-
-import torch
 import triton
 import triton.language as tl
+import math
+import torch
 
-from ..backends import spec
-from . import _bounds
-from ._launch import cdiv, launch, next_pow2
+from ._common import float_acc
 from ._pointwise import pointwise
+from . import _bounds
+from ._launch import cdiv, launch
 from .copy import copy_kernel, fill_kernel
-from .reduction import _contiguous
-from ._common import kernel
-
-MAX_RANK = 6
-
-
-def _pad(values, fill):
-    values = list(values)
-    if len(values) > MAX_RANK:
-        raise NotImplementedError(f"torch_ext: tensors of rank > {MAX_RANK} in indexing kernels")
-    return [fill] * (MAX_RANK - len(values)) + values
+from ._common import contiguous
+from ._declare import kernel
+from ._common import MAX_RANK, block_for, dot6, unravel6
+from ._common import pad_to_rank
 
 
-def _block(n):
-    return min(spec("pointwise_block", n) or 1024, next_pow2(max(n, 1)))
-
-
-@triton.jit
-def _unravel(o, s1, s2, s3, s4, s5):
-    i5 = o % s5
-    o = o // s5
-    i4 = o % s4
-    o = o // s4
-    i3 = o % s3
-    o = o // s3
-    i2 = o % s2
-    o = o // s2
-    i1 = o % s1
-    i0 = o // s1
-    return i0, i1, i2, i3, i4, i5
-
-
-@triton.jit
-def _dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5):
-    return i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3 + i4 * t4 + i5 * t5
+@kernel()
+def index_copy_out(self, dim, index, source, out):
+    """index_copy.out impl: out = self with out.select(dim, index[i]) = source.select(dim, i)."""
+    if not (out.data_ptr() == self.data_ptr() and out.stride() == self.stride()):
+        out.copy_(self)
+    if out.dim() == 0:
+        if index.numel():
+            out.copy_(source.reshape(()))
+        return
+    where = (slice(None),) * dim + (index.reshape(-1),)
+    out[where] = source
 
 
 @triton.jit
@@ -107,9 +88,9 @@ def _gather_scatter_kernel(
     # dim := index[i]] (op)= src[i].
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
-    i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
+    i0, i1, i2, i3, i4, i5 = unravel6(o, s1, s2, s3, s4, s5)
     idx = tl.load(
-        index + _dot6(i0, i1, i2, i3, i4, i5, i_t0, i_t1, i_t2, i_t3, i_t4, i_t5),
+        index + dot6(i0, i1, i2, i3, i4, i5, i_t0, i_t1, i_t2, i_t3, i_t4, i_t5),
         mask=mask,
         other=0,
     ).to(tl.int64)
@@ -124,10 +105,10 @@ def _gather_scatter_kernel(
     j5 = idx if DIM == 5 else i5
     if MODE == 0:
         v = tl.load(
-            src + _dot6(j0, j1, j2, j3, j4, j5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5), mask=mask
+            src + dot6(j0, j1, j2, j3, j4, j5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5), mask=mask
         )
         tl.store(
-            out + _dot6(i0, i1, i2, i3, i4, i5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5), v, mask=mask
+            out + dot6(i0, i1, i2, i3, i4, i5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5), v, mask=mask
         )
     else:
         if SRC_IS_VALUE:
@@ -138,9 +119,9 @@ def _gather_scatter_kernel(
                 v = (tl.zeros((BLOCK,), out.dtype.element_ty) + value).to(out.dtype.element_ty)
         else:
             v = tl.load(
-                src + _dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5), mask=mask
+                src + dot6(i0, i1, i2, i3, i4, i5, s_t0, s_t1, s_t2, s_t3, s_t4, s_t5), mask=mask
             ).to(out.dtype.element_ty)
-        dst = out + _dot6(j0, j1, j2, j3, j4, j5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5)
+        dst = out + dot6(j0, j1, j2, j3, j4, j5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5)
         if MODE == 1:
             tl.store(dst, v, mask=mask)
         elif MODE == 2:
@@ -194,11 +175,11 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
         return with_atomic_target(out, lambda t: _gather_scatter(index, src, t, dim, mode, value))
     rank = max(index.dim(), 1)
     pad = MAX_RANK - rank
-    shape = _pad(index.shape if index.dim() else [1], 1)
-    i_st = _pad(index.stride() if index.dim() else [0], 0)
-    s_st = _pad(src.stride() if src is not None and src.dim() else [0], 0)
-    o_st = _pad(out.stride() if out.dim() else [0], 0)
-    block = _block(n)
+    shape = pad_to_rank(index.shape if index.dim() else [1], 1)
+    i_st = pad_to_rank(index.stride() if index.dim() else [0], 0)
+    s_st = pad_to_rank(src.stride() if src is not None and src.dim() else [0], 0)
+    o_st = pad_to_rank(out.stride() if out.dim() else [0], 0)
+    block = block_for(n)
     d = dim % rank
     indexed = src if mode == 0 else out
     size = indexed.shape[d] if indexed.dim() else 1
@@ -332,14 +313,14 @@ def _index_select_kernel(src, index, out, n, L, S, B, flag, BLOCK: tl.constexpr)
 
 @kernel()
 def index_select_out(self, dim, index, out):
-    x = _contiguous(self)
+    x = contiguous(self)
     if x.dim() == 0:
         x = x.reshape(1)
     d = dim % x.dim()
     A = math.prod(x.shape[:d])
     S = x.shape[d]
     B = math.prod(x.shape[d + 1 :])
-    index = _contiguous(index.reshape(-1))
+    index = contiguous(index.reshape(-1))
     L = index.numel()
     out.resize_(
         [*self.shape[:d], L, *self.shape[d + 1 :]] if self.dim() else []
@@ -350,7 +331,7 @@ def index_select_out(self, dim, index, out):
     target = (
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
-    block = _block(n)
+    block = block_for(n)
     flag = _bounds.new_flag(x.device, "index_select", S)
     launch(_index_select_kernel, (cdiv(n, block),), x, index, target, n, L, S, B, flag, BLOCK=block)
     _bounds.check(flag)
@@ -401,18 +382,16 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     if scale_grad_by_freq:  # each row's gradient divided by how often its index occurs
         idx = indices.reshape(-1)
         freq = torch.bincount(idx.long(), minlength=num_weights).index_select(0, idx.long())
-        g = grad_output.reshape(-1, D).to(
-            torch.float64 if grad_output.dtype == torch.float64 else torch.float32
-        )
+        g = grad_output.reshape(-1, D).to(float_acc(grad_output.dtype))
         grad_output = g / freq.to(g.dtype).unsqueeze(1)
-    acc = torch.float64 if grad_output.dtype == torch.float64 else torch.float32
+    acc = float_acc(grad_output.dtype)
     grad_w = torch.empty((num_weights, D), dtype=acc, device=grad_output.device)
     fill_kernel((grad_w,), (), acc, 0)
-    g = _contiguous(grad_output).view(-1, D)
-    idx = _contiguous(indices.reshape(-1))
+    g = contiguous(grad_output).view(-1, D)
+    idx = contiguous(indices.reshape(-1))
     n = g.numel()
     if n:
-        block = _block(n)
+        block = block_for(n)
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
         launch(
             _embedding_bwd_kernel,
@@ -466,160 +445,6 @@ def masked_fill(self, mask, value):
     return masked_fill_(out, mask, value)
 
 
-# -- cat / flip / tril / triu / arange --------------------------------------
-
-
-@kernel("cat")
-def cat_out(
-    tensors,
-    dim,
-    valid,
-    all_contiguous,
-    all_same_dtype,
-    all_same_sizes_and_stride,
-    memory_format,
-    out,
-):
-    offset = 0
-    for t in tensors:
-        if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
-            continue  # legacy empty tensors are skipped by cat
-        size = t.shape[dim]
-        if t.numel():
-            copy_kernel((out.narrow(dim, offset, size),), (t,))
-        offset += size
-
-
-def cat(tensors, dim=0):
-    tensors = list(tensors)
-    ref = next((t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)), tensors[0])
-    d = dim % max(ref.dim(), 1)
-    shape = list(ref.shape)
-    shape[d] = sum(
-        t.shape[d] for t in tensors if not (t.dim() == 1 and t.shape[0] == 0) or ref.dim() == 1
-    )
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = torch.promote_types(dtype, t.dtype)
-    out = torch.empty(shape, dtype=dtype, device=ref.device)
-    cat_out(tensors, d, 0, False, False, False, torch.contiguous_format, out)
-    return out
-
-
-@triton.jit
-def _strided_copy_kernel(
-    src, out, n, base, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5, BLOCK: tl.constexpr
-):
-    # out (contiguous) = src[base + sum i_d * t_d], strides may be negative.
-    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = o < n
-    i0, i1, i2, i3, i4, i5 = _unravel(o, s1, s2, s3, s4, s5)
-    v = tl.load(src + base + _dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5), mask=mask)
-    tl.store(out + o, v, mask=mask)
-
-
-@kernel()
-def flip(self, dims):
-    out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
-    n = self.numel()
-    if n == 0:
-        return out
-    dims = {d % max(self.dim(), 1) for d in dims}
-    strides = list(self.stride())
-    base = 0
-    for d in dims:
-        if self.dim():
-            base += (self.shape[d] - 1) * strides[d]
-            strides[d] = -strides[d]
-    # base is relative to the tensor's own start: pass the storage view as-is.
-    shape = _pad(self.shape, 1)
-    block = _block(n)
-    launch(
-        _strided_copy_kernel,
-        (cdiv(n, block),),
-        self,
-        out,
-        n,
-        base,
-        *shape[1:],
-        *_pad(strides, 0),
-        BLOCK=block,
-    )
-    return out
-
-
-@kernel()
-def flip_out(self, dims, out):
-    out.resize_(self.shape)  # a plain out= op sizes its own out
-    copy_kernel((out,), (flip(self, dims),))
-
-
-@triton.jit
-def _tri_kernel(src, out, n, M, N, diagonal, LOWER: tl.constexpr, BLOCK: tl.constexpr):
-    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = o < n
-    j = o % N
-    i = (o // N) % M
-    if LOWER:
-        keep = j - i <= diagonal
-    else:
-        keep = j - i >= diagonal
-    v = tl.load(src + o, mask=mask & keep, other=0)
-    tl.store(out + o, v, mask=mask)
-
-
-def _tri(self, diagonal, out, lower):
-    x = _contiguous(self)
-    n = x.numel()
-    if n == 0:
-        return
-    # Each element reads only itself, so out may alias self.
-    target = (
-        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    )
-    M, N = x.shape[-2], x.shape[-1]
-    block = _block(n)
-    launch(_tri_kernel, (cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower, BLOCK=block)
-    if target is not out:
-        copy_kernel((out,), (target,))
-
-
-@kernel("tril")
-def tril_out(self, diagonal, out):
-    _tri(self, diagonal, out, True)
-
-
-@kernel("triu")
-def triu_out(self, diagonal, out):
-    _tri(self, diagonal, out, False)
-
-
-@triton.jit
-def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    v = tl.cast(start, ACC) + o.to(ACC) * tl.cast(step, ACC)
-    if out.dtype.element_ty == tl.bfloat16:
-        v = v.to(tl.float32)  # Triton's interpreter casts float64 to bfloat16 bitwise
-    tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
-
-
-@kernel("arange")
-def arange_out(start, end, step, out):
-    """arange.start_out (plain): out already has its size (the caller resizes it)."""
-    n = out.numel()
-    if n == 0:
-        return out
-    acc = tl.float64 if out.dtype.is_floating_point else tl.int64
-    target = (
-        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    )
-    block = _block(n)
-    launch(_arange_kernel, (cdiv(n, block),), target, n, start, step, ACC=acc, BLOCK=block)
-    if target is not out:
-        copy_kernel((out,), (target,))
-    return out
-
-
 # -- index_add / linspace / eye -----------------------------------------------
 
 
@@ -646,7 +471,7 @@ def index_add_out(self, dim, index, source, alpha, out):
     d = dim % max(out.dim(), 1)
     shape = list(out.shape) if out.dim() else [1]
     A, S, B = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
-    src = _contiguous(source.reshape(source.shape if source.dim() else [1]))
+    src = contiguous(source.reshape(source.shape if source.dim() else [1]))
     L = index.numel()
     target = (
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
@@ -654,13 +479,13 @@ def index_add_out(self, dim, index, source, alpha, out):
     if target is not out:
         copy_kernel((target,), (out,))
     n = A * L * B
-    block = _block(n)
+    block = block_for(n)
     flag = _bounds.new_flag(out.device, "index_add", S)
     launch(
         _index_add_kernel,
         (cdiv(n, block),),
         src,
-        _contiguous(index.reshape(-1)),
+        contiguous(index.reshape(-1)),
         target,
         n,
         L,
@@ -679,65 +504,3 @@ def index_add_out(self, dim, index, source, alpha, out):
     _bounds.check(flag)
     if target is not out:
         copy_kernel((out,), (target,))
-
-
-@triton.jit
-def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    # PyTorch's symmetric form: from start for the first half, from end after.
-    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    i = o.to(ACC)
-    s = tl.cast(step, ACC)
-    v = tl.where(
-        o < n // 2, tl.cast(start, ACC) + s * i, tl.cast(end, ACC) - s * (n - 1 - o).to(ACC)
-    )
-    tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
-
-
-@kernel("linspace")
-def linspace_out(start, end, steps, out):
-    """linspace.out (plain): out already has `steps` elements."""
-    n = out.numel()
-    if n == 0:
-        return out
-    start, end = float(start), float(end)
-    step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    if steps == 1:
-        end = start  # a single point is `start`
-    target = (
-        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    )
-    block = _block(n)
-    launch(
-        _linspace_kernel,
-        (cdiv(n, block),),
-        target,
-        n,
-        start,
-        end,
-        step,
-        ACC=tl.float64 if out.dtype == torch.float64 else tl.float32,
-        BLOCK=block,
-    )
-    if target is not out:
-        copy_kernel((out,), (target,))
-    return out
-
-
-@triton.jit
-def _eye_kernel(out, n, M, s0, s1, BLOCK: tl.constexpr):
-    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    i = o // M
-    j = o % M
-    tl.store(out + i * s0 + j * s1, (i == j).to(out.dtype.element_ty), mask=o < n)
-
-
-@kernel("eye")
-def eye_out(n, m, out=None):
-    """eye.m_out (n, m, out) and eye.out (n, out)."""
-    if out is None:
-        n, m, out = n, n, m
-    total = n * m
-    if total:
-        block = _block(total)
-        launch(_eye_kernel, (cdiv(total, block),), out, total, m, *out.stride(), BLOCK=block)
-    return out

@@ -23,7 +23,7 @@ kernels do).
 import torch
 
 from .copy import copy_kernel
-from ._common import kernel
+from ._declare import kernel
 
 
 def _colmajor(t):

@@ -13,13 +13,18 @@ import torch
 import triton
 import triton.language as tl
 
+from ._common import float_acc, tl_float_acc
 from . import _bounds
 from ._launch import cdiv, launch
 from .activation import mse, mse_backward
 from .copy import copy_kernel, fill_kernel
-from .reduction import SUM, _contiguous, reduce_into
-from .index import _block
-from ._common import kernel
+from .reduction import SUM, reduce_into
+from ._common import contiguous
+from ._common import block_for
+from . import _math
+from ._pointwise import pointwise
+from ._declare import kernel
+from .activation import _check_float, _outside_unit
 
 NONE, MEAN, SUM_RED = 0, 1, 2
 
@@ -95,12 +100,12 @@ def _nll_bwd_kernel(
 
 @kernel("nll_loss_forward")
 def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
-    x = _contiguous(self)
+    x = contiguous(self)
     N = x.shape[0] if x.dim() == 2 else 1
     C = x.shape[-1]
-    tgt = _contiguous(target.reshape(-1))
-    w = _contiguous(weight) if weight is not None else None
-    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    tgt = contiguous(target.reshape(-1))
+    w = contiguous(weight) if weight is not None else None
+    acc = float_acc(x.dtype)
     per = (
         output
         if reduction == NONE and output.is_contiguous()
@@ -108,7 +113,7 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     )
     wsum = torch.empty((N,), dtype=acc, device=x.device)
     if N:
-        block = _block(N)
+        block = block_for(N)
         flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
         launch(
             _nll_kernel,
@@ -123,7 +128,7 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
             ignore_index,
             flag,
             HAS_W=w is not None,
-            ACC=tl.float64 if x.dtype == torch.float64 else tl.float32,
+            ACC=tl_float_acc(x.dtype),
             BLOCK=block,
         )
         _bounds.check(flag)
@@ -159,14 +164,14 @@ def nll_loss_backward_out(
     )
     if gi is not grad_input:
         fill_kernel((gi,), (), gi.dtype, 0)
-    tgt = _contiguous(target.reshape(-1))
-    w = _contiguous(weight) if weight is not None else None
-    block = _block(N)
+    tgt = contiguous(target.reshape(-1))
+    w = contiguous(weight) if weight is not None else None
+    block = block_for(N)
     flag = _bounds.new_flag(gi.device, message="Target {} is out of bounds.")
     launch(
         _nll_bwd_kernel,
         (cdiv(N, block),),
-        _contiguous(grad_output),
+        contiguous(grad_output),
         tgt,
         w if w is not None else gi,
         total_weight,
@@ -177,7 +182,7 @@ def nll_loss_backward_out(
         flag,
         REDUCTION=reduction,
         HAS_W=w is not None,
-        ACC=tl.float64 if self.dtype == torch.float64 else tl.float32,
+        ACC=tl_float_acc(self.dtype),
         BLOCK=block,
     )
     _bounds.check(flag)
@@ -352,3 +357,142 @@ def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None
     if reduction == MEAN:
         g = g / x.shape[0]
     return (d * g.to(d.dtype)).reshape(self.shape)
+
+
+@kernel()
+@pointwise(num_inputs=2)
+@triton.jit
+def smooth_l1(x, target, beta):
+    z = tl.abs(x - target)
+    return tl.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+
+
+@kernel()
+@pointwise(num_inputs=3)
+@triton.jit
+def smooth_l1_backward(x, target, grad, norm, beta):
+    d = x - target
+    r = tl.where(d >= beta, norm * grad, norm * d * grad / beta)
+    return tl.where(d <= -beta, -norm * grad, r)
+
+
+@kernel()
+@pointwise(num_inputs=2)
+@triton.jit
+def huber(x, target, delta):
+    z = tl.abs(x - target)
+    return tl.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+
+
+@kernel()
+@pointwise(num_inputs=3)
+@triton.jit
+def huber_backward(x, target, grad, norm, delta):
+    d = x - target
+    r = tl.where(d >= delta, norm * grad * delta, norm * d * grad)
+    return tl.where(d <= -delta, -norm * grad * delta, r)
+
+
+@pointwise(num_inputs=3)
+@triton.jit
+def _bce(x, y, w):
+    # -w (y log x + (1 - y) log(1 - x)), each log clamped at -100 (PyTorch).
+    lx = tl.maximum(tl.log(x), -100.0)
+    l1x = tl.maximum(_math.log1p(-x), -100.0)
+    return w * ((y - 1.0) * l1x - y * lx)
+
+
+@pointwise(num_inputs=4)
+@triton.jit
+def _bce_backward(grad, x, y, w, norm):
+    # grad (x - y) / max((1 - x) x, 1e-12), times weight and 1/numel (mean).
+    d = tl.maximum((1.0 - x) * x, 1e-12)
+    return w * norm * grad * (x - y) / d
+
+
+def _bce_operands(name, self, target, weight):
+    _check_float(name, self, target, weight)
+    if target.dtype != self.dtype:
+        raise RuntimeError(
+            f"{name}: target dtype {target.dtype} differs from input dtype {self.dtype}"
+        )
+    if target.shape != self.shape:
+        if target.numel() != self.numel():
+            raise RuntimeError(
+                f"{name}: target size {list(target.shape)} does not match input size "
+                f"{list(self.shape)}"
+            )
+        target = target.reshape(self.shape)  # PyTorch squeezes both: same elements in order
+    w = 1.0
+    if weight is not None:
+        try:
+            ok = torch.broadcast_shapes(weight.shape, self.shape) == self.shape
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise RuntimeError(
+                f"{name}: weight of size {list(weight.shape)} does not broadcast to "
+                f"the input size {list(self.shape)}"
+            )
+        w = weight.expand(self.shape)
+    return target, w
+
+
+def _check_unit(name, what, t):
+    if t.numel() and bool(_outside_unit(t).any().item()):
+        raise RuntimeError(f"{name}: all elements of {what} should be between 0 and 1")
+
+
+def _reduce_loss(loss, reduction, out):
+    from .reduction import SUM, reduce_into
+
+    n = loss.numel()
+    scale = (1.0 / n if n else float("nan")) if reduction == MEAN else 1.0
+    reduce_into(loss, None, out, SUM, scale=scale)
+
+
+def _check_reduction(name, reduction):
+    if reduction not in (NONE, MEAN, SUM_RED):
+        raise RuntimeError(
+            f"{name}: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction}"
+        )
+
+
+@kernel()
+def binary_cross_entropy_out(self, target, weight, reduction, out):
+    name = "binary_cross_entropy"
+    _check_reduction(name, reduction)
+    target, w = _bce_operands(name, self, target, weight)
+    _check_unit(name, "input", self)
+    _check_unit(name, "target", target)
+    if reduction == NONE:
+        out.resize_(self.shape)
+        _bce(self, target, w, out=out)
+        return out
+    loss = _bce(self, target, w)
+    out.resize_(())
+    _reduce_loss(loss, reduction, out)
+    return out
+
+
+@kernel()
+def binary_cross_entropy(self, target, weight=None, reduction=MEAN):
+    out = torch.empty((), dtype=self.dtype, device=self.device)
+    return binary_cross_entropy_out(self, target, weight, reduction, out)
+
+
+@kernel()
+def binary_cross_entropy_backward_out(grad_output, self, target, weight, reduction, grad_input):
+    name = "binary_cross_entropy_backward"
+    _check_reduction(name, reduction)
+    target, w = _bce_operands(name, self, target, weight)
+    norm = 1.0 / self.numel() if reduction == MEAN and self.numel() else 1.0
+    grad_input.resize_(self.shape)
+    _bce_backward(grad_output.expand(self.shape), self, target, w, norm, out=grad_input)
+    return grad_input
+
+
+@kernel()
+def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=MEAN):
+    out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    return binary_cross_entropy_backward_out(grad_output, self, target, weight, reduction, out)

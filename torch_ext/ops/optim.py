@@ -11,9 +11,10 @@ import torch
 import triton
 import triton.language as tl
 
+from ._common import tl_float_acc
 from ._launch import cdiv, launch
-from .index import _block
-from ._common import kernel
+from ._common import block_for
+from ._declare import kernel
 
 
 @triton.jit
@@ -102,7 +103,7 @@ def fused_adamw_(
             if not t.is_contiguous():
                 raise NotImplementedError("torch_ext: _fused_adamw_ needs contiguous tensors")
         vmax = max_exp_avg_sqs[i] if amsgrad else p
-        block = _block(n)
+        block = block_for(n)
         launch(
             _adamw_kernel,
             (cdiv(n, block),),
@@ -126,6 +127,6 @@ def fused_adamw_(
             LR_TENSOR=lr_tensor,
             HAS_SCALE=grad_scale is not None,
             HAS_INF=found_inf is not None,
-            ACC=tl.float64 if p.dtype == torch.float64 else tl.float32,
+            ACC=tl_float_acc(p.dtype),
             BLOCK=block,
         )

@@ -22,7 +22,6 @@ Plain ops (3): native_dropout(input, p, train) -> (out, mask),
 """
 
 import sys
-
 import torch
 import triton
 import triton.language as tl
@@ -30,8 +29,8 @@ import triton.language as tl
 from . import _math
 from ._launch import cdiv, launch
 from .copy import copy_kernel
-from .index import _block
-from ._common import kernel
+from ._common import block_for
+from ._declare import kernel
 
 (
     UNIFORM,
@@ -106,7 +105,7 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
     target = (
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
-    block = _block(n)
+    block = block_for(n)
     launch(
         _random_kernel,
         (cdiv(n, block),),
@@ -199,9 +198,9 @@ def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr
 
 @kernel()
 def native_dropout(input, p, train):
-    from .reduction import _contiguous
+    from ._common import contiguous
 
-    x = _contiguous(input)
+    x = contiguous(input)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     keep = torch.empty(x.shape, dtype=torch.bool, device=x.device)
     if train is False or p == 0:
@@ -214,7 +213,7 @@ def native_dropout(input, p, train):
     if n:
         seed, offset = philox(None, x.device, 4 * n)
         scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
-        block = _block(n)
+        block = block_for(n)
         launch(
             _dropout_kernel,
             (cdiv(n, block),),

@@ -11,15 +11,16 @@ Kernels follow the structured impl convention (2): fn(*impl_args, *outs).
 """
 
 import math
-
 import torch
 import triton
 import triton.language as tl
 
 from ..backends import spec
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch
 from .copy import copy_kernel
-from ._common import kernel
+from ._declare import kernel
+from ._common import TL_DTYPES, acc_dtype, as_arb
+from ._common import reduce_blocks
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
 (
@@ -159,53 +160,12 @@ def _reduce_kernel(
     tl.store(out + o, res.to(out.dtype.element_ty), mask=omask)
 
 
-_TL = {
-    torch.float32: tl.float32,
-    torch.float64: tl.float64,
-    torch.int64: tl.int64,
-    torch.int32: tl.int32,
-}
-
-
-def acc_dtype(dtype):
-    if dtype.is_floating_point:
-        return torch.float64 if dtype == torch.float64 else torch.float32
-    return torch.int64
-
-
 def normalize_dims(dims, ndim):
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return list(range(ndim))
     if isinstance(dims, int):
         dims = [dims]
     return sorted({d % max(ndim, 1) for d in dims}) if ndim > 0 else []
-
-
-def as_arb(x, dims):
-    """(x', A, R, B) with x' contiguous and the reduced dims one block."""
-    ndim = x.dim()
-    if ndim == 0:
-        return x.reshape(1), 1, 1, 1
-    if x.is_contiguous() and dims == list(range(dims[0], dims[-1] + 1)):
-        A = math.prod(x.shape[: dims[0]])
-        R = math.prod(x.shape[dims[0] : dims[-1] + 1])
-        B = math.prod(x.shape[dims[-1] + 1 :])
-        return x, A, R, B
-    keep = [d for d in range(ndim) if d not in dims]
-    xp = x.permute(keep + dims)
-    dense = torch.empty(xp.shape, dtype=x.dtype, device=x.device)
-    copy_kernel((dense,), (xp,))
-    return dense, math.prod(xp.shape[: len(keep)]), math.prod(xp.shape[len(keep) :]), 1
-
-
-def _blocks(O, R, B):
-    budget = spec("reduction_block", R) or 4096
-    if B > 1:
-        bo = min(next_pow2(O), 64)
-    else:
-        bo = min(next_pow2(O), max(1, budget // next_pow2(max(R, 1))))
-    br = max(1, min(next_pow2(max(R, 1)), budget // bo))
-    return bo, br
 
 
 def run_reduce(
@@ -243,7 +203,7 @@ def run_reduce(
             p,
             OP=op,
             POST=POST_NONE,
-            ACC=_TL[acc],
+            ACC=TL_DTYPES[acc],
             PARTIAL=True,
             BLOCK_O=bo,
             BLOCK_R=br,
@@ -251,7 +211,7 @@ def run_reduce(
         )
         x, R, B, op = partial, splits, 1, _COMBINE[op]
         neutral = _neutral(op, acc)
-        bo, br = _blocks(O, R, B)
+        bo, br = reduce_blocks(O, R, B)
         warps = 4
     launch(
         _reduce_kernel,
@@ -268,7 +228,7 @@ def run_reduce(
         p,
         OP=op,
         POST=post,
-        ACC=_TL[acc],
+        ACC=TL_DTYPES[acc],
         PARTIAL=False,
         BLOCK_O=bo,
         BLOCK_R=br,
@@ -308,7 +268,7 @@ def _config(O, R, B, elem_size):
     if cfg is not None:
         return cfg
     splits = _splits(O, R, B)
-    bo, br = _blocks(O, cdiv(R, splits), B)
+    bo, br = reduce_blocks(O, cdiv(R, splits), B)
     return splits, bo, br, 4
 
 
@@ -317,7 +277,7 @@ def _splits(O, R, B=1):
     n = spec("reduction_splits", O, R)
     if n is not None:
         return n
-    tiles = cdiv(O, _blocks(O, R, B)[0])
+    tiles = cdiv(O, reduce_blocks(O, R, B)[0])
     if R < 2048 or tiles >= 512:
         return 1
     return max(1, min(cdiv(R, 1024), cdiv(1024, tiles)))
@@ -458,133 +418,6 @@ def any_all_out(self, out):
     reduce_into(self, None, out, ANY, post=POST_GT0)
 
 
-def _correction(correction, unbiased=True):
-    if correction is None:
-        return 1.0 if unbiased else 0.0
-    return float(correction)
-
-
-def _var_into(self, dim, correction, out_var, out_mean=None, take_sqrt=False):
-    dims = normalize_dims(dim, self.dim())
-    xv, A, R, B = as_arb(self, dims)
-    acc = acc_dtype(self.dtype)
-    mean = torch.empty((A * B,), dtype=acc, device=self.device)
-    run_reduce(xv, A, R, B, mean, SUM, 0, (1.0 / R) if R else math.nan)
-    denom = R - correction
-    scale = 1.0 / denom if denom > 0 else math.inf
-    run_reduce(
-        xv, A, R, B, out_var, SQDEV, 0, scale, post=POST_SQRT if take_sqrt else POST_NONE, aux=mean
-    )
-    if out_mean is not None:
-        copy_kernel((out_mean,), (mean.view(out_mean.shape),))
-
-
-@kernel("var")
-def var_correction(self, dim=None, correction=None, keepdim=False):
-    """var.correction (plain): returns the result."""
-    return _var_fn(self, dim, correction, keepdim, False)
-
-
-@kernel("std")
-def std_correction(self, dim=None, correction=None, keepdim=False):
-    return _var_fn(self, dim, correction, keepdim, True)
-
-
-def _reduced_shape(x, dim, keepdim):
-    dims = normalize_dims(dim, x.dim())
-    if keepdim:
-        return [1 if d in dims else s for d, s in enumerate(x.shape)]
-    return [s for d, s in enumerate(x.shape) if d not in dims]
-
-
-def _var_fn(self, dim, correction, keepdim, take_sqrt):
-    out = torch.empty(_reduced_shape(self, dim, keepdim), dtype=self.dtype, device=self.device)
-    _var_into(self, dim, _correction(correction), out, take_sqrt=take_sqrt)
-    return out
-
-
-@kernel("var_out")
-def var_correction_out(self, dim, correction, keepdim, out):
-    out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
-    _var_into(self, dim, _correction(correction), out)
-
-
-@kernel("std_out")
-def std_correction_out(self, dim, correction, keepdim, out):
-    out.resize_(_reduced_shape(self, dim, keepdim))
-    _var_into(self, dim, _correction(correction), out, take_sqrt=True)
-
-
-@kernel("var_mean")
-def var_mean_correction(self, dim=None, correction=None, keepdim=False):
-    """var_mean.correction (plain): returns (var, mean)."""
-    shape = _reduced_shape(self, dim, keepdim)
-    var = torch.empty(shape, dtype=self.dtype, device=self.device)
-    mean = torch.empty(shape, dtype=self.dtype, device=self.device)
-    _var_into(self, dim, _correction(correction), var, mean)
-    return var, mean
-
-
-@kernel("std_mean")
-def std_mean_correction(self, dim=None, correction=None, keepdim=False):
-    shape = _reduced_shape(self, dim, keepdim)
-    std = torch.empty(shape, dtype=self.dtype, device=self.device)
-    mean = torch.empty(shape, dtype=self.dtype, device=self.device)
-    _var_into(self, dim, _correction(correction), std, mean, take_sqrt=True)
-    return std, mean
-
-
-@kernel("linalg_vector_norm")
-def linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out):
-    """linalg_vector_norm.out impl: (self, ord, dim?, keepdim, dtype?, out)."""
-    x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
-    ord = float(ord)
-    if ord == 2:
-        reduce_into(x, dim, out, SQ_SUM, post=POST_SQRT)
-    elif ord == 1:
-        reduce_into(x, dim, out, ABS_SUM)
-    elif ord == math.inf:
-        reduce_into(x, dim, out, ABS_MAX)
-    elif ord == -math.inf:
-        reduce_into(x, dim, out, ABS_MIN)
-    elif ord == 0:
-        reduce_into(x, dim, out, NONZERO)
-    else:
-        reduce_into(x, dim, out, POW_SUM, post=POST_ROOT, p=ord)
-
-
-@kernel("norm")
-def norm_out(self, p, dim, keepdim, out, dtype=None):
-    """norm.out / norm.dtype_out impls: (self, p?, dim, keepdim[, dtype], out)."""
-    linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
-
-
-@kernel("norm_dtype")
-def norm_dtype_out(self, p, dim, keepdim, dtype, out):
-    linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
-
-
-@kernel()
-def logsumexp_out(self, dim, keepdim, out):
-    """logsumexp.out (plain): (self, dim, keepdim, out)."""
-    out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
-    x = self if self.dtype.is_floating_point else _cast(self, torch.get_default_dtype())
-    dims = normalize_dims(dim, x.dim())
-    xv, A, R, B = as_arb(x, dims)
-    acc = acc_dtype(x.dtype)
-    mx = torch.empty((A * B,), dtype=acc, device=x.device)
-    run_reduce(xv, A, R, B, mx, MAX, -math.inf)
-    run_reduce(xv, A, R, B, out, EXP_SUM, 0, post=POST_LOG_ADD, aux=mx)
-
-
-@kernel()
-def logsumexp(self, dim, keepdim=False):
-    dt = self.dtype if self.dtype.is_floating_point else torch.get_default_dtype()
-    out = torch.empty(_reduced_shape(self, dim, keepdim), dtype=dt, device=self.device)
-    logsumexp_out(self, dim, keepdim, out)
-    return out
-
-
 # -- max/min/argmax/argmin with indices ------------------------------------
 
 
@@ -660,7 +493,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
         if indices.is_contiguous()
         else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
     )
-    bo, br = _blocks(O, R, B)
+    bo, br = reduce_blocks(O, R, B)
     launch(
         _arg_kernel,
         (cdiv(O, bo),),
@@ -672,7 +505,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
         B,
         _neutral(MAX if is_max else MIN, x.dtype),
         IS_MAX=is_max,
-        ACC=_TL[acc],
+        ACC=TL_DTYPES[acc],
         BLOCK_O=bo,
         BLOCK_R=br,
     )
@@ -704,98 +537,3 @@ def argmax_out(self, dim, keepdim, out):
 def argmin_out(self, dim, keepdim, out):
     vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
     _arg_reduce(self, dim, vals, out, False)
-
-
-# -- cumsum ---------------------------------------------------------------
-
-
-@triton.jit
-def _add(a, b):
-    return a + b
-
-
-@triton.jit
-def _cumsum_kernel(
-    x,
-    out,
-    O,
-    R,
-    B,
-    ACC: tl.constexpr,
-    PROD: tl.constexpr,
-    BLOCK_O: tl.constexpr,
-    BLOCK_R: tl.constexpr,
-):
-    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
-    omask = o < O
-    base = (o // B) * R * B + o % B
-    if PROD:
-        carry = tl.zeros((BLOCK_O,), ACC) + 1
-    else:
-        carry = tl.zeros((BLOCK_O,), ACC)
-    for r0 in range(0, R, BLOCK_R):
-        r = r0 + tl.arange(0, BLOCK_R)
-        m = (r < R)[:, None] & omask[None, :]
-        offs = r[:, None] * B + base[None, :]
-        if PROD:
-            v = tl.load(x + offs, mask=m, other=1).to(ACC)
-            c = tl.cumprod(v, 0) * carry[None, :]
-            carry = carry * tl.reduce(v, 0, _mul)
-        else:
-            v = tl.load(x + offs, mask=m, other=0).to(ACC)
-            c = tl.cumsum(v, 0) + carry[None, :]
-            carry += tl.sum(v, 0)
-        tl.store(out + offs, c.to(out.dtype.element_ty), mask=m)
-
-
-def _scan_out(self, dim, dtype, out, prod):
-    x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
-    if x.dim() == 0:
-        copy_kernel((out,), (x,))
-        return
-    d = dim % x.dim()
-    xv, A, R, B = as_arb(x, [d])
-    if xv is not x:
-        raise AssertionError("cumsum: unexpected layout")
-    O = A * B
-    if O == 0 or R == 0:
-        return
-    target = (
-        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    )
-    bo, br = _blocks(O, R, B)
-    launch(
-        _cumsum_kernel,
-        (cdiv(O, bo),),
-        xv,
-        target,
-        O,
-        R,
-        B,
-        ACC=_TL[acc_dtype(x.dtype)],
-        PROD=prod,
-        BLOCK_O=bo,
-        BLOCK_R=br,
-    )
-    if target is not out:
-        copy_kernel((out,), (target,))
-
-
-def _contiguous(x):
-    if x.is_contiguous():
-        return x
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    copy_kernel((y,), (x,))
-    return y
-
-
-@kernel("cumsum")
-def cumsum_out(self, dim, dtype, out):
-    """cumsum.out impl: (self, dim, dtype?, out)."""
-    _scan_out(_contiguous(self), dim, dtype, out, False)
-
-
-@kernel("cumprod")
-def cumprod_out(self, dim, dtype, out):
-    """cumprod.out impl: (self, dim, dtype?, out)."""
-    _scan_out(_contiguous(self), dim, dtype, out, True)

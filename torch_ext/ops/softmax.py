@@ -13,10 +13,11 @@ import torch
 import triton
 import triton.language as tl
 
+from ._common import tl_float_acc
 from ._launch import cdiv, launch
 from .copy import copy_kernel
-from .reduction import _blocks, _contiguous, as_arb
-from ._common import kernel
+from ._common import reduce_blocks, contiguous, as_arb
+from ._declare import kernel
 
 
 @triton.jit
@@ -105,15 +106,15 @@ def _rowwise(kernel, tensors, out, dim, log):
     if x0.dim() == 0:
         tensors = [t.reshape(1) for t in tensors]
         dim = 0
-    tensors = [_contiguous(t) for t in tensors]
+    tensors = [contiguous(t) for t in tensors]
     d = dim % tensors[0].dim()
     _, A, R, B = as_arb(tensors[0], [d])
     target = (
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
     O = A * B
-    bo, br = _blocks(O, R, B)
-    acc = tl.float64 if x0.dtype == torch.float64 else tl.float32
+    bo, br = reduce_blocks(O, R, B)
+    acc = tl_float_acc(x0.dtype)
     launch(
         kernel, (cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc, BLOCK_O=bo, BLOCK_R=br
     )

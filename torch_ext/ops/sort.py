@@ -19,8 +19,8 @@ import triton.language as tl
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
-from .reduction import _contiguous, as_arb
-from ._common import kernel
+from ._common import contiguous, as_arb
+from ._declare import kernel
 
 
 @triton.jit
@@ -162,7 +162,7 @@ def _merge_sort_rows(x, descending):
 
 
 def _sort_long(self, dim, descending, k, values, indices):
-    x = _contiguous(self.movedim(dim, -1))
+    x = contiguous(self.movedim(dim, -1))
     lead, R = list(x.shape[:-1]), x.shape[-1]
     rows = x.reshape(-1, R)
     if rows.shape[0] == 0:
@@ -178,7 +178,7 @@ def _rank_sort(self, dim, descending, k, values, indices):
     d = dim % x.dim()
     if x.shape[d] > MERGE_FROM:
         return _sort_long(x, d, descending, k, values, indices)
-    xv, A, R, B = as_arb(_contiguous(x), [d])
+    xv, A, R, B = as_arb(contiguous(x), [d])
     if A * B * k == 0:
         return
     vt = (
@@ -237,9 +237,10 @@ def _chunked_topk(self, k, dim, largest, values, indices):
     # candidates (in chunk order, so ties still go to the lowest index).
     from .binary import add
     from .copy import fill_
-    from .index import arange_out, gather_out
+    from .shape import arange_out
+    from .index import gather_out
 
-    x = _contiguous(self.movedim(dim, -1))
+    x = contiguous(self.movedim(dim, -1))
     lead, n = list(x.shape[:-1]), x.shape[-1]
     chunks = -(-n // _CHUNK)
     padded = torch.empty(lead + [chunks * _CHUNK], dtype=x.dtype, device=x.device)

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
-from ._common import kernel
+from ._declare import kernel
 
 
 @triton.jit
@@ -222,19 +222,6 @@ def addr(outs, ins, common_dtype, beta, alpha):
         _addr_no_self.iter(outs, ins, common_dtype, alpha)
     else:
         _addr.iter(outs, ins, common_dtype, beta, alpha)
-
-
-OPS = [
-    lerp_scalar,
-    lerp_tensor,
-    addcmul,
-    addcdiv,
-    clamp,
-    clamp_scalar,
-    clamp_min_scalar,
-    clamp_max_scalar,
-    pow_tensor_tensor,
-]
 
 
 def where_out(condition, self, other, out):

@@ -1,18 +1,47 @@
-"""Unary pointwise maths (convention (1), named after the stubs).
+"""Pointwise ops that real models reach (issue 17): inverse hyperbolics, logaddexp2,
+shrinkage activations, entr, xlog1py, frexp and renorm's scale factor."""
 
-Float functions compute fp16/bf16 in fp32; integer inputs of float functions
-are promoted by the iterator (or by `promotion="int_to_float"` functionally).
-"""
-
-import builtins
-
-import torch
 import triton
 import triton.language as tl
+import builtins
+import torch
 
 from . import _math
 from ._pointwise import pointwise
-from ._common import kernel
+from ._declare import kernel
+
+
+@kernel()
+@pointwise(promotion="int_to_float")
+@triton.jit
+def acosh(x):
+    # log1p form: exact near 1, where x + sqrt(x*x - 1) loses the small part.
+    t = x - 1.0
+    r = _math.log1p(t + tl.sqrt(2.0 * t + t * t))
+    big = tl.log(x) + 0.6931471805599453  # x*x would overflow
+    return tl.where(x > 1e18, big, r)
+
+
+@kernel()
+@pointwise(promotion="int_to_float")
+@triton.jit
+def asinh(x):
+    a = tl.abs(x)
+    r = _math.log1p(a + a * a / (1.0 + tl.sqrt(1.0 + a * a)))
+    r = tl.where(a > 1e18, tl.log(a) + 0.6931471805599453, r)
+    r = tl.where(x < 0, -r, r)
+    return tl.where(x == 0, x, r)  # keeps -0.0
+
+
+@kernel()
+@pointwise(promotion="int_to_float")
+@triton.jit
+def atanh(x):
+    r = 0.5 * _math.log1p(2.0 * x / (1.0 - x))
+    return tl.where(x == 0, x, r)
+
+
+# -- composites over our kernels (plain ops, convention (3); structured impls (2)) -------
 
 
 def _float(fn):
@@ -379,50 +408,6 @@ def round_decimals_kernel(outs, ins, common_dtype, decimals):
     round_decimals.iter(
         outs, ins, common_dtype, float(10.0 ** builtins.abs(decimals)), decimals < 0
     )
-
-
-OPS = [
-    abs,
-    neg,
-    exp,
-    exp2,
-    expm1,
-    log,
-    log2,
-    log10,
-    log1p,
-    sqrt,
-    rsqrt,
-    reciprocal,
-    sin,
-    cos,
-    tan,
-    tanh,
-    sinh,
-    cosh,
-    sigmoid,
-    erf,
-    erfc,
-    asin,
-    acos,
-    atan,
-    erfinv,
-    logit,
-    floor,
-    ceil,
-    trunc,
-    frac,
-    round,
-    sign,
-    signbit,
-    bitwise_not,
-    logical_not,
-    isnan,
-    isinf,
-    isfinite,
-    isposinf,
-    isneginf,
-]
 
 
 def isnan_fn(self):

@@ -12,10 +12,11 @@ import torch
 import triton
 import triton.language as tl
 
-from . import _math
-from ._launch import cdiv, launch, next_pow2
-from .copy import copy_kernel
-from ._common import kernel
+from .. import _math
+from .._launch import cdiv, launch, next_pow2
+from ..copy import copy_kernel
+from .._common import float_acc, tl_float_acc
+from .._declare import kernel
 
 BILINEAR, NEAREST, BICUBIC = 0, 1, 2
 ZEROS, BORDER, REFLECTION = 0, 1, 2
@@ -300,7 +301,7 @@ def _check(input, grid, mode, padding):
 
 
 def _acc(dtype):
-    return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
+    return float_acc(dtype), tl_float_acc(dtype)
 
 
 def _launch(inp, grid, out, gout, ginp, ggrid, mode, padding, align, backward, input_grad):

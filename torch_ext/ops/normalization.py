@@ -1,30 +1,111 @@
-"""Layer norm, group norm, RMS norm (forward and backward); plain ops (3).
-
-  native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
-  native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
-                             weight?, bias?, output_mask) -> (dx?, dw?, db?)
-  native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd)
-  native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW,
-                             group, output_mask) -> (dx?, dgamma?, dbeta?)
-  rms_norm_fwd(input, normalized_shape, weight?, eps) -> (out, rstd)   [torch_ext]
-  rms_norm_bwd(grad_out, input, rstd, weight?, output_mask) -> (dx?, dw?) [torch_ext]
-
-One row kernel serves layer and group norm: rows are the normalised groups,
-and the weight of element j of row `row` is w[(row % G) * CPG + j // HW]
-(layer norm: G = 1, HW = 1).  mean/rstd are float32 for half inputs (as
-PyTorch's CUDA kernels keep them).
-"""
+"""Normalization: batch norm (training and eval, forward and backward), layer norm,
+group norm, RMS norm."""
 
 import math
-
 import torch
 import triton
 import triton.language as tl
 
+from ._common import float_acc, tl_float_acc
+from ._launch import cdiv, launch
+from ._common import contiguous
 from ..backends import spec
-from ._launch import cdiv, launch, next_pow2
-from .reduction import _contiguous, reduce_into, SUM
-from ._common import kernel
+from ._launch import next_pow2
+from .reduction import reduce_into, SUM
+from ._declare import kernel
+
+# -- batch norm (plain ops, convention (3)), from the device ops above ----------
+#   native_batch_norm(input, weight?, bias?, running_mean?, running_var?,
+#                     training, momentum, eps) -> (out, save_mean, save_invstd)
+#   native_batch_norm_backward(grad_out, input, weight?, running_mean?,
+#       running_var?, save_mean?, save_invstd?, train, eps, output_mask)
+# Statistics in float32 for fp16/bf16 inputs (as torch's CUDA kernels).
+
+
+def _stat_dtype(dtype):
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _per_channel(t, ndim):
+    return t.reshape([1, -1] + [1] * (ndim - 2))
+
+
+@kernel()
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if input.dim() < 2:
+        raise RuntimeError(
+            f"torch_ext: batch_norm expects an input of at least 2 dims, got {input.dim()}"
+        )
+    sd = _stat_dtype(input.dtype)
+    dims = [0] + list(range(2, input.dim()))
+    x = input.to(sd)
+    if training:
+        var, mean = torch.var_mean(x, dims, correction=0)
+        invstd = torch.rsqrt(var + eps)
+        n = input.numel() // input.shape[1]
+        with torch.no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+            if running_var is not None:
+                unbiased = var * (n / max(n - 1, 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
+        use_mean, use_invstd = mean, invstd
+        save_mean, save_invstd = mean, invstd
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError(
+                "torch_ext: batch_norm in eval mode needs running_mean and running_var"
+            )
+        use_mean = running_mean.to(sd)
+        use_invstd = torch.rsqrt(running_var.to(sd) + eps)
+        save_mean = torch.empty(0, dtype=sd, device=input.device)
+        save_invstd = torch.empty(0, dtype=sd, device=input.device)
+    y = (x - _per_channel(use_mean, x.dim())) * _per_channel(use_invstd, x.dim())
+    if weight is not None:
+        y = y * _per_channel(weight.to(sd), x.dim())
+    if bias is not None:
+        y = y + _per_channel(bias.to(sd), x.dim())
+    return contiguous(y.to(input.dtype)), save_mean, save_invstd
+
+
+@kernel()
+def native_batch_norm_backward(
+    grad_out,
+    input,
+    weight,
+    running_mean,
+    running_var,
+    save_mean,
+    save_invstd,
+    train,
+    eps,
+    output_mask,
+):
+    sd = _stat_dtype(input.dtype)
+    nd = input.dim()
+    dims = [0] + list(range(2, nd))
+    x, g = input.to(sd), grad_out.to(sd)
+    if train:
+        mean, invstd = save_mean.to(sd), save_invstd.to(sd)
+    else:
+        mean, invstd = running_mean.to(sd), torch.rsqrt(running_var.to(sd) + eps)
+    xhat = (x - _per_channel(mean, nd)) * _per_channel(invstd, nd)
+    w = weight.to(sd) if weight is not None else None
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        scale = _per_channel(invstd if w is None else invstd * w, nd)
+        if train:
+            gm = g.mean(dims, keepdim=True)
+            gxm = (g * xhat).mean(dims, keepdim=True)
+            grad_input = (g - gm - xhat * gxm) * scale
+        else:
+            grad_input = g * scale
+        grad_input = contiguous(grad_input.to(input.dtype))
+    if output_mask[1]:
+        grad_weight = (g * xhat).sum(dims).to(weight.dtype if weight is not None else input.dtype)
+    if output_mask[2]:
+        grad_bias = g.sum(dims).to(weight.dtype if weight is not None else input.dtype)
+    return grad_input, grad_weight, grad_bias
 
 
 @triton.jit
@@ -199,14 +280,6 @@ def _norm_bwd_dw_kernel(
         tl.store(db + c, tl.sum(ab, 0).to(db.dtype.element_ty), mask=cmask)
 
 
-def _acc(dtype):
-    return tl.float64 if dtype == torch.float64 else tl.float32
-
-
-def _stat_dtype(dtype):
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 def _row_blocks(M, D):
     n = next_pow2(max(D, 1))
     budget = spec("reduction_block", D) or 4096
@@ -237,7 +310,7 @@ def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
         HAS_W=weight is not None,
         HAS_B=bias is not None,
         RMS=rms,
-        ACC=_acc(x.dtype),
+        ACC=tl_float_acc(x.dtype),
         BLOCK_M=bm,
         BLOCK_N=bn,
     )
@@ -263,7 +336,7 @@ def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
         HW,
         HAS_W=weight is not None,
         RMS=rms,
-        ACC=_acc(x.dtype),
+        ACC=tl_float_acc(x.dtype),
         BLOCK_M=bm,
         BLOCK_N=bn,
     )
@@ -285,7 +358,7 @@ def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
         M,
         D,
         RMS=rms,
-        ACC=_acc(x.dtype),
+        ACC=tl_float_acc(x.dtype),
         BLOCK_M=bm,
         BLOCK_N=bn,
     )
@@ -300,14 +373,14 @@ def _split(x, normalized_shape):
 
 @kernel()
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
-    x = _contiguous(input)
+    x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     stat_shape = list(x.shape[:axis]) + [1] * (x.dim() - axis)
     mean = torch.empty(stat_shape, dtype=_stat_dtype(x.dtype), device=x.device)
     rstd = torch.empty(stat_shape, dtype=_stat_dtype(x.dtype), device=x.device)
-    w = _contiguous(weight) if weight is not None else None
-    b = _contiguous(bias) if bias is not None else None
+    w = contiguous(weight) if weight is not None else None
+    b = contiguous(bias) if bias is not None else None
     _norm_forward(x, w, b, M, D, 1, D, 1, eps, False, y, mean, rstd)
     return y, mean, rstd
 
@@ -316,10 +389,10 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 def native_layer_norm_backward(
     grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask
 ):
-    x = _contiguous(input)
-    dy = _contiguous(grad_out)
+    x = contiguous(input)
+    dy = contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)
-    w = _contiguous(weight) if weight is not None else None
+    w = contiguous(weight) if weight is not None else None
     dx = dw = db = None
     if output_mask[0]:
         dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -336,7 +409,7 @@ def native_layer_norm_backward(
 
 @kernel()
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    x = _contiguous(input)
+    x = contiguous(input)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
     rstd = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
@@ -349,15 +422,15 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     from .binary import mul, add
 
-    x = _contiguous(input)
-    dy = _contiguous(grad_out)
+    x = contiguous(input)
+    dy = contiguous(grad_out)
     cpg = C // group
     dx = dgamma = dbeta = None
     if output_mask[0]:
         dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         _norm_dx(dy, x, weight, mean, rstd, N * group, cpg * HxW, group, cpg, HxW, False, dx)
     if output_mask[1] or output_mask[2]:
-        acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+        acc = float_acc(x.dtype)
         # Per (n, c): sums over HxW of dy * x and of dy.
         dyx = mul(dy, x, out_dtype=acc).view(N, C, HxW)
         s_dyx = torch.empty((N, C), dtype=acc, device=x.device)
@@ -382,7 +455,7 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
 @kernel()
 def rms_norm_fwd(input, normalized_shape, weight, eps):
     """torch_ext::rms_norm_fwd -> (out, rstd); eps None means dtype eps."""
-    x = _contiguous(input)
+    x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
     if eps is None:
         eps = torch.finfo(x.dtype).eps
@@ -390,17 +463,17 @@ def rms_norm_fwd(input, normalized_shape, weight, eps):
     rstd = torch.empty(
         list(x.shape[:axis]) + [1] * (x.dim() - axis), dtype=_stat_dtype(x.dtype), device=x.device
     )
-    w = _contiguous(weight) if weight is not None else None
+    w = contiguous(weight) if weight is not None else None
     _norm_forward(x, w, None, M, D, 1, D, 1, eps, True, y, None, rstd)
     return y, rstd
 
 
 @kernel()
 def rms_norm_bwd(grad_out, input, normalized_shape, rstd, weight, output_mask):
-    x = _contiguous(input)
-    dy = _contiguous(grad_out)
+    x = contiguous(input)
+    dy = contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)
-    w = _contiguous(weight) if weight is not None else None
+    w = contiguous(weight) if weight is not None else None
     dx = dw = None
     if output_mask[0]:
         dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)

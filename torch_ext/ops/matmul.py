@@ -9,13 +9,55 @@ Any strides are accepted (a broadcast bias has stride 0).  float32 uses
 input_precision="ieee" (no TF32) so results match PyTorch's CPU reference.
 """
 
-import torch
 import triton
 import triton.language as tl
+import torch
 
+from ._common import tl_float_acc
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
-from ._common import kernel
+from ._declare import kernel
+from ._common import sized_like
+
+
+@kernel()
+def addbmm(self, batch1, batch2, beta=1, alpha=1):
+    """Sum over the batch of batch1[i] @ batch2[i], as one matmul over the concatenated
+    inner dimension (fp32 accumulation across batches, one launch)."""
+    b, n, k = batch1.shape
+    p = batch2.shape[2]
+    m1 = batch1.transpose(0, 1).reshape(n, b * k)
+    m2 = batch2.reshape(b * k, p)
+    return torch.addmm(self, m1, m2, beta=beta, alpha=alpha)
+
+
+@kernel()
+def addbmm_out(self, batch1, batch2, beta, alpha, out):
+    return sized_like(out, addbmm(self, batch1, batch2, beta, alpha))
+
+
+@kernel()
+def addbmm_(self, batch1, batch2, beta=1, alpha=1):
+    self.copy_(addbmm(self, batch1, batch2, beta, alpha))
+    return self
+
+
+@kernel()
+def addmv_out(self, mat, vec, beta, alpha, out):
+    """addmv.out impl: out = beta * self + alpha * (mat @ vec); beta == 0 ignores self."""
+    n = mat.shape[0]
+    res = torch.addmm(self.expand(n).unsqueeze(1), mat, vec.unsqueeze(1), beta=beta, alpha=alpha)
+    out.copy_(res.squeeze(1))
+
+
+@kernel()
+def vdot(self, other):
+    return torch.dot(self.conj(), other)
+
+
+@kernel()
+def vdot_out(self, other, out):
+    return sized_like(out, vdot(self, other))
 
 
 @triton.jit
@@ -111,7 +153,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     bm = max(16, min(bm, next_pow2(M)))
     bn = max(16, min(bn, next_pow2(N)))
     bk = max(16, min(bk, next_pow2(max(K, 1))))
-    acc = tl.float64 if a.dtype == torch.float64 else tl.float32
+    acc = tl_float_acc(a.dtype)
     # A driver whose tl.dot lacks a dtype (the interpreter: bfloat16) gets fp32 tiles.
     upcast = bool(spec("dot_needs_fp32_inputs", a.dtype))
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None

@@ -1,0 +1,34 @@
+"""What every op family shares: the kernel registry and its declaration.
+
+`@kernel()` over a wrapper (or over a `@pointwise` scalar function) declares it as the
+Python kernel that a manifest entry's `triton: <name>` calls; the name is the function's
+unless given. The declaration is read twice: at import it fills `KERNELS`, and codegen
+reads the same decorators from the source (without importing anything, see
+codegen/kernels.py) to check the manifest's names at build time. Keyword arguments are
+kept as the kernel's declared metadata (`KERNEL_INFO`): constants only, so that codegen
+can read them too — the place for a kernel's launch rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+KERNELS: dict[str, Callable[..., Any]] = {}
+KERNEL_INFO: dict[str, dict[str, Any]] = {}
+
+
+def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
+    """Declare the decorated callable as kernel `name` (default: its own name). A
+    `Pointwise` registers its TensorIterator form (`.iter`, the stub convention)."""
+
+    def register(fn: Any) -> Any:
+        key = name or getattr(fn, "name", None) or fn.__name__
+        if key in KERNELS:
+            raise ValueError(f"kernel '{key}' is declared twice")
+        iterator = getattr(fn, "iter", None)
+        KERNELS[key] = iterator if callable(iterator) else fn
+        KERNEL_INFO[key] = dict(info)
+        return fn
+
+    return register

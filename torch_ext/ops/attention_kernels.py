@@ -1,0 +1,459 @@
+"""The flash-attention Triton kernels of attention.py: the forward (online softmax, one
+program per query tile) and the backward (delta = rowsum(dO * O), then dQ, dK, dV).
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scores(
+    q_t,
+    k_ptrs,
+    kmask,
+    mask_ptrs,
+    rm,
+    rn,
+    n0,
+    Lq,
+    Lk,
+    scale,
+    CAUSAL: tl.constexpr,
+    HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr,
+    UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    # Scaled scores of a (BLOCK_M, BLOCK_N) tile, -inf where masked.
+    k_t = tl.load(k_ptrs, mask=kmask, other=0)
+    if UPCAST:
+        k_t = k_t.to(tl.float32)
+    s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
+    cols = n0 + rn
+    valid = (cols < Lk)[None, :] & (rm < Lq)[:, None]
+    if CAUSAL:
+        valid = valid & (cols[None, :] <= rm[:, None])
+    if HAS_MASK:
+        mv = tl.load(mask_ptrs, mask=valid, other=0)
+        if BOOL_MASK:
+            valid = valid & (mv != 0)
+        else:
+            s = s + mv.to(tl.float32)
+    return tl.where(valid, s, -float("inf"))
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    q,
+    k,
+    v,
+    o,
+    lse,
+    mask,
+    H,
+    G,
+    Lq,
+    Lk,
+    D,
+    DV,
+    sqb,
+    sqh,
+    sql,
+    sqd,
+    skb,
+    skh,
+    skl,
+    skd,
+    svb,
+    svh,
+    svl,
+    svd,
+    sob,
+    soh,
+    sol,
+    sod,
+    smb,
+    smh,
+    sml,
+    smn,
+    scale,
+    CAUSAL: tl.constexpr,
+    HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr,
+    UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    b = bh // H
+    h = bh % H
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, BLOCK_D)
+    rdv = tl.arange(0, BLOCK_DV)
+    q_t = tl.load(
+        q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
+        mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+        other=0,
+    )
+    if UPCAST:
+        q_t = q_t.to(tl.float32)
+    m_i = tl.zeros((BLOCK_M,), tl.float32) - float("inf")
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_DV), tl.float32)
+    end = Lk
+    if CAUSAL:
+        end = tl.minimum(Lk, (pid_m + 1) * BLOCK_M)
+    for n0 in range(0, end, BLOCK_N):
+        cols = n0 + rn
+        k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
+        m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
+        s = _scores(
+            q_t,
+            k_ptrs,
+            (cols < Lk)[None, :] & (rd < D)[:, None],
+            m_ptrs,
+            rm,
+            rn,
+            n0,
+            Lq,
+            Lk,
+            scale,
+            CAUSAL,
+            HAS_MASK,
+            BOOL_MASK,
+            UPCAST,
+            PRECISION,
+        )
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        p = tl.exp(s - m_safe[:, None])
+        alpha = tl.exp(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v_t = tl.load(
+            v + b * svb + (h // G) * svh + cols[:, None] * svl + rdv[None, :] * svd,
+            mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
+            other=0,
+        )
+        if UPCAST:
+            v_t = v_t.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(
+            p.to(v_t.dtype), v_t, input_precision=PRECISION, out_dtype=tl.float32
+        )
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(
+        o + b * sob + h * soh + rm[:, None] * sol + rdv[None, :] * sod,
+        out.to(o.dtype.element_ty),
+        mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
+    )
+    tl.store(lse + bh * Lq + rm, m_i + tl.log(l_i), mask=rm < Lq)
+
+
+@triton.jit
+def _attn_bwd_delta_kernel(
+    o,
+    do,
+    delta,
+    H,
+    Lq,
+    DV,
+    sob,
+    soh,
+    sol,
+    sod,
+    sgb,
+    sgh,
+    sgl,
+    sgd,
+    BLOCK_M: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    b = bh // H
+    h = bh % H
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rdv = tl.arange(0, BLOCK_DV)
+    m = (rm < Lq)[:, None] & (rdv < DV)[None, :]
+    ov = tl.load(
+        o + b * sob + h * soh + rm[:, None] * sol + rdv[None, :] * sod, mask=m, other=0
+    ).to(tl.float32)
+    gv = tl.load(
+        do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd, mask=m, other=0
+    ).to(tl.float32)
+    tl.store(delta + bh * Lq + rm, tl.sum(ov * gv, 1), mask=rm < Lq)
+
+
+@triton.jit
+def _query_tile(
+    q,
+    do,
+    lse,
+    delta,
+    b,
+    h,
+    bh,
+    rm,
+    rd,
+    rdv,
+    Lq,
+    D,
+    DV,
+    sqb,
+    sqh,
+    sql,
+    sqd,
+    sgb,
+    sgh,
+    sgl,
+    sgd,
+    UPCAST: tl.constexpr,
+):
+    """Rows rm of q and of the output gradient, with their lse and delta."""
+    q_t = tl.load(
+        q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
+        mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+        other=0,
+    )
+    g_t = tl.load(
+        do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd,
+        mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
+        other=0,
+    )
+    if UPCAST:
+        q_t = q_t.to(tl.float32)
+        g_t = g_t.to(tl.float32)
+    lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
+    dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
+    return q_t, g_t, lse_t, dl_t
+
+
+@triton.jit
+def _attn_bwd_kernel(
+    q,
+    k,
+    v,
+    do,
+    lse,
+    delta,
+    dq,
+    dk,
+    dv,
+    mask,
+    H,
+    G,
+    Lq,
+    Lk,
+    D,
+    DV,
+    sqb,
+    sqh,
+    sql,
+    sqd,
+    skb,
+    skh,
+    skl,
+    skd,
+    svb,
+    svh,
+    svl,
+    svd,
+    sgb,
+    sgh,
+    sgl,
+    sgd,
+    smb,
+    smh,
+    sml,
+    smn,
+    dqb,
+    dqh,
+    dql,
+    dqd,
+    dkb,
+    dkh,
+    dkl,
+    dkd,
+    dvb,
+    dvh,
+    dvl,
+    dvd,
+    scale,
+    CAUSAL: tl.constexpr,
+    HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr,
+    UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,
+    FOR_DQ: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    # FOR_DQ: a program owns BLOCK_M queries and loops over keys (dq);
+    # otherwise it owns BLOCK_N keys and loops over queries (dk, dv).
+    pid = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    b = bh // H
+    h = bh % H
+    rd = tl.arange(0, BLOCK_D)
+    rdv = tl.arange(0, BLOCK_DV)
+    if FOR_DQ:
+        rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+        q_t, g_t, lse_t, dl_t = _query_tile(
+            q,
+            do,
+            lse,
+            delta,
+            b,
+            h,
+            bh,
+            rm,
+            rd,
+            rdv,
+            Lq,
+            D,
+            DV,
+            sqb,
+            sqh,
+            sql,
+            sqd,
+            sgb,
+            sgh,
+            sgl,
+            sgd,
+            UPCAST,
+        )
+        acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+        end = Lk
+        if CAUSAL:
+            end = tl.minimum(Lk, (pid + 1) * BLOCK_M)
+        for n0 in range(0, end, BLOCK_N):
+            rn = tl.arange(0, BLOCK_N)
+            cols = n0 + rn
+            k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
+            m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
+            s = _scores(
+                q_t,
+                k_ptrs,
+                (cols < Lk)[None, :] & (rd < D)[:, None],
+                m_ptrs,
+                rm,
+                rn,
+                n0,
+                Lq,
+                Lk,
+                scale,
+                CAUSAL,
+                HAS_MASK,
+                BOOL_MASK,
+                UPCAST,
+                PRECISION,
+            )
+            p = tl.exp(s - lse_t[:, None])
+            vT = tl.load(
+                v + b * svb + (h // G) * svh + cols[None, :] * svl + rdv[:, None] * svd,
+                mask=(cols < Lk)[None, :] & (rdv < DV)[:, None],
+                other=0,
+            )
+            if UPCAST:
+                vT = vT.to(tl.float32)
+            dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
+            ds = p * (dp - dl_t[:, None])
+            k_n = tl.load(
+                k + b * skb + (h // G) * skh + cols[:, None] * skl + rd[None, :] * skd,
+                mask=(cols < Lk)[:, None] & (rd < D)[None, :],
+                other=0,
+            )
+            if UPCAST:
+                k_n = k_n.to(tl.float32)
+            acc += tl.dot(ds.to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32)
+        tl.store(
+            dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
+            (acc * scale).to(dq.dtype.element_ty),
+            mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+        )
+    else:
+        cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+        k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
+        kmask = (cols < Lk)[None, :] & (rd < D)[:, None]
+        v_n = tl.load(
+            v + b * svb + (h // G) * svh + cols[:, None] * svl + rdv[None, :] * svd,
+            mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
+            other=0,
+        )
+        if UPCAST:
+            v_n = v_n.to(tl.float32)
+        dk_acc = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
+        dv_acc = tl.zeros((BLOCK_N, BLOCK_DV), tl.float32)
+        start = 0
+        if CAUSAL:
+            start = (pid * BLOCK_N // BLOCK_M) * BLOCK_M
+        for m0 in range(start, Lq, BLOCK_M):
+            rm = m0 + tl.arange(0, BLOCK_M)
+            q_t, g_t, lse_t, dl_t = _query_tile(
+                q,
+                do,
+                lse,
+                delta,
+                b,
+                h,
+                bh,
+                rm,
+                rd,
+                rdv,
+                Lq,
+                D,
+                DV,
+                sqb,
+                sqh,
+                sql,
+                sqd,
+                sgb,
+                sgh,
+                sgl,
+                sgd,
+                UPCAST,
+            )
+            m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
+            s = _scores(
+                q_t,
+                k_ptrs,
+                kmask,
+                m_ptrs,
+                rm,
+                cols - pid * BLOCK_N,
+                pid * BLOCK_N,
+                Lq,
+                Lk,
+                scale,
+                CAUSAL,
+                HAS_MASK,
+                BOOL_MASK,
+                UPCAST,
+                PRECISION,
+            )
+            p = tl.exp(s - lse_t[:, None])
+            dv_acc += tl.dot(
+                tl.trans(p).to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32
+            )
+            dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
+            ds = p * (dp - dl_t[:, None])
+            dk_acc += tl.dot(
+                tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
+            )
+        tl.store(
+            dk + b * dkb + h * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
+            (dk_acc * scale).to(dk.dtype.element_ty),
+            mask=(cols < Lk)[:, None] & (rd < D)[None, :],
+        )
+        tl.store(
+            dv + b * dvb + h * dvh + cols[:, None] * dvl + rdv[None, :] * dvd,
+            dv_acc.to(dv.dtype.element_ty),
+            mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
+        )

@@ -1,0 +1,495 @@
+"""Convolution, 1-d to 3-d, plain and transposed, any groups, stride,
+padding, dilation and output padding (plain ops, convention (3)):
+
+  convolution_overrideable(input, weight, bias, stride, padding, dilation,
+                           transposed, output_padding, groups) -> out
+  convolution_backward_overrideable(grad_output, input, weight, stride,
+      padding, dilation, transposed, output_padding, groups, output_mask)
+      -> (grad_input, grad_weight, grad_bias)   (None where not asked for)
+
+PyTorch sends every convolution of a PrivateUse1 tensor to these two. Both
+are im2col / col2im (Triton kernels below) around batched matrix products
+(our bmm): with "im" the side of the kernel window (the input of a
+convolution, the output of a transposed one) and "grid" the side of the
+window positions,
+
+  im2col: cols[n, c*K + k, g] = im[n, c, g*stride - padding + k*dilation]  (0 outside)
+  col2im: its adjoint, a gather (deterministic, no atomics): each im element
+          sums the columns whose window covers it.
+
+im2col / col2im are also ops of their own here (F.unfold / F.fold).
+"""
+
+import math
+import torch
+import triton
+import triton.language as tl
+
+from ._common import tl_float_acc
+from ._launch import cdiv, launch
+from .copy import copy_kernel
+from ._common import block_for
+from ._common import contiguous
+from ._common import split3, store_masked
+from ._declare import kernel
+from ._common import pad3
+from ._common import MAX_SPATIAL
+
+
+@triton.jit
+def _im2col_kernel(
+    im,
+    cols,
+    total,
+    CK,
+    KP,
+    GP,
+    I0,
+    I1,
+    I2,
+    G1,
+    G2,
+    K1,
+    K2,
+    s0,
+    s1,
+    s2,
+    p0,
+    p1,
+    p2,
+    d0,
+    d1,
+    d2,
+    BLOCK: tl.constexpr,
+):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    g = e % GP
+    ck = (e // GP) % CK
+    n = e // (GP * CK)
+    c = ck // KP
+    k0, k1, k2 = split3(ck % KP, K1, K2)
+    g0, g1, g2 = split3(g, G1, G2)
+    i0 = g0 * s0 - p0 + k0 * d0
+    i1 = g1 * s1 - p1 + k1 * d1
+    i2 = g2 * s2 - p2 + k2 * d2
+    ok = mask & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+    C = CK // KP
+    src = ((n * C + c) * I0 + i0) * (I1 * I2) + i1 * I2 + i2
+    v = tl.load(im + src, mask=ok, other=0)
+    tl.store(cols + e, v, mask=mask)
+
+
+@triton.jit
+def _col2im_kernel(
+    cols,
+    im,
+    total,
+    C,
+    KP,
+    GP,
+    I0,
+    I1,
+    I2,
+    G0,
+    G1,
+    G2,
+    K1,
+    K2,
+    s0,
+    s1,
+    s2,
+    p0,
+    p1,
+    p2,
+    d0,
+    d1,
+    d2,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    IP = I0 * I1 * I2
+    i = e % IP
+    nc = e // IP
+    i0, i1, i2 = split3(i, I1, I2)
+    acc = tl.zeros((BLOCK,), ACC)  # float32, float64 for float64
+    for k in range(0, KP):
+        k0, k1, k2 = split3(k, K1, K2)
+        t0 = i0 + p0 - k0 * d0
+        t1 = i1 + p1 - k1 * d1
+        t2 = i2 + p2 - k2 * d2
+        g0 = t0 // s0
+        g1 = t1 // s1
+        g2 = t2 // s2
+        ok = (
+            mask
+            & (t0 >= 0)
+            & (t1 >= 0)
+            & (t2 >= 0)
+            & (g0 * s0 == t0)
+            & (g1 * s1 == t1)
+            & (g2 * s2 == t2)
+            & (g0 < G0)
+            & (g1 < G1)
+            & (g2 < G2)
+        )
+        src = (nc * KP + k) * GP + (g0 * G1 + g1) * G2 + g2
+        acc += tl.load(cols + src, mask=ok, other=0).to(ACC)
+    store_masked(im, e, acc, mask)
+
+
+def _geometry(im_shape, grid_shape, kernel, stride, padding, dilation):
+    im, grid, k = pad3(im_shape, 1), pad3(grid_shape, 1), pad3(kernel, 1)
+    s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
+    return im, grid, k, s, p, d
+
+
+def _im2col(x, grid_shape, kernel, stride, padding, dilation):
+    """x (N, C, *im) -> cols (N, C*prod(kernel), prod(grid))."""
+    x = contiguous(x)
+    N, C = x.shape[:2]
+    im, grid, k, s, p, d = _geometry(x.shape[2:], grid_shape, kernel, stride, padding, dilation)
+    KP, GP = math.prod(k), math.prod(grid)
+    cols = torch.empty((N, C * KP, GP), dtype=x.dtype, device=x.device)
+    total = cols.numel()
+    if total:
+        block = block_for(total)
+        launch(
+            _im2col_kernel,
+            (cdiv(total, block),),
+            x,
+            cols,
+            total,
+            C * KP,
+            KP,
+            GP,
+            *im,
+            grid[1],
+            grid[2],
+            k[1],
+            k[2],
+            *s,
+            *p,
+            *d,
+            BLOCK=block,
+        )
+    return cols
+
+
+def _col2im(cols, C, im_shape, grid_shape, kernel, stride, padding, dilation, dtype):
+    """The adjoint of _im2col: cols (N, C*prod(kernel), prod(grid)) -> (N, C, *im)."""
+    cols = contiguous(cols)
+    N = cols.shape[0]
+    im, grid, k, s, p, d = _geometry(im_shape, grid_shape, kernel, stride, padding, dilation)
+    out = torch.empty([N, C] + list(im_shape), dtype=dtype, device=cols.device)
+    total = out.numel()
+    if total:
+        block = block_for(total)
+        launch(
+            _col2im_kernel,
+            (cdiv(total, block),),
+            cols,
+            out,
+            total,
+            C,
+            math.prod(k),
+            math.prod(grid),
+            *im,
+            *grid,
+            k[1],
+            k[2],
+            *s,
+            *p,
+            *d,
+            ACC=tl_float_acc(dtype),
+            BLOCK=block,
+        )
+    return out
+
+
+def _check(input, weight, groups, transposed):
+    nd = input.dim() - 2
+    if not 1 <= nd <= MAX_SPATIAL or weight.dim() != input.dim():
+        raise NotImplementedError(
+            f"torch_ext: convolution of a {input.dim()}-d input with a {weight.dim()}-d weight "
+            f"(1 to {MAX_SPATIAL} spatial dims, batched)"
+        )
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            f"torch_ext: convolution input is {input.dtype} but weight is {weight.dtype}"
+        )
+    cin = input.shape[1]
+    wc = weight.shape[0] if transposed else weight.shape[1] * groups
+    if cin != wc:
+        raise RuntimeError(f"torch_ext: convolution expected input with {wc} channels, got {cin}")
+
+
+def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
+    if transposed:
+        return [
+            (i - 1) * s - 2 * p + d * (kk - 1) + op + 1
+            for i, kk, s, p, d, op in zip(in_sp, k, stride, padding, dilation, output_padding)
+        ]
+    return [
+        (i + 2 * p - d * (kk - 1) - 1) // s + 1
+        for i, kk, s, p, d in zip(in_sp, k, stride, padding, dilation)
+    ]
+
+
+@kernel()
+def convolution_overrideable(
+    input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
+    _check(input, weight, groups, transposed)
+    N, g = input.shape[0], groups
+    in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
+    out_sp = _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding)
+    if any(o <= 0 for o in out_sp):
+        raise RuntimeError(
+            f"torch_ext: convolution output size {out_sp} is too small (input {in_sp}, kernel {k})"
+        )
+    KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
+    if not transposed:
+        cout, cin_g = weight.shape[0], weight.shape[1]
+        cols = _im2col(input, out_sp, k, stride, padding, dilation)  # (N, C*KP, OP)
+        w = weight.reshape(1, g, cout // g, cin_g * KP)
+        out = torch.matmul(w, cols.view(N, g, cin_g * KP, OP))  # (N, g, cout/g, OP)
+        out = out.reshape([N, cout] + out_sp)
+    else:
+        cin, cout_g = weight.shape[0], weight.shape[1]
+        w = weight.reshape(1, g, cin // g, cout_g * KP).transpose(-1, -2)
+        x = contiguous(input).view(N, g, cin // g, IP)
+        cols = torch.matmul(w, x)  # (N, g, cout/g*KP, IP)
+        out = _col2im(
+            cols.reshape(N, g * cout_g * KP, IP),
+            g * cout_g,
+            out_sp,
+            in_sp,
+            k,
+            stride,
+            padding,
+            dilation,
+            input.dtype,
+        )
+    if bias is not None:
+        out = out + bias.reshape([1, -1] + [1] * len(out_sp))
+    return contiguous(out)
+
+
+@kernel()
+def convolution_backward_overrideable(
+    grad_output,
+    input,
+    weight,
+    stride,
+    padding,
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
+):
+    N, g = input.shape[0], groups
+    in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
+    out_sp = list(grad_output.shape[2:])
+    KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
+    gout = contiguous(grad_output)
+    grad_input = grad_weight = grad_bias = None
+    if not transposed:
+        cout, cin_g = weight.shape[0], weight.shape[1]
+        go = gout.view(N, g, cout // g, OP)
+        if output_mask[0]:
+            w = weight.reshape(1, g, cout // g, cin_g * KP).transpose(-1, -2)
+            gcols = torch.matmul(w, go)  # (N, g, cin_g*KP, OP)
+            grad_input = _col2im(
+                gcols.reshape(N, g * cin_g * KP, OP),
+                g * cin_g,
+                in_sp,
+                out_sp,
+                k,
+                stride,
+                padding,
+                dilation,
+                input.dtype,
+            )
+        if output_mask[1]:
+            cols = _im2col(input, out_sp, k, stride, padding, dilation).view(N, g, cin_g * KP, OP)
+            gw = torch.matmul(go, cols.transpose(-1, -2)).sum(0)  # (g, cout/g, cin_g*KP)
+            grad_weight = contiguous(gw.reshape(weight.shape))
+    else:
+        cin, cout_g = weight.shape[0], weight.shape[1]
+        # The transposed convolution's output is the im side: its gradient's
+        # windows, laid out on the input grid.
+        gcols = _im2col(gout, in_sp, k, stride, padding, dilation).view(N, g, cout_g * KP, IP)
+        if output_mask[0]:
+            w = weight.reshape(1, g, cin // g, cout_g * KP)
+            grad_input = contiguous(torch.matmul(w, gcols).reshape(input.shape))
+        if output_mask[1]:
+            x = contiguous(input).view(N, g, cin // g, IP)
+            gw = torch.matmul(x, gcols.transpose(-1, -2)).sum(0)  # (g, cin/g, cout_g*KP)
+            grad_weight = contiguous(gw.reshape(weight.shape))
+    if output_mask[2]:
+        grad_bias = gout.sum([0] + list(range(2, gout.dim())))
+    return grad_input, grad_weight, grad_bias
+
+
+# -- im2col / col2im (plain ops): F.unfold / F.fold ------------------------------
+#   im2col(self, kernel_size, dilation, padding, stride) -> (N, C*kh*kw, L)
+#   col2im(self, output_size, kernel_size, dilation, padding, stride) -> (N, C, H, W)
+#   and their .out(..., out); a batch of one may come without its batch dim.
+# The kernels are the convolutions' (ops/conv.py _im2col / _col2im).
+
+
+def _blocks(size, pad, dil, k, stride):
+    return (size + 2 * pad - (dil * (k - 1) + 1)) // stride + 1
+
+
+def _check_window(kernel_size, dilation, padding, stride, stride_first):
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
+    if not (kw > 0 and kh > 0):
+        raise RuntimeError(
+            f"kernel size should be greater than zero, but got kernel_height: {kh} "
+            f"kernel_width: {kw}"
+        )
+    checks = [
+        (
+            sw > 0 and sh > 0,
+            f"stride should be greater than zero, but got stride_height: {sh} stride_width: {sw}",
+        ),
+        (
+            dw > 0 and dh > 0,
+            f"dilation should be greater than zero, but got dilation_height: {dh} "
+            f"dilation_width: {dw}",
+        ),
+        (
+            pw >= 0 and ph >= 0,
+            f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}",
+        ),
+    ]
+    if not stride_first:  # im2col checks stride last
+        checks = checks[1:] + checks[:1]
+    for ok, msg in checks:
+        if not ok:
+            raise RuntimeError(msg)
+
+
+def _im2col_shape(self, kernel_size, dilation, padding, stride):
+    _check_window(kernel_size, dilation, padding, stride, False)
+    x = self
+    if not (
+        (x.dim() == 3 and x.shape[0] != 0 and x.shape[1] != 0 and x.shape[2] != 0)
+        or (x.dim() == 4 and x.shape[1] != 0 and x.shape[2] != 0 and x.shape[3] != 0)
+    ):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
+            f"non-zero dimensions for input, but got: {list(x.shape)}"
+        )
+    H, W = x.shape[-2:]
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
+    OH, OW = _blocks(H, ph, dh, kh, sh), _blocks(W, pw, dw, kw, sw)
+    if OH < 1 or OW < 1:
+        raise RuntimeError(
+            f"Given input with spatial size ({H}, {W}), kernel_size=({kh}, {kw}), "
+            f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the "
+            f"array of sliding blocks as ({OH}, {OW}), but its components must be at "
+            "least one."
+        )
+    return OH, OW
+
+
+def _im2col_into(self, kernel_size, dilation, padding, stride, grid):
+    x = self if self.dim() == 4 else self.unsqueeze(0)
+    cols = _im2col(x, list(grid), list(kernel_size), list(stride), list(padding), list(dilation))
+    return cols if self.dim() == 4 else cols.squeeze(0)
+
+
+@kernel()
+def im2col(self, kernel_size, dilation, padding, stride):
+    grid = _im2col_shape(self, kernel_size, dilation, padding, stride)
+    return _im2col_into(self, kernel_size, dilation, padding, stride, grid)
+
+
+@kernel()
+def im2col_out(self, kernel_size, dilation, padding, stride, out):
+    cols = im2col(self, kernel_size, dilation, padding, stride)
+    out.resize_(cols.shape)  # a plain out= op sizes its own out
+    copy_kernel((out,), (cols,))
+    return out
+
+
+def _col2im_check(self, output_size, kernel_size, dilation, padding, stride):
+    _check_window(kernel_size, dilation, padding, stride, True)
+    x = self
+    if not (
+        (x.dim() == 2 and x.shape[0] != 0 and x.shape[1] != 0)
+        or (x.dim() == 3 and x.shape[1] != 0 and x.shape[2] != 0)
+    ):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
+            f"size and non-zero dimensions for input, but got: {list(x.shape)}"
+        )
+    (H, W), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (
+        output_size,
+        kernel_size,
+        dilation,
+        padding,
+        stride,
+    )
+    planes, length = x.shape[-2:]
+    if planes % (kh * kw) != 0:
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={planes} and kernel_size=({kh}, {kw})."
+        )
+    bh, bw = _blocks(H, ph, dh, kh, sh), _blocks(W, pw, dw, kw, sw)
+    desc = (
+        f"Given output_size=({H}, {W}), kernel_size=({kh}, {kw}), dilation=({dh}, {dw}), "
+        f"padding=({ph}, {pw}), stride=({sh}, {sw}), "
+    )
+    if length != bh * bw:
+        raise RuntimeError(
+            desc + "expected size of input's dimension 2 to match the calculated "
+            f"number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
+            f"input.size(2)={length}."
+        )
+    if bh < 1 or bw < 1:
+        raise RuntimeError(
+            desc + f"calculated shape of the array of sliding blocks as ({bh}, {bw}), "
+            "which is too small (non-positive)"
+        )
+    if H < 1 or W < 1:
+        raise RuntimeError(
+            f"Expected output spatial size to be positive, but got: output_size=({H}, {W})."
+        )
+    return (bh, bw), planes // (kh * kw)
+
+
+@kernel()
+def col2im(self, output_size, kernel_size, dilation, padding, stride):
+    if not (self.dtype.is_floating_point or self.dtype == torch.bool):
+        # as PyTorch's kernels (sums of integers would round through float32 here)
+        raise NotImplementedError(f'"col2im" not implemented for {self.dtype}')
+    grid, C = _col2im_check(self, output_size, kernel_size, dilation, padding, stride)
+    cols = self if self.dim() == 3 else self.unsqueeze(0)
+    im = _col2im(
+        cols,
+        C,
+        list(output_size),
+        list(grid),
+        list(kernel_size),
+        list(stride),
+        list(padding),
+        list(dilation),
+        self.dtype,
+    )
+    return im if self.dim() == 3 else im.squeeze(0)
+
+
+@kernel()
+def col2im_out(self, output_size, kernel_size, dilation, padding, stride, out):
+    im = col2im(self, output_size, kernel_size, dilation, padding, stride)
+    out.resize_(im.shape)  # a plain out= op sizes its own out
+    copy_kernel((out,), (im,))
+    return out

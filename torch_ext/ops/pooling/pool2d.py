@@ -1,0 +1,346 @@
+"""2-d max and average pooling (+ backward) and max_unpool2d."""
+
+import torch
+import triton
+import triton.language as tl
+
+from .._common import tl_float_acc
+from .._launch import cdiv, launch
+from ..copy import copy_kernel
+from .._common import block_for
+from .._common import contiguous
+from .._declare import kernel
+from .._common import dense_out, as_planes, split3, store_masked, write_back
+
+# -- 2-d pooling (structured impls, convention (2)) ---------------------------
+#   max_pool2d_with_indices.out impl: (self, kernel, stride, padding, dilation, ceil_mode, out, indices)
+#   max_pool2d_with_indices_backward.grad_input impl:
+#       (grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices, grad_input)
+#   avg_pool2d.out impl: (self, kH, kW, dH, dW, padH, padW, ceil_mode, count_include_pad,
+#                         divisor, out)   (precomputed by the meta)
+#   avg_pool2d_backward.grad_input impl:
+#       (grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, grad_input)
+# PyTorch's meta functions check the arguments and size the outputs; an
+# index is the position in its (H, W) plane, as in PyTorch.
+
+
+def _pair(v, default=None):
+    v = list(v) if v is not None else []
+    if not v:
+        v = list(default)
+    return v * 2 if len(v) == 1 else v
+
+
+def _pool_params(kernel_size, stride, padding):
+    """kh, kw, sh, sw, ph, pw (an empty stride is the kernel size, as in PyTorch)."""
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding)
+    return kh, kw, sh, sw, ph, pw
+
+
+@triton.jit
+def _max_pool_kernel(
+    x,
+    out,
+    idx,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    dh,
+    dw,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    plane, oh, ow = split3(e, OH, OW)
+    best = tl.full((BLOCK,), float("-inf"), ACC)
+    bidx = tl.full((BLOCK,), -1, tl.int64)
+    for k in range(0, KH * KW):
+        ih = oh * sh - ph + (k // KW) * dh
+        iw = ow * sw - pw + (k % KW) * dw
+        ok = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        v = tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(ACC)
+        take = ok & ((v > best) | (v != v) | (bidx < 0))
+        best = tl.where(take, v, best)
+        bidx = tl.where(take, ih * W + iw, bidx)
+    store_masked(out, e, best, mask)
+    tl.store(idx + e, bidx, mask=mask)
+
+
+@triton.jit
+def _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD: tl.constexpr, divisor):
+    hs = oh * sh - ph
+    ws = ow * sw - pw
+    he = tl.minimum(hs + KH, H + ph)
+    we = tl.minimum(ws + KW, W + pw)
+    pool = (he - hs) * (we - ws)
+    hs = tl.maximum(hs, 0)
+    ws = tl.maximum(ws, 0)
+    he = tl.minimum(he, H)
+    we = tl.minimum(we, W)
+    if divisor != 0:  # divisor_override (PyTorch takes any non-zero value)
+        d = tl.zeros_like(pool) + divisor
+    elif COUNT_PAD:
+        d = pool
+    else:
+        d = (he - hs) * (we - ws)
+    return hs, ws, he, we, d
+
+
+@triton.jit
+def _avg_pool_kernel(
+    x,
+    out,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    divisor,
+    COUNT_PAD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    plane, oh, ow = split3(e, OH, OW)
+    hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
+    acc = tl.zeros((BLOCK,), ACC)
+    for k in range(0, KH * KW):
+        ih = hs + k // KW
+        iw = ws + k % KW
+        ok = mask & (ih < he) & (iw < we)
+        acc += tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(ACC)
+    store_masked(out, e, acc / d.to(ACC), mask)
+
+
+@triton.jit
+def _avg_pool_backward_kernel(
+    g,
+    gin,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    divisor,
+    COUNT_PAD: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # Each input element gathers grad/divisor from the windows that cover it.
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    plane, ih, iw = split3(e, H, W)
+    acc = tl.zeros((BLOCK,), ACC)
+    for k in range(0, KH * KW):
+        th = ih + ph - k // KW
+        tw = iw + pw - k % KW
+        oh = th // sh
+        ow = tw // sw
+        ok = (
+            mask & (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
+        )
+        hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
+        inside = (ih >= hs) & (ih < he) & (iw >= ws) & (iw < we)
+        v = tl.load(g + plane * OH * OW + oh * OW + ow, mask=ok & inside, other=0).to(ACC)
+        acc += v / tl.maximum(d, 1).to(ACC)
+    store_masked(gin, e, acc, mask)
+
+
+@kernel("max_pool2d_with_indices")
+def max_pool2d_with_indices_out(
+    self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
+):
+    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
+    dh, dw = _pair(dilation)
+    x, H, W = as_planes(self)
+    OH, OW = out.shape[-2], out.shape[-1]
+    total = out.numel()
+    if total == 0:
+        return
+
+    o_t, i_t = dense_out(out), dense_out(indices)
+    block = block_for(total)
+    launch(
+        _max_pool_kernel,
+        (cdiv(total, block),),
+        x,
+        o_t,
+        i_t,
+        total,
+        H,
+        W,
+        OH,
+        OW,
+        kh,
+        kw,
+        sh,
+        sw,
+        ph,
+        pw,
+        dh,
+        dw,
+        ACC=tl_float_acc(x.dtype),
+        BLOCK=block,
+    )
+    write_back(out, o_t)
+    write_back(indices, i_t)
+
+
+@kernel("max_pool2d_with_indices_backward")
+def max_pool2d_with_indices_backward_out(
+    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
+):
+    from ..copy import fill_
+    from ..index import _gather_scatter
+
+    planes = self.numel() // (self.shape[-2] * self.shape[-1]) if self.numel() else 0
+
+    gi = dense_out(grad_input)
+    fill_(gi, 0)
+    if grad_output.numel():
+        g2 = contiguous(grad_output).reshape(planes, -1)
+        i2 = contiguous(indices).reshape(planes, -1)
+        _gather_scatter(i2, g2, gi.view(planes, -1), 1, 2)  # add (fp16/bf16 via float32)
+    write_back(grad_input, gi)
+
+
+@kernel("avg_pool2d")
+def avg_pool2d_out(
+    self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad, divisor_override, out
+):
+    # The meta's precomputed kernel_size, stride and padding arrive as ints.
+    x, H, W = as_planes(self)
+    OH, OW = out.shape[-2], out.shape[-1]
+    total = out.numel()
+    if total == 0:
+        return
+
+    o_t = dense_out(out)
+    block = block_for(total)
+    launch(
+        _avg_pool_kernel,
+        (cdiv(total, block),),
+        x,
+        o_t,
+        total,
+        H,
+        W,
+        OH,
+        OW,
+        kh,
+        kw,
+        sh,
+        sw,
+        ph,
+        pw,
+        int(divisor_override or 0),
+        COUNT_PAD=bool(count_include_pad),
+        ACC=tl_float_acc(self.dtype),
+        BLOCK=block,
+    )
+    write_back(out, o_t)
+
+
+@kernel("avg_pool2d_backward")
+def avg_pool2d_backward_out(
+    grad_output,
+    self,
+    kernel_size,
+    stride,
+    padding,
+    ceil_mode,
+    count_include_pad,
+    divisor_override,
+    grad_input,
+):
+    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
+    H, W = self.shape[-2], self.shape[-1]
+    g = contiguous(grad_output)
+    OH, OW = g.shape[-2], g.shape[-1]
+    total = grad_input.numel()
+    if total == 0:
+        return
+
+    gi = dense_out(grad_input)
+    block = block_for(total)
+    launch(
+        _avg_pool_backward_kernel,
+        (cdiv(total, block),),
+        g,
+        gi,
+        total,
+        H,
+        W,
+        OH,
+        OW,
+        kh,
+        kw,
+        sh,
+        sw,
+        ph,
+        pw,
+        int(divisor_override or 0),
+        COUNT_PAD=bool(count_include_pad),
+        ACC=tl_float_acc(self.dtype),
+        BLOCK=block,
+    )
+    write_back(grad_input, gi)
+
+
+@kernel()
+def max_unpool2d_out(self, indices, output_size, out):
+    """max_unpool2d.out(self, indices, output_size, out): zeros, with each value
+    written at its index into the output plane (of max_pool2d's return_indices)."""
+    if self.dim() not in (3, 4):
+        raise RuntimeError(
+            f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor "
+            f"with {self.dim()} dimensions."
+        )
+    if list(indices.shape) != list(self.shape):
+        raise RuntimeError(
+            f"Expected shape of indices to be same as that of the input tensor "
+            f"({list(self.shape)}) but got indices tensor with shape: "
+            f"{list(indices.shape)}"
+        )
+    if indices.dtype != torch.long:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
+    oh, ow = output_size
+    shape = [*self.shape[:-2], oh, ow]
+    if list(out.shape) != shape:
+        out.resize_(shape)
+    plane = torch.zeros(shape, dtype=self.dtype, device=self.device)
+    flat = plane.view(*shape[:-2], oh * ow)
+    if self.numel():
+        flat.scatter_(-1, indices.reshape(*self.shape[:-2], -1), self.reshape(*self.shape[:-2], -1))
+    copy_kernel((out,), (plane,))
+    return out
+
+
+@kernel()
+def max_unpool2d(self, indices, output_size):
+    out = torch.empty(0, dtype=self.dtype, device=self.device)
+    return max_unpool2d_out(self, indices, output_size, out)

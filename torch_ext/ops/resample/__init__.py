@@ -1,0 +1,1 @@
+"""Resampling: interpolation (nearest, linear, bicubic, antialiased), padding, grid sampling."""

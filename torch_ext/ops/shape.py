@@ -1,0 +1,296 @@
+"""Building and rearranging tensors: cat, flip, roll, tril/triu, arange, linspace, eye,
+repeat_interleave, tril/triu_indices."""
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import tl_float_acc
+from ._launch import cdiv, launch
+from .copy import copy_kernel
+from ._common import block_for
+from ._common import contiguous
+from ._declare import kernel
+from ._common import dot6, unravel6
+from .search import _search
+from ._common import pad_to_rank
+
+# -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
+
+
+@kernel()
+def roll(self, shifts, dims):
+    shifts, dims = list(shifts), list(dims)
+    if not dims:
+        if len(shifts) != 1:
+            raise RuntimeError(f"torch_ext: roll without dims takes one shift, got {len(shifts)}")
+        return contiguous(roll(self.reshape(-1), shifts, [0]).view(self.shape))
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"torch_ext: roll got {len(shifts)} shifts for {len(dims)} dims")
+    out = self
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        s = s % n if n else 0
+        if s:
+            out = torch.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+    return contiguous(out) if out is not self else contiguous(self.clone())
+
+
+# -- cat / flip / tril / triu / arange --------------------------------------
+
+
+@kernel("cat")
+def cat_out(
+    tensors,
+    dim,
+    valid,
+    all_contiguous,
+    all_same_dtype,
+    all_same_sizes_and_stride,
+    memory_format,
+    out,
+):
+    offset = 0
+    for t in tensors:
+        if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
+            continue  # legacy empty tensors are skipped by cat
+        size = t.shape[dim]
+        if t.numel():
+            copy_kernel((out.narrow(dim, offset, size),), (t,))
+        offset += size
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    ref = next((t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)), tensors[0])
+    d = dim % max(ref.dim(), 1)
+    shape = list(ref.shape)
+    shape[d] = sum(
+        t.shape[d] for t in tensors if not (t.dim() == 1 and t.shape[0] == 0) or ref.dim() == 1
+    )
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    out = torch.empty(shape, dtype=dtype, device=ref.device)
+    cat_out(tensors, d, 0, False, False, False, torch.contiguous_format, out)
+    return out
+
+
+@triton.jit
+def _strided_copy_kernel(
+    src, out, n, base, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5, BLOCK: tl.constexpr
+):
+    # out (contiguous) = src[base + sum i_d * t_d], strides may be negative.
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    i0, i1, i2, i3, i4, i5 = unravel6(o, s1, s2, s3, s4, s5)
+    v = tl.load(src + base + dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5), mask=mask)
+    tl.store(out + o, v, mask=mask)
+
+
+@kernel()
+def flip(self, dims):
+    out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+    n = self.numel()
+    if n == 0:
+        return out
+    dims = {d % max(self.dim(), 1) for d in dims}
+    strides = list(self.stride())
+    base = 0
+    for d in dims:
+        if self.dim():
+            base += (self.shape[d] - 1) * strides[d]
+            strides[d] = -strides[d]
+    # base is relative to the tensor's own start: pass the storage view as-is.
+    shape = pad_to_rank(self.shape, 1)
+    block = block_for(n)
+    launch(
+        _strided_copy_kernel,
+        (cdiv(n, block),),
+        self,
+        out,
+        n,
+        base,
+        *shape[1:],
+        *pad_to_rank(strides, 0),
+        BLOCK=block,
+    )
+    return out
+
+
+@kernel()
+def flip_out(self, dims, out):
+    out.resize_(self.shape)  # a plain out= op sizes its own out
+    copy_kernel((out,), (flip(self, dims),))
+
+
+@triton.jit
+def _tri_kernel(src, out, n, M, N, diagonal, LOWER: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    j = o % N
+    i = (o // N) % M
+    if LOWER:
+        keep = j - i <= diagonal
+    else:
+        keep = j - i >= diagonal
+    v = tl.load(src + o, mask=mask & keep, other=0)
+    tl.store(out + o, v, mask=mask)
+
+
+def _tri(self, diagonal, out, lower):
+    x = contiguous(self)
+    n = x.numel()
+    if n == 0:
+        return
+    # Each element reads only itself, so out may alias self.
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
+    M, N = x.shape[-2], x.shape[-1]
+    block = block_for(n)
+    launch(_tri_kernel, (cdiv(n, block),), x, target, n, M, N, diagonal, LOWER=lower, BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+
+
+@kernel("tril")
+def tril_out(self, diagonal, out):
+    _tri(self, diagonal, out, True)
+
+
+@kernel("triu")
+def triu_out(self, diagonal, out):
+    _tri(self, diagonal, out, False)
+
+
+@triton.jit
+def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.cast(start, ACC) + o.to(ACC) * tl.cast(step, ACC)
+    if out.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # Triton's interpreter casts float64 to bfloat16 bitwise
+    tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
+
+
+@kernel("arange")
+def arange_out(start, end, step, out):
+    """arange.start_out (plain): out already has its size (the caller resizes it)."""
+    n = out.numel()
+    if n == 0:
+        return out
+    acc = tl.float64 if out.dtype.is_floating_point else tl.int64
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
+    block = block_for(n)
+    launch(_arange_kernel, (cdiv(n, block),), target, n, start, step, ACC=acc, BLOCK=block)
+    if target is not out:
+        copy_kernel((out,), (target,))
+    return out
+
+
+@triton.jit
+def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    # PyTorch's symmetric form: from start for the first half, from end after.
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    i = o.to(ACC)
+    s = tl.cast(step, ACC)
+    v = tl.where(
+        o < n // 2, tl.cast(start, ACC) + s * i, tl.cast(end, ACC) - s * (n - 1 - o).to(ACC)
+    )
+    tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
+
+
+@kernel("linspace")
+def linspace_out(start, end, steps, out):
+    """linspace.out (plain): out already has `steps` elements."""
+    n = out.numel()
+    if n == 0:
+        return out
+    start, end = float(start), float(end)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    if steps == 1:
+        end = start  # a single point is `start`
+    target = (
+        out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    )
+    block = block_for(n)
+    launch(
+        _linspace_kernel,
+        (cdiv(n, block),),
+        target,
+        n,
+        start,
+        end,
+        step,
+        ACC=tl_float_acc(out.dtype),
+        BLOCK=block,
+    )
+    if target is not out:
+        copy_kernel((out,), (target,))
+    return out
+
+
+@triton.jit
+def _eye_kernel(out, n, M, s0, s1, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    i = o // M
+    j = o % M
+    tl.store(out + i * s0 + j * s1, (i == j).to(out.dtype.element_ty), mask=o < n)
+
+
+@kernel("eye")
+def eye_out(n, m, out=None):
+    """eye.m_out (n, m, out) and eye.out (n, out)."""
+    if out is None:
+        n, m, out = n, n, m
+    total = n * m
+    if total:
+        block = block_for(total)
+        launch(_eye_kernel, (cdiv(total, block),), out, total, m, *out.stride(), BLOCK=block)
+    return out
+
+
+@kernel()
+def repeat_interleave(repeats, output_size=None):
+    """repeat_interleave.Tensor(repeats, output_size?): i repeated repeats[i] times."""
+    if repeats.dim() != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype not in (torch.long, torch.int32):
+        raise RuntimeError("repeats has to be Long or Int tensor")
+    if repeats.numel() and int(torch.amin(repeats).item()) < 0:
+        raise RuntimeError("repeats can not be negative")
+    cum = torch.cumsum(repeats, 0)
+    total = int(cum[-1].item()) if repeats.numel() else 0
+    if output_size is not None and output_size != total:
+        raise RuntimeError("allocated size does not match required size")
+    positions = torch.arange(total, device=repeats.device, dtype=cum.dtype)
+    return _search(
+        cum, positions, repeats.dtype == torch.int32, True, None, None, "repeat_interleave"
+    )
+
+
+def _tri_indices(row, col, offset, dtype, device, upper):
+    if row < 0 or col < 0:
+        raise RuntimeError(
+            f"row must be non-negative, got{row}"
+            if row < 0
+            else f"col must be non-negative, got{col}"
+        )
+    r = torch.arange(row, dtype=torch.long, device=device).unsqueeze(1).expand(row, col)
+    c = torch.arange(col, dtype=torch.long, device=device).unsqueeze(0).expand(row, col)
+    keep = (c - r >= offset) if upper else (c - r <= offset)
+    out = torch.stack([torch.masked_select(r, keep), torch.masked_select(c, keep)])
+    return out if dtype in (None, torch.long) else out.to(dtype)
+
+
+@kernel()
+def triu_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+    """triu_indices(row, col, offset): (2, N) coordinates of the upper triangle, row-major."""
+    return _tri_indices(row, col, offset, dtype, device, True)
+
+
+@kernel()
+def tril_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+    return _tri_indices(row, col, offset, dtype, device, False)
