@@ -48,7 +48,7 @@ masked.log_softmax masked.softmin masked.normalize masked.logaddexp masked.logsu
 acosh asinh atanh logaddexp2 nn.functional.hardshrink nn.functional.softshrink special.entr special.xlog1py
 renorm addbmm addmv vdot linalg.vecdot nansum nanmean index_copy
 """.split()
-# By family of kernels (torch_ext/ops/spatial.py, special.py, selection.py).
+# By family of kernels (pooling/resample, special functions, selection/search).
 # (_upsample_bilinear2d_aa is left out of the spatial list: in float32 its weights
 # rounding moves a sample by 3e-5 from float64, on PyTorch's CPU alike;
 # tests/native/test_spatial.py checks it against the CPU.)

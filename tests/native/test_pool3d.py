@@ -1,4 +1,4 @@
-"""3-d max and average pooling (torch_ext/ops/spatial.py) on the device against
+"""3-d max and average pooling (torch_ext/ops/pooling/pool3d.py) on the device against
 CPU: kernel/stride/padding/dilation, ceil_mode, count_include_pad,
 divisor_override, unbatched inputs, NaN, gradients and errors."""
 

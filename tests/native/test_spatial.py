@@ -1,4 +1,4 @@
-"""Spatial ops (torch_ext/ops/spatial.py): adaptive pooling, interpolation,
+"""Spatial ops (torch_ext/ops/pooling, torch_ext/ops/resample, im2col in convolution.py): adaptive pooling, interpolation,
 reflection/replication padding, unfold/fold -- forward and autograd backward
 against the CPU (float64 reference, then the same-dtype CPU result for
 fp16/bf16), over several shapes, layouts and dtypes, and their errors."""
@@ -802,7 +802,7 @@ def test_fold_integer_dtypes_refused_like_pytorch():
     assert torch.equal(F.fold(b.to(DEV), (4, 4), 2).cpu(), F.fold(b, (4, 4), 2))
 
 
-# -- grid sampling, 3-d (grid_sampler_3d; the 2-d one is ops/grid_sample.py's) -------------
+# -- grid sampling, 3-d (grid_sampler_3d; ops/resample/grid_sample_3d.py; the 2-d one is grid_sample_2d.py) -------------
 
 
 @pytest.mark.parametrize(

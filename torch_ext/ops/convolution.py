@@ -339,7 +339,7 @@ def convolution_backward_overrideable(
 #   im2col(self, kernel_size, dilation, padding, stride) -> (N, C*kh*kw, L)
 #   col2im(self, output_size, kernel_size, dilation, padding, stride) -> (N, C, H, W)
 #   and their .out(..., out); a batch of one may come without its batch dim.
-# The kernels are the convolutions' (ops/conv.py _im2col / _col2im).
+# The kernels are the convolutions' (_im2col / _col2im above).
 
 
 def _blocks(size, pad, dil, k, stride):

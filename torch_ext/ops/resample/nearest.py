@@ -18,7 +18,7 @@ from .._declare import kernel
 #   upsample_nearest2d_backward.grad_input impl:
 #       (grad_output, output_size, input_size, scales_h, scales_w, grad_input)
 # Source row of output row o: floor((o + offset) * scale) (float32, as PyTorch;
-# offset 0.5 for "nearest-exact", ops/spatial.py), scale = 1/scales_h when
+# offset 0.5 for "nearest-exact"), scale = 1/scales_h when
 # given, else in/out; capped at in - 1.  2-d "nearest" copies rows where
 # out == in and halves the index where out == 2 * in whatever the scale (as
 # PyTorch's CPU kernel, ATen/native/UpSample.h nearest_idx; its 1-d and 3-d
@@ -147,7 +147,7 @@ def upsample_nearest2d_backward_out(
 
 
 # -- nearest / nearest-exact, 1-d to 3-d (structured impls) -------------------------
-# The kernel of upsample_nearest2d (ops/conv.py upsample_nearest), with
+# The kernel of upsample_nearest2d (upsample_nearest, below), with
 # "nearest-exact"'s half-pixel offset: src = min(floor((o + 0.5) * scale), I-1).
 #   upsample_nearest{1,3}d.out impl: (self, output_size, *scales, out)
 #   upsample_nearest{1,3}d_backward.grad_input impl:
