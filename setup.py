@@ -5,6 +5,7 @@ a different torch; the generator reads this torch's own torchgen and
 native_functions.yaml.
 """
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -16,6 +17,17 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 
 
+def _load_config():
+    """torch_ext/config.py (the table of environment variables), loaded by path:
+    importing the torch_ext package needs the extension this file builds."""
+    spec = importlib.util.spec_from_file_location(
+        "_torch_ext_config", ROOT / "torch_ext" / "config.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -25,11 +37,13 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         import torch.utils
 
-        build_dir = Path(os.environ.get("TORCH_EXT_BUILD_DIR", ROOT / "build"))
+        config = _load_config()
+
+        build_dir = Path(config.get("TORCH_EXT_BUILD_DIR") or ROOT / "build")
         build_dir.mkdir(parents=True, exist_ok=True)
         out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
         out_dir.mkdir(parents=True, exist_ok=True)
-        cfg = os.environ.get("TORCH_EXT_BUILD_TYPE", "Release")
+        cfg = config.get("TORCH_EXT_BUILD_TYPE")
         args = [
             "cmake",
             "-S",
@@ -44,12 +58,12 @@ class CMakeBuild(build_ext):
             f"-DTORCH_EXT_OUTPUT_DIR={out_dir}",
         ]
         # Always passed, so a value from an earlier build never sticks in the cache.
-        manifest = os.environ.get("TORCH_EXT_MANIFEST", ROOT / "musa_functions.yaml")
+        manifest = config.get("TORCH_EXT_MANIFEST") or ROOT / "musa_functions.yaml"
         args.append(f"-DTORCH_EXT_MANIFEST={Path(manifest).resolve()}")
-        extra = os.environ.get("TORCH_EXT_EXTRA_CSRC")
+        extra = config.get("TORCH_EXT_EXTRA_CSRC")
         args.append(f"-DTORCH_EXT_EXTRA_CSRC={Path(extra).resolve() if extra else ''}")
         subprocess.check_call(args)
-        jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
+        jobs = str(config.get("MAX_JOBS") or os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])
 
 

@@ -1,6 +1,7 @@
 // torch_ext._C: the Python side of the runtime.
 #include "aten/Fallback.h"
 #include "runtime/Allocator.h"
+#include "runtime/Config.h"
 #include "runtime/CudaBindings.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"
@@ -139,6 +140,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return philoxSeedOffset(gen, static_cast<c10::DeviceIndex>(d), increment);
       },
       py::arg("gen"), py::arg("device_index"), py::arg("increment"));
+
+  // Configuration as C++ parses it (tests/runtime/test_config.py compares it
+  // with torch_ext.config): variable name -> value, None where unset.
+  m.def("_config", [] {
+    py::dict out;
+    out["TORCH_EXT_DRIVER"] = config::driver();
+    out["TORCH_EXT_FALLBACK"] = config::fallback();
+    out["TORCH_EXT_HOST_DEVICES"] = config::host_devices();
+    auto limit = config::host_memory_limit();
+    out["TORCH_EXT_HOST_MEMORY_LIMIT"] = limit ? py::cast(*limit) : py::none();
+    out["TORCH_EXT_HOST_PROTECT"] = config::host_protect();
+    out["TORCH_EXT_FAST_LAUNCH"] = config::fast_launch();
+    return out;
+  });
 
   // CPU fallback.
   m.def("_fallback_stats", [] { return aten::fallbackStats(); });

@@ -12,7 +12,7 @@
 
 #include "MusaFunctions.h"
 
-namespace at::musa {
+namespace TORCH_EXT_NAMESPACE {
 
 int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                          const std::optional<at::Tensor>& attn_mask, double dropout_p,
@@ -34,8 +34,8 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
   return static_cast<int64_t>(at::SDPBackend::math);
 }
 
-}  // namespace at::musa
+}  // namespace TORCH_EXT_NAMESPACE
 
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &at::musa::fused_sdp_choice)
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &TORCH_EXT_NAMESPACE::fused_sdp_choice)
 }  // namespace at::native

@@ -7,7 +7,7 @@
 #include "MusaFunctions.h"
 #include "launch/Launcher.h"
 
-namespace at::musa {
+namespace TORCH_EXT_NAMESPACE {
 
 at::Tensor& triton_arange_out(const at::Scalar& start, const at::Scalar& end,
                               const at::Scalar& step, at::Tensor& out) {
@@ -49,4 +49,4 @@ at::Tensor& triton_eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
 
 at::Tensor& triton_eye_out(int64_t n, at::Tensor& out) { return triton_eye_m_out(n, n, out); }
 
-}  // namespace at::musa
+}  // namespace TORCH_EXT_NAMESPACE

@@ -7,6 +7,7 @@
 // tensor that is not a 0-dim scalar) are refused too, naming both devices.
 #include "aten/Fallback.h"
 #include "aten/DtypeGuard.h"
+#include "runtime/Config.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -24,10 +25,7 @@
 namespace torch_ext::aten {
 namespace {
 
-std::atomic<FallbackMode> mode{[] {
-  const char* env = std::getenv("TORCH_EXT_FALLBACK");
-  return env && *env ? parseFallbackMode(env) : FallbackMode::Warn;
-}()};
+std::atomic<FallbackMode> mode{parseFallbackMode(config::fallback())};
 std::mutex stats_mutex;
 std::map<std::string, int64_t> stats;
 std::set<std::string> warned;

@@ -6,11 +6,11 @@
 #include "MusaFunctions.h"
 #include "launch/Launcher.h"
 
-namespace at::musa {
+namespace TORCH_EXT_NAMESPACE {
 
 TORCH_IMPL_FUNC(TritonGlu)(const Tensor& self, int64_t dim, const Tensor& out) {
   if (out.numel() == 0) return;
   torch_ext::launch::call("glu_out", self, dim, out);
 }
 
-}  // namespace at::musa
+}  // namespace TORCH_EXT_NAMESPACE

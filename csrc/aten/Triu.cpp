@@ -4,11 +4,11 @@
 #include "MusaFunctions.h"
 #include "launch/Launcher.h"
 
-namespace at::musa {
+namespace TORCH_EXT_NAMESPACE {
 
 TORCH_IMPL_FUNC(MusaTriu)(const Tensor& self, int64_t diagonal, const Tensor& result) {
   if (self.numel() == 0) return;
   torch_ext::launch::call("triu", self, diagonal, result);
 }
 
-}  // namespace at::musa
+}  // namespace TORCH_EXT_NAMESPACE

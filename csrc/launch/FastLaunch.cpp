@@ -1,5 +1,6 @@
 #include "launch/FastLaunch.h"
 
+#include "runtime/Config.h"
 #include "runtime/CudaApi.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Stream.h"
@@ -63,8 +64,7 @@ std::unordered_map<std::string, std::shared_ptr<const Recipe>> cache;
 
 bool enabled() {
   static const bool on = [] {
-    const char* env = std::getenv("TORCH_EXT_FAST_LAUNCH");
-    if (env && std::strcmp(env, "0") == 0) return false;
+    if (!config::fast_launch()) return false;
     const Api* a = api();
     return a && a->cuFuncGetParamInfo && std::strcmp(runtime::driver().name(), "cuda") == 0;
   }();

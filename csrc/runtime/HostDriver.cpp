@@ -2,11 +2,13 @@
 // streams are always idle and an event is complete once recorded (it keeps
 // the time it was recorded, for elapsed time).
 //
+// (read through runtime/Config.h)
 //   TORCH_EXT_HOST_DEVICES=N          simulated devices (default 1)
 //   TORCH_EXT_HOST_MEMORY_LIMIT=2G    bytes per device (suffixes K/M/G/T)
 //   TORCH_EXT_HOST_PROTECT=1          device pages are PROT_NONE except while
 //                                     this driver copies or sets them, so host
 //                                     code that reads device memory crashes.
+#include "runtime/Config.h"
 #include "runtime/Driver.h"
 
 #include <c10/util/Exception.h>
@@ -25,36 +27,6 @@
 namespace torch_ext::runtime {
 namespace {
 
-size_t parse_bytes(const char* text) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  TORCH_CHECK(end != text && value >= 0, "TORCH_EXT_HOST_MEMORY_LIMIT: cannot parse '", text, "'");
-  double scale = 1;
-  switch (*end) {
-    case 'k':
-    case 'K':
-      scale = 1024.0;
-      break;
-    case 'm':
-    case 'M':
-      scale = 1024.0 * 1024;
-      break;
-    case 'g':
-    case 'G':
-      scale = 1024.0 * 1024 * 1024;
-      break;
-    case 't':
-    case 'T':
-      scale = 1024.0 * 1024 * 1024 * 1024;
-      break;
-    case '\0':
-      break;
-    default:
-      TORCH_CHECK(false, "TORCH_EXT_HOST_MEMORY_LIMIT: unknown suffix in '", text, "'");
-  }
-  return static_cast<size_t>(value * scale);
-}
-
 size_t physical_memory() {
   return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
@@ -71,14 +43,9 @@ struct HostEvent {
 class HostDriver final : public Driver {
  public:
   HostDriver() {
-    const char* n = std::getenv("TORCH_EXT_HOST_DEVICES");
-    devices_ = n && *n ? std::atoi(n) : 1;
-    TORCH_CHECK(devices_ >= 1 && devices_ <= 64, "TORCH_EXT_HOST_DEVICES must be 1..64, got '", n,
-                "'");
-    const char* limit = std::getenv("TORCH_EXT_HOST_MEMORY_LIMIT");
-    limit_ = limit && *limit ? parse_bytes(limit) : physical_memory();
-    const char* protect = std::getenv("TORCH_EXT_HOST_PROTECT");
-    protect_ = protect && std::string(protect) == "1";
+    devices_ = config::host_devices();
+    limit_ = config::host_memory_limit().value_or(physical_memory());
+    protect_ = config::host_protect();
     page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     used_ = std::vector<size_t>(devices_, 0);
   }

@@ -10,14 +10,16 @@ A specialisation that answers a yes/no question returns True when it applies
 (the default, None, then reads as False).
 
 The active driver is `torch_ext._C._driver_name()` once the extension is
-loaded, else $TORCH_EXT_DRIVER, else "host" (standalone kernel tests).
+loaded, else TORCH_EXT_DRIVER (torch_ext/config.py), where `auto` means "host"
+(standalone kernel tests).
 """
 
 import importlib
-import os
 import sys
 from types import ModuleType
 from typing import Any, Callable, Optional
+
+from torch_ext import config
 
 _spec_modules: dict = {}
 
@@ -26,8 +28,8 @@ def active_driver() -> str:
     c_ext = sys.modules.get("torch_ext._C")
     if c_ext is not None and hasattr(c_ext, "_driver_name"):
         return c_ext._driver_name()
-    name = os.environ.get("TORCH_EXT_DRIVER", "host")
-    return "host" if name in ("", "auto") else name
+    name = config.get("TORCH_EXT_DRIVER")
+    return "host" if name == "auto" else name
 
 
 def _spec_module(driver: str) -> Optional[ModuleType]:

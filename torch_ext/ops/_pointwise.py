@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
+from .. import config as _config
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
 
@@ -75,7 +76,7 @@ def compute_dtype(dtype):
 
 
 def cache_dir():
-    path = os.environ.get("TORCH_EXT_CACHE_DIR") or os.path.join(
+    path = _config.get("TORCH_EXT_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "torch_ext", "pointwise"
     )
     os.makedirs(path, exist_ok=True)

@@ -6,7 +6,7 @@
 #include <ATen/TensorMeta.h>
 #include <torch/version.h>
 
-namespace at::musa {
+namespace TORCH_EXT_NAMESPACE {
 
 struct MyMetaBase : public at::impl::MetaBase {
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
@@ -24,4 +24,4 @@ struct MyMetaBase : public at::impl::MetaBase {
   static int64_t calls;
 };
 
-}  // namespace at::musa
+}  // namespace TORCH_EXT_NAMESPACE
