@@ -1,13 +1,24 @@
 """Session-wide settings, applied before torch_ext is imported: two simulated
 devices (so privateuseone:1 exists) and the CPU fallback turned into an error
-(tests that exercise the fallback switch it with torch_ext.fallback_mode)."""
+(tests that exercise the fallback switch it with torch_ext.fallback_mode).
+
+tests/ is put on sys.path here, so every test module, in any folder, imports
+the shared helpers (device constant, tolerances, CPU-reference comparison) as
+`from helpers import ...` (tests/helpers.py). Test files need unique basenames
+across tests/ (rootdir import mode, no __init__.py): kernel-level files are
+tests/ops/test_<family>_kernels.py, dispatcher-level ones tests/native/test_<family>.py."""
 
 import os
+import sys
 
 os.environ.setdefault("TORCH_EXT_HOST_DEVICES", "2")
 os.environ.setdefault("TORCH_EXT_FALLBACK", "error")
 
 from pathlib import Path  # noqa: E402
+
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
 RECORD = Path(__file__).resolve().parent.parent / "build" / "op_coverage.txt"
 

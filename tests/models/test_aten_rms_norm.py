@@ -7,7 +7,7 @@ import torch
 import torch_ext  # noqa: F401
 from torch_ext.coverage import calls_during
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])

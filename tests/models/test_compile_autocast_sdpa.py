@@ -12,7 +12,7 @@ from torch._dynamo.testing import CompileCounterWithBackend
 import torch_ext  # noqa: F401
 from torch_ext.demo import MLPClassifier, TinyDecoder
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 # ---- torch.compile ------------------------------------------------------------

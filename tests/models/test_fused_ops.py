@@ -9,11 +9,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from torch_ext import fused
 
-DEV = "privateuseone"
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# Seed 004's table (tests/ops/accuracy.py); atol is scaled for reductions.
-RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6}
-ATOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
+from helpers import ATOL, DEV, FLOAT_DTYPES, RTOL  # seed 004's table; atol scaled for reductions
+
+DTYPES = FLOAT_DTYPES
 ROWS, D = 7, 48  # odd row count; rows*D not a power of two
 
 

@@ -9,7 +9,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch_ext  # noqa: F401
 from torch_ext.coverage import calls_during
 
-DEV = "privateuseone"
+from helpers import DEV
+
 FUSED = "aten::_scaled_dot_product_fused_attention_overrideable"
 
 

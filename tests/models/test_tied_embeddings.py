@@ -8,7 +8,7 @@ import transformers
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 def gpt2():

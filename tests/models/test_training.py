@@ -13,7 +13,8 @@ from torch_ext.coverage import device_calls
 from torch_ext import demo
 from torch_ext.demo import MLPClassifier, SmallCNN, TinyDecoder
 
-DEV = "privateuseone"
+from helpers import DEV
+
 STEPS = 5
 ATOL, RTOL = 2e-4, 2e-3
 MODELS = {

@@ -13,7 +13,8 @@ import transformers
 import torch_ext  # noqa: F401
 import zoo
 
-DEV = "privateuseone"
+from helpers import DEV
+
 # Loss per step, and gradients relative to the largest gradient of the model: float32 on
 # both sides, different summation orders.
 LOSS_TOL = dict(rtol=1e-4, atol=1e-5)

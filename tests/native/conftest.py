@@ -1,5 +1,8 @@
 """tests/native: torch.* calls on privateuseone tensors through the
-dispatcher, fallback = error (tests/conftest.py), against CPU."""
+dispatcher, fallback = error (tests/conftest.py), against CPU
+(tests/helpers.py compares)."""
+
+import torch_ext  # noqa: F401  (registers the device)
 
 
 def pytest_configure(config):

@@ -7,7 +7,7 @@ import torch
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 @pytest.mark.parametrize("n,m", [(0, 0), (1, 1), (3, 5), (6, 2)])

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-DEV = "privateuseone"
+from helpers import DEV
+
 TOL = dict(rtol=1e-12, atol=1e-12)
 
 

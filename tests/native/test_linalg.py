@@ -8,7 +8,7 @@ import torch
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 def same(a, b, **kw):

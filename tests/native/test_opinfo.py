@@ -7,7 +7,7 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import ReductionOpInfo
 
-from native_helpers import assert_close, to_dev, to_f64
+from helpers import assert_close, to_dev, to_f64
 
 MAX_SAMPLES = 6
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool]

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from native_helpers import DEV, REGISTERED, assert_close, check, rand, to_dev, to_f64
+from helpers import DEV, REGISTERED, assert_close, check, rand, to_dev, to_f64
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from native_helpers import DEV
+from helpers import DEV
 
 N = 20000
 

@@ -8,7 +8,8 @@ import torch
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
+
 nan, inf = float("nan"), float("inf")
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, REGISTERED, assert_close, grads, rand, train_matches_cpu
+from helpers import DEV, REGISTERED, assert_close, grads, rand, train_matches_cpu
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 DTYPES = [F32, F16, BF16]

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, REGISTERED, assert_close, check, rand, to_dev
-from native_helpers import grads as _grads  # (wrapped below: also requires some gradient)
+from helpers import DEV, REGISTERED, assert_close, check, rand, to_dev
+from helpers import grads as _grads  # (wrapped below: also requires some gradient)
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 FLOATS = [F32, F16, BF16]

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from native_helpers import DEV, assert_close, check, rand, to_dev, to_f64
+from helpers import DEV, assert_close, check, rand, to_dev, to_f64
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 

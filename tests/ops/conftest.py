@@ -15,7 +15,8 @@ import types
 
 import pytest
 
-DEVICE = os.environ.get("TORCH_EXT_TEST_DEVICE", "cpu")
+from helpers import KERNEL_DEVICE as DEVICE
+
 if DEVICE == "cpu":
     os.environ.setdefault("TRITON_INTERPRET", "1")
 if DEVICE == "cuda":

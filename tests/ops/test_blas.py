@@ -5,7 +5,8 @@ import torch
 
 from torch_ext.ops import matmul as blas
 
-from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
+from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import assert_kernel_close as assert_close
 
 DTYPES = FLOAT_DTYPES + [torch.float64]
 

@@ -6,7 +6,8 @@ import torch
 from torch_ext.ops import index as I
 from torch_ext.ops import shape
 
-from accuracy import assert_close, randn, to_ref
+from helpers import randn, to_ref
+from helpers import assert_kernel_close as assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -8,7 +8,8 @@ import torch
 from torch_ext.ops import reduction as R
 from torch_ext.ops import scan, statistics
 
-from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
+from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import assert_kernel_close as assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

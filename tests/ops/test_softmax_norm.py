@@ -6,7 +6,8 @@ import torch.nn.functional as F
 
 from torch_ext.ops import normalization as norm, softmax
 
-from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
+from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import assert_kernel_close as assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

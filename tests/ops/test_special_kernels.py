@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch_ext.ops import special
 from torch_ext.ops import activation, binary, loss
 
-from accuracy import FLOAT_DTYPES, assert_close, randn, to_ref
+from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import assert_kernel_close as assert_close
 
 INF, NAN = math.inf, math.nan
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -7,7 +7,8 @@ import torch
 
 import torch_ext  # noqa: F401  registers the device
 
-DEV = "privateuseone"
+from helpers import DEV
+
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 SHAPES = [(), (0,), (7,), (3, 5), (4, 1, 6), (257, 33)]
 

@@ -12,7 +12,8 @@ import torch
 import torch_ext  # noqa: F401
 from torch_ext import _registry
 
-DEV = "privateuseone"
+from helpers import DEV
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

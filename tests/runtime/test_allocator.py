@@ -5,9 +5,8 @@ import torch
 
 import torch_ext  # noqa: F401
 
-from helpers import run_python
+from helpers import DEV, run_python
 
-DEV = "privateuseone"
 pu = torch.privateuseone
 
 

@@ -5,7 +5,7 @@ import torch
 
 import torch_ext
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -6,7 +6,7 @@ import torch
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 def roundtrip(x, device=DEV):

@@ -8,9 +8,7 @@ import torch
 
 import torch_ext
 
-from helpers import run_python
-
-DEV = "privateuseone"
+from helpers import DEV, run_python
 
 # Test-only ops with nothing but a CPU kernel: they always reach the fallback.
 _lib = torch.library.Library("torch_ext_test", "DEF")

@@ -5,7 +5,7 @@ import torch
 
 import torch_ext
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 def test_native_op_rejects_cpu_and_device_mix():

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 class TiedLM(nn.Module):

@@ -7,7 +7,7 @@ import torch
 
 import torch_ext
 
-DEV = "privateuseone"
+from helpers import DEV
 
 
 def test_print_device_tensor():

@@ -5,7 +5,8 @@ import torch
 
 import torch_ext  # noqa: F401
 
-DEV = "privateuseone"
+from helpers import DEV
+
 pu = torch.privateuseone
 
 

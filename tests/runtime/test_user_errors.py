@@ -6,9 +6,8 @@ import pytest
 import torch
 
 import torch_ext
-from helpers import run_python
+from helpers import DEV, run_python
 
-DEV = "privateuseone"
 INTERNAL = ("At:\n", "Traceback", "Exception raised from", "frame #", ".py(")
 
 

@@ -1,20 +1,46 @@
-"""Helpers for the dispatcher-level tests: move inputs to the device, build
-the CPU reference (float64 where the dtype allows) and compare by dtype
-(DESIGN.md §5 / seed 004's tolerances; atol scaled by the reduced size)."""
+"""Helpers shared by every test directory: the device constant, tolerances by
+dtype (DESIGN.md §5 / seed 004's method: a float64 CPU reference, atol scaled
+by the reduced size), CPU-reference comparison for dispatcher-level tests
+(`check`, `assert_close`, `grads`, `train_matches_cpu`), the same for bare
+kernels (`assert_kernel_close`, `randn`, `to_ref`), and `run_python` for
+snippets that need a fresh interpreter.
+
+Importing this module does not import torch_ext (tests/ops decide, in their
+conftest, whether the compiled extension or a stand-in package is used);
+`REGISTERED` imports it on first use."""
+
+import os
+import subprocess
+import sys
+import textwrap
 
 import torch
-import torch_ext  # noqa: F401  (the device)
 from torch.utils._pytree import tree_flatten, tree_map
 
-DEV = "privateuseone"
-# aten overloads with a PrivateUse1 kernel ("add.Tensor", "relu", ...).
-REGISTERED = {
-    n[len("aten::") :]
-    for n in torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
-    if n.startswith("aten::")
-}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEV = "privateuseone"  # the extension's device, for dispatcher-level tests
+# Kernel-level tests (tests/ops) run on this device; tests/ops/conftest.py documents it.
+KERNEL_DEVICE = os.environ.get("TORCH_EXT_TEST_DEVICE", "cpu")
+
 RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6, torch.float64: 1e-7}
 ATOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5, torch.float64: 1e-7}
+FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+INT_DTYPES = [torch.int32, torch.int64, torch.int16]
+
+
+def __getattr__(name):
+    if name == "REGISTERED":
+        # aten overloads with a PrivateUse1 kernel ("add.Tensor", "relu", ...).
+        import torch_ext  # noqa: F401  (registers the device and its kernels)
+
+        regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+        value = {n[len("aten::") :] for n in regs if n.startswith("aten::")}
+        globals()["REGISTERED"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# --- dispatcher level: privateuseone against CPU ---------------------------
 
 
 def _dev(x):
@@ -172,3 +198,70 @@ def train_matches_cpu(net, x, y, momentum=0.0, steps=3):
             o.step()
     for p, q in zip(net.parameters(), net_d.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
+
+
+# --- kernel level: Triton wrappers called directly (tests/ops) -------------
+
+
+def to_ref(t):
+    """A CPU float64 copy of t (integers and bool kept)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    t = t.detach().cpu()
+    return t.double() if t.is_floating_point() else t
+
+
+def assert_kernel_close(res, ref, dtype=None, reduce_dim=1, equal_nan=True, atol=None, rtol=None):
+    """A kernel's result (any device) against a CPU reference: floating results
+    within the tolerance of `dtype` (res.dtype by default), atol scaled by
+    `reduce_dim`; integer and bool results exactly, dtype included."""
+    res = res.detach().cpu()
+    dtype = dtype or res.dtype
+    if not dtype.is_floating_point:
+        assert res.dtype == ref.dtype, (res.dtype, ref.dtype)
+        torch.testing.assert_close(res, ref, rtol=0, atol=0)
+        return
+    ref = ref.to(res.dtype) if ref.dtype != res.dtype else ref
+    atol = ATOL[dtype] * reduce_dim if atol is None else atol
+    rtol = RTOL[dtype] if rtol is None else rtol
+    torch.testing.assert_close(
+        res.double(), ref.double(), atol=atol, rtol=rtol, equal_nan=equal_nan
+    )
+
+
+def randn(shape, dtype, device, low=None, high=None, noncontig=False):
+    """Random values of `dtype` on `device` (normal, or uniform in [low, high))."""
+    if dtype.is_floating_point:
+        t = torch.randn(shape, dtype=torch.float64)
+        if low is not None:
+            t = torch.rand(shape, dtype=torch.float64) * (high - low) + low
+        t = t.to(dtype)
+    elif dtype == torch.bool:
+        t = torch.randint(0, 2, shape).bool()
+    else:
+        t = torch.randint(
+            -100 if low is None else int(low),
+            100 if high is None else int(high),
+            shape,
+            dtype=dtype,
+        )
+    if noncontig and t.dim() >= 2:
+        t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return t.to(device)
+
+
+# --- subprocesses ------------------------------------------------------------
+
+
+def run_python(code: str, timeout: float = 300, **env) -> subprocess.CompletedProcess:
+    """Run a snippet in a fresh interpreter with extra environment variables."""
+    full_env = dict(os.environ)
+    full_env.update({k: str(v) for k, v in env.items()})
+    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
