@@ -253,7 +253,7 @@ VARIABLES: tuple[Variable, ...] = (
         "set by torch_ext",
         "Triton's own switch, not read by torch_ext: `import torch_ext` sets it to `1` "
         "under the host driver (kernels run in Triton's interpreter)",
-        ("torch_ext/__init__.py", "codegen/__main__.py"),
+        ("torch_ext/__init__.py",),
     ),
 )
 
