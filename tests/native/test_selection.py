@@ -474,3 +474,18 @@ def test_embedding_scale_grad_by_freq(dtype):
     )
     assert wd.grad.dtype == dtype
     same(wd.grad, wc.grad, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8])
+def test_histc_integer_inputs_count_as_on_cuda(dtype):
+    """CUDA's histc takes integers (the CPU's does not; HF MoE routing calls it on
+    expert ids): the counts are the float histogram's, in the input's dtype."""
+    x = torch.randint(0, 9, (200,), dtype=dtype)
+    for bins, lo, hi in [(9, 0, 8), (4, 0, 3), (5, 0, 0), (3, 2.7, 6.2)]:
+        got = torch.histc(x.to(DEV), bins=bins, min=lo, max=hi).cpu()
+        ref_lo, ref_hi = (int(lo), int(hi)) if (lo, hi) != (0, 0) else (0, 0)
+        ref = torch.histc(x.double(), bins=bins, min=ref_lo, max=ref_hi)
+        assert got.dtype == dtype
+        torch.testing.assert_close(got, ref.to(dtype))
+    with pytest.raises(RuntimeError, match="real number type"):
+        torch.histc(torch.ones(3, dtype=torch.bool, device=DEV))

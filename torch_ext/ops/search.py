@@ -246,12 +246,18 @@ def _histc_kernel(x, out, n, lo, hi, bins, BLOCK: tl.constexpr):
 @kernel()
 def histc_out(self, bins, min, max, out):
     """histc.out(self, bins, min, max, out): `bins` equal-width bins over
-    [min, max] (the data's range when min == max); elements outside are ignored."""
-    if not self.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histc: input tensor must be floating point, got {self.dtype}")
+    [min, max] (the data's range when min == max); elements outside are ignored.
+    Integer inputs are counted too, as on CUDA (the CPU takes floats only), with the
+    bounds truncated to the input's type; Hugging Face's MoE routing relies on it."""
+    if self.dtype == torch.bool or self.dtype.is_complex:
+        raise RuntimeError(
+            f"torch.histc: input tensor must be a real number type, got {self.dtype}"
+        )
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
     lo, hi = float(min), float(max)
+    if not self.dtype.is_floating_point:
+        lo, hi = float(int(lo)), float(int(hi))
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
     if lo == hi and self.numel():
