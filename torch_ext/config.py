@@ -198,6 +198,16 @@ VARIABLES: tuple[Variable, ...] = (
         ("setup.py",),
     ),
     Variable(
+        "TORCH_EXT_NAMESPACE",
+        "build",
+        "text",
+        "at::musa",
+        "`at::musa`",
+        "C++ namespace of the backend's generated and hand-written classes "
+        "(the CMake cache variable of the same name; C++ spells it `TORCH_EXT_NAMESPACE`)",
+        ("setup.py",),
+    ),
+    Variable(
         "TORCH_EXT_BUILD_DIR",
         "build",
         "path",
