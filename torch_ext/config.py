@@ -201,7 +201,7 @@ VARIABLES: tuple[Variable, ...] = (
         "`at::musa`",
         "C++ namespace of the backend's generated and hand-written classes "
         "(the CMake cache variable of the same name; C++ spells it `TORCH_EXT_NAMESPACE`)",
-        ("setup.py",),
+        ("setup.py", "torch_ext/coverage.py"),
     ),
     Variable(
         "TORCH_EXT_BUILD_DIR",

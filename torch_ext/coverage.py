@@ -31,8 +31,11 @@ def manifest_modes() -> dict[str, tuple[str, str]]:
     from codegen.manifest import load
     from codegen.model import Scan, resolve
 
+    from torch_ext import config
+
+    namespace = config.get("TORCH_EXT_NAMESPACE")
     ops = resolve(
-        load(ROOT / "musa_functions.yaml"), "at::musa", Scan([str(ROOT / "csrc")]), kernel_exists
+        load(ROOT / "musa_functions.yaml"), namespace, Scan([str(ROOT / "csrc")]), kernel_exists
     )
     out: dict[str, tuple[str, str]] = {}
     for op in ops:
