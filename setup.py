@@ -62,6 +62,7 @@ class CMakeBuild(build_ext):
         args.append(f"-DTORCH_EXT_MANIFEST={Path(manifest).resolve()}")
         extra = config.get("TORCH_EXT_EXTRA_CSRC")
         args.append(f"-DTORCH_EXT_EXTRA_CSRC={Path(extra).resolve() if extra else ''}")
+        args.append(f"-DTORCH_EXT_NAMESPACE={config.get('TORCH_EXT_NAMESPACE')}")
         subprocess.check_call(args)
         jobs = str(config.get("MAX_JOBS") or os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])

@@ -51,7 +51,7 @@ from torch_ext import fused  # noqa: E402
 fused.register_autograd()
 
 
-def _drain_autograd_device_thread():
+def _drain_autograd_device_thread() -> None:
     """At exit, let the autograd engine's privateuseone worker thread drop the
     last graph task it ran. `torch.autograd.backward` stashes a Python object
     (the contextvars context) in that task's thread-local state; when the

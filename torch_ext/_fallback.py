@@ -1,6 +1,10 @@
 """The CPU fallback's mode and statistics (see csrc/aten/Fallback.cpp)."""
 
+from typing import Literal
+
 from torch_ext import _C
+
+Mode = Literal["warn", "silent", "error"]
 
 MODES = ("warn", "silent", "error")
 
@@ -17,16 +21,16 @@ class fallback_mode:
             ...
     """
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: Mode) -> None:
         if mode not in MODES:
             raise ValueError(f"fallback mode must be one of {MODES}, got {mode!r}")
         self.previous = _C._get_fallback_mode()
         _C._set_fallback_mode(mode)
 
-    def __enter__(self):
+    def __enter__(self) -> "fallback_mode":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         _C._set_fallback_mode(self.previous)
         return False
 
@@ -35,7 +39,7 @@ class fallback_mode:
         return _C._get_fallback_mode()
 
 
-def fallback_stats() -> dict:
+def fallback_stats() -> dict[str, int]:
     """{"aten::op.overload": how many times it ran on the CPU} since the last reset."""
     return dict(_C._fallback_stats())
 

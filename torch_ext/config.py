@@ -14,6 +14,7 @@ generator can load it before the extension is built.
 """
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -44,32 +45,27 @@ def _bool(name: str, text: str) -> bool:
 
 
 def _devices(name: str, text: str) -> int:
-    try:
-        n = int(text, 10)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= 64 or text.strip() != text:
+    # Digits only (int() would also take spaces, signs, "_" and non-ASCII digits).
+    n = int(text) if re.fullmatch(r"[0-9]{1,2}", text) else 0
+    if not 1 <= n <= 64:
         raise ConfigError(f"{name} must be 1..64, got '{text}'")
     return n
 
 
 _SCALE = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_BYTES = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KkMmGgTt]?)")
 
 
 def parse_bytes(name: str, text: str) -> int:
-    """'512M' -> 536870912 (suffixes K, M, G, T: powers of 1024), as C++ parses it."""
-    number, suffix = text, ""
-    if text and text[-1].isalpha():
-        number, suffix = text[:-1], text[-1].lower()
-    if suffix not in _SCALE:
-        raise ConfigError(f"{name}: unknown suffix in '{text}' (use K, M, G or T)")
-    try:
-        value = float(number)
-    except ValueError:
-        value = -1.0
-    if value < 0 or number.strip() != number:
-        raise ConfigError(f"{name}: cannot parse '{text}' as a number of bytes (e.g. 512M, 2G)")
-    return int(value * _SCALE[suffix])
+    """'512M' -> 536870912 (suffixes K, M, G, T: powers of 1024), as C++ parses
+    it: digits with an optional fraction, no sign, space, exponent or '_'."""
+    match = _BYTES.fullmatch(text)
+    if match is None:
+        raise ConfigError(
+            f"{name}: cannot parse '{text}' as a number of bytes "
+            "(e.g. 4096, 512M, 2G; suffixes K, M, G, T)"
+        )
+    return int(float(match[1]) * _SCALE[match[2].lower()])
 
 
 def _int(name: str, text: str) -> int:
@@ -196,6 +192,16 @@ VARIABLES: tuple[Variable, ...] = (
         "—",
         "build with an extra folder of hand-written C++",
         ("setup.py",),
+    ),
+    Variable(
+        "TORCH_EXT_NAMESPACE",
+        "build",
+        "text",
+        "at::musa",
+        "`at::musa`",
+        "C++ namespace of the backend's generated and hand-written classes "
+        "(the CMake cache variable of the same name; C++ spells it `TORCH_EXT_NAMESPACE`)",
+        ("setup.py", "torch_ext/coverage.py"),
     ),
     Variable(
         "TORCH_EXT_BUILD_DIR",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -30,10 +31,13 @@ def manifest_modes() -> dict[str, tuple[str, str]]:
     from codegen.manifest import load
     from codegen.model import Scan, resolve
 
+    from torch_ext import config
+
+    namespace = config.get("TORCH_EXT_NAMESPACE")
     ops = resolve(
-        load(ROOT / "musa_functions.yaml"), "at::musa", Scan([str(ROOT / "csrc")]), kernel_exists
+        load(ROOT / "musa_functions.yaml"), namespace, Scan([str(ROOT / "csrc")]), kernel_exists
     )
-    out = {}
+    out: dict[str, tuple[str, str]] = {}
     for op in ops:
         if op.mode == "New":
             continue
@@ -49,7 +53,7 @@ def manifest_modes() -> dict[str, tuple[str, str]]:
 
 
 def _parse(report: str) -> dict[str, int]:
-    calls = {}
+    calls: dict[str, int] = {}
     for line in report.splitlines():
         name, _, n = line.rpartition(" ")
         calls[name] = int(n)
@@ -63,7 +67,7 @@ def device_calls() -> dict[str, int]:
     return _parse(torch.ops.torch_ext._coverage_report())
 
 
-def calls_during(fn) -> dict[str, int]:
+def calls_during(fn: Callable[[], object]) -> dict[str, int]:
     """The operators `fn()` called on device tensors, with their counts."""
     before = device_calls()
     fn()
@@ -77,7 +81,7 @@ def recorded_calls(path: Path) -> dict[str, int]:
     return {name.removeprefix("aten::"): n for name, n in _parse(path.read_text()).items()}
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m torch_ext.coverage", description=__doc__)
     ap.add_argument("--record", type=Path, default=DEFAULT_RECORD)
     ap.add_argument("--quiet", action="store_true", help="totals only")

@@ -2,7 +2,7 @@
 
 import collections
 import os
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 import torch
 
@@ -77,17 +77,17 @@ def set_device(device: _DeviceLike) -> None:
 class device:
     """Context manager that makes `device` current."""
 
-    def __init__(self, device: _DeviceLike):
+    def __init__(self, device: _DeviceLike) -> None:
         self.index = -1 if device is None else _index(device)
         self.previous = -1
 
-    def __enter__(self):
+    def __enter__(self) -> "device":
         self.previous = current_device()
         if self.index >= 0 and self.index != self.previous:
             _C._set_device(self.index)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         if self.index >= 0 and self.index != self.previous:
             _C._set_device(self.previous)
         return False
@@ -96,7 +96,7 @@ class device:
 class device_of(device):
     """Context manager that makes the device of tensor `obj` current."""
 
-    def __init__(self, obj: torch.Tensor):
+    def __init__(self, obj: torch.Tensor) -> None:
         super().__init__(obj.get_device() if obj.device.type == _TYPE else None)
 
 
@@ -113,7 +113,7 @@ def get_device_name(device: _DeviceLike = None) -> str:
     return get_device_properties(device).name
 
 
-def get_device_capability(device: _DeviceLike = None) -> tuple:
+def get_device_capability(device: _DeviceLike = None) -> tuple[int, int]:
     p = get_device_properties(device)
     return (p.major, p.minor)
 
@@ -127,7 +127,7 @@ def synchronize(device: _DeviceLike = None) -> None:
     _bounds.raise_pending()
 
 
-def get_amp_supported_dtype() -> list:
+def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
 
 
@@ -142,7 +142,7 @@ class Stream(torch.Stream):
     """A stream of a privateuseone device; `priority` as in CUDA (lower is
     higher, 0 is normal)."""
 
-    def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs):
+    def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> "Stream":
         if "stream_id" in kwargs:  # wrapping an existing stream
             return super().__new__(cls, **kwargs)
         index, stream_id = _C._new_stream(_index(device), priority)
@@ -158,7 +158,7 @@ class Stream(torch.Stream):
     def native_handle(self) -> int:
         return _C._stream_handle(self.device_index, self.stream_id)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<torch.privateuseone.Stream device={self.device} id={self.stream_id} priority={self.priority}>"
 
 
@@ -169,7 +169,7 @@ def _wrap(stream: torch.Stream) -> Stream:
 
 
 class _EventMeta(type):
-    def __instancecheck__(cls, obj):
+    def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, torch.Event) and obj.device.type == _TYPE
 
 
@@ -179,7 +179,7 @@ class Event(metaclass=_EventMeta):
 
     def __new__(
         cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
-    ):
+    ) -> torch.Event:
         return torch.Event(
             device=_TYPE, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
         )
@@ -193,7 +193,7 @@ def default_stream(device: _DeviceLike = None) -> Stream:
     return Stream(stream_id=0, device_index=_index(device), device_type=_DEVICE_TYPE)
 
 
-def set_stream(stream: torch.Stream) -> None:
+def set_stream(stream: Optional[torch.Stream]) -> None:
     if stream is not None:
         torch.accelerator.set_stream(stream)
 
@@ -201,10 +201,10 @@ def set_stream(stream: torch.Stream) -> None:
 class StreamContext:
     """Makes `stream` (and its device) current inside the block."""
 
-    def __init__(self, stream: Optional[torch.Stream]):
+    def __init__(self, stream: Optional[torch.Stream]) -> None:
         self.stream = stream
 
-    def __enter__(self):
+    def __enter__(self) -> "StreamContext":
         if self.stream is None:
             return self
         self.device = device(self.stream.device_index)
@@ -213,7 +213,7 @@ class StreamContext:
         torch.accelerator.set_stream(self.stream)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         if self.stream is None:
             return False
         torch.accelerator.set_stream(self.previous)
@@ -260,7 +260,7 @@ def empty_cache() -> None:
     _C._empty_cache()
 
 
-def mem_get_info(device: _DeviceLike = None) -> tuple:
+def mem_get_info(device: _DeviceLike = None) -> tuple[int, int]:
     """(free, total) bytes of the device."""
     return tuple(_C._mem_get_info(_index(device)))
 
@@ -283,7 +283,7 @@ def get_rng_state(device: _DeviceLike = _TYPE) -> torch.Tensor:
     return _generator(device).get_state()
 
 
-def get_rng_state_all() -> list:
+def get_rng_state_all() -> list[torch.Tensor]:
     return [get_rng_state(i) for i in range(device_count())]
 
 
@@ -291,7 +291,7 @@ def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = _TYPE) -> None:
     _generator(device).set_state(new_state.clone())
 
 
-def set_rng_state_all(new_states) -> None:
+def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
     for i, state in enumerate(new_states):
         set_rng_state(state, i)
 

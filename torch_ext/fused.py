@@ -11,18 +11,21 @@ torch.compile). Their backward is registered here, so they train:
 
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence
+
 import torch
+from torch import Tensor
 
 from torch_ext.ops.normalization import rms_norm_fwd
 
 ops = torch.ops.torch_ext
 
 
-def _stat_dtype(dtype):
+def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _stat_shape(x, normalized_shape):
+def _stat_shape(x: Tensor, normalized_shape: Sequence[int]) -> list[int]:
     axis = x.dim() - len(normalized_shape)
     return list(x.shape[:axis]) + [1] * len(normalized_shape)
 
@@ -30,44 +33,72 @@ def _stat_shape(x, normalized_shape):
 # ---- Meta kernels (named by `fake:` in the manifest) -----------------------
 # The Triton kernels write contiguous outputs whatever the input's strides, so
 # the fakes must too: torch.compile plans views on these strides.
-def _like(t):
+def _like(t: Tensor) -> Tensor:
     return torch.empty_like(t, memory_format=torch.contiguous_format)
 
 
-def rms_norm_fake(input, normalized_shape, weight, eps):
+def rms_norm_fake(
+    input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor], eps: Optional[float]
+) -> tuple[Tensor, Tensor]:
     return (
         _like(input),
         input.new_empty(_stat_shape(input, normalized_shape), dtype=_stat_dtype(input.dtype)),
     )
 
 
-def rms_norm_backward_fake(grad_out, input, normalized_shape, rstd, weight, output_mask):
+def rms_norm_backward_fake(
+    grad_out: Tensor,
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    rstd: Tensor,
+    weight: Optional[Tensor],
+    output_mask: Sequence[bool],
+) -> tuple[Optional[Tensor], Optional[Tensor]]:
     dw = _like(weight) if weight is not None and output_mask[1] else None
     return _like(input) if output_mask[0] else None, dw
 
 
-def skip_layer_norm_fake(x, residual, normalized_shape, weight, bias, eps):
+def skip_layer_norm_fake(
+    x: Tensor,
+    residual: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor],
+    bias: Optional[Tensor],
+    eps: float,
+) -> tuple[Tensor, Tensor, Tensor]:
     stat = x.new_empty(_stat_shape(x, normalized_shape), dtype=_stat_dtype(x.dtype))
     return _like(x), stat, _like(stat)
 
 
-def skip_rms_norm_fake(x, residual, normalized_shape, weight, eps):
+def skip_rms_norm_fake(
+    x: Tensor,
+    residual: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor],
+    eps: Optional[float],
+) -> tuple[Tensor, Tensor]:
     return rms_norm_fake(x, normalized_shape, weight, eps)
 
 
-def fused_add_rms_norm_fake(x, residual, normalized_shape, weight, eps):
+def fused_add_rms_norm_fake(
+    x: Tensor,
+    residual: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor],
+    eps: Optional[float],
+) -> tuple[Tensor, Tensor]:
     return _like(x), _like(x)
 
 
-def and_mul_fake(x, *args):
+def and_mul_fake(x: Tensor, *args: Any) -> Tensor:
     return x.new_empty(list(x.shape[:-1]) + [x.shape[-1] // 2])
 
 
-def and_mul_backward_fake(grad, x, *args):
+def and_mul_backward_fake(grad: Tensor, x: Tensor, *args: Any) -> Tensor:
     return _like(x)
 
 
-def rotary_embedding_fake(x, cos, sin, interleaved=False):
+def rotary_embedding_fake(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
     return _like(x)
 
 
@@ -76,7 +107,9 @@ def rotary_embedding_fake(x, cos, sin, interleaved=False):
 # pointwise/reduction ops. The manifest registers the fused forward for
 # PrivateUse1 (kernel below); a backend kernel for a composite op also needs
 # its autograd kernel, registered in register_autograd().
-def aten_rms_norm(input, normalized_shape, weight, eps):
+def aten_rms_norm(
+    input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor], eps: Optional[float]
+) -> Tensor:
     return rms_norm_fwd(input, normalized_shape, weight, eps)[0]
 
 
@@ -97,47 +130,57 @@ class _AtenRMSNorm(torch.autograd.Function):
 
 
 # ---- Python helpers ---------------------------------------------------------
-def rms_norm(x, weight=None, eps=None):
+def rms_norm(x: Tensor, weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor:
     """RMS norm over the last dimension(s) of weight's shape (or the last one)."""
     shape = list(weight.shape) if weight is not None else [x.shape[-1]]
     return ops.rms_norm(x, shape, weight, eps)[0]
 
 
-def skip_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
+def skip_layer_norm(
+    x: Tensor,
+    residual: Tensor,
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """layer_norm(x + residual) over the last dimension, in one pass."""
     shape = list(weight.shape) if weight is not None else [x.shape[-1]]
     return ops.skip_layer_norm(x, residual, shape, weight, bias, eps)[0]
 
 
-def skip_rms_norm(x, residual, weight=None, eps=1e-6):
+def skip_rms_norm(
+    x: Tensor, residual: Tensor, weight: Optional[Tensor] = None, eps: float = 1e-6
+) -> Tensor:
     """rms_norm(x + residual) over the last dimension, in one pass."""
     shape = list(weight.shape) if weight is not None else [x.shape[-1]]
     return ops.skip_rms_norm(x, residual, shape, weight, eps)[0]
 
 
-def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):
+def fused_add_rms_norm(
+    x: Tensor, residual: Tensor, weight: Optional[Tensor] = None, eps: float = 1e-6
+) -> tuple[Tensor, Tensor]:
     """(rms_norm(x + residual), x + residual): the sum is the next residual."""
     shape = list(weight.shape) if weight is not None else [x.shape[-1]]
     return ops.fused_add_rms_norm(x, residual, shape, weight, eps)
 
 
-def gelu_and_mul(x, approximate="none"):
+def gelu_and_mul(x: Tensor, approximate: str = "none") -> Tensor:
     return ops.gelu_and_mul(x, approximate)
 
 
-def silu_and_mul(x):
+def silu_and_mul(x: Tensor) -> Tensor:
     return ops.silu_and_mul(x)
 
 
-def rotary_embedding(x, cos, sin, interleaved=False):
+def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
     return ops.rotary_embedding(x, cos, sin, interleaved)
 
 
 # ---- Autograd ---------------------------------------------------------------
-_aten_lib = None
+_aten_lib: Optional[torch.library.Library] = None
 
 
-def register_autograd():
+def register_autograd() -> None:
     """Called by `import torch_ext` once the operators exist."""
     reg = torch.library.register_autograd
 

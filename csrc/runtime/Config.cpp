@@ -4,7 +4,7 @@
 
 #include <c10/util/Exception.h>
 
-#include <cerrno>
+#include <cctype>
 #include <cstdlib>
 
 namespace torch_ext::config {
@@ -29,37 +29,41 @@ std::string choice(const char* name, const char* fallback, const char* a, const 
 }  // namespace
 
 size_t parse_bytes(const char* name, const std::string& text) {
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  double value = std::strtod(begin, &end);
-  TORCH_CHECK(end != begin && value >= 0, name, ": cannot parse '", text,
-              "' as a number of bytes (e.g. 512M, 2G)");
-  double scale = 1;
-  switch (*end) {
-    case 'k':
-    case 'K':
-      scale = 1024.0;
-      break;
-    case 'm':
-    case 'M':
-      scale = 1024.0 * 1024;
-      break;
-    case 'g':
-    case 'G':
-      scale = 1024.0 * 1024 * 1024;
-      break;
-    case 't':
-    case 'T':
-      scale = 1024.0 * 1024 * 1024 * 1024;
-      break;
-    case '\0':
-      break;
-    default:
-      TORCH_CHECK(false, name, ": unknown suffix in '", text, "' (use K, M, G or T)");
+  // Digits with an optional fraction, then an optional K/M/G/T: exactly what
+  // torch_ext/config.py accepts (no sign, spaces, exponent, hex, inf or nan).
+  size_t i = 0, digits = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
   }
-  TORCH_CHECK(*end == '\0' || end[1] == '\0', name, ": cannot parse '", text,
-              "' as a number of bytes (e.g. 512M, 2G)");
-  return static_cast<size_t>(value * scale);
+  double scale = 1;
+  if (i + 1 == text.size()) {
+    switch (text[i]) {
+      case 'k':
+      case 'K':
+        scale = 1024.0;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1024.0 * 1024;
+        break;
+      case 'g':
+      case 'G':
+        scale = 1024.0 * 1024 * 1024;
+        break;
+      case 't':
+      case 'T':
+        scale = 1024.0 * 1024 * 1024 * 1024;
+        break;
+      default:
+        digits = 0;
+    }
+    ++i;
+  }
+  TORCH_CHECK(digits > 0 && i == text.size(), name, ": cannot parse '", text,
+              "' as a number of bytes (e.g. 4096, 512M, 2G; suffixes K, M, G, T)");
+  return static_cast<size_t>(std::strtod(text.c_str(), nullptr) * scale);
 }
 
 bool parse_bool(const char* name, const std::string& text) {
@@ -75,11 +79,11 @@ std::string fallback() { return choice("TORCH_EXT_FALLBACK", "warn", "warn", "si
 int host_devices() {
   auto text = read("TORCH_EXT_HOST_DEVICES");
   if (!text) return 1;
-  char* end = nullptr;
-  errno = 0;
-  long n = std::strtol(text->c_str(), &end, 10);
-  TORCH_CHECK(errno == 0 && *end == '\0' && end != text->c_str() && n >= 1 && n <= 64,
-              "TORCH_EXT_HOST_DEVICES must be 1..64, got '", *text, "'");
+  // Digits only, as torch_ext/config.py accepts (strtol would skip spaces).
+  bool digits = text->size() <= 2;
+  for (char c : *text) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+  long n = digits ? std::strtol(text->c_str(), nullptr, 10) : 0;
+  TORCH_CHECK(n >= 1 && n <= 64, "TORCH_EXT_HOST_DEVICES must be 1..64, got '", *text, "'");
   return static_cast<int>(n);
 }
 

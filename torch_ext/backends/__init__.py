@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 from torch_ext import config
 
-_spec_modules: dict = {}
+_spec_modules: dict[str, Optional[ModuleType]] = {}
 
 
 def active_driver() -> str:
@@ -49,7 +49,7 @@ def spec_func(function_name: str) -> Optional[Callable]:
     return getattr(module, function_name, None) if module is not None else None
 
 
-def spec(function_name: str, *args, **kwargs) -> Any:
+def spec(function_name: str, *args: Any, **kwargs: Any) -> Any:
     """Calls the active driver's specialisation; None when it has none."""
     func = spec_func(function_name)
     return func(*args, **kwargs) if func is not None else None

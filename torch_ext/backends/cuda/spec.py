@@ -3,6 +3,8 @@
 Tuned values and functions go here by name (see torch_ext/backends/__init__.py).
 """
 
+from typing import Optional
+
 import triton
 import triton.language as tl  # noqa: F401  (in scope for jit functions)
 from triton.language.extra import libdevice
@@ -84,10 +86,10 @@ def fmod(a, b):
     return r
 
 
-_SM_COUNT = {}
+_SM_COUNT: dict[int, int] = {}
 
 
-def _sm_count():
+def _sm_count() -> int:
     """Multiprocessors of the GPU that Triton launches on now (our driver's
     current device, or torch.cuda's when the kernels run without _C)."""
     from triton.runtime import driver
@@ -100,7 +102,9 @@ def _sm_count():
     return _SM_COUNT[device]
 
 
-def reduction_config(outputs, length, inner, elem_size):
+def reduction_config(
+    outputs: int, length: int, inner: int, elem_size: int
+) -> Optional[tuple[int, int, int, int]]:
     """(splits, BLOCK_O, BLOCK_R, num_warps) for reductions over a contiguous
     axis (inner == 1), from tests_gpu/harness/tune_reduce.py on an H200:
     - few outputs, long rows (sum of 64M float32): two programs per SM, each

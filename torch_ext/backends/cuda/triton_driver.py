@@ -12,6 +12,8 @@ Its launcher also reports each launch to the tier-2 fast launcher
 with the same signature are launched from C++ directly.
 """
 
+from typing import Any, Optional, Sequence
+
 import torch
 from triton.backends.nvidia.driver import CudaDriver
 from triton.runtime import driver as triton_driver
@@ -19,11 +21,11 @@ from triton.runtime import driver as triton_driver
 from torch_ext import _C
 
 
-def _observing(launcher_cls):
+def _observing(launcher_cls: type) -> type:
     """Triton's launcher class, reporting launches to the fast launcher."""
 
     class ObservedLauncher(launcher_cls):
-        def __init__(self, src, metadata):
+        def __init__(self, src: Any, metadata: Any) -> None:
             super().__init__(src, metadata)
             self._fast_types = _fast_types(src, metadata)
             self._fast_threads = 32 * getattr(metadata, "num_warps", 4)
@@ -31,7 +33,9 @@ def _observing(launcher_cls):
 
         # Triton (3.6 and 3.9) calls: grid x/y/z, stream, function, packed
         # metadata, launch metadata, enter hook, exit hook, *kernel arguments.
-        def __call__(self, gridX, gridY, gridZ, stream, function, *rest):
+        def __call__(
+            self, gridX: int, gridY: int, gridZ: int, stream: int, function: int, *rest: Any
+        ) -> Any:
             if _C._fast_launch_recording():
                 types, values = self._fast_types, None
                 if types is not None and len(rest) - 4 == len(types):
@@ -49,7 +53,7 @@ def _observing(launcher_cls):
     return ObservedLauncher
 
 
-def _fast_types(src, metadata):
+def _fast_types(src: Any, metadata: Any) -> Optional[list[str]]:
     """Each kernel argument's Triton type ('constexpr' for those compiled
     in), or None when the launch is not a plain one C++ can replay."""
     signature = getattr(src, "signature", None)
@@ -67,7 +71,7 @@ def _fast_types(src, metadata):
     return list(signature.values()) if plain else None
 
 
-def _fast_values(types, args):
+def _fast_values(types: Sequence[str], args: Sequence[Any]) -> tuple[list[Any], list[str]]:
     """(values, types) of the non-constexpr arguments, pointers as ints."""
     values, kept = [], []
     for ty, arg in zip(types, args):
@@ -81,7 +85,7 @@ def _fast_values(types, args):
 
 
 class PrivateUse1CudaDriver(CudaDriver):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         if hasattr(_C, "_fast_launch_recording"):
             self.launcher_cls = _observing(self.launcher_cls)
@@ -93,21 +97,21 @@ class PrivateUse1CudaDriver(CudaDriver):
         self.get_device_capability = _C._cuda_device_capability
 
     @staticmethod
-    def is_active():
+    def is_active() -> bool:
         return True
 
-    def get_active_torch_device(self):
+    def get_active_torch_device(self) -> torch.device:
         return torch.device("privateuseone", self.get_current_device())
 
-    def get_device_interface(self):
+    def get_device_interface(self) -> Any:
         return torch.privateuseone
 
-    def get_empty_cache_for_benchmark(self):
+    def get_empty_cache_for_benchmark(self) -> torch.Tensor:
         # As Triton's: a 256 MB buffer that do_bench clears between runs.
         return torch.empty(64 * 1024 * 1024, dtype=torch.int, device=self.get_active_torch_device())
 
 
-def activate():
+def activate() -> None:
     """Makes Triton compile and launch for torch_ext's cuda driver."""
     # Reading `triton_driver.active` would build Triton's default driver first.
     if not isinstance(getattr(triton_driver, "_active", None), PrivateUse1CudaDriver):

@@ -4,27 +4,29 @@ The interpreter's cost is per program instance, not per element, so the host
 driver wants few, large blocks.
 """
 
+from typing import Any, Callable
 
-def pointwise_block(numel):
+
+def pointwise_block(numel: int) -> int:
     # One numpy-vectorised program handles up to 64Ki elements.
     return 1 << 16
 
 
-def reduction_block(n):
+def reduction_block(n: int) -> int:
     return 1 << 14
 
 
-def reduction_splits(outputs, length):
+def reduction_splits(outputs: int, length: int) -> int:
     # The interpreter runs programs one after another: never split.
     return 1
 
 
-def mm_config(m, n, k, dtype):
+def mm_config(m: int, n: int, k: int, dtype: Any) -> tuple[int, int, int, int, int]:
     # Big tiles: numpy does each tl.dot in one call.
     return 128, 128, 128, 4, 1
 
 
-def dot_needs_fp32_inputs(dtype):
+def dot_needs_fp32_inputs(dtype: Any) -> bool:
     # The interpreter's tl.dot goes through numpy, which has no bfloat16.
     import torch
 
@@ -34,14 +36,14 @@ def dot_needs_fp32_inputs(dtype):
 _INTERPRETER_LOCK = __import__("threading").RLock()
 
 
-def launch_lock():
+def launch_lock() -> Any:
     # Triton's interpreter patches triton.language globally while a kernel
     # runs, so launches from several threads (autograd's backward threads,
     # user threads) must take turns.
     return _INTERPRETER_LOCK
 
 
-def _fix_interpreter_index():
+def _fix_interpreter_index() -> None:
     """Triton 3.6's interpreter turns a scalar (a 1-element array) into a
     Python int with int(array), which numpy >= 2.4 refuses, so every kernel
     loop with a runtime bound (`range(0, R, BLOCK)`) fails there. Later
@@ -56,7 +58,7 @@ def _fix_interpreter_index():
     if patch is None or getattr(patch, "_torch_ext_index", False):
         return
 
-    def patched(fn):
+    def patched(fn: Callable) -> Any:
         scope = patch(fn)
         if hasattr(scope, "set_attr"):
             scope.set_attr(
