@@ -200,6 +200,18 @@ def train_matches_cpu(net, x, y, momentum=0.0, steps=3):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-4)
 
 
+def same(a, b, **kw):
+    """a (device result, or a tuple of them) equals b (CPU) within
+    torch.testing.assert_close's default (or the given) tolerances."""
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same(x, y, **kw)
+        return
+    assert a.device.type == DEV, a.device
+    torch.testing.assert_close(a.cpu(), b, equal_nan=True, **kw)
+
+
 # --- kernel level: Triton wrappers called directly (tests/ops) -------------
 
 

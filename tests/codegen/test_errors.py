@@ -518,6 +518,7 @@ def _cli_error(tmp_path, text, *args):
     return manifest, p.stderr.strip()
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_cli_legacy_device_specific(tmp_path):
     manifest, err = _cli_error(
         tmp_path,
@@ -532,6 +533,7 @@ def test_cli_legacy_device_specific(tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_cli_unknown_dispatch_key(tmp_path):
     manifest, err = _cli_error(
         tmp_path,
@@ -548,6 +550,7 @@ def test_cli_unknown_dispatch_key(tmp_path):
     )
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_cli_missing_triton_kernel_real_registry(tmp_path):
     """No kernel of torch_ext/ops (no monkeypatch) declares this name."""
     manifest, err = _cli_error(

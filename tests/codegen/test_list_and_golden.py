@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from conftest import make_csrc, real_kernel_names, run_cli, write_manifest
 from test_modes import CUSTOMIZED_SEED, NEW_OP, TRIL_CSRC_CUSTOMIZED
 
@@ -132,6 +134,7 @@ def test_new_op_library_golden(codegen):
     check_golden("new_op.RegisterTorchExtOps.cpp", r.files()["RegisterTorchExtOps.cpp"])
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_list_and_generate_with_real_registry(tmp_path):
     """No monkeypatch: the CLI checks names against the kernels declared in torch_ext/ops."""
     names = real_kernel_names()

@@ -51,7 +51,7 @@ renorm addbmm addmv vdot linalg.vecdot nansum nanmean index_copy
 # By family of kernels (pooling/resample, special functions, selection/search).
 # (_upsample_bilinear2d_aa is left out of the spatial list: in float32 its weights
 # rounding moves a sample by 3e-5 from float64, on PyTorch's CPU alike;
-# tests/native/test_spatial.py checks it against the CPU.)
+# tests/native/test_resample.py checks it against the CPU.)
 OPS_SPATIAL = """
 nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d nn.functional.adaptive_avg_pool3d
 nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool2d nn.functional.adaptive_max_pool3d

@@ -61,6 +61,7 @@ def test_calls_from_other_threads_take_the_gil_themselves():
     torch.testing.assert_close(wd.grad.cpu(), w.grad)
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_importing_triton_first_still_works():
     code = textwrap.dedent("""
         import triton, triton.language as tl   # before torch_ext
@@ -76,6 +77,7 @@ def test_importing_triton_first_still_works():
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_codegen_list_on_the_real_manifest():
     r = subprocess.run(
         [sys.executable, "-m", "codegen", "--list"],

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# Builds a variant of the extension from a changed manifest: minutes.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 VARIANT = Path(__file__).resolve().parent / "variant"
 

@@ -87,6 +87,7 @@ def test_record_stream_delays_reuse_until_stream_done():
     assert stats["active.all.current"] == stats["allocation.all.current"]
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_out_of_memory_raises_with_figures_and_device_stays_usable():
     r = run_python(
         """

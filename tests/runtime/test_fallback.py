@@ -55,6 +55,7 @@ def test_silent_runs_on_cpu_and_counts():
     assert torch_ext.fallback_mode.current() == "error"  # restored
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_warn_once_per_op():
     # Warnings of ops called through torch.ops reach stderr, not always the
     # warnings module: count them there, in a fresh process in warn mode.
@@ -127,6 +128,7 @@ def test_zero_dim_cpu_tensor_is_a_scalar():
     assert y.device.type == DEV and torch.equal(y.cpu(), torch.full((3,), 3.0))
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_mode_from_environment():
     r = run_python(
         """

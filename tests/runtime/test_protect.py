@@ -4,9 +4,12 @@ it whichever driver the test run uses."""
 
 import signal
 
+import pytest
+
 from helpers import run_python
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_runtime_paths_work_under_protection():
     r = run_python(
         """

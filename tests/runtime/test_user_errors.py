@@ -88,6 +88,7 @@ def test_cross_device_operands_name_both_devices():
     assert_clean(str(err.value))
 
 
+@pytest.mark.slow  # a fresh interpreter or a codegen run: seconds
 def test_out_of_memory_is_torch_oom_with_sizes_and_device_stays_usable():
     p = run_python(
         """

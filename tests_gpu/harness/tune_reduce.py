@@ -24,6 +24,7 @@ sys.modules["torch_ext"] = pkg
 import torch  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
+from torch_ext.ops import _common as common  # noqa: E402
 from torch_ext.ops import reduction as red  # noqa: E402
 from torch_ext.ops._launch import cdiv  # noqa: E402
 
@@ -47,13 +48,13 @@ def run(x, O, R, out, splits, bo, br, warps):
             1.0,
             OP=red.SUM,
             POST=red.POST_NONE,
-            ACC=red._TL[acc],
+            ACC=common.TL_DTYPES[acc],
             PARTIAL=True,
             BLOCK_O=bo,
             BLOCK_R=br,
             num_warps=warps,
         )
-        fb, fr = red._blocks(O, splits, 1)
+        fb, fr = common.reduce_blocks(O, splits, 1)
         red._reduce_kernel[(cdiv(O, fb), 1)](
             partial,
             out,
@@ -67,7 +68,7 @@ def run(x, O, R, out, splits, bo, br, warps):
             1.0,
             OP=red.SUM,
             POST=red.POST_NONE,
-            ACC=red._TL[acc],
+            ACC=common.TL_DTYPES[acc],
             PARTIAL=False,
             BLOCK_O=fb,
             BLOCK_R=fr,
@@ -86,7 +87,7 @@ def run(x, O, R, out, splits, bo, br, warps):
             1.0,
             OP=red.SUM,
             POST=red.POST_NONE,
-            ACC=red._TL[acc],
+            ACC=common.TL_DTYPES[acc],
             PARTIAL=False,
             BLOCK_O=bo,
             BLOCK_R=br,

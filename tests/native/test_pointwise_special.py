@@ -1,25 +1,17 @@
-"""The special family (torch_ext/ops/special.py) through the dispatcher:
-activations and losses (mish, log_sigmoid, binary cross entropy, smooth L1,
-Huber, prelu, glu), clamp_min/clamp_max with tensor bounds, the shift
-operators, and the special functions (lgamma, digamma, polygamma, i0, i0e, i1,
-i1e, sinc, nextafter, gcd). Forward and autograd backward on the device
-against CPU (float64 reference, the same-dtype CPU result for fp16/bf16),
-edge values, layouts, broadcasting, out= and in-place forms, errors.
-Fallback is `error` (tests/conftest.py): a pass means the op ran natively."""
+"""Dispatcher-level tests (torch.* on privateuseone against CPU) of the
+pointwise family's special functions and activations beyond the basic set
+(mish, logsigmoid, prelu, glu, clamp with tensor bounds, shifts, special.*,
+polygamma, nextafter, gcd/lcm, zeta, mvlgamma, erfcx/log_ndtr/ndtri)."""
 
 import math
 
 import pytest
+
 import torch
 import torch.nn.functional as F
 
 from helpers import DEV, REGISTERED, assert_close, check, rand, to_dev
-from helpers import grads as _grads  # (wrapped below: also requires some gradient)
-
-F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
-FLOATS = [F32, F16, BF16]
-INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
-INF, NAN = math.inf, math.nan
+from helpers import grads as _grads
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +19,19 @@ def _seed():
     torch.manual_seed(0)
 
 
-def grads(fn, *inputs, **kw):
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+
+
+FLOATS = [F32, F16, BF16]
+
+
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+INF, NAN = math.inf, math.nan
+
+
+def some_grads(fn, *inputs, **kw):
     gs, ref_gs = _grads(fn, *inputs, **kw)
     assert len(gs) == len(ref_gs) and gs
 
@@ -37,6 +41,36 @@ def edge(dtype, *extra):
         [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, INF, -INF, NAN, *extra],
         dtype=torch.float64,
     ).to(dtype)
+
+
+UNARY_SPECIAL = {
+    "lgamma": torch.lgamma,
+    "digamma": torch.digamma,
+    "i0": torch.i0,
+    "sinc": torch.sinc,
+    "special_i0e": torch.special.i0e,
+    "special_i1": torch.special.i1,
+    "special_i1e": torch.special.i1e,
+}
+
+
+# Ranges with the interesting parts (poles of lgamma/digamma at non-positive integers).
+RANGE = {
+    "lgamma": (-12, 12),
+    "digamma": (-12, 12),
+    "i0": (-30, 30),
+    "sinc": (-6, 6),
+    "special_i0e": (-60, 60),
+    "special_i1": (-30, 30),
+    "special_i1e": (-60, 60),
+}
+
+
+NDTR = {
+    "special_erfcx": (torch.special.erfcx, (-8, 30)),
+    "special_log_ndtr": (torch.special.log_ndtr, (-40, 12)),
+    "special_ndtri": (torch.special.ndtri, (0, 1)),
+}
 
 
 def test_registered():
@@ -127,17 +161,13 @@ def test_registered():
     assert sorted(names - REGISTERED) == []
 
 
-# ---------------------------------------------------------------------------
-# activations
-
-
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_mish(dtype):
     x = rand((9, 7), dtype, -6, 6, noncontig=True)
     check(F.mish, x)
     check(F.mish, edge(dtype))
-    grads(F.mish, x, dtype=dtype)
-    grads(F.mish, edge(dtype)[:10], dtype=dtype)
+    some_grads(F.mish, x, dtype=dtype)
+    some_grads(F.mish, edge(dtype)[:10], dtype=dtype)
     # out= and in-place
     out = torch.empty(0, dtype=dtype, device=DEV)
     assert torch.ops.aten.mish.out(x.to(DEV), out=out) is out
@@ -154,8 +184,8 @@ def test_logsigmoid(dtype):
     x = rand((8, 5), dtype, -10, 10, noncontig=True)
     check(F.logsigmoid, x)
     check(F.logsigmoid, edge(dtype, 1000.0, -1000.0) if dtype != F16 else edge(dtype))
-    grads(F.logsigmoid, x, dtype=dtype)
-    grads(F.logsigmoid, edge(dtype)[:10], dtype=dtype)
+    some_grads(F.logsigmoid, x, dtype=dtype)
+    some_grads(F.logsigmoid, edge(dtype)[:10], dtype=dtype)
     # the aten overloads directly; the buffer is not needed by our backward
     out, buf = torch.ops.aten.log_sigmoid_forward(x.to(DEV))
     assert_close(out, F.logsigmoid(x.double()), dtype, ref_same=F.logsigmoid(x))
@@ -176,43 +206,16 @@ def test_logsigmoid(dtype):
         torch.ops.aten.log_sigmoid_forward(torch.arange(3, device=DEV))
 
 
-# Not bfloat16: the composite's (1 - t) * x - log_sigmoid(x) cancels, and the host
-# driver's interpreter rounds float32 -> bfloat16 by truncation (an ulp off).
-@pytest.mark.parametrize("dtype", [F32, F16])
-def test_bce_with_logits(dtype):
-    x, t = rand((6, 5), dtype, -8, 8), rand((6, 5), dtype, 0, 1)
-    w, pw = rand((5,), dtype, 0.5, 2), rand((5,), dtype, 0.5, 2)
-    for red in ("mean", "sum", "none"):
-        red_n = 30 if red != "none" else 1
-        grads(
-            lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=red),
-            x,
-            t,
-            dtype=dtype,
-            reduce=red_n,
-        )
-        grads(
-            lambda a, b, w, pw: F.binary_cross_entropy_with_logits(
-                a, b, weight=w, pos_weight=pw, reduction=red
-            ),
-            x,
-            t,
-            w,
-            pw,
-            dtype=dtype,
-            reduce=red_n,
-            const=(2, 3),
-        )
-
-
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_prelu(dtype):
     x = rand((4, 3, 5, 2), dtype, -3, 3, noncontig=True)
     w = rand((3,), dtype, -1, 1)
     check(F.prelu, x, w)
-    grads(F.prelu, x, w, dtype=dtype, reduce=40)
-    grads(F.prelu, rand((6, 7), dtype), torch.tensor([0.25], dtype=dtype), dtype=dtype, reduce=42)
-    grads(F.prelu, rand((5,), dtype), rand((1,), dtype), dtype=dtype, reduce=5)
+    some_grads(F.prelu, x, w, dtype=dtype, reduce=40)
+    some_grads(
+        F.prelu, rand((6, 7), dtype), torch.tensor([0.25], dtype=dtype), dtype=dtype, reduce=42
+    )
+    some_grads(F.prelu, rand((5,), dtype), rand((1,), dtype), dtype=dtype, reduce=5)
     check(F.prelu, edge(dtype).reshape(1, -1), torch.tensor([0.1], dtype=dtype))
     # the aten kernels with a weight broadcast over self
     g = rand((4, 3, 5, 2), dtype)
@@ -226,10 +229,10 @@ def test_glu(dtype):
     x = rand((4, 6, 8), dtype, -4, 4)
     for dim in (0, 1, -1, 2):
         check(F.glu, x, dim)
-        grads(lambda t: F.glu(t, dim), x, dtype=dtype)
+        some_grads(lambda t: F.glu(t, dim), x, dtype=dtype)
     xt = rand((8, 6), dtype).t()  # non-contiguous
     check(F.glu, xt, 0)
-    grads(lambda t: F.glu(t, 0), xt, dtype=dtype)
+    some_grads(lambda t: F.glu(t, 0), xt, dtype=dtype)
     check(F.glu, edge(dtype, 2.0), 0)
     out = torch.empty(0, dtype=dtype, device=DEV)
     assert torch.ops.aten.glu.out(x.to(DEV), 1, out=out) is out
@@ -255,148 +258,6 @@ def test_glu_errors():
         torch.ops.aten.glu_backward(torch.randn(3, 3, device=DEV), torch.randn(3, 4, device=DEV), 1)
 
 
-# ---------------------------------------------------------------------------
-# losses
-
-
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_binary_cross_entropy(dtype):
-    x, t = rand((7, 6), dtype, 0.02, 0.98, noncontig=True), rand((7, 6), dtype, 0, 1)
-    w = rand((6,), dtype, 0.5, 2)
-    for red in ("none", "mean", "sum"):
-        n = 42 if red != "none" else 1
-        check(lambda a, b: F.binary_cross_entropy(a, b, reduction=red), x, t, reduce=n)
-        check(
-            lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red), x, t, w, reduce=n
-        )
-        grads(
-            lambda a, b: F.binary_cross_entropy(a, b, reduction=red),
-            x,
-            t,
-            dtype=dtype,
-            reduce=n,
-            const=(1,),
-        )
-        grads(
-            lambda a, b, w: F.binary_cross_entropy(a, b, weight=w, reduction=red),
-            x,
-            t,
-            w,
-            dtype=dtype,
-            reduce=n,
-            const=(1, 2),
-        )
-    # log clamped at -100: exact 0 and 1 inputs give finite losses
-    xe = torch.tensor([0.0, 0.0, 1.0, 1.0, 0.5], dtype=dtype)
-    te = torch.tensor([0.0, 1.0, 0.0, 1.0, 0.25], dtype=dtype)
-    res = check(lambda a, b: F.binary_cross_entropy(a, b, reduction="none"), xe, te)
-    assert torch.isfinite(res.cpu()).all() and res.cpu()[1].item() == 100.0
-    # the aten out= forms
-    out = torch.empty(0, dtype=dtype, device=DEV)
-    r = torch.ops.aten.binary_cross_entropy.out(x.to(DEV), t.to(DEV), w.to(DEV), 2, out=out)
-    assert r is out and out.shape == ()
-    assert_close(
-        out,
-        F.binary_cross_entropy(x.double(), t.double(), w.double(), reduction="sum"),
-        dtype,
-        reduce=42,
-        ref_same=F.binary_cross_entropy(x, t, w, reduction="sum"),
-    )
-    g = rand((7, 6), dtype)
-    gi = torch.empty(0, dtype=dtype, device=DEV)
-    r = torch.ops.aten.binary_cross_entropy_backward.grad_input(
-        g.to(DEV), x.to(DEV), t.to(DEV), None, 0, grad_input=gi
-    )
-    assert r is gi
-    ref = torch.ops.aten.binary_cross_entropy_backward(g.double(), x.double(), t.double(), None, 0)
-    assert_close(
-        gi, ref, dtype, ref_same=torch.ops.aten.binary_cross_entropy_backward(g, x, t, None, 0)
-    )
-
-
-def test_binary_cross_entropy_errors():
-    x, t = torch.rand(4, 3), torch.rand(4, 3)
-    with pytest.raises(RuntimeError, match="input should be between 0 and 1"):
-        F.binary_cross_entropy((x + 1).to(DEV), t.to(DEV))
-    with pytest.raises(RuntimeError, match="input should be between 0 and 1"):
-        F.binary_cross_entropy(torch.full((3,), NAN, device=DEV), torch.rand(3, device=DEV))
-    with pytest.raises(RuntimeError, match="target should be between 0 and 1"):
-        F.binary_cross_entropy(x.to(DEV), (t - 2).to(DEV))
-    with pytest.raises(RuntimeError, match="does not match"):
-        torch.ops.aten.binary_cross_entropy(x.to(DEV), torch.rand(5, device=DEV))
-    with pytest.raises(RuntimeError, match="dtype"):
-        torch.ops.aten.binary_cross_entropy(x.to(DEV), t.double().to(DEV))
-    with pytest.raises(RuntimeError, match="weight"):
-        torch.ops.aten.binary_cross_entropy(x.to(DEV), t.to(DEV), torch.rand(4, device=DEV))
-    with pytest.raises(ValueError):  # the Python-level size check, before dispatch
-        F.binary_cross_entropy(x.to(DEV), torch.rand(4, 1, device=DEV))
-    # CPU raises for the same inputs
-    with pytest.raises(RuntimeError, match="between 0 and 1"):
-        F.binary_cross_entropy(x + 1, t)
-
-
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("loss", ["smooth_l1", "huber"])
-def test_smooth_l1_huber(dtype, loss):
-    fn = F.smooth_l1_loss if loss == "smooth_l1" else F.huber_loss
-    key = "beta" if loss == "smooth_l1" else "delta"
-    x, t = rand((6, 7), dtype, -3, 3, noncontig=True), rand((6, 7), dtype, -3, 3)
-    x[0, :3] = t[0, :3]  # zero difference
-    for red in ("none", "mean", "sum"):
-        n = 42 if red != "none" else 1
-        for param in (1.0, 0.3, 2.5):
-
-            def f(a, b, red=red, param=param):
-                return fn(a, b, reduction=red, **{key: param})
-
-            check(f, x, t, reduce=n)
-            grads(f, x, t, dtype=dtype, reduce=n)
-    # broadcast target (PyTorch warns), edge values
-    with pytest.warns(UserWarning):
-        grads(lambda a, b: fn(a, b, reduction="sum"), x, t[:1], dtype=dtype, reduce=42)
-    e = edge(dtype)
-    check(lambda a, b: fn(a, b, reduction="none"), e, torch.zeros_like(e))
-    # the aten out= forms
-    out = torch.empty(0, dtype=dtype, device=DEV)
-    op = torch.ops.aten.smooth_l1_loss.out if loss == "smooth_l1" else torch.ops.aten.huber_loss.out
-    assert op(x.to(DEV), t.to(DEV), 1, 0.5, out=out) is out and out.shape == ()
-    assert_close(
-        out,
-        fn(x.double(), t.double(), **{key: 0.5}),
-        dtype,
-        reduce=42,
-        ref_same=fn(x, t, **{key: 0.5}),
-    )
-    g = rand((6, 7), dtype)
-    bop = (
-        torch.ops.aten.smooth_l1_loss_backward
-        if loss == "smooth_l1"
-        else torch.ops.aten.huber_loss_backward
-    )
-    gi = torch.empty(0, dtype=dtype, device=DEV)
-    kw = {"grad_input": gi}
-    r = (bop.grad_input if loss == "smooth_l1" else bop.out)(
-        g.to(DEV), x.to(DEV), t.to(DEV), 0, 0.7, **kw
-    )
-    assert r is gi
-    assert_close(
-        gi, bop(g.double(), x.double(), t.double(), 0, 0.7), dtype, ref_same=bop(g, x, t, 0, 0.7)
-    )
-
-
-def test_smooth_l1_errors():
-    with pytest.raises(RuntimeError, match="negative values for beta"):
-        F.smooth_l1_loss(torch.randn(3, device=DEV), torch.randn(3, device=DEV), beta=-1.0)
-    with pytest.raises(RuntimeError, match="values for delta"):
-        F.huber_loss(torch.randn(3, device=DEV), torch.randn(3, device=DEV), delta=-1.0)
-    with pytest.raises(RuntimeError):
-        F.smooth_l1_loss(torch.randn(3, device=DEV), torch.randn(4, device=DEV))
-
-
-# ---------------------------------------------------------------------------
-# clamp with tensor bounds, shifts
-
-
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8])
 def test_clamp_tensor_bounds(dtype):
     x = rand((6, 5), dtype, -5, 5, noncontig=True)
@@ -414,14 +275,14 @@ def test_clamp_tensor_bounds(dtype):
         assert getattr(y, name + "_")(b.to(DEV)) is y
         assert_close(y, fn(x, b), dtype)
     if dtype.is_floating_point:
-        grads(
+        some_grads(
             lambda a, b: torch.clamp_min(a, b),
             rand((6, 5), dtype),
             rand((5,), dtype),
             dtype=dtype,
             reduce=6,
         )
-        grads(
+        some_grads(
             lambda a, b: torch.clamp_max(a, b),
             rand((6, 5), dtype),
             rand((6, 1), dtype),
@@ -467,30 +328,6 @@ def test_shift_errors():
         torch.randn(3, device=DEV) << 1
     with pytest.raises(RuntimeError):
         torch.randn(3, device=DEV) >> torch.ones(3, device=DEV, dtype=torch.int64)
-
-
-# ---------------------------------------------------------------------------
-# special functions
-
-UNARY_SPECIAL = {
-    "lgamma": torch.lgamma,
-    "digamma": torch.digamma,
-    "i0": torch.i0,
-    "sinc": torch.sinc,
-    "special_i0e": torch.special.i0e,
-    "special_i1": torch.special.i1,
-    "special_i1e": torch.special.i1e,
-}
-# Ranges with the interesting parts (poles of lgamma/digamma at non-positive integers).
-RANGE = {
-    "lgamma": (-12, 12),
-    "digamma": (-12, 12),
-    "i0": (-30, 30),
-    "sinc": (-6, 6),
-    "special_i0e": (-60, 60),
-    "special_i1": (-30, 30),
-    "special_i1e": (-60, 60),
-}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY_SPECIAL))
@@ -539,7 +376,7 @@ def test_special_unary_backward(name, dtype):
             with pytest.raises(NotImplementedError, match="Half|BFloat16"):
                 fn(x.to(dev).requires_grad_()).sum().backward()
         return
-    grads(fn, x, dtype=dtype)
+    some_grads(fn, x, dtype=dtype)
 
 
 def test_special_poles_and_signs():
@@ -570,7 +407,7 @@ def test_polygamma(n, dtype):
         lambda t: torch.polygamma(n, t),
         torch.tensor([0.5, 1.0, 2.0, 10.0, 1e-3, 30.0, 200.0, NAN], dtype=dtype),
     )
-    grads(lambda t: torch.polygamma(n, t), x.abs() + 0.5, dtype=dtype)
+    some_grads(lambda t: torch.polygamma(n, t), x.abs() + 0.5, dtype=dtype)
     # method, out= and in-place (polygamma_ is a composite over polygamma.out)
     ref, same = torch.polygamma(n, x.double()), torch.polygamma(n, x)
     out = torch.empty(0, dtype=dtype, device=DEV)
@@ -724,7 +561,7 @@ def test_zeta():
     check(torch.special.zeta, rand((5,), F32, 1.5, 4), 3.0)
     check(torch.special.zeta, torch.arange(2, 6), torch.arange(1, 5))  # integers -> float32
     # the gradient with respect to q: -x * zeta(x + 1, q) (autograd composite)
-    grads(torch.special.zeta, rand((4, 3), F32, 1.5, 6), rand((4, 3), F32, 0.5, 5), const=(0,))
+    some_grads(torch.special.zeta, rand((4, 3), F32, 1.5, 6), rand((4, 3), F32, 0.5, 5), const=(0,))
 
 
 def test_gcd_errors():
@@ -751,13 +588,6 @@ def test_mvlgamma(dtype):
     )
 
 
-NDTR = {
-    "special_erfcx": (torch.special.erfcx, (-8, 30)),
-    "special_log_ndtr": (torch.special.log_ndtr, (-40, 12)),
-    "special_ndtri": (torch.special.ndtri, (0, 1)),
-}
-
-
 @pytest.mark.parametrize("name", sorted(NDTR))
 def test_erfcx_log_ndtr_ndtri(name):
     # float32 (PyTorch's CPU kernels take float32/float64 only) and float64
@@ -781,7 +611,7 @@ def test_erfcx_log_ndtr_ndtri(name):
         fn, torch.arange(0, 2) if name == "special_ndtri" else torch.arange(-5, 6)
     )  # integers -> float32
     x = rand((6, 5), F32, max(lo, -6) + 0.01, min(hi, 6) - 0.01)
-    grads(fn, x)
+    some_grads(fn, x)
     # fp16/bf16 inputs: computed in float64 and rounded (PyTorch's CPU kernels refuse these dtypes)
     for dt in (F16, BF16):
         xh = rand((7, 3), dt, max(lo, -4) + 0.01, min(hi, 4) - 0.01)

@@ -1,12 +1,12 @@
-"""F.embedding_bag on the device against CPU: the three modes, offsets with
-empty bags and include_last_offset, 2-d inputs, padding_idx, per-sample
-weights, and the gradients of weight and per-sample weights."""
+"""Dispatcher-level tests (torch.* on privateuseone against CPU) of the
+indexing family: embedding_bag."""
 
 import pytest
+
 import torch
 import torch.nn.functional as F
 
-import torch_ext  # noqa: F401
+import torch_ext  # noqa: F401  (registers the device)
 
 from helpers import DEV
 

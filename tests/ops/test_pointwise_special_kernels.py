@@ -1,11 +1,11 @@
-"""Kernels of torch_ext/ops/special.py on `device` (the interpreter on CPU
-tensors by default; TORCH_EXT_TEST_DEVICE=cuda compiles them) against PyTorch:
-the special functions in float32/float64 and the iterator convention of the
-activation and loss stubs, the plain ops on tensors of the device."""
+"""Kernel-level tests (Triton wrappers called directly, on CPU tensors under
+Triton's interpreter by default; tests/ops/conftest.py) of the pointwise
+family's special functions and activation stubs."""
 
 import math
 
 import pytest
+
 import torch
 import torch.nn.functional as F
 
@@ -15,8 +15,14 @@ from torch_ext.ops import activation, binary, loss
 from helpers import FLOAT_DTYPES, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
 INF, NAN = math.inf, math.nan
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 
 UNARY = [
     ("lgamma", torch.lgamma, (-12, 12)),
@@ -30,12 +36,9 @@ UNARY = [
     ("special_log_ndtr", torch.special.log_ndtr, (-40, 12)),
     ("special_ndtri", torch.special.ndtri, (0, 1)),
 ]
+
+
 EDGES = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -2.5, 0.5, 1e-6, 30.0, -30.0, 1e4, INF, -INF, NAN]
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.float64])

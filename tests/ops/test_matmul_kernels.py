@@ -1,12 +1,16 @@
-"""mm / bmm / addmm / baddbmm / mv / dot against a float64 reference."""
+"""Kernel-level tests (Triton wrappers called directly, on CPU tensors under
+Triton's interpreter by default; tests/ops/conftest.py) of the matmul
+family."""
 
 import pytest
+
 import torch
 
 from torch_ext.ops import matmul as blas
 
 from helpers import FLOAT_DTYPES, randn, to_ref
 from helpers import assert_kernel_close as assert_close
+
 
 DTYPES = FLOAT_DTYPES + [torch.float64]
 

@@ -1,14 +1,14 @@
-"""3-d max and average pooling (torch_ext/ops/pooling/pool3d.py) on the device against
-CPU: kernel/stride/padding/dilation, ceil_mode, count_include_pad,
-divisor_override, unbatched inputs, NaN, gradients and errors."""
+"""Dispatcher-level tests (torch.* on privateuseone against CPU) of the pooling
+family, 3-d (max/avg/adaptive pool3d, local response norm)."""
 
 import pytest
+
 import torch
 import torch.nn.functional as F
 
-import torch_ext  # noqa: F401
+import torch_ext  # noqa: F401  (registers the device)
 
-from helpers import DEV
+from helpers import DEV, grads, rand
 
 
 def check(fn, x, dtype=torch.float32, tol=1e-5):
@@ -90,3 +90,44 @@ def test_pool3d_errors():
         F.max_pool3d(torch.randn(1, 1, 1, 1, 1, device=DEV), 3)
     with pytest.raises(RuntimeError):
         F.avg_pool3d(torch.randn(4, 4, device=DEV), 2)
+
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+
+
+DTYPES = [F32, F16, BF16]
+
+
+CL3 = torch.channels_last_3d
+
+
+@pytest.mark.parametrize("size", [(1, 1, 1), (2, 3, 4), (5, 7, 3), (4, 2, 9)])  # input 4 x 5 x 6
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adaptive_pool3d(size, dtype):
+    x = rand((2, 3, 4, 5, 6), dtype)
+    grads(lambda t: torch._adaptive_avg_pool3d(t, size), x, dtype=dtype, reduce=120)
+    grads(lambda t: F.adaptive_avg_pool3d(t, size), x, dtype=dtype, reduce=120)
+    grads(lambda t: F.adaptive_max_pool3d(t, size), x, dtype=dtype)
+    _, i = F.adaptive_max_pool3d(x.to(DEV), size, return_indices=True)
+    assert torch.equal(i.cpu(), F.adaptive_max_pool3d(x, size, return_indices=True)[1])
+
+
+def test_adaptive_pool3d_layouts_batch1_and_errors():
+    f = lambda t: t.contiguous(memory_format=CL3)  # noqa: E731
+    grads(
+        lambda t: torch._adaptive_avg_pool3d(f(t), (3, 2, 4)), rand((1, 3, 4, 5, 6), F32), reduce=8
+    )
+    grads(
+        lambda t: F.adaptive_max_pool3d(t.transpose(-1, -3), (3, 2, 4)), rand((1, 3, 4, 5, 6), F32)
+    )
+    grads(
+        lambda t: F.adaptive_avg_pool3d(t, (5, 2, 7)), rand((3, 4, 5, 6), F32), reduce=8
+    )  # no batch
+    out = torch._adaptive_avg_pool3d(f(rand((2, 3, 4, 4, 4), F32).to(DEV)), (2, 2, 2))
+    assert out.is_contiguous(memory_format=CL3)
+    with pytest.raises(RuntimeError, match="Expected 4D or 5D tensor"):
+        torch._adaptive_avg_pool3d(torch.randn(4, 4, 4).to(DEV), (2, 2, 2))
+    res = torch.ops.aten.adaptive_avg_pool3d.out(
+        torch.randn(2, 2, 4, 5, 6).to(DEV), [3, 2, 4], out=torch.empty(0, device=DEV)
+    )
+    assert res.shape == (2, 2, 3, 2, 4)

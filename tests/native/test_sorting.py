@@ -1,30 +1,21 @@
-"""Selection, counting and searching (torch_ext/ops/selection.py) on the
-device against CPU: shapes beyond one block (the scans' carry, the long-row
-sort), NaN and infinities, every option, and the errors PyTorch raises.
-Fallback = error, so a pass means the op ran natively."""
+"""Dispatcher-level tests (torch.* on privateuseone against CPU) of the sorting
+family (sort/topk, median/kthvalue/mode, searchsorted/bucketize,
+bincount/histc, unique, count_nonzero/isin)."""
 
 import pytest
+
 import torch
 
-import torch_ext  # noqa: F401
+import torch_ext  # noqa: F401  (registers the device)
 
-from helpers import DEV
+from helpers import DEV, rand, same
+
 
 nan, inf = float("nan"), float("inf")
 
 
 def dev(x):
     return x.to(DEV)
-
-
-def same(a, b, **kw):
-    if isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            same(x, y, **kw)
-        return
-    assert a.device.type == "privateuseone"
-    torch.testing.assert_close(a.cpu(), b, equal_nan=True, **kw)
 
 
 def picks(x, dim, keepdim, res):
@@ -35,9 +26,6 @@ def picks(x, dim, keepdim, res):
     torch.testing.assert_close(
         got if keepdim else got.squeeze(d), values, rtol=0, atol=0, equal_nan=True
     )
-
-
-# -- order statistics ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
@@ -88,59 +76,6 @@ def test_order_statistic_errors():
         torch.median(dev(torch.empty(3, 0)), 1)
 
 
-# -- scans ----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "dtype,shape,dim",
-    [
-        (dt, shape, dim)
-        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.int32)
-        for shape, dim in (((5, 7), 1), ((600, 3), 0), ((2, 3, 4), 1))
-    ]
-    + [(torch.float32, (2, 4200), 1)],
-)  # longer than one block of the scan: the carry
-def test_cummax_cummin(dtype, shape, dim):
-    torch.manual_seed(1)
-    x = (torch.randn(shape) * 3).round().to(dtype)  # ties: the last index wins, as on CPU
-    for fn in (torch.cummax, torch.cummin):
-        ref, res = fn(x, dim), fn(dev(x), dim)
-        same(res.values, ref.values)
-        same(res.indices, ref.indices)
-
-
-def test_cummax_nan_propagates_with_its_index():
-    x = torch.tensor([1.0, 3.0, nan, 5.0, nan, 0.0])
-    for fn in (torch.cummax, torch.cummin):
-        same(fn(dev(x), 0), tuple(fn(x, 0)))
-
-
-@pytest.mark.parametrize(
-    "dtype,shape,dim",
-    [
-        (dt, shape, dim)
-        for dt in (torch.float32, torch.float64, torch.bfloat16)
-        for shape, dim in (((4, 9), 1), ((300, 2), 0))
-    ]
-    + [(torch.float32, (1, 4200), 1)],
-)
-def test_logcumsumexp(dtype, shape, dim):
-    torch.manual_seed(2)
-    x = (torch.randn(shape) * 10).to(dtype)
-    ref = torch.logcumsumexp(x.double(), dim).to(dtype)
-    tol = {torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}.get(dtype, dict(rtol=1e-5, atol=1e-5))
-    same(torch.logcumsumexp(dev(x), dim), ref, **tol)
-
-
-def test_logcumsumexp_infinities_and_nan():
-    x = torch.tensor([-inf, -inf, 0.0, inf, 1.0, inf, nan, 2.0])
-    same(torch.logcumsumexp(dev(x), 0), torch.logcumsumexp(x, 0))
-    same(torch.logcumsumexp(dev(torch.full((5,), -inf)), 0), torch.full((5,), -inf))
-
-
-# -- searching --------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("right", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
 def test_searchsorted_and_bucketize(right, dtype):
@@ -186,18 +121,6 @@ def test_search_errors():
         torch.bucketize(vals, dev(torch.rand(2, 5)))
     with pytest.raises(RuntimeError, match="sorter must be a tensor of long"):
         torch.searchsorted(seq, vals, sorter=dev(torch.zeros(5, dtype=torch.int32)))
-
-
-def test_repeat_interleave_with_tensor_repeats():
-    r = torch.tensor([2, 0, 3, 1])
-    same(torch.repeat_interleave(dev(r)), torch.repeat_interleave(r))
-    x = torch.randn(4, 3)
-    same(torch.repeat_interleave(dev(x), dev(r), dim=0), torch.repeat_interleave(x, r, dim=0))
-    with pytest.raises(RuntimeError, match="negative"):
-        torch.repeat_interleave(dev(torch.tensor([1, -1])))
-
-
-# -- counting ---------------------------------------------------------------------
 
 
 def test_bincount():
@@ -249,61 +172,6 @@ def test_unique_and_unique_consecutive(dtype):
     same(torch.unique(dev(x[:0])), torch.unique(x[:0]))
     with pytest.raises(NotImplementedError, match="unique_consecutive with dim"):
         torch.unique_consecutive(dev(x), dim=0)
-
-
-# -- indexing by position and mask -------------------------------------------------
-
-
-def test_take_put_index_fill_masked_scatter():
-    torch.manual_seed(7)
-    x = torch.randn(4, 5)
-    idx = torch.tensor([[0, -1], [19, 7]])
-    same(torch.take(dev(x), dev(idx)), torch.take(x, idx))
-    same(torch.take(dev(x.t()), dev(idx)), torch.take(x.t(), idx))  # a non-contiguous self
-    src = torch.randn(4)
-    for acc in (False, True):
-        ref, res = x.clone(), dev(x)
-        ref.put_(torch.tensor([1, 1, -1, 3]), src, accumulate=acc)
-        res.put_(dev(torch.tensor([1, 1, -1, 3])), dev(src), accumulate=acc) if acc else res.put_(
-            dev(torch.tensor([1, 2, -1, 3])), dev(src)
-        )
-        if not acc:
-            ref = x.clone().put_(torch.tensor([1, 2, -1, 3]), src)
-        same(res, ref)
-    same(
-        dev(x).index_fill(1, dev(torch.tensor([0, -1])), -2.5),
-        x.index_fill(1, torch.tensor([0, -1]), -2.5),
-    )
-    same(
-        dev(x).index_fill(0, dev(torch.tensor([2])), torch.tensor(7.0)),
-        x.index_fill(0, torch.tensor([2]), torch.tensor(7.0)),
-    )
-    mask = torch.rand(4, 5) > 0.5
-    source = torch.randn(30)
-    same(dev(x).masked_scatter(dev(mask), dev(source)), x.masked_scatter(mask, source))
-    rowmask = torch.tensor([True, False, True, False, True])  # broadcast over rows
-    same(dev(x).masked_scatter(dev(rowmask), dev(source)), x.masked_scatter(rowmask, source))
-
-
-def test_indexing_errors_name_the_problem():
-    x = dev(torch.randn(4, 5))
-    with pytest.raises(IndexError, match="out of bounds"):
-        torch.take(x, dev(torch.tensor([20])))
-    with pytest.raises(IndexError, match="out of bounds"):
-        x.index_fill(1, dev(torch.tensor([5])), 1.0)
-    with pytest.raises(RuntimeError, match="same number of elements"):
-        x.put_(dev(torch.tensor([0, 1])), dev(torch.randn(3)))
-    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
-        x.masked_scatter_(dev(torch.ones(4, 5, dtype=torch.bool)), dev(torch.randn(3)))
-    with pytest.raises(RuntimeError, match="boolean masks"):
-        x.masked_scatter_(dev(torch.ones(4, 5, dtype=torch.uint8)), dev(torch.randn(20)))
-    before = x.cpu()
-    with pytest.raises(IndexError):
-        x.put_(dev(torch.tensor([0, 99])), dev(torch.randn(2)))
-    assert torch.equal(x.cpu(), before)  # nothing written
-
-
-# -- small reductions -----------------------------------------------------------------
 
 
 def test_count_nonzero_trace_equal_aminmax_isin_cross():
@@ -361,119 +229,37 @@ def test_selection_autograd():
         same(xd.grad, xc.grad)
 
 
-# -- index bounds (torch_ext/ops/_bounds.py) ---------------------------------------
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "index_select",
-        "embedding",
-        "embedding_backward",
-        "gather",
-        "scatter",
-        "scatter_add",
-        "index",
-        "index_put",
-        "index_put_acc",
-        "index_add",
-        "nll_loss",
-        "cross_entropy",
-    ],
-)
-def test_out_of_range_indices_raise_and_touch_nothing(case):
-    """Each indexing kernel masks off-range lanes and raises the error PyTorch
-    raises (same exception type), naming the index. The operand is a view into
-    a larger buffer: the memory around it (where an off-range write would land)
-    and, with no valid index, the view itself are unchanged; the device stays
-    usable."""
-    torch.manual_seed(10)
-    base = torch.randn(9, 3)
-    based = dev(base)
-    xd = based[2:7]
-    i = lambda *v: dev(torch.tensor(v))  # noqa: E731
-    ones = dev(torch.ones(1, 3))
-    calls = {
-        "index_select": (
-            IndexError,
-            "index 5 is out of bounds",
-            lambda: xd.index_select(0, i(0, 5)),
-        ),
-        "embedding": (
-            IndexError,
-            "index -1 is out of bounds",
-            lambda: torch.nn.functional.embedding(i(1, -1), xd),
-        ),
-        "embedding_backward": (
-            IndexError,
-            "index 7 is out of bounds",
-            lambda: torch.ops.aten.embedding_dense_backward(
-                dev(torch.ones(2, 3)), i(1, 7), 5, -1, False
-            ),
-        ),
-        "gather": (
-            RuntimeError,
-            "index 3 is out of bounds for dimension 1 with size 3",
-            lambda: xd.gather(1, i([0, 3])),
-        ),
-        "scatter": (
-            RuntimeError,
-            "index -1 is out of bounds for dimension 0 with size 5",
-            lambda: xd.scatter_(0, i([-1, -1, -1]), 1.0),
-        ),
-        "scatter_add": (
-            RuntimeError,
-            "index 5 is out of bounds",
-            lambda: xd.scatter_add_(0, i([5, 5, 5]), ones),
-        ),
-        "index": (
-            IndexError,
-            "index -6 is out of bounds for dimension 0 with size 5",
-            lambda: xd[i(0, -6)],
-        ),
-        "index_put": (
-            IndexError,
-            "index 5 is out of bounds",
-            lambda: xd.index_put_((i(5),), dev(torch.ones(3))),
-        ),
-        "index_put_acc": (
-            IndexError,
-            "index -7 is out of bounds",
-            lambda: xd.index_put_((i(-7, -7),), dev(torch.ones(2, 3)), accumulate=True),
-        ),
-        "index_add": (IndexError, "index 5 is out of bounds", lambda: xd.index_add_(0, i(5), ones)),
-        "nll_loss": (
-            IndexError,
-            "Target 3 is out of bounds",
-            lambda: torch.nn.functional.nll_loss(xd, i(0, 1, 2, 3, 0)),
-        ),
-        "cross_entropy": (
-            IndexError,
-            "Target -2 is out of bounds",
-            lambda: torch.nn.functional.cross_entropy(xd, i(0, 1, 2, -2, 0)),
-        ),
-    }
-    exc, text, call = calls[case]
-    with pytest.raises(exc, match=text):
-        call()
-        torch.privateuseone.synchronize()  # (the cuda driver may report at the next sync)
-    assert torch.equal(based.cpu(), base)
-    assert torch.equal(xd.index_select(0, i(4, 0)).cpu(), base[2:7][[4, 0]])  # still usable
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_embedding_scale_grad_by_freq(dtype):
-    torch.manual_seed(11)
-    w = torch.randn(10, 4).to(dtype)
-    idx = torch.tensor([[1, 3, 3, 7], [3, 0, 1, 9]])
-    wc, wd = w.clone().requires_grad_(), w.to(DEV).requires_grad_()
-    g = torch.randn(2, 4, 4).to(dtype)
-    torch.nn.functional.embedding(idx, wc, scale_grad_by_freq=True, padding_idx=0).backward(g)
-    torch.nn.functional.embedding(dev(idx), wd, scale_grad_by_freq=True, padding_idx=0).backward(
-        dev(g)
+@pytest.mark.parametrize("dtype", [F32, BF16, torch.int32])
+def test_sort_topk(dtype):
+    x = rand((5, 40), dtype, -1000, 1000)
+    for dim, desc in [(1, False), (0, True), (-1, True)]:
+        v, i = torch.sort(x.to(DEV), dim=dim, descending=desc, stable=True)
+        ev, ei = torch.sort(x, dim=dim, descending=desc, stable=True)
+        assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+    vo, io = torch.empty(0, dtype=dtype, device=DEV), torch.empty(0, dtype=torch.int64, device=DEV)
+    torch.sort(x.to(DEV), dim=1, stable=True, out=(vo, io))
+    assert torch.equal(vo.cpu(), torch.sort(x, dim=1, stable=True).values)
+    ties = rand((3, 30), dtype, 0, 3).to(dtype)
+    v, i = torch.sort(ties.to(DEV), stable=True)
+    assert torch.equal(i.cpu(), torch.sort(ties, stable=True).indices)
+    for k, largest in [(1, True), (5, False), (40, True)]:
+        v, i = torch.topk(x.to(DEV), k, 1, largest)
+        ev, _ = torch.topk(x, k, 1, largest)
+        assert torch.equal(v.cpu(), ev) and torch.equal(x.gather(1, i.cpu()), ev)
+    torch.topk(x.to(DEV), 3, 0, out=(vo, io))
+    assert torch.equal(vo.cpu(), torch.topk(x, 3, 0).values)
+    long = rand((2, 5000), dtype, -1000, 1000)  # the chunked topk path
+    v, i = torch.topk(long.to(DEV), 7)
+    assert torch.equal(v.cpu(), torch.topk(long, 7).values) and torch.equal(
+        long.gather(1, i.cpu()), v.cpu()
     )
-    assert wd.grad.dtype == dtype
-    same(wd.grad, wc.grad, rtol=2e-3, atol=2e-3)
+    nan = torch.tensor([3.0, float("nan"), -1.0, 2.0])
+    torch.testing.assert_close(
+        torch.sort(nan.to(DEV)).values.cpu(), torch.sort(nan).values, equal_nan=True
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8])

@@ -1,12 +1,56 @@
-"""Random ops on the device's generator: shapes, dtypes, ranges and
-distributions (moments within a few standard errors), and seed reproducibility."""
+"""Dispatcher-level tests (torch.* on privateuseone against CPU) of the random
+family (uniform/normal/exponential/bernoulli/random_, randperm/multinomial,
+dropout, rrelu, normal with tensor arguments)."""
 
 import math
 
 import pytest
-import torch
 
-from helpers import DEV
+import torch
+import torch.nn.functional as F
+
+import torch_ext  # noqa: F401  (registers the device)
+
+from helpers import DEV, same
+
+
+def test_rrelu_training_draws_on_the_device_and_eval_matches():
+    torch.manual_seed(4)
+    x = torch.randn(1000)
+    same(F.rrelu(x.to(DEV), training=False), F.rrelu(x, training=False))
+    y = F.rrelu(x.to(DEV), 0.1, 0.3, training=True).cpu()
+    pos, neg = x >= 0, x < 0
+    assert torch.equal(y[pos], x[pos])
+    slope = y[neg] / x[neg]
+    assert slope.min() >= 0.1 - 1e-6 and slope.max() <= 0.3 + 1e-6 and slope.std() > 0.03
+    xd = x.to(DEV).requires_grad_()
+    F.rrelu(xd, training=True).sum().backward()
+    g = xd.grad.cpu()
+    assert torch.equal(g[pos], torch.ones(int(pos.sum()))) and (g[neg] >= 0.125 - 1e-6).all()
+
+
+def test_normal_with_tensor_mean_and_std():
+    torch.manual_seed(5)
+    mean, std = torch.linspace(-5, 5, 4000), torch.linspace(0.5, 2, 4000)
+    z = (torch.normal(mean.to(DEV), std.to(DEV)).cpu() - mean) / std
+    assert abs(z.mean()) < 0.1 and abs(z.std() - 1) < 0.1
+    z = torch.normal(mean.to(DEV), 2.0).cpu() - mean
+    assert abs(z.std() - 2) < 0.15
+    z = torch.normal(1.0, std.to(DEV)).cpu() - 1.0
+    assert abs((z / std).std() - 1) < 0.1
+
+
+def test_dropout_backward_through_autograd():
+    torch.manual_seed(0)
+    x = torch.randn(200, device=DEV, requires_grad=True)
+    y = torch.nn.functional.dropout(x, p=0.4, training=True)
+    y.backward(torch.ones_like(y))
+    kept = (y != 0).cpu()
+    grad = x.grad.cpu()
+    torch.testing.assert_close(grad[kept], torch.full_like(grad[kept], 1 / 0.6))
+    assert torch.all(grad[~kept] == 0)
+    assert 0.4 < kept.float().mean().item() < 0.8
+
 
 N = 20000
 
