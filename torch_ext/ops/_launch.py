@@ -89,8 +89,15 @@ def _setup():
     return setup
 
 
+# Kernels launched through the Python path since import (bench models reads it;
+# launches the C++ fast path replays are counted in _C._fast_launch_stats()).
+launch_count = 0
+
+
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with device tensors made host-visible."""
+    global launch_count
+    launch_count += 1
     _check_dtypes(kernel, args, kwargs)
     alias, lock = _setup()
     if alias is not None:
