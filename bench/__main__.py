@@ -3,6 +3,8 @@ vs FlagGems on cuda, same ops, shapes and dtypes, one run.
 
     python -m bench --out bench_out            # on a machine with an NVIDIA GPU
     python -m bench --out /tmp/b --torch-device cpu --scale 0.001 --impls torch   # dry run
+    python -m bench models ...   # real models (bench/models/, docs/bench_models.md)
+    python -m bench host ...     # per-op host cost (bench/host.py)
 
 Each implementation runs in its own worker process, one after the other (see
 worker.py for why); then report.py writes results.{md,json,png} into --out.
@@ -19,6 +21,15 @@ from bench import report
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["models"]:
+        from bench import models
+
+        return models.main(argv[1:])
+    if argv[:1] == ["host"]:
+        from bench import host
+
+        return host.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m bench")
     p.add_argument("--out", default="bench_out")
     p.add_argument("--impls", default="torch,ours,flaggems")

@@ -55,7 +55,9 @@ struct Recording {
 thread_local Recording* active_recording = nullptr;
 
 struct Stats {
-  std::atomic<int64_t> replayed{0}, recorded{0}, uncacheable{0}, slow{0};
+  // launched: kernels launched by replays (cuLaunchKernel from C++), for the
+  // model benchmark's share of launches through the fast path.
+  std::atomic<int64_t> replayed{0}, recorded{0}, uncacheable{0}, slow{0}, launched{0};
 } stats;
 
 std::mutex cache_mutex;
@@ -266,6 +268,7 @@ void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector
   if (recipe) {
     replay(*recipe, iter);
     stats.replayed++;
+    stats.launched += static_cast<int64_t>(recipe->launches.size());
     return;
   }
   if (known || active_recording) {  // not cacheable, or nested inside a recording
@@ -303,6 +306,7 @@ void register_bindings(py::module_& m) {
     d["recorded"] = stats.recorded.load();
     d["uncacheable"] = stats.uncacheable.load();
     d["slow"] = stats.slow.load();
+    d["launched"] = stats.launched.load();
     d["entries"] = cache.size();
     return d;
   });

@@ -1,0 +1,121 @@
+"""`python -m bench models`: the model workloads (workloads.py) on each side,
+each (workload, side) in its own fresh process, merged into one report.
+
+    python -m bench models                                   # all workloads, all sides
+    python -m bench models --workloads gpt2_train --sides privateuseone,cuda
+    python -m bench models --tiny --steps 2 --sides privateuseone,cpu --out /tmp/m
+
+Every (workload, side) runs twice in fresh processes: first with empty kernel
+caches (Triton's TRITON_CACHE_DIR, and Inductor's for torch.compile, both
+pointed at a new temporary folder), measuring everything; then once more with
+those caches warm, measuring only the first step. Each piece is written to
+<out>/models_pieces/ as it finishes, and the report (models.{json,md,png})
+is remade from every piece there, so workloads run in separate invocations
+merge into one report. A piece that crashed or timed out keeps its error.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.models import report
+from bench.models.workloads import WORKLOADS
+
+DEFAULT_SIDES = "privateuseone,cuda,compile,flaggems"
+
+
+def default_out():
+    """bench/results/<GPU name>/ (spaces as underscores), or .../host without a GPU."""
+    import torch
+
+    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "host"
+    return Path(__file__).resolve().parent.parent / "results" / name.replace(" ", "_")
+
+
+def _run_piece(workload, side, args, cache, first_only, out_file):
+    cmd = [sys.executable, "-m", "bench.models.runner", "--workload", workload, "--side", side]
+    cmd += ["--steps", str(args.steps), "--out", str(out_file)]
+    if args.tiny:
+        cmd.append("--tiny")
+    if first_only:
+        cmd.append("--first-only")
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "TRITON_CACHE_DIR": str(Path(cache) / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(cache) / "inductor"),
+    }
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, env=env, timeout=args.timeout, capture_output=True, text=True, cwd=_root()
+        )
+        rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-3000:]
+    except subprocess.TimeoutExpired as e:
+        rc, tail = "timeout", str(e.stdout or "")[-3000:]
+    wall = time.perf_counter() - t0
+    try:
+        rec = json.loads(Path(out_file).read_text())
+    except (OSError, ValueError):
+        what = f"timed out after {args.timeout:.0f} s" if rc == "timeout" else f"exit code {rc}"
+        rec = {"workload": workload, "side": side, "error": f"process {what}", "log_tail": tail}
+    rec["process_wall_s"] = wall
+    return rec
+
+
+def _root():
+    return str(Path(__file__).resolve().parent.parent.parent)
+
+
+def _available(side):
+    if side == "flaggems":
+        import importlib.util
+
+        return importlib.util.find_spec("flag_gems") is not None
+    return True
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench models")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--sides", default=DEFAULT_SIDES)
+    p.add_argument("--steps", type=int, default=20, help="steps in all, warm-up included")
+    p.add_argument("--tiny", action="store_true", help="2-layer models, small batches")
+    p.add_argument("--out", default=None, help="default: bench/results/<GPU name>/")
+    p.add_argument("--timeout", type=float, default=900, help="seconds per process")
+    p.add_argument("--no-warm", action="store_true", help="skip the warm-cache first-step run")
+    args = p.parse_args(argv)
+
+    out = Path(args.out) if args.out else default_out()
+    pieces = out / "models_pieces"
+    pieces.mkdir(parents=True, exist_ok=True)
+    workloads = [w for w in args.workloads.split(",") if w]
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        p.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    for workload in workloads:
+        for side in filter(None, args.sides.split(",")):
+            if not _available(side):
+                print(f"== {workload} / {side}: flag_gems is not importable, skipped", flush=True)
+                continue
+            with tempfile.TemporaryDirectory(prefix="bench_models_cache_") as cache:
+                piece = pieces / f"{workload}__{side}.json"
+                rec = _run_piece(workload, side, args, cache, False, piece)
+                if not args.no_warm and "error" not in rec:
+                    warm = _run_piece(workload, side, args, cache, True, pieces / "warm.tmp")
+                    rec["first_step_warm_s"] = warm.get("first_step_s")
+                    if "error" in warm:
+                        rec["warm_error"] = warm["error"]
+                    (pieces / "warm.tmp").unlink(missing_ok=True)
+            rec["steps_arg"] = args.steps
+            piece.write_text(json.dumps(rec, indent=1))
+            status = rec.get("error") or f"{rec.get('ms', float('nan')):.2f} ms"
+            print(f"== {workload} / {side}: {status} ({rec['process_wall_s']:.0f} s)", flush=True)
+    md = report.render(out)
+    print(md)
+    return 0

@@ -1,0 +1,31 @@
+"""CI smoke of `python -m bench host`: every op, a few calls, ours (the host
+driver here) and torch on the CPU in one run."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OPS = {
+    "add", "mul", "gelu", "softmax", "layer_norm", "rms_norm", "sum(dim)", "mean", "amax",
+    "argmax", "mm", "linear", "bmm", "index_select", "embedding", "cat", "where",
+    "cross_entropy", "sdpa", "adamw_step",
+}  # fmt: skip
+
+
+def test_bench_host_few_calls(tmp_path):
+    cmd = [sys.executable, "-m", "bench", "host", "--calls", "3", "--impls", "ours,torch"]
+    cmd += ["--torch-device", "cpu", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((tmp_path / "host.json").read_text())
+    assert data["calls"] == 3
+    for impl in ("ours", "torch"):
+        rows = data["results"][impl]["rows"]
+        assert {r["op"] for r in rows} == OPS
+        assert {r["shape"] for r in rows} == {"1x64", "64x64"}
+        for r in rows:
+            assert "error" not in r and r["us"] > 0, r
+    md = (tmp_path / "host.md").read_text()
+    assert "| softmax | 64x64 |" in md and "ours ÷ torch" in md

@@ -1,0 +1,48 @@
+"""CI smoke of `python -m bench models`: the tiny configuration (2 steps,
+2-layer models) on privateuseone (the host driver here) against torch on the
+CPU, through the real command, report files included."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_models_tiny(tmp_path):
+    cmd = [sys.executable, "-m", "bench", "models", "--tiny", "--steps", "2", "--no-warm"]
+    cmd += ["--workloads", "gpt2_train,llama_decode", "--sides", "privateuseone,cpu"]
+    cmd += ["--out", str(tmp_path), "--timeout", "240"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = json.loads((tmp_path / "models.json").read_text())
+    by = {(r["workload"], r["side"]): r for r in recs}
+    assert set(by) == {
+        (w, s) for w in ("gpt2_train", "llama_decode") for s in ("privateuseone", "cpu")
+    }
+    for r in recs:
+        assert "error" not in r, r
+        assert r["ms"] > 0 and r["per_s"] > 0 and r["first_step_s"] > 0
+    ours = by[("gpt2_train", "privateuseone")]
+    assert ours["cpu_fallbacks"] == 0, ours["fallback_ops"]
+    assert ours["kernels_per_step"] > 10
+    assert 0.0 <= ours["fast_path_share"] <= 1.0
+    # Same seed and data: the loss after 2 steps matches the CPU's.
+    assert abs(ours["loss"] - ours["reference_loss"]) < 0.05
+    assert ours["speedup_vs_torch"] > 0
+    md = (tmp_path / "models.md").read_text()
+    assert "| gpt2_train |" in md and "torch_ext (privateuseone)" in md
+
+
+def test_hung_side_is_reported(tmp_path):
+    """A side that dies or hangs keeps its row, with the error (here: a process
+    timeout shorter than torch's import)."""
+    cmd = [sys.executable, "-m", "bench", "models", "--tiny", "--steps", "2", "--no-warm"]
+    cmd += ["--workloads", "gpt2_train", "--sides", "cpu", "--out", str(tmp_path)]
+    cmd += ["--timeout", "0.5"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (rec,) = json.loads((tmp_path / "models.json").read_text())
+    assert rec["side"] == "cpu" and "timed out" in rec["error"]
+    assert "fails: process timed out" in (tmp_path / "models.md").read_text()
