@@ -1,5 +1,6 @@
 // torch_ext._C: the Python side of the runtime.
 #include "aten/Fallback.h"
+#include "distributed/GlooBridge.h"
 #include "runtime/Allocator.h"
 #include "runtime/Config.h"
 #include "runtime/CudaBindings.h"
@@ -128,6 +129,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("_is_pinned_ptr", [](uintptr_t p) { return isPinnedPointer(reinterpret_cast<void*>(p)); });
   m.def("_host_alias", &host_alias);
+  m.def(
+      "_gloo_bridge",
+      [](c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size) {
+        return c10::intrusive_ptr<c10d::Backend>(
+            c10::make_intrusive<distributed::GlooBridge>(std::move(gloo), rank, size));
+      },
+      py::arg("gloo"), py::arg("rank"), py::arg("size"));
 
   // Random.
   m.def("_default_generator", [](int64_t d) {

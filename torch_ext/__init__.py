@@ -50,6 +50,8 @@ from torch_ext import fused  # noqa: E402
 
 fused.register_autograd()
 
+from torch_ext import distributed  # noqa: F401,E402  the c10d backend "torch_ext"
+
 
 def _drain_autograd_device_thread() -> None:
     """At exit, let the autograd engine's privateuseone worker thread drop the
