@@ -231,7 +231,8 @@ Reduction reduction(const c10d::ReduceOp& op) {
   } else if (op.op_ == c10d::ReduceOp::PREMUL_SUM) {
     r.op = c10d::ReduceOp(c10d::ReduceOp::SUM);
     r.premul = true;
-    auto* sup = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+    // NCCLPreMulSumSupplement: the name torch 2.11 has (2.13 keeps it as an alias).
+    auto* sup = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
     TORCH_CHECK(sup, "torch_ext distributed: PREMUL_SUM without a factor");
     if (sup->tensor_factor.defined()) {
       r.factor_tensor = sup->tensor_factor.to(at::kCPU);

@@ -42,10 +42,11 @@ def test_ops_have_device_time_and_kernel_names(tmp_path):
     kernels = [e for e in events if e.name.startswith("triton:")]
     assert kernels, "no triton:<kernel> ranges recorded"
     assert any(e.device_time > 0 for e in kernels)
+    # (ops the C++ fast path replays on a GPU have a cuLaunchKernel child instead)
+    aten = [e for e in events if e.name.startswith("aten::")]
+    assert any(c.name.startswith("triton:") for e in aten for c in e.cpu_children)
     gelu = [e for e in events if e.name == "aten::gelu"]
-    assert gelu and any(c.name.startswith("triton:") for g in gelu for c in g.cpu_children), [
-        c.name for g in gelu for c in g.cpu_children
-    ]
+    assert gelu and all(g.device_time > 0 for g in gelu), [(g.name, g.device_time) for g in gelu]
     table = prof.key_averages().table(sort_by="device_time_total", row_limit=10)
     assert "aten::" in table
     trace = tmp_path / "trace.json"
