@@ -418,10 +418,33 @@ WorkPtr GlooBridge::alltoall_base(at::Tensor& output, at::Tensor& input,
 
 WorkPtr GlooBridge::alltoall(TensorList& outputs, TensorList& inputs,
                              const c10d::AllToAllOptions& opts) {
+  // One flat exchange through alltoall_base: not every torch's ProcessGroupGloo has the
+  // list form (2.11's refuses it).
   Call call("all_to_all", false);
   auto in = call.map(inputs, true, false);
   auto out = call.map(outputs, false, true);
-  return call.done(gloo_->alltoall(out, in, opts), outputs, TE_RANK);
+  std::vector<at::Tensor> flat;
+  std::vector<int64_t> in_splits, out_splits;
+  int64_t total = 0;
+  for (const auto& t : in) {
+    flat.push_back(t.reshape({-1}));
+    in_splits.push_back(t.numel());
+  }
+  for (const auto& t : out) {
+    out_splits.push_back(t.numel());
+    total += t.numel();
+  }
+  auto flat_in = at::cat(flat);
+  auto flat_out = at::empty({total}, flat_in.options());
+  auto scatter = [out, flat_in, flat_out, out_splits]() mutable {
+    int64_t off = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].copy_(flat_out.narrow(0, off, out_splits[i]).view(out[i].sizes()));
+      off += out_splits[i];
+    }
+  };
+  return call.done(gloo_->alltoall_base(flat_out, flat_in, out_splits, in_splits, opts), outputs,
+                   TE_RANK, scatter);
 }
 
 WorkPtr GlooBridge::send(TensorList& tensors, int dstRank, int tag) {
