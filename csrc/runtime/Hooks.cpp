@@ -6,6 +6,7 @@
 #include "runtime/Generator.h"
 #include "runtime/Stream.h"
 
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/StorageImpl.h>
 
@@ -41,7 +42,14 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 
   at::Allocator* getPinnedMemoryAllocator() const override { return &pinnedAllocator(); }
-  bool isPinnedPtr(const void* data) const override { return isPinnedPointer(data); }
+  // Where torch itself has CUDA (the GPU machine's wheel), CPU factories with
+  // pin_memory=True take CUDA's pinned allocator (at::globalContext().hasCUDA()
+  // wins in GetCPUAllocatorMaybePinned), while is_pinned() asks the
+  // accelerator, which is us: DDP's Reducer asserts that such a tensor is
+  // pinned. CUDA's pinned memory counts as pinned here too.
+  bool isPinnedPtr(const void* data) const override {
+    return isPinnedPointer(data) || at::detail::getCUDAHooks().isPinnedPtr(data);
+  }
 
   at::Device getDeviceFromPtr(void* data) const override {
     auto device = deviceOfPointer(data);

@@ -50,13 +50,14 @@ def _check_group(rank, ws, with_cpu):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "backend",
-    ["torch_ext", "cpu:gloo,privateuseone:torch_ext", None],
-    ids=["ours", "mixed", "default"],
-)
+@pytest.mark.parametrize("backend", ["torch_ext", None], ids=["ours", "default"])
 def test_init_spellings(backend):
     run(_check_group, 2, backend is not None, backend=backend)
+
+
+def _mixed(rank, ws):
+    _check_group(rank, ws, True)
+    _monitored(rank, ws)
 
 
 def _monitored(rank, ws):
@@ -69,8 +70,8 @@ def _monitored(rank, ws):
 
 
 @pytest.mark.slow
-def test_monitored_barrier_through_cpu_gloo():
-    run(_monitored, 2, backend="cpu:gloo,privateuseone:torch_ext")
+def test_mixed_backend_and_monitored_barrier_through_cpu_gloo():
+    run(_mixed, 2, backend="cpu:gloo,privateuseone:torch_ext")
 
 
 def _faults(rank, ws):
