@@ -1,6 +1,7 @@
 // torch_ext._C: the Python side of the runtime.
 #include "aten/Fallback.h"
 #include "distributed/GlooBridge.h"
+#include "launch/Plan.h"
 #include "runtime/Allocator.h"
 #include "runtime/Config.h"
 #include "runtime/CudaBindings.h"
@@ -172,4 +173,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         [](const std::string& mode) { aten::setFallbackMode(aten::parseFallbackMode(mode)); });
 
   torch_ext::cuda::register_cuda_bindings(m);
+  torch_ext::launch::plan::register_bindings(m);
 }

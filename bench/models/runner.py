@@ -52,7 +52,7 @@ def _ours_counters():
     from torch_ext import _C
     from torch_ext.ops import _launch
 
-    fast = _C._fast_launch_stats()["launched"] if hasattr(_C, "_fast_launch_stats") else 0
+    fast = _C._plan_stats()["launched"] if hasattr(_C, "_plan_stats") else 0
     return _launch.launch_count, fast
 
 

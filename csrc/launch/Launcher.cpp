@@ -1,6 +1,6 @@
 #include "launch/Launcher.h"
 
-#include "launch/FastLaunch.h"
+#include "launch/Plan.h"
 
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -83,7 +83,7 @@ c10::IValue from_py(py::handle obj) {
 }  // namespace
 
 namespace {
-c10::IValue call_python(const char* name, std::vector<Arg> args, bool iterator) {
+c10::IValue call_python(const char* name, const std::vector<Arg>& args, bool iterator) {
   py::gil_scoped_acquire gil;
   try {
     py::object fn = lookup(name, iterator);
@@ -98,7 +98,7 @@ c10::IValue call_python(const char* name, std::vector<Arg> args, bool iterator) 
 }  // namespace
 
 c10::IValue call_boxed(const char* name, std::vector<Arg> args) {
-  return call_python(name, std::move(args), /*iterator=*/false);
+  return plan::call(name, args, [&] { return call_python(name, args, /*iterator=*/false); });
 }
 
 namespace {
@@ -140,9 +140,8 @@ void pointwise_python(at::TensorIteratorBase& iter, const char* name, std::vecto
 }  // namespace
 
 void pointwise(at::TensorIteratorBase& iter, const char* name, std::vector<Arg> extra) {
-  // Tier 2 (cuda driver): replays the kernels the Python path launched for
-  // an earlier call with the same signature; elsewhere it just runs it.
-  fast::pointwise(iter, name, extra, [&] { pointwise_python(iter, name, extra); });
+  // Replays the plan recorded for an earlier call with the same key.
+  plan::pointwise(iter, name, extra, [&] { pointwise_python(iter, name, extra); });
 }
 
 }  // namespace torch_ext::launch

@@ -5,6 +5,7 @@
 // (recordStream) is cached only once events recorded on those streams at free
 // time have completed. When the driver runs out, the cache of the device is
 // released and the allocation retried once before OutOfMemoryError.
+#include "launch/Plan.h"
 #include "runtime/Allocator.h"
 
 #include "runtime/Device.h"
@@ -70,6 +71,7 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
     if (bytes == 0) return c10::DataPtr(nullptr, dev);
     auto stream = getCurrentStream(device).id();
     Block* block = malloc_block(device, stream, bytes);
+    launch::plan::note_alloc(block->ptr, bytes);
     return c10::DataPtr(block->ptr, block, &free_block_fn, dev);
   }
 
@@ -231,6 +233,7 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
   }
 
   void free_block(Block* block) {
+    launch::plan::note_free(block->ptr);
     std::lock_guard<std::mutex> lock(mutex_);
     auto& st = state(block->device);
     block->allocated = false;

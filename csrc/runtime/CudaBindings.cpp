@@ -1,6 +1,5 @@
 #include "runtime/CudaBindings.h"
 
-#include "launch/FastLaunch.h"
 
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
@@ -43,7 +42,6 @@ void register_cuda_bindings(pybind11::module_& m) {
     auto props = cuda_driver().properties(resolve_device(static_cast<c10::DeviceIndex>(device)));
     return std::make_pair(props.major, props.minor);
   });
-  launch::fast::register_bindings(m);
 }
 
 }  // namespace torch_ext::cuda

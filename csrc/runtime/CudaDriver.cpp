@@ -3,6 +3,7 @@
 // device works in its primary context, the one Triton and torch.cuda use too,
 // so pointers, streams and modules are shared with them.
 
+#include "launch/Plan.h"
 #include "runtime/CudaApi.h"
 #include "runtime/CudaDriver.h"
 
@@ -14,9 +15,6 @@
 #include <mutex>
 #include <vector>
 
-namespace torch_ext::launch::fast {
-void note_driver_work() noexcept;  // FastLaunch.h: copies cannot be replayed
-}
 
 namespace torch_ext::cuda {
 
@@ -130,7 +128,7 @@ class CudaDriver final : public Driver {
   void memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, int device,
               StreamHandle stream, bool async) override {
     if (bytes == 0) return;
-    launch::fast::note_driver_work();
+    launch::plan::note_copy(dst, src, bytes, kind == CopyKind::DeviceToDevice);
     use(device);
     switch (kind) {
       case CopyKind::HostToDevice:
@@ -149,7 +147,7 @@ class CudaDriver final : public Driver {
   void memcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
                   StreamHandle stream) override {
     if (bytes == 0) return;
-    launch::fast::note_driver_work();
+    launch::plan::note_unreplayable("peer copy");
     CUcontext src_ctx = context(src_device);
     use(dst_device);
     TORCH_EXT_CUDA_CHECK(api_.cuMemcpyPeerAsync(dptr(dst), context(dst_device), dptr(src), src_ctx,
@@ -158,7 +156,7 @@ class CudaDriver final : public Driver {
 
   void memset(void* dst, int value, size_t bytes, int device, StreamHandle stream) override {
     if (bytes == 0) return;
-    launch::fast::note_driver_work();
+    launch::plan::note_memset(dst, value, bytes);
     use(device);
     TORCH_EXT_CUDA_CHECK(
         api_.cuMemsetD8Async(dptr(dst), static_cast<unsigned char>(value), bytes, cu(stream)));

@@ -1,3 +1,4 @@
+#include "launch/Plan.h"
 #include "runtime/Generator.h"
 
 #include "runtime/Device.h"
@@ -98,6 +99,7 @@ std::pair<uint64_t, uint64_t> philoxSeedOffset(const std::optional<at::Generator
                                                c10::DeviceIndex device, uint64_t increment) {
   at::Generator g = gen.has_value() && gen->defined() ? *gen : defaultGenerator(device);
   auto* impl = at::check_generator<PhiloxGenerator>(g);
+  launch::plan::note_unreplayable("random");
   std::lock_guard<std::mutex> lock(g.mutex());
   return impl->take(increment);
 }

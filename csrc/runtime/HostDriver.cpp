@@ -8,6 +8,7 @@
 //   TORCH_EXT_HOST_PROTECT=1          device pages are PROT_NONE except while
 //                                     this driver copies or sets them, so host
 //                                     code that reads device memory crashes.
+#include "launch/Plan.h"
 #include "runtime/Config.h"
 #include "runtime/Driver.h"
 
@@ -90,15 +91,18 @@ class HostDriver final : public Driver {
   void* hostMalloc(size_t bytes) override { return std::malloc(bytes ? bytes : 1); }
   void hostFree(void* ptr) override { std::free(ptr); }
 
-  void memcpy(void* dst, const void* src, size_t bytes, CopyKind, int, StreamHandle,
+  void memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, int, StreamHandle,
               bool) override {
+    if (bytes) launch::plan::note_copy(dst, src, bytes, kind == CopyKind::DeviceToDevice);
     copy(dst, src, bytes);
   }
   void memcpyPeer(void* dst, int, const void* src, int, size_t bytes, StreamHandle) override {
+    if (bytes) launch::plan::note_unreplayable("peer copy");
     copy(dst, src, bytes);
   }
   void memset(void* dst, int value, size_t bytes, int, StreamHandle) override {
     if (bytes == 0) return;
+    launch::plan::note_memset(dst, value, bytes);
     Unprotect open(*this, dst, bytes);
     std::memset(dst, value, bytes);
   }

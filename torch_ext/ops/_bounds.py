@@ -20,6 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _launch
+
 
 RING = 1024
 
@@ -103,6 +105,7 @@ def new_flag(device, what="index", size=None, exc=IndexError, message=None):
     """A flag slot for one launch on `device`, with the error to raise if the
     kernel records a bad index there (`message` has one {} for the index)."""
     message = message or f"{what}: index {{}} is out of bounds for dimension with size {size}"
+    _launch.unreplayable("bounds check")  # the slot and its message change per call
     r = _ring(torch.device(device))
     return r.flags[r.take(exc, message)]
 

@@ -77,19 +77,26 @@ _driver_setup = None
 
 
 def _setup():
-    """(aliaser or None, launch lock or None) of the active driver: fixed once
-    the extension is loaded, so looked up once rather than per launch."""
+    """(aliaser or None, launch lock or None, plan recorder or None) of the
+    active driver: fixed once the extension is loaded, so looked up once
+    rather than per launch. The recorder (host driver) reports launches to
+    the launch-plan layer (csrc/launch/Plan.h) while it records a call; on
+    the cuda driver Triton's launcher reports them instead."""
     global _driver_setup
     if _driver_setup is not None:
         return _driver_setup
-    setup = (_aliaser(), spec("launch_lock"))
-    if _c_ext() is not None:
+    c_ext = _c_ext()
+    record = None
+    if c_ext is not None and hasattr(c_ext, "_plan_recording") and c_ext._driver_name() == "host":
+        record = c_ext
+    setup = (_aliaser(), spec("launch_lock"), record)
+    if c_ext is not None:
         _driver_setup = setup
     return setup
 
 
 # Kernels launched through the Python path since import (bench models reads it;
-# launches the C++ fast path replays are counted in _C._fast_launch_stats()).
+# launches replayed from C++ plans are counted in _C._plan_stats()["launched"]).
 launch_count = 0
 
 
@@ -98,8 +105,7 @@ def launch(kernel, grid, *args, **kwargs):
     global launch_count
     launch_count += 1
     if _profiling():  # a named range under the aten op, for torch_ext.profiler
-        name = getattr(getattr(kernel, "fn", kernel), "__name__", "kernel")
-        with torch.profiler.record_function(f"triton:{name}"):
+        with torch.profiler.record_function(f"triton:{_name(kernel)}"):
             return _launch(kernel, grid, args, kwargs)
     return _launch(kernel, grid, args, kwargs)
 
@@ -107,17 +113,79 @@ def launch(kernel, grid, *args, **kwargs):
 _profiling = torch._C._autograd._profiler_enabled
 
 
+def _name(kernel):
+    return getattr(getattr(kernel, "fn", kernel), "__name__", "kernel")
+
+
+class _Slot:
+    """Where a recorded launch's tensor argument goes at replay."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _observe(c_ext, kernel, grid, args, kwargs):
+    tensors = []
+
+    def slot(a):
+        if isinstance(a, torch.Tensor):
+            tensors.append(a)
+            return _Slot(len(tensors) - 1)
+        return a
+
+    args = tuple(slot(a) for a in args)
+    kwargs = {k: slot(v) for k, v in kwargs.items()}
+    c_ext._plan_observe_host(kernel, grid, args, kwargs, tensors, _name(kernel))
+
+
+def replay_recorded(kernel, grid, args, kwargs, tensors):
+    """A recorded launch, replayed by C++ on the host driver."""
+    global launch_count
+    launch_count += 1
+
+    def fill(a):
+        return tensors[a.index] if isinstance(a, _Slot) else a
+
+    _launch(kernel, grid, tuple(fill(a) for a in args), {k: fill(v) for k, v in kwargs.items()})
+
+
+def unreplayable(why):
+    """Keeps the op being recorded on Python: it does something a launch plan
+    cannot repeat (`why` names it in _C._plan_stats()["reasons"])."""
+    c_ext = _c_ext()
+    if c_ext is not None and hasattr(c_ext, "_plan_recording") and c_ext._plan_recording():
+        c_ext._plan_unreplayable(why)
+
+
 def _launch(kernel, grid, args, kwargs):
     _check_dtypes(kernel, args, kwargs)
-    alias, lock = _setup()
-    if alias is not None:
-        storages = {}
-        args = tuple(_map_arg(a, alias, storages) for a in args)
-        kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
-    if lock is None:
-        return kernel[grid](*args, **kwargs)
-    with lock:
-        return kernel[grid](*args, **kwargs)
+    alias, lock, record = _setup()
+    recording = record is not None and record._plan_recording()
+    if recording:
+        _observe(record, kernel, grid, args, kwargs)
+        record._plan_pause(True)  # what the launch itself does is part of its step
+    tuned = getattr(kernel, "cache", None) if hasattr(kernel, "configs") else None
+    before = len(tuned) if tuned is not None else 0
+    try:
+        if alias is not None:
+            storages = {}
+            args = tuple(_map_arg(a, alias, storages) for a in args)
+            kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
+        if lock is None:
+            return kernel[grid](*args, **kwargs)
+        with lock:
+            return kernel[grid](*args, **kwargs)
+    finally:
+        if recording:
+            record._plan_pause(False)
+        if tuned is not None and len(tuned) != before:
+            # The autotuner benchmarked configs: those launches are not the
+            # op's, so this call's recording is not kept (the next one is).
+            c_ext = _c_ext()
+            if c_ext is not None and hasattr(c_ext, "_plan_retry"):
+                c_ext._plan_retry()
 
 
 # Plain-Python grid helpers: triton.cdiv / next_power_of_2 are JIT-callable

@@ -7,9 +7,9 @@ torch_ext: the current `privateuseone` device and the raw CUstream of its
 current stream, in the device's primary context (the one our allocator's
 memory lives in). `activate()` installs it with `triton.runtime.driver.set_active`.
 
-Its launcher also reports each launch to the tier-2 fast launcher
-(csrc/launch/FastLaunch.h) while C++ is recording a call, so that later calls
-with the same signature are launched from C++ directly.
+Its launcher also reports each launch to the launch-plan layer
+(csrc/launch/Plan.h) while C++ is recording a call, so that later calls with
+the same key are launched from C++ directly.
 """
 
 from typing import Any, Optional, Sequence
@@ -30,23 +30,29 @@ def _observing(launcher_cls: type) -> type:
             self._fast_types = _fast_types(src, metadata)
             self._fast_threads = 32 * getattr(metadata, "num_warps", 4)
             self._fast_shared = getattr(metadata, "shared", 0)
+            self._fast_name = getattr(getattr(src, "fn", None), "__name__", None) or str(
+                getattr(metadata, "name", "kernel")
+            )
 
         # Triton (3.6 and 3.9) calls: grid x/y/z, stream, function, packed
         # metadata, launch metadata, enter hook, exit hook, *kernel arguments.
         def __call__(
             self, gridX: int, gridY: int, gridZ: int, stream: int, function: int, *rest: Any
         ) -> Any:
-            if _C._fast_launch_recording():
+            if _C._plan_recording():
                 types, values = self._fast_types, None
                 if types is not None and len(rest) - 4 == len(types):
                     values, types = _fast_values(types, rest[4:])
-                _C._fast_launch_observe(
+                else:
+                    types = None
+                _C._plan_observe_cuda(
                     (gridX, gridY, gridZ),
                     function,
                     self._fast_threads,
                     self._fast_shared,
                     types,
                     values or [],
+                    self._fast_name,
                 )
             return super().__call__(gridX, gridY, gridZ, stream, function, *rest)
 
@@ -87,7 +93,7 @@ def _fast_values(types: Sequence[str], args: Sequence[Any]) -> tuple[list[Any], 
 class PrivateUse1CudaDriver(CudaDriver):
     def __init__(self) -> None:
         super().__init__()
-        if hasattr(_C, "_fast_launch_recording"):
+        if hasattr(_C, "_plan_recording"):
             self.launcher_cls = _observing(self.launcher_cls)
         # Instance attributes, as Triton's GPUDriver sets them; Triton's
         # JIT calls these before every launch.

@@ -16,16 +16,16 @@ _base = {}
 
 def stats():
     """Counters since this test began (the C++ counters are process-wide)."""
-    now = dict(C._fast_launch_stats())
+    now = dict(C._plan_stats())
     return {k: v - _base.get(k, 0) for k, v in now.items()}
 
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    assert C._fast_launch_enabled()
-    C._fast_launch_clear()
+    assert C._plan_enabled()
+    C._plan_clear()
     _base.clear()
-    _base.update(C._fast_launch_stats())
+    _base.update(C._plan_stats())
 
 
 def check_add(a, b, **kw):

@@ -1,0 +1,613 @@
+#include "launch/Plan.h"
+
+#include "launch/PlanKey.h"
+#include "runtime/Config.h"
+#include "runtime/CudaApi.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Driver.h"
+#include "runtime/Stream.h"
+
+#include <ATen/record_function.h>
+#include <c10/core/CPUAllocator.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace py = pybind11;
+
+namespace torch_ext::launch::plan {
+namespace {
+
+constexpr size_t kMaxParams = 256;
+constexpr size_t kMaxSteps = 64;
+constexpr size_t kMaxEntries = 16384;
+
+// Where a pointer points: operand `index` or temporary `index`, plus bytes.
+struct Ref {
+  int16_t index = -1;
+  bool temp = false;
+  int64_t delta = 0;
+};
+
+// A Python object owned by a plan; released with the GIL, leaked at exit.
+struct PyRef {
+  PyObject* p;
+  explicit PyRef(py::handle h) : p(h.inc_ref().ptr()) {}
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  ~PyRef() {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      Py_DECREF(p);
+    }
+  }
+};
+
+// A tensor rebuilt at replay: a view of an operand's or a temporary's storage.
+struct View {
+  Ref ref;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> sizes, strides;
+};
+
+struct Param {  // one raw kernel parameter (cuda driver)
+  uint8_t size = 8;
+  bool is_ref = false;
+  Ref ref;
+  uint64_t bits = 0;
+};
+
+struct Step {
+  enum class Kind : uint8_t { Cuda, Host, Copy, Memset } kind = Kind::Cuda;
+  std::string name;  // the kernel, for profiler ranges
+  // Cuda: cuLaunchKernel(function, grid, threads, shared, params).
+  void* function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned threads = 0, shared = 0;
+  std::vector<Param> params;
+  // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
+  std::shared_ptr<PyRef> kernel, py_grid, args, kwargs;
+  std::vector<View> tensors;
+  // Copy / Memset.
+  Ref dst, src;
+  size_t bytes = 0;
+  int value = 0;
+};
+
+struct Result {
+  enum class Kind : uint8_t { Constant, Operand, View, Tuple } kind = Kind::Constant;
+  c10::IValue constant;
+  int16_t operand = -1;
+  View view;
+  std::vector<Result> elems;
+};
+
+struct Plan {
+  std::vector<size_t> temps;  // bytes of each temporary
+  std::vector<Step> steps;
+  Result result;
+  int64_t launches = 0;
+};
+
+struct Temp {
+  char* ptr;
+  size_t bytes;
+  bool live;
+};
+
+struct Recording {
+  const std::vector<Operand>* operands;
+  std::vector<Temp> temps;
+  std::vector<Step> steps;
+  bool ok = true;
+  bool retry = false;
+  int paused = 0;
+  std::string why;
+};
+
+thread_local Recording* active = nullptr;
+
+void fail(Recording& r, const char* why) noexcept {
+  try {
+    if (r.ok) r.why = why;
+  } catch (...) {
+  }
+  r.ok = false;
+}
+
+struct Stats {
+  std::atomic<int64_t> replayed{0}, recorded{0}, uncacheable{0}, slow{0}, launched{0}, retried{0};
+} stats;
+
+std::mutex cache_mutex;
+// nullptr: calls with this key stay on Python.
+std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
+std::map<std::string, int64_t> reasons;  // why keys stayed on Python (under cache_mutex)
+
+bool enabled() {
+  static const bool on = config::fast_launch();
+  return on;
+}
+
+bool is_cuda() {
+  static const bool cuda = std::strcmp(runtime::driver().name(), "cuda") == 0;
+  return cuda;
+}
+
+bool resolve(const Recording& r, const void* p, Ref& out) {
+  const char* c = static_cast<const char*>(p);
+  const auto& ops = *r.operands;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].data == c && ops[k].data != nullptr) {
+      out = Ref{static_cast<int16_t>(k), false, 0};
+      return true;
+    }
+  }
+  for (size_t j = r.temps.size(); j-- > 0;) {
+    const Temp& t = r.temps[j];
+    if (t.live && c >= t.ptr && c < t.ptr + t.bytes) {
+      out = Ref{static_cast<int16_t>(j), true, c - t.ptr};
+      return true;
+    }
+  }
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].data == nullptr || !ops[k].storage) continue;
+    const char* base = static_cast<const char*>(ops[k].storage.data());
+    if (base && c >= base && c < base + ops[k].storage.nbytes()) {
+      out = Ref{static_cast<int16_t>(k), false, c - ops[k].data};
+      return true;
+    }
+  }
+  return false;
+}
+
+bool make_view(const Recording& r, const at::Tensor& t, View& v) {
+  if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) return false;
+  if (!resolve(r, t.data_ptr(), v.ref)) return false;
+  v.dtype = t.scalar_type();
+  v.sizes = t.sizes().vec();
+  v.strides = t.strides().vec();
+  return true;
+}
+
+// The storage a view lives in at replay and its element offset there.
+at::Tensor build(const View& v, const std::vector<Operand>& ops,
+                 const std::vector<c10::Storage>& temps) {
+  const c10::Storage& storage = v.ref.temp ? temps[v.ref.index] : ops[v.ref.index].storage;
+  const char* base = static_cast<const char*>(storage.data());
+  const char* at_ = v.ref.temp ? base + v.ref.delta : ops[v.ref.index].data + v.ref.delta;
+  const auto item = static_cast<int64_t>(c10::elementSize(v.dtype));
+  at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(v.dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(v.sizes, v.strides, (at_ - base) / item);
+  return t;
+}
+
+bool make_result(const Recording& r, const c10::IValue& v, Result& out) {
+  if (v.isTuple()) {
+    out.kind = Result::Kind::Tuple;
+    for (const auto& e : v.toTupleRef().elements()) {
+      out.elems.emplace_back();
+      if (!make_result(r, e, out.elems.back())) return false;
+    }
+    return true;
+  }
+  if (!v.isTensor()) {
+    if (!(v.isNone() || v.isInt() || v.isDouble() || v.isBool())) return false;
+    out.kind = Result::Kind::Constant;
+    out.constant = v;
+    return true;
+  }
+  const at::Tensor& t = v.toTensor();
+  const auto& ops = *r.operands;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].impl == t.unsafeGetTensorImpl()) {
+      out.kind = Result::Kind::Operand;
+      out.operand = static_cast<int16_t>(k);
+      return true;
+    }
+  }
+  out.kind = Result::Kind::View;
+  if (!make_view(r, t, out.view)) return false;
+  // A new tensor must own exactly a temporary (or view an operand's storage).
+  const char* base = static_cast<const char*>(t.storage().data());
+  if (out.view.ref.temp) {
+    const Temp& tmp = r.temps[out.view.ref.index];
+    if (base != tmp.ptr || t.storage().nbytes() != tmp.bytes) return false;
+  } else if (base != ops[out.view.ref.index].storage.data()) {
+    return false;
+  }
+  const auto item = static_cast<int64_t>(t.element_size());
+  const char* at_ = static_cast<const char*>(t.data_ptr());
+  return (at_ - base) % item == 0;
+}
+
+c10::IValue rebuild(const Result& res, const std::vector<Operand>& ops,
+                    const std::vector<c10::Storage>& temps) {
+  switch (res.kind) {
+    case Result::Kind::Constant:
+      return res.constant;
+    case Result::Kind::Operand:
+      return c10::IValue(ops[res.operand].tensor);
+    case Result::Kind::View:
+      return c10::IValue(build(res.view, ops, temps));
+    case Result::Kind::Tuple: {
+      std::vector<c10::IValue> elems;
+      elems.reserve(res.elems.size());
+      for (const auto& e : res.elems) elems.push_back(rebuild(e, ops, temps));
+      return c10::ivalue::Tuple::create(std::move(elems));
+    }
+  }
+  return c10::IValue();
+}
+
+py::object& host_replay_fn() {
+  static auto* fn =
+      new py::object(py::module_::import("torch_ext.ops._launch").attr("replay_recorded"));
+  return *fn;
+}
+
+c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::DeviceIndex device) {
+  runtime::Driver& drv = runtime::driver();
+  std::vector<c10::Storage> temps;
+  temps.reserve(plan.temps.size());
+  if (!plan.temps.empty()) {
+    c10::Allocator* alloc = c10::GetAllocator(c10::DeviceType::PrivateUse1);
+    for (size_t bytes : plan.temps) {
+      temps.emplace_back(c10::Storage::use_byte_size_t(), bytes, alloc->allocate(bytes), alloc,
+                         /*resizable=*/true);
+    }
+  }
+  auto addr = [&](const Ref& r) -> char* {
+    char* base = r.temp ? static_cast<char*>(temps[r.index].mutable_data()) : ops[r.index].data;
+    return base + r.delta;
+  };
+  auto stream = runtime::driverStream(runtime::getCurrentStream(device));
+  const bool profiling = at::hasCallbacks();
+  for (const Step& s : plan.steps) {
+    std::optional<at::RecordFunction> range;
+    if (profiling && !s.name.empty()) {
+      range.emplace(at::RecordScope::USER_SCOPE);
+      if (range->isActive()) range->before(s.name.c_str());
+    }
+    switch (s.kind) {
+      case Step::Kind::Cuda: {
+        uint64_t values[kMaxParams];
+        void* pointers[kMaxParams];
+        for (size_t k = 0; k < s.params.size(); ++k) {
+          const Param& p = s.params[k];
+          values[k] = p.is_ref ? reinterpret_cast<uint64_t>(addr(p.ref)) : p.bits;
+          pointers[k] = &values[k];
+        }
+        const auto& a = *cuda::api();
+        TORCH_EXT_CUDA_CHECK(a.cuLaunchKernel(
+            static_cast<cuda::CUfunction>(s.function), s.grid[0], s.grid[1], s.grid[2], s.threads,
+            1, 1, s.shared, static_cast<cuda::CUstream>(stream), pointers, nullptr));
+        break;
+      }
+      case Step::Kind::Host: {
+        py::gil_scoped_acquire gil;
+        try {
+          py::list tensors(s.tensors.size());
+          for (size_t k = 0; k < s.tensors.size(); ++k) {
+            tensors[k] = py::reinterpret_steal<py::object>(
+                THPVariable_Wrap(build(s.tensors[k], ops, temps)));
+          }
+          host_replay_fn()(py::handle(s.kernel->p), py::handle(s.py_grid->p), py::handle(s.args->p),
+                           py::handle(s.kwargs->p), tensors);
+        } catch (py::error_already_set& e) {
+          TORCH_CHECK(false, "torch_ext kernel '", s.name, "': ", std::string(py::str(e.value())));
+        }
+        break;
+      }
+      case Step::Kind::Copy:
+        drv.memcpy(addr(s.dst), addr(s.src), s.bytes, runtime::CopyKind::DeviceToDevice, device,
+                   stream, /*async=*/true);
+        break;
+      case Step::Kind::Memset:
+        drv.memset(addr(s.dst), s.value, s.bytes, device, stream);
+        break;
+    }
+  }
+  return rebuild(plan.result, ops, temps);
+}
+
+// Completes a cuda launch's parameters against the compiled function: Triton
+// appends scratch pointers (none, one or two, by version), null when unused.
+bool check_layout(Step& l) {
+  const auto& a = *cuda::api();
+  if (!a.cuFuncGetParamInfo) return false;
+  size_t count = 0, offset = 0, size = 0;
+  auto fn = static_cast<cuda::CUfunction>(l.function);
+  while (count <= kMaxParams &&
+         a.cuFuncGetParamInfo(fn, count, &offset, &size) == cuda::CUDA_SUCCESS) {
+    if (count < l.params.size() && size != l.params[count].size) return false;
+    if (count >= l.params.size() && size != 8) return false;
+    ++count;
+  }
+  if (count < l.params.size() || count > l.params.size() + 2 || count > kMaxParams) return false;
+  while (l.params.size() < count) l.params.push_back(Param{});
+  return true;
+}
+
+c10::IValue run(std::string& key, const std::vector<Operand>& ops, c10::DeviceIndex device,
+                const std::function<c10::IValue()>& slow) {
+  std::shared_ptr<const Plan> plan;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      known = true;
+      plan = it->second;
+    }
+  }
+  if (plan) {
+    stats.replayed++;
+    stats.launched += plan->launches;
+    return replay(*plan, ops, device);
+  }
+  if (known || active) {  // stays on Python, or nested inside a recording
+    stats.slow++;
+    return slow();
+  }
+  Recording rec;
+  rec.operands = &ops;
+  active = &rec;
+  c10::IValue result;
+  try {
+    result = slow();
+  } catch (...) {
+    active = nullptr;
+    throw;
+  }
+  active = nullptr;
+  if (rec.retry) {
+    stats.retried++;
+    return result;
+  }
+  auto made = std::make_shared<Plan>();
+  if (rec.ok && !make_result(rec, result, made->result)) fail(rec, "result");
+  for (const auto& o : ops) {  // the op must not have moved its operands' memory
+    if (o.tensor.defined() && o.tensor.has_storage() &&
+        static_cast<const char*>(o.tensor.data_ptr()) != o.data) {
+      fail(rec, "operand moved");
+    }
+  }
+  if (rec.ok && rec.steps.empty()) fail(rec, "no device work");
+  if (rec.ok && rec.steps.size() > kMaxSteps) fail(rec, "too many steps");
+  for (auto& s : rec.steps) {
+    if (rec.ok && s.kind == Step::Kind::Cuda && !check_layout(s)) fail(rec, "parameter layout");
+    if (s.kind == Step::Kind::Cuda || s.kind == Step::Kind::Host) made->launches++;
+  }
+  if (rec.ok) {
+    for (const Temp& t : rec.temps) made->temps.push_back(t.bytes);
+    made->steps = std::move(rec.steps);
+  }
+  (rec.ok ? stats.recorded : stats.uncacheable)++;
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  if (!rec.ok) reasons[rec.why]++;
+  if (cache.size() >= kMaxEntries) cache.clear();
+  cache.emplace(std::move(key), rec.ok ? std::shared_ptr<const Plan>(std::move(made)) : nullptr);
+  return result;
+}
+
+// ---- observers (Python side, GIL held) ----
+
+uint8_t param_size(const std::string& type) {
+  if (type[0] == '*') return 8;
+  if (type == "i1" || type == "i8" || type == "u1" || type == "u8") return 1;
+  if (type == "i16" || type == "u16" || type == "fp16" || type == "bf16") return 2;
+  if (type == "i32" || type == "u32" || type == "fp32") return 4;
+  if (type == "i64" || type == "u64" || type == "fp64") return 8;
+  return 0;
+}
+
+// From the cuda driver's Triton launcher (backends/cuda/triton_driver.py).
+void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned shared,
+                  py::object types, py::list values, std::string name) {
+  Recording* rec = active;
+  if (!rec || !rec->ok || rec->paused) return;
+  if (types.is_none()) return fail(*rec, "launch not replayable");
+  auto type_list = types.cast<std::vector<std::string>>();
+  auto g = grid.cast<std::vector<int64_t>>();
+  if (type_list.size() != values.size() || type_list.size() > kMaxParams || g.size() != 3) {
+    return fail(*rec, "launch not replayable");
+  }
+  Step s;
+  s.kind = Step::Kind::Cuda;
+  s.name = "triton:" + name;
+  s.function = reinterpret_cast<void*>(function);
+  for (int d = 0; d < 3; ++d) s.grid[d] = static_cast<unsigned>(g[d]);
+  s.threads = threads;
+  s.shared = shared;
+  for (size_t k = 0; k < type_list.size(); ++k) {
+    const std::string& type = type_list[k];
+    const uint8_t size = type.empty() ? 0 : param_size(type);
+    if (size == 0) return fail(*rec, "parameter type");
+    py::handle v = values[k];
+    Param p;
+    p.size = size;
+    if (type[0] == '*') {
+      const auto ptr = v.cast<uint64_t>();
+      if (ptr != 0) {
+        if (!resolve(*rec, reinterpret_cast<const void*>(ptr), p.ref)) {
+          return fail(*rec, "foreign pointer");
+        }
+        p.is_ref = true;
+      }
+    } else if (type == "fp32") {
+      const float f = v.cast<float>();
+      std::memcpy(&p.bits, &f, sizeof(f));
+    } else if (type == "fp64") {
+      const double d = v.cast<double>();
+      std::memcpy(&p.bits, &d, sizeof(d));
+    } else if (type == "fp16" || type == "bf16") {
+      return fail(*rec, "parameter type");
+    } else if (type == "u64") {  // may exceed int64 (random_'s full 64-bit range)
+      const auto u = v.cast<uint64_t>();
+      std::memcpy(&p.bits, &u, sizeof(u));
+    } else {
+      const auto i = v.cast<int64_t>();
+      std::memcpy(&p.bits, &i, sizeof(i));  // little-endian: the low `size` bytes
+    }
+    s.params.push_back(p);
+  }
+  rec->steps.push_back(std::move(s));
+}
+
+// From ops/_launch.py on the host driver: kernel[grid](*args, **kwargs) with
+// the tensors taken out of args/kwargs (slots the replay fills).
+void observe_host(py::object kernel, py::object grid, py::object args, py::object kwargs,
+                  std::vector<at::Tensor> tensors, std::string name) {
+  Recording* rec = active;
+  if (!rec || !rec->ok || rec->paused) return;
+  Step s;
+  s.kind = Step::Kind::Host;
+  s.name = "triton:" + name;
+  s.kernel = std::make_shared<PyRef>(kernel);
+  s.py_grid = std::make_shared<PyRef>(grid);
+  s.args = std::make_shared<PyRef>(args);
+  s.kwargs = std::make_shared<PyRef>(kwargs);
+  for (const auto& t : tensors) {
+    View v;
+    if (!make_view(*rec, t, v)) return fail(*rec, "foreign pointer");
+    s.tensors.push_back(std::move(v));
+  }
+  rec->steps.push_back(std::move(s));
+}
+
+}  // namespace
+
+c10::IValue call(const char* name, const std::vector<Arg>& args,
+                 const std::function<c10::IValue()>& slow) {
+  if (!enabled()) return slow();
+  std::string key;
+  std::vector<Operand> ops;
+  c10::DeviceIndex device = -1;
+  if (!call_key(name, args, key, ops, device)) {
+    stats.slow++;
+    return slow();
+  }
+  if (device < 0) device = runtime::getCurrentStream().device_index();
+  return run(key, ops, device, slow);
+}
+
+void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
+               const std::function<void()>& slow) {
+  auto as_call = [&]() -> c10::IValue {
+    slow();
+    return c10::IValue();
+  };
+  if (!enabled() || iter.numel() == 0) return slow();
+  std::string key;
+  std::vector<Operand> ops;
+  if (!iterator_key(iter, name, extra, key, ops)) {
+    stats.slow++;
+    return slow();
+  }
+  run(key, ops, iter.device(0).index(), as_call);
+}
+
+void note_alloc(void* ptr, size_t bytes) noexcept {
+  Recording* r = active;
+  if (!r || r->paused || !ptr) return;
+  try {
+    r->temps.push_back(Temp{static_cast<char*>(ptr), bytes, true});
+  } catch (...) {
+    r->ok = false;
+  }
+}
+
+void note_free(void* ptr) noexcept {
+  Recording* r = active;
+  if (!r || r->paused || !ptr) return;
+  for (size_t j = r->temps.size(); j-- > 0;) {
+    if (r->temps[j].live && r->temps[j].ptr == ptr) {
+      r->temps[j].live = false;
+      return;
+    }
+  }
+}
+
+void note_copy(void* dst, const void* src, size_t bytes, bool device_to_device) noexcept {
+  Recording* r = active;
+  if (!r || r->paused || !r->ok) return;
+  if (!device_to_device) return fail(*r, "host copy");
+  Step s;
+  s.kind = Step::Kind::Copy;
+  s.bytes = bytes;
+  if (!resolve(*r, dst, s.dst) || !resolve(*r, src, s.src)) return fail(*r, "foreign pointer");
+  try {
+    r->steps.push_back(std::move(s));
+  } catch (...) {
+    r->ok = false;
+  }
+}
+
+void note_memset(void* dst, int value, size_t bytes) noexcept {
+  Recording* r = active;
+  if (!r || r->paused || !r->ok) return;
+  Step s;
+  s.kind = Step::Kind::Memset;
+  s.bytes = bytes;
+  s.value = value;
+  if (!resolve(*r, dst, s.dst)) return fail(*r, "foreign pointer");
+  try {
+    r->steps.push_back(std::move(s));
+  } catch (...) {
+    r->ok = false;
+  }
+}
+
+void note_unreplayable(const char* why) noexcept {
+  Recording* r = active;
+  if (r && !r->paused) fail(*r, why);
+}
+
+void register_bindings(py::module_& m) {
+  m.def("_plan_recording", []() { return active != nullptr && active->paused == 0; });
+  m.def("_plan_pause", [](bool on) {
+    if (active) active->paused += on ? 1 : -1;
+  });
+  m.def("_plan_retry", []() {
+    if (active) active->retry = true;
+  });
+  m.def("_plan_unreplayable", [](const std::string& why) { note_unreplayable(why.c_str()); });
+  m.def("_plan_observe_cuda", &observe_cuda, py::arg("grid"), py::arg("function"),
+        py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"),
+        py::arg("name"));
+  m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
+        py::arg("kwargs"), py::arg("tensors"), py::arg("name"));
+  m.def("_plan_enabled", []() { return enabled(); });
+  m.def("_plan_stats", []() {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    py::dict d;
+    d["replayed"] = stats.replayed.load();
+    d["recorded"] = stats.recorded.load();
+    d["uncacheable"] = stats.uncacheable.load();
+    d["slow"] = stats.slow.load();
+    d["launched"] = stats.launched.load();
+    d["retried"] = stats.retried.load();
+    d["entries"] = cache.size();
+    py::dict why;
+    for (const auto& [k, v] : reasons) why[py::str(k)] = v;
+    d["reasons"] = why;
+    return d;
+  });
+  m.def("_plan_clear", []() {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    cache.clear();
+    reasons.clear();
+  });
+}
+
+}  // namespace torch_ext::launch::plan

@@ -1,0 +1,193 @@
+#include "launch/PlanKey.h"
+
+#include <ATen/Context.h>
+
+#include <cstring>
+
+namespace torch_ext::launch::plan {
+namespace {
+
+template <typename T>
+void put(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+// The global flags a kernel's Python may read.
+void put_flags(std::string& key) {
+  auto& ctx = at::globalContext();
+  put(key, static_cast<int8_t>(ctx.float32MatmulPrecision()));
+  put(key, ctx.allowTF32CuDNN());
+  put(key, ctx.deterministicAlgorithms());
+  put(key, ctx.deterministicAlgorithmsWarnOnly());
+}
+
+// A CPU scalar's value (numel 1); false for larger CPU tensors.
+bool put_cpu(std::string& key, const at::Tensor& t) {
+  if (t.numel() != 1 || !t.is_contiguous()) return false;
+  put(key, 'c');
+  put(key, static_cast<int8_t>(t.scalar_type()));
+  put(key, static_cast<int8_t>(t.dim()));
+  uint64_t bits[2] = {0, 0};
+  std::memcpy(bits, t.const_data_ptr(), std::min<size_t>(sizeof(bits), t.element_size()));
+  put(key, bits);
+  return true;
+}
+
+struct Keyer {
+  std::string& key;
+  std::vector<Operand>& ops;
+  c10::DeviceIndex& device;
+
+  bool tensor(const at::Tensor& t) {
+    if (!t.defined()) {
+      put(key, 'u');
+      return true;
+    }
+    if (t.device().is_cpu()) return put_cpu(key, t);
+    if (t.device().type() != c10::DeviceType::PrivateUse1 || !t.has_storage()) return false;
+    if (device < 0) device = t.device().index();
+    char* data = static_cast<char*>(t.storage().mutable_data()) +
+                 t.storage_offset() * static_cast<int64_t>(t.element_size());
+    put(key, 't');
+    put(key, static_cast<int8_t>(t.device().index()));
+    put(key, static_cast<int8_t>(t.scalar_type()));
+    put(key, static_cast<int8_t>(t.dim()));
+    for (auto s : t.sizes()) put(key, s);
+    for (auto s : t.strides()) put(key, s);
+    put(key, static_cast<char>(reinterpret_cast<uintptr_t>(data) % 16 == 0 ? 'a' : 'u'));
+    int16_t alias = -1;  // the first earlier operand at the same address
+    for (size_t j = 0; j < ops.size() && alias < 0; ++j) {
+      if (ops[j].data == data) alias = static_cast<int16_t>(j);
+    }
+    put(key, alias);
+    ops.push_back(Operand{data, t.storage(), t.unsafeGetTensorImpl(), t});
+    return true;
+  }
+
+  bool value(const c10::IValue& v) {
+    if (v.isTensor()) return tensor(v.toTensor());
+    if (v.isNone()) {
+      put(key, 'n');
+    } else if (v.isBool()) {
+      put(key, 'b');
+      put(key, v.toBool());
+    } else if (v.isInt()) {
+      put(key, 'i');
+      put(key, v.toInt());
+    } else if (v.isDouble()) {
+      put(key, 'd');
+      put(key, v.toDouble());
+    } else if (v.isComplexDouble()) {
+      put(key, 'z');
+      put(key, v.toComplexDouble());
+    } else if (v.isString()) {
+      put(key, 's');
+      key.append(v.toStringRef());
+      key.push_back('\0');
+    } else if (v.isIntList()) {
+      put(key, 'I');
+      const auto list = v.toIntList();
+      put(key, static_cast<int32_t>(list.size()));
+      for (int64_t x : list) put(key, x);
+    } else if (v.isDoubleList()) {
+      put(key, 'D');
+      const auto list = v.toDoubleList();
+      put(key, static_cast<int32_t>(list.size()));
+      for (double x : list) put(key, x);
+    } else if (v.isBoolList()) {
+      put(key, 'B');
+      const auto list = v.toBoolList();
+      put(key, static_cast<int32_t>(list.size()));
+      for (bool x : list) put(key, x);
+    } else if (v.isTensorList()) {
+      put(key, 'T');
+      const auto list = v.toTensorList();
+      put(key, static_cast<int32_t>(list.size()));
+      for (const at::Tensor& t : list) {
+        if (!tensor(t)) return false;
+      }
+    } else if (v.isList()) {  // e.g. List<optional<Tensor>> (index)
+      put(key, 'L');
+      const auto list = v.toListRef();
+      put(key, static_cast<int32_t>(list.size()));
+      for (const auto& e : list) {
+        if (!value(e)) return false;
+      }
+    } else if (v.isTuple()) {
+      put(key, 'P');
+      const auto& elems = v.toTupleRef().elements();
+      put(key, static_cast<int32_t>(elems.size()));
+      for (const auto& e : elems) {
+        if (!value(e)) return false;
+      }
+    } else {
+      return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
+              std::vector<Operand>& ops, c10::DeviceIndex& device) {
+  key.reserve(256);
+  key.append(name);
+  key.push_back('\0');
+  put_flags(key);
+  Keyer k{key, ops, device};
+  for (const Arg& a : args) {
+    put(key, static_cast<int8_t>(a.kind));
+    if (!k.value(a.value)) return false;
+  }
+  return !ops.empty();
+}
+
+bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
+                  std::string& key, std::vector<Operand>& ops) {
+  key.reserve(256);
+  key.push_back('\1');  // not a call() key
+  key.append(name);
+  key.push_back('\0');
+  put_flags(key);
+  const int n = iter.ntensors();
+  put(key, static_cast<int8_t>(iter.device(0).index()));
+  put(key, static_cast<int8_t>(n));
+  put(key, static_cast<int8_t>(iter.noutputs()));
+  put(key, static_cast<int8_t>(iter.ndim()));
+  for (auto s : iter.shape()) put(key, s);
+  ops.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    put(key, static_cast<int8_t>(iter.dtype(i)));
+    auto* ptr = static_cast<char*>(iter.data_ptr(i));
+    if (iter.is_cpu_scalar(i)) {
+      put(key, 's');
+      uint64_t bits[2] = {0, 0};
+      std::memcpy(bits, ptr, std::min<size_t>(sizeof(bits), c10::elementSize(iter.dtype(i))));
+      put(key, bits);
+      ops.push_back(Operand{});
+      continue;
+    }
+    put(key, static_cast<char>(reinterpret_cast<uintptr_t>(ptr) % 16 == 0 ? 'a' : 'u'));
+    int8_t alias = -1;
+    for (int j = 0; j < i; ++j) {
+      if (iter.data_ptr(j) == ptr) {
+        alias = static_cast<int8_t>(j);
+        break;
+      }
+    }
+    put(key, alias);
+    for (auto s : iter.strides(i)) put(key, s);
+    ops.push_back(Operand{ptr, iter.tensor_base(i).storage(), nullptr, at::Tensor()});
+  }
+  c10::DeviceIndex unused = -1;
+  std::vector<Operand> none;
+  Keyer k{key, none, unused};
+  for (const Arg& a : extra) {
+    put(key, static_cast<int8_t>(a.kind));
+    if (a.value.isTensor() || !k.value(a.value)) return false;
+  }
+  return true;
+}
+
+}  // namespace torch_ext::launch::plan

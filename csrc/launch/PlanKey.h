@@ -1,0 +1,28 @@
+#pragma once
+// The key of a launch plan (launch/Plan.h) and the operands its pointers are
+// resolved against.
+
+#include "launch/Launcher.h"
+
+#include <string>
+#include <vector>
+
+namespace torch_ext::launch::plan {
+
+// A device tensor of the call: its data pointer and storage (for views at
+// replay), and for call() operands the tensor itself (a result that *is* an
+// operand is returned as that tensor).
+struct Operand {
+  char* data = nullptr;
+  c10::Storage storage;
+  c10::TensorImpl* impl = nullptr;
+  at::Tensor tensor;
+};
+
+// false: this call cannot be keyed (it stays on Python).
+bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
+              std::vector<Operand>& ops, c10::DeviceIndex& device);
+bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
+                  std::string& key, std::vector<Operand>& ops);
+
+}  // namespace torch_ext::launch::plan
