@@ -7,6 +7,7 @@
 #include "runtime/Driver.h"
 #include "runtime/Stream.h"
 
+#include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -52,7 +53,8 @@ struct PyRef {
 
 // A tensor rebuilt at replay: a view of an operand's or a temporary's storage.
 struct View {
-  Ref ref;
+  Ref ref;  // index -1: an empty tensor (no memory), rebuilt as a new one
+  c10::DeviceIndex device = 0;
   at::ScalarType dtype = at::kFloat;
   std::vector<int64_t> sizes, strides;
 };
@@ -170,7 +172,12 @@ bool resolve(const Recording& r, const void* p, Ref& out) {
 
 bool make_view(const Recording& r, const at::Tensor& t, View& v) {
   if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) return false;
-  if (!resolve(r, t.data_ptr(), v.ref)) return false;
+  v.device = t.device().index();
+  if (t.numel() == 0) {
+    v.ref = Ref{};
+  } else if (!resolve(r, t.data_ptr(), v.ref)) {
+    return false;
+  }
   v.dtype = t.scalar_type();
   v.sizes = t.sizes().vec();
   v.strides = t.strides().vec();
@@ -180,6 +187,11 @@ bool make_view(const Recording& r, const at::Tensor& t, View& v) {
 // The storage a view lives in at replay and its element offset there.
 at::Tensor build(const View& v, const std::vector<Operand>& ops,
                  const std::vector<c10::Storage>& temps) {
+  if (v.ref.index < 0) {
+    return at::empty_strided(v.sizes, v.strides,
+                             at::TensorOptions().dtype(v.dtype).device(
+                                 c10::Device(c10::DeviceType::PrivateUse1, v.device)));
+  }
   const c10::Storage& storage = v.ref.temp ? temps[v.ref.index] : ops[v.ref.index].storage;
   const char* base = static_cast<const char*>(storage.data());
   const char* at_ = v.ref.temp ? base + v.ref.delta : ops[v.ref.index].data + v.ref.delta;
@@ -217,6 +229,7 @@ bool make_result(const Recording& r, const c10::IValue& v, Result& out) {
   }
   out.kind = Result::Kind::View;
   if (!make_view(r, t, out.view)) return false;
+  if (out.view.ref.index < 0) return true;
   // A new tensor must own exactly a temporary (or view an operand's storage).
   const char* base = static_cast<const char*>(t.storage().data());
   if (out.view.ref.temp) {

@@ -1,0 +1,212 @@
+"""Launch plans (csrc/launch/Plan.h): the first call with a key records the
+op's device work, later calls replay it from C++. On the host driver the
+replay runs the recorded kernel objects, so these tests check the plans the
+GPU replays: results, keys, temporaries, results that are operands, and the
+calls that must stay on Python."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_ext
+from helpers import DEV as DEVICE
+
+C = torch_ext._C
+
+
+def stats():
+    return dict(C._plan_stats())
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    assert C._plan_enabled()
+    C._plan_clear()
+
+
+def delta(before):
+    now = stats()
+    return {k: now[k] - before[k] for k in ("recorded", "replayed", "uncacheable", "slow")}
+
+
+# One call per family: (name, function of CPU inputs, input shapes).
+CASES = [
+    ("add", lambda a, b: a + b, [(33, 17), (33, 17)]),
+    ("mul_broadcast", lambda a, b: a * b, [(8, 1, 5), (7, 5)]),
+    ("gelu", lambda a: F.gelu(a), [(9, 31)]),
+    ("sum_dim", lambda a: a.sum(1), [(12, 40)]),
+    ("mean_all", lambda a: a.mean(), [(12, 40)]),
+    ("amax", lambda a: a.amax(-1), [(5, 6, 7)]),
+    ("softmax", lambda a: torch.softmax(a, -1), [(6, 50)]),
+    ("log_softmax", lambda a: torch.log_softmax(a, 0), [(6, 50)]),
+    ("layer_norm", lambda a: F.layer_norm(a, (24,)), [(5, 24)]),
+    ("mm", lambda a, b: a @ b, [(16, 24), (24, 8)]),
+    ("bmm", lambda a, b: torch.bmm(a, b), [(3, 8, 5), (3, 5, 6)]),
+    ("addmm", lambda c, a, b: torch.addmm(c, a, b), [(7,), (4, 9), (9, 7)]),
+    ("cat", lambda a, b: torch.cat([a, b], 1), [(4, 5), (4, 3)]),
+    ("strided", lambda a: a.t() * 2, [(13, 7)]),
+    ("cumsum", lambda a: torch.cumsum(a, 1), [(3, 21)]),
+    ("sort", lambda a: torch.sort(a, -1)[0], [(4, 19)]),
+    ("topk", lambda a: torch.topk(a, 3).values, [(4, 19)]),
+    ("conv2d", lambda x, w: F.conv2d(x, w, padding=1), [(1, 2, 6, 6), (3, 2, 3, 3)]),
+    ("max_pool2d", lambda x: F.max_pool2d(x, 2), [(1, 2, 6, 6)]),
+    ("mse_loss", lambda a, b: F.mse_loss(a, b), [(6, 7), (6, 7)]),
+    (
+        "sdpa",
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [(1, 2, 8, 16), (1, 2, 8, 16), (1, 2, 8, 16)],
+    ),
+    ("where", lambda a, b: torch.where(a > 0, a, b), [(10, 3), (10, 3)]),
+    ("clamp", lambda a: a.clamp(-0.5, 0.5), [(10, 3)]),
+]
+
+
+@pytest.mark.parametrize("name,fn,shapes", CASES, ids=[c[0] for c in CASES])
+def test_recorded_then_replayed_with_new_data(name, fn, shapes):
+    torch.manual_seed(0)
+    before = stats()
+    for i in range(3):
+        xs = [torch.randn(s) for s in shapes]
+        got = fn(*[x.to(DEVICE) for x in xs]).cpu()
+        torch.testing.assert_close(got, fn(*xs), rtol=1e-4, atol=1e-4)
+        d = delta(before)
+        if i == 0:
+            first = d
+            assert d["recorded"] >= 1, f"{name}: nothing recorded ({d})"
+    d = delta(before)
+    # Calls two and three record nothing new and replay what call one recorded.
+    assert d["recorded"] == first["recorded"], d
+    assert d["replayed"] >= 2 * first["recorded"], d
+    assert d["uncacheable"] == first["uncacheable"], d
+
+
+def test_replay_launches_from_cpp():
+    a, b = torch.randn(20, 20), torch.randn(20, 20)
+    da, db = a.to(DEVICE), b.to(DEVICE)
+    torch.softmax(da @ db, -1)
+    launched = stats()["launched"]
+    torch.softmax(da @ db, -1)
+    assert stats()["launched"] > launched  # the replay counted its launches
+
+
+def test_out_variant_returns_the_out_tensor_and_inplace_mutates():
+    a, b = torch.randn(9, 4), torch.randn(9, 4)
+    da, db = a.to(DEVICE), b.to(DEVICE)
+    for _ in range(3):
+        out = torch.empty(9, 4, device=DEVICE)
+        r = torch.mul(da, db, out=out)
+        assert r is out
+        torch.testing.assert_close(out.cpu(), a * b)
+    x = a.clone().to(DEVICE)
+    for k in range(3):
+        x.add_(db)
+    torch.testing.assert_close(x.cpu(), a + 3 * b)
+
+
+def test_results_that_are_views_and_tuples():
+    a = torch.randn(6, 11)
+    da = a.to(DEVICE)
+    for _ in range(3):
+        v, i = torch.max(da, 1)
+        torch.testing.assert_close(v.cpu(), a.max(1).values)
+        assert torch.equal(i.cpu(), a.max(1).indices)
+        m, s = torch.std_mean(da, 1)
+        torch.testing.assert_close(m.cpu(), torch.std_mean(a, 1)[0], rtol=1e-5, atol=1e-5)
+
+
+KEY_VARIANTS = {
+    "dtype": lambda: (torch.randn(8, 8, dtype=torch.float64),),
+    "rank": lambda: (torch.randn(2, 8, 4),),
+    "shape": lambda: (torch.randn(8, 9),),
+    "non_contiguous": lambda: (torch.randn(8, 8).t(),),
+    "misaligned": lambda: (torch.randn(65)[1:].reshape(8, 8),),
+}
+
+
+@pytest.mark.parametrize("variant", list(KEY_VARIANTS))
+def test_each_key_component_gives_its_own_plan(variant):
+    base = torch.randn(8, 8)
+    torch.softmax(base.to(DEVICE), -1)
+    torch.softmax(base.to(DEVICE), -1)
+    before = stats()
+    (x,) = KEY_VARIANTS[variant]()
+    dx = x.to(DEVICE) if variant != "misaligned" else _misaligned(x)
+    got = torch.softmax(dx, -1)
+    torch.testing.assert_close(got.cpu(), torch.softmax(x, -1))
+    assert delta(before)["recorded"] == 1
+
+
+def _misaligned(x):
+    flat = torch.empty(x.numel() + 1, device=DEVICE)
+    flat[1:].copy_(x.reshape(-1).to(DEVICE))
+    v = flat[1:].view(x.shape)
+    assert v.data_ptr() % 16 != 0
+    return v
+
+
+def test_scalar_values_and_global_flags_are_in_the_key():
+    a = torch.randn(10)
+    da = a.to(DEVICE)
+    for alpha in (1.0, 2.0, 2.0, 3.5):
+        torch.testing.assert_close(torch.add(da, da, alpha=alpha).cpu(), a + alpha * a)
+    before = stats()
+    torch.add(da, da, alpha=3.5)
+    assert delta(before)["recorded"] == 0
+    m = torch.randn(8, 8)
+    dm = m.to(DEVICE)
+    dm @ dm
+    before = stats()
+    old = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high" if old == "highest" else "highest")
+        torch.testing.assert_close((dm @ dm).cpu(), m @ m, rtol=1e-3, atol=1e-3)
+    finally:
+        torch.set_float32_matmul_precision(old)
+    assert delta(before)["recorded"] == 1
+
+
+def test_random_ops_stay_fresh_and_reproducible():
+    torch.manual_seed(3)
+    draws = [torch.rand(100, device=DEVICE).cpu() for _ in range(3)]
+    assert not torch.equal(draws[0], draws[1]) and not torch.equal(draws[1], draws[2])
+    torch.manual_seed(3)
+    again = [torch.rand(100, device=DEVICE).cpu() for _ in range(3)]
+    for x, y in zip(draws, again):
+        assert torch.equal(x, y)
+    x = torch.ones(1000, device=DEVICE)
+    d1, d2 = F.dropout(x, 0.5), F.dropout(x, 0.5)
+    assert not torch.equal(d1.cpu(), d2.cpu())
+    assert stats()["reasons"].get("random", 0) >= 1
+
+
+def test_bounds_errors_still_raised_after_warm_calls():
+    w = torch.randn(10, 4).to(DEVICE)
+    idx = torch.tensor([1, 2, 3]).to(DEVICE)
+    for _ in range(3):
+        F.embedding(idx, w)
+    with pytest.raises(IndexError):
+        F.embedding(torch.tensor([1, 20, 3]).to(DEVICE), w)
+        torch.privateuseone.synchronize()
+
+
+def test_host_reads_keep_the_call_on_python():
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to(DEVICE)
+    for _ in range(3):
+        nz = torch.nonzero(x)
+        assert nz.cpu().reshape(-1).tolist() == [1, 3]
+
+
+def test_off_switch_keeps_everything_on_python():
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, torch_ext\n"
+        "x = torch.randn(10).to('privateuseone')\n"
+        "for _ in range(3): (x + x).cpu()\n"
+        "s = torch_ext._C._plan_stats()\n"
+        "assert not torch_ext._C._plan_enabled() and s['recorded'] == 0 and s['replayed'] == 0, s\n"
+    )
+    env = dict(__import__("os").environ, TORCH_EXT_FAST_LAUNCH="0")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
