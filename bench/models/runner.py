@@ -128,6 +128,7 @@ def measure(args, rec):
 
         rec["cpu_fallbacks"] = sum(torch_ext.fallback_stats().values())
         rec["fallback_ops"] = torch_ext.fallback_stats()
+        rec["plans"] = dict(torch_ext._C._plan_stats())  # whole process; "reasons": op: why
         py1, fast1 = _ours_counters()
         py, fast = py1 - counters0[0], fast1 - counters0[1]
         if timed:

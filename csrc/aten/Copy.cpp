@@ -3,6 +3,7 @@
 // (dtype conversion, different strides, broadcasting, conj/neg bits) is done
 // by PyTorch's CPU copy on host staging of the spans involved.
 #include "launch/Launcher.h"
+#include "launch/Plan.h"
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"
@@ -102,7 +103,11 @@ bool kernel_dtype(at::ScalarType t) {
 
 // Same-device copies that the Triton copy kernel handles (cuda driver).
 bool on_device_kernel(const at::Tensor& src, const at::Tensor& dst) {
-  return std::strcmp(driver().name(), "cuda") == 0 && !src.is_cpu() &&
+  // The host driver stages through the CPU, except while a launch plan
+  // records: then it runs the kernel the cuda driver runs, which a plan can
+  // replay (a host copy cannot be).
+  const bool kernel = std::strcmp(driver().name(), "cuda") == 0 || launch::plan::recording();
+  return kernel && !src.is_cpu() &&
          src.device() == dst.device() && kernel_dtype(src.scalar_type()) &&
          kernel_dtype(dst.scalar_type()) && !src.is_conj() && !dst.is_conj() && !src.is_neg() &&
          !dst.is_neg();

@@ -62,7 +62,11 @@ c10::IValue from_py(py::handle obj) {
               std::string(py::str(obj.get_type())));
 }
 
-[[noreturn]] void rethrow(const char* name, py::error_already_set& e) {
+
+}  // namespace
+
+// A Python exception as the torch error users read (Plan.cpp uses it too).
+[[noreturn]] void rethrow_python(const char* name, py::error_already_set& e) {
   // The exception's own text, without pybind's "At:" Python traceback: the
   // user sees the op and the reason, as from any torch error.
   std::string what = py::str(e.value());
@@ -80,8 +84,6 @@ c10::IValue from_py(py::handle obj) {
   TORCH_CHECK(false, std::string("torch_ext kernel '") + name + "': " + type + ": " + what);
 }
 
-}  // namespace
-
 namespace {
 c10::IValue call_python(const char* name, const std::vector<Arg>& args, bool iterator) {
   py::gil_scoped_acquire gil;
@@ -92,7 +94,7 @@ c10::IValue call_python(const char* name, const std::vector<Arg>& args, bool ite
     py::object result = fn(*pyargs);
     return from_py(result);
   } catch (py::error_already_set& e) {
-    rethrow(name, e);
+    rethrow_python(name, e);
   }
 }
 }  // namespace

@@ -23,6 +23,10 @@
 
 namespace py = pybind11;
 
+namespace torch_ext::launch {
+[[noreturn]] void rethrow_python(const char* name, py::error_already_set& e);  // Launcher.cpp
+}
+
 namespace torch_ext::launch::plan {
 namespace {
 
@@ -30,12 +34,22 @@ constexpr size_t kMaxParams = 256;
 constexpr size_t kMaxSteps = 64;
 constexpr size_t kMaxEntries = 16384;
 
-// Where a pointer points: operand `index` or temporary `index`, plus bytes.
+// Where a pointer points: operand, temporary or persistent region `index`,
+// plus bytes from its start (an operand's: its data pointer).
 struct Ref {
+  enum class Base : uint8_t { Operand, Temp, Persistent } base = Base::Operand;
   int16_t index = -1;
-  bool temp = false;
   int64_t delta = 0;
+  bool temp() const { return base == Base::Temp; }
 };
+
+// Memory that outlives every plan (e.g. the bounds-check flag ring):
+// registered by Python, kept alive here.
+std::mutex persistent_mutex;
+std::vector<at::Tensor>& persistent() {
+  static auto* regions = new std::vector<at::Tensor>();
+  return *regions;
+}
 
 // A Python object owned by a plan; released with the GIL, leaked at exit.
 struct PyRef {
@@ -67,7 +81,7 @@ struct Param {  // one raw kernel parameter (cuda driver)
 };
 
 struct Step {
-  enum class Kind : uint8_t { Cuda, Host, Copy, Memset } kind = Kind::Cuda;
+  enum class Kind : uint8_t { Cuda, Host, Copy, Memset, Callback } kind = Kind::Cuda;
   std::string name;  // the kernel, for profiler ranges
   // Cuda: cuLaunchKernel(function, grid, threads, shared, params).
   void* function = nullptr;
@@ -75,6 +89,7 @@ struct Step {
   unsigned threads = 0, shared = 0;
   std::vector<Param> params;
   // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
+  // Callback: kernel(*args) (e.g. the host driver's bounds check).
   std::shared_ptr<PyRef> kernel, py_grid, args, kwargs;
   std::vector<View> tensors;
   // Copy / Memset.
@@ -148,14 +163,14 @@ bool resolve(const Recording& r, const void* p, Ref& out) {
   const auto& ops = *r.operands;
   for (size_t k = 0; k < ops.size(); ++k) {
     if (ops[k].data == c && ops[k].data != nullptr) {
-      out = Ref{static_cast<int16_t>(k), false, 0};
+      out = Ref{Ref::Base::Operand, static_cast<int16_t>(k), 0};
       return true;
     }
   }
   for (size_t j = r.temps.size(); j-- > 0;) {
     const Temp& t = r.temps[j];
     if (t.live && c >= t.ptr && c < t.ptr + t.bytes) {
-      out = Ref{static_cast<int16_t>(j), true, c - t.ptr};
+      out = Ref{Ref::Base::Temp, static_cast<int16_t>(j), c - t.ptr};
       return true;
     }
   }
@@ -163,11 +178,25 @@ bool resolve(const Recording& r, const void* p, Ref& out) {
     if (ops[k].data == nullptr || !ops[k].storage) continue;
     const char* base = static_cast<const char*>(ops[k].storage.data());
     if (base && c >= base && c < base + ops[k].storage.nbytes()) {
-      out = Ref{static_cast<int16_t>(k), false, c - ops[k].data};
+      out = Ref{Ref::Base::Operand, static_cast<int16_t>(k), c - ops[k].data};
+      return true;
+    }
+  }
+  std::lock_guard<std::mutex> lock(persistent_mutex);
+  const auto& regions = persistent();
+  for (size_t k = 0; k < regions.size(); ++k) {
+    const char* base = static_cast<const char*>(regions[k].const_data_ptr());
+    if (c >= base && c < base + regions[k].nbytes()) {
+      out = Ref{Ref::Base::Persistent, static_cast<int16_t>(k), c - base};
       return true;
     }
   }
   return false;
+}
+
+at::Tensor persistent_region(int16_t index) {
+  std::lock_guard<std::mutex> lock(persistent_mutex);
+  return persistent()[index];
 }
 
 bool make_view(const Recording& r, const at::Tensor& t, View& v) {
@@ -192,12 +221,28 @@ at::Tensor build(const View& v, const std::vector<Operand>& ops,
                              at::TensorOptions().dtype(v.dtype).device(
                                  c10::Device(c10::DeviceType::PrivateUse1, v.device)));
   }
-  const c10::Storage& storage = v.ref.temp ? temps[v.ref.index] : ops[v.ref.index].storage;
+  c10::Storage storage;
+  const char* at_ = nullptr;
+  switch (v.ref.base) {
+    case Ref::Base::Temp:
+      storage = temps[v.ref.index];
+      at_ = static_cast<const char*>(storage.data()) + v.ref.delta;
+      break;
+    case Ref::Base::Operand:
+      storage = ops[v.ref.index].storage;
+      at_ = ops[v.ref.index].data + v.ref.delta;
+      break;
+    case Ref::Base::Persistent: {
+      at::Tensor region = persistent_region(v.ref.index);
+      storage = region.storage();
+      at_ = static_cast<const char*>(region.const_data_ptr()) + v.ref.delta;
+      break;
+    }
+  }
   const char* base = static_cast<const char*>(storage.data());
-  const char* at_ = v.ref.temp ? base + v.ref.delta : ops[v.ref.index].data + v.ref.delta;
   const auto item = static_cast<int64_t>(c10::elementSize(v.dtype));
   at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::scalarTypeToTypeMeta(v.dtype));
   t.unsafeGetTensorImpl()->set_sizes_and_strides(v.sizes, v.strides, (at_ - base) / item);
   return t;
@@ -232,7 +277,8 @@ bool make_result(const Recording& r, const c10::IValue& v, Result& out) {
   if (out.view.ref.index < 0) return true;
   // A new tensor must own exactly a temporary (or view an operand's storage).
   const char* base = static_cast<const char*>(t.storage().data());
-  if (out.view.ref.temp) {
+  if (out.view.ref.base == Ref::Base::Persistent) return false;
+  if (out.view.ref.temp()) {
     const Temp& tmp = r.temps[out.view.ref.index];
     if (base != tmp.ptr || t.storage().nbytes() != tmp.bytes) return false;
   } else if (base != ops[out.view.ref.index].storage.data()) {
@@ -280,8 +326,15 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
     }
   }
   auto addr = [&](const Ref& r) -> char* {
-    char* base = r.temp ? static_cast<char*>(temps[r.index].mutable_data()) : ops[r.index].data;
-    return base + r.delta;
+    switch (r.base) {
+      case Ref::Base::Temp:
+        return static_cast<char*>(temps[r.index].mutable_data()) + r.delta;
+      case Ref::Base::Operand:
+        return ops[r.index].data + r.delta;
+      case Ref::Base::Persistent:
+        return static_cast<char*>(persistent_region(r.index).mutable_data_ptr()) + r.delta;
+    }
+    return nullptr;
   };
   auto stream = runtime::driverStream(runtime::getCurrentStream(device));
   const bool profiling = at::hasCallbacks();
@@ -317,7 +370,16 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
           host_replay_fn()(py::handle(s.kernel->p), py::handle(s.py_grid->p), py::handle(s.args->p),
                            py::handle(s.kwargs->p), tensors);
         } catch (py::error_already_set& e) {
-          TORCH_CHECK(false, "torch_ext kernel '", s.name, "': ", std::string(py::str(e.value())));
+          rethrow_python(s.name.c_str(), e);
+        }
+        break;
+      }
+      case Step::Kind::Callback: {
+        py::gil_scoped_acquire gil;
+        try {
+          py::handle(s.kernel->p)(*py::reinterpret_borrow<py::tuple>(s.args->p));
+        } catch (py::error_already_set& e) {
+          rethrow_python(s.name.c_str(), e);
         }
         break;
       }
@@ -351,8 +413,8 @@ bool check_layout(Step& l) {
   return true;
 }
 
-c10::IValue run(std::string& key, const std::vector<Operand>& ops, c10::DeviceIndex device,
-                const std::function<c10::IValue()>& slow) {
+c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& ops,
+                c10::DeviceIndex device, const std::function<c10::IValue()>& slow) {
   std::shared_ptr<const Plan> plan;
   bool known = false;
   {
@@ -407,7 +469,7 @@ c10::IValue run(std::string& key, const std::vector<Operand>& ops, c10::DeviceIn
   }
   (rec.ok ? stats.recorded : stats.uncacheable)++;
   std::lock_guard<std::mutex> lock(cache_mutex);
-  if (!rec.ok) reasons[rec.why]++;
+  if (!rec.ok) reasons[std::string(name) + ": " + rec.why]++;
   if (cache.size() >= kMaxEntries) cache.clear();
   cache.emplace(std::move(key), rec.ok ? std::shared_ptr<const Plan>(std::move(made)) : nullptr);
   return result;
@@ -498,7 +560,28 @@ void observe_host(py::object kernel, py::object grid, py::object args, py::objec
   rec->steps.push_back(std::move(s));
 }
 
+// A Python call the replay repeats after the steps recorded so far.
+void observe_callback(py::object fn, py::tuple args, std::string name) {
+  Recording* rec = active;
+  if (!rec || !rec->ok) return;
+  Step s;
+  s.kind = Step::Kind::Callback;
+  s.name = std::move(name);
+  s.kernel = std::make_shared<PyRef>(fn);
+  s.args = std::make_shared<PyRef>(args);
+  rec->steps.push_back(std::move(s));
+}
+
+// A call whose arguments make no key (e.g. a CPU tensor of several elements).
+void note_unkeyed(const char* name) {
+  stats.slow++;
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  reasons[std::string(name) + ": arguments make no key"]++;
+}
+
 }  // namespace
+
+bool recording() noexcept { return active != nullptr && active->paused == 0; }
 
 c10::IValue call(const char* name, const std::vector<Arg>& args,
                  const std::function<c10::IValue()>& slow) {
@@ -507,11 +590,11 @@ c10::IValue call(const char* name, const std::vector<Arg>& args,
   std::vector<Operand> ops;
   c10::DeviceIndex device = -1;
   if (!call_key(name, args, key, ops, device)) {
-    stats.slow++;
+    note_unkeyed(name);
     return slow();
   }
   if (device < 0) device = runtime::getCurrentStream().device_index();
-  return run(key, ops, device, slow);
+  return run(name, key, ops, device, slow);
 }
 
 void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
@@ -524,10 +607,10 @@ void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector
   std::string key;
   std::vector<Operand> ops;
   if (!iterator_key(iter, name, extra, key, ops)) {
-    stats.slow++;
+    note_unkeyed(name);
     return slow();
   }
-  run(key, ops, iter.device(0).index(), as_call);
+  run(name, key, ops, iter.device(0).index(), as_call);
 }
 
 void note_alloc(void* ptr, size_t bytes) noexcept {
@@ -600,6 +683,14 @@ void register_bindings(py::module_& m) {
         py::arg("name"));
   m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
         py::arg("kwargs"), py::arg("tensors"), py::arg("name"));
+  m.def("_plan_observe_callback", &observe_callback, py::arg("fn"), py::arg("args"),
+        py::arg("name"));
+  m.def("_plan_persistent", [](const at::Tensor& region) {
+    TORCH_CHECK(region.device().type() == c10::DeviceType::PrivateUse1 && region.is_contiguous(),
+                "_plan_persistent: a contiguous privateuseone tensor");
+    std::lock_guard<std::mutex> lock(persistent_mutex);
+    persistent().push_back(region);
+  });
   m.def("_plan_enabled", []() { return enabled(); });
   m.def("_plan_stats", []() {
     std::lock_guard<std::mutex> lock(cache_mutex);

@@ -58,6 +58,8 @@ void note_copy(void* dst, const void* src, size_t bytes, bool device_to_device) 
 void note_memset(void* dst, int value, size_t bytes) noexcept;
 // Work a plan cannot repeat (`why` names it in the statistics).
 void note_unreplayable(const char* why) noexcept;
+// Whether this thread is recording a call now.
+bool recording() noexcept;
 
 // _plan_* functions on torch_ext._C.
 void register_bindings(pybind11::module_& m);

@@ -176,7 +176,7 @@ def test_random_ops_stay_fresh_and_reproducible():
     x = torch.ones(1000, device=DEVICE)
     d1, d2 = F.dropout(x, 0.5), F.dropout(x, 0.5)
     assert not torch.equal(d1.cpu(), d2.cpu())
-    assert stats()["reasons"].get("random", 0) >= 1
+    assert any(k.endswith(": random") for k in stats()["reasons"])
 
 
 def test_bounds_errors_still_raised_after_warm_calls():

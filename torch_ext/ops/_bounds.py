@@ -24,6 +24,9 @@ from . import _launch
 
 
 RING = 1024
+# Slots after the ring are never reused: each belongs to one launch plan
+# (csrc/launch/Plan.h), whose replays write the same slot; its message stays.
+PINNED = 1024
 
 
 @triton.jit
@@ -40,9 +43,13 @@ def record(flag, idx, bad):
 
 class _Ring:
     def __init__(self, device):
-        self.flags = torch.zeros(RING, 2, dtype=torch.long, device=device)
+        with _launch.paused():  # not part of the op being recorded, if any
+            self.flags = torch.zeros(RING + PINNED, 2, dtype=torch.long, device=device)
+        if device.type == "privateuseone":
+            _launch.persistent(self.flags)
         self.next = 0
-        self.messages = [None] * RING  # (exception, message with {} for the index)
+        self.pinned = 0
+        self.messages = [None] * (RING + PINNED)  # (exception, message with {} for the index)
         # Only the cuda driver's flags are read back asynchronously (plain CPU
         # or torch.cuda tensors, as tests/ops uses, are read at once).
         self.deferred = device.type == "privateuseone" and _driver() != "host"
@@ -50,6 +57,13 @@ class _Ring:
         self.event = None  # set while a copy is in flight
 
     def take(self, exc, message):
+        if _launch.recording():
+            if self.pinned < PINNED:
+                s = RING + self.pinned
+                self.pinned += 1
+                self.messages[s] = (exc, message)
+                return s
+            _launch.unreplayable("bounds check slots exhausted")
         s = self.next
         self.next = (s + 1) % RING
         self.messages[s] = (exc, message)
@@ -78,7 +92,9 @@ class _Ring:
         if self.host is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # pin_memory(device) is deprecated, not replaced
-                self.host = torch.empty(RING, 2, dtype=torch.long).pin_memory(self.flags.device)
+                self.host = torch.empty(RING + PINNED, 2, dtype=torch.long).pin_memory(
+                    self.flags.device
+                )
         if not wait:
             self.host.copy_(self.flags, non_blocking=True)
             self.event = torch.privateuseone.Event()
@@ -105,7 +121,6 @@ def new_flag(device, what="index", size=None, exc=IndexError, message=None):
     """A flag slot for one launch on `device`, with the error to raise if the
     kernel records a bad index there (`message` has one {} for the index)."""
     message = message or f"{what}: index {{}} is out of bounds for dimension with size {size}"
-    _launch.unreplayable("bounds check")  # the slot and its message change per call
     r = _ring(torch.device(device))
     return r.flags[r.take(exc, message)]
 
@@ -115,8 +130,16 @@ def check(flag):
     at once, or for the cuda driver at a later check or synchronize."""
     r = _ring(flag.device)
     if r.deferred:
-        r.poll(wait=False)
+        with _launch.paused():  # its copy-back is not part of the op
+            r.poll(wait=False)
         return
+    if _launch.recording():  # the host driver: a replay checks at once too
+        _launch.after(_check_now, (r, flag), "bounds check")
+    with _launch.paused():
+        _check_now(r, flag)
+
+
+def _check_now(r, flag):
     bad, value = flag.tolist()
     if bad:
         flag.zero_()

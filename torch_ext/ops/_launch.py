@@ -151,6 +151,39 @@ def replay_recorded(kernel, grid, args, kwargs, tensors):
     _launch(kernel, grid, tuple(fill(a) for a in args), {k: fill(v) for k, v in kwargs.items()})
 
 
+def recording():
+    """Whether the launch-plan layer records the op running now."""
+    c_ext = _c_ext()
+    return c_ext is not None and hasattr(c_ext, "_plan_recording") and c_ext._plan_recording()
+
+
+class paused:
+    """Work done inside is not part of the op being recorded (if any)."""
+
+    def __enter__(self):
+        c_ext = _c_ext()
+        self.c_ext = c_ext if c_ext is not None and hasattr(c_ext, "_plan_pause") else None
+        if self.c_ext is not None:
+            self.c_ext._plan_pause(True)
+
+    def __exit__(self, *exc):
+        if self.c_ext is not None:
+            self.c_ext._plan_pause(False)
+
+
+def after(fn, args, name):
+    """While recording: replays of this op call fn(*args) at this point."""
+    _c_ext()._plan_observe_callback(fn, tuple(args), name)
+
+
+def persistent(tensor):
+    """Registers device memory that outlives every launch plan (pointers into
+    it are kept as they are in plans)."""
+    c_ext = _c_ext()
+    if c_ext is not None and hasattr(c_ext, "_plan_persistent"):
+        c_ext._plan_persistent(tensor)
+
+
 def unreplayable(why):
     """Keeps the op being recorded on Python: it does something a launch plan
     cannot repeat (`why` names it in _C._plan_stats()["reasons"])."""
