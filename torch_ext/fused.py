@@ -106,27 +106,11 @@ def rotary_embedding_fake(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool
 # PyTorch's rms_norm is CompositeImplicitAutograd: it decomposes into five
 # pointwise/reduction ops. The manifest registers the fused forward for
 # PrivateUse1 (kernel below); a backend kernel for a composite op also needs
-# its autograd kernel, registered in register_autograd().
+# its autograd kernel: csrc/aten/RmsNorm.cpp (C++, so a call runs no Python).
 def aten_rms_norm(
     input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor], eps: Optional[float]
 ) -> Tensor:
     return rms_norm_fwd(input, normalized_shape, weight, eps)[0]
-
-
-class _AtenRMSNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, input, normalized_shape, weight, eps):
-        out, rstd = ops.rms_norm(input, normalized_shape, weight, eps)
-        ctx.save_for_backward(input, weight, rstd)
-        ctx.shape = list(normalized_shape)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        input, weight, rstd = ctx.saved_tensors
-        mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2]]
-        dx, dw = ops.rms_norm_backward(grad.contiguous(), input, ctx.shape, rstd, weight, mask)
-        return dx, None, dw, None
 
 
 # ---- Python helpers ---------------------------------------------------------
@@ -177,7 +161,6 @@ def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = Fa
 
 
 # ---- Autograd ---------------------------------------------------------------
-_aten_lib: Optional[torch.library.Library] = None
 
 
 def register_autograd() -> None:
@@ -271,10 +254,3 @@ def register_autograd() -> None:
 
     reg("torch_ext::rotary_embedding", rope_backward, setup_context=rope_setup)
 
-    global _aten_lib
-    _aten_lib = torch.library.Library("aten", "IMPL")
-    _aten_lib.impl(
-        "rms_norm",
-        lambda input, shape, weight=None, eps=None: _AtenRMSNorm.apply(input, shape, weight, eps),
-        "AutogradPrivateUse1",
-    )

@@ -107,10 +107,9 @@ bool on_device_kernel(const at::Tensor& src, const at::Tensor& dst) {
   // records: then it runs the kernel the cuda driver runs, which a plan can
   // replay (a host copy cannot be).
   const bool kernel = std::strcmp(driver().name(), "cuda") == 0 || launch::plan::recording();
-  return kernel && !src.is_cpu() &&
-         src.device() == dst.device() && kernel_dtype(src.scalar_type()) &&
-         kernel_dtype(dst.scalar_type()) && !src.is_conj() && !dst.is_conj() && !src.is_neg() &&
-         !dst.is_neg();
+  return kernel && !src.is_cpu() && src.device() == dst.device() &&
+         kernel_dtype(src.scalar_type()) && kernel_dtype(dst.scalar_type()) && !src.is_conj() &&
+         !dst.is_conj() && !src.is_neg() && !dst.is_neg();
 }
 
 void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {

@@ -62,7 +62,6 @@ c10::IValue from_py(py::handle obj) {
               std::string(py::str(obj.get_type())));
 }
 
-
 }  // namespace
 
 // A Python exception as the torch error users read (Plan.cpp uses it too).

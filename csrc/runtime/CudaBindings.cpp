@@ -1,6 +1,5 @@
 #include "runtime/CudaBindings.h"
 
-
 #include "runtime/CudaDriver.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"

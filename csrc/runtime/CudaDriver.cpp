@@ -15,7 +15,6 @@
 #include <mutex>
 #include <vector>
 
-
 namespace torch_ext::cuda {
 
 const Api* api() noexcept {
