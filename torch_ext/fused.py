@@ -253,4 +253,3 @@ def register_autograd() -> None:
         return ops.rotary_embedding_backward(grad, cos, sin, ctx.interleaved), None, None, None
 
     reg("torch_ext::rotary_embedding", rope_backward, setup_context=rope_setup)
-
