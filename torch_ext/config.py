@@ -160,9 +160,9 @@ VARIABLES: tuple[Variable, ...] = (
         "bool",
         "1",
         "`1`",
-        "cuda driver: `0` keeps every Triton launch on the Python path instead of "
-        "replaying compiled TensorIterator launches from C++",
-        ("csrc/launch/FastLaunch.cpp",),
+        "`0` runs every op's Python on every call instead of replaying its launch "
+        "plan from C++ (both drivers; csrc/launch/Plan.h)",
+        ("csrc/launch/Plan.cpp",),
         _bool,
         in_cpp=True,
     ),

@@ -149,7 +149,7 @@ std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
 std::map<std::string, int64_t> reasons;  // why keys stayed on Python (under cache_mutex)
 
 bool enabled() {
-  static const bool on = config::fast_launch();
+  static const bool on = config::fast_launch();  // TORCH_EXT_FAST_LAUNCH
   return on;
 }
 
