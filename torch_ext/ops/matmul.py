@@ -87,6 +87,7 @@ def _mm_kernel(
     ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     UPCAST: tl.constexpr,
+    EVEN_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -105,13 +106,23 @@ def _mm_kernel(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    a_ptr = a + batch * s_ab + rm[:, None].to(tl.int64) * s_am
-    b_ptr = b + batch * s_bb + rn[None, :].to(tl.int64) * s_bn
+    # Rows and columns past the edge read row/column (i mod size), in bounds:
+    # the loads need no mask there (their results are never stored).
+    ra = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+    rb = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+    a_ptr = a + batch * s_ab + ra[:, None].to(tl.int64) * s_am + rk[None, :] * s_ak
+    b_ptr = b + batch * s_bb + rb[None, :].to(tl.int64) * s_bn + rk[:, None] * s_bk
     acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
     for k0 in range(0, K, BLOCK_K):
-        k = k0 + rk
-        at = tl.load(a_ptr + k[None, :] * s_ak, mask=(rm[:, None] < M) & (k[None, :] < K), other=0)
-        bt = tl.load(b_ptr + k[:, None] * s_bk, mask=(k[:, None] < K) & (rn[None, :] < N), other=0)
+        if EVEN_K:
+            at = tl.load(a_ptr)
+            bt = tl.load(b_ptr)
+        else:
+            k = k0 + rk
+            at = tl.load(a_ptr, mask=k[None, :] < K, other=0)
+            bt = tl.load(b_ptr, mask=k[:, None] < K, other=0)
+        a_ptr += BLOCK_K * s_ak
+        b_ptr += BLOCK_K * s_bk
         if UPCAST:
             at = at.to(tl.float32)
             bt = bt.to(tl.float32)
@@ -147,7 +158,9 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
 
         fill_(c, 0)
         return
-    bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype) or _default_config(
+    # "n" (rows contiguous) or "t" (columns contiguous) per operand, as BLAS says.
+    layout = ("t" if a.stride(1) != 1 else "n") + ("t" if b.stride(2) != 1 else "n")
+    bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype, layout) or _default_config(
         M, N, K, a.dtype
     )
     bm = max(16, min(bm, next_pow2(M)))
@@ -180,6 +193,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         ACC=acc,
         PRECISION=precision,
         UPCAST=upcast,
+        EVEN_K=K % bk == 0,
         GROUP_M=8,
         BLOCK_M=bm,
         BLOCK_N=bn,

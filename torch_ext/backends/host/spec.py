@@ -21,7 +21,9 @@ def reduction_splits(outputs: int, length: int) -> int:
     return 1
 
 
-def mm_config(m: int, n: int, k: int, dtype: Any) -> tuple[int, int, int, int, int]:
+def mm_config(
+    m: int, n: int, k: int, dtype: Any, layout: str = "nn"
+) -> tuple[int, int, int, int, int]:
     # Big tiles: numpy does each tl.dot in one call.
     return 128, 128, 128, 4, 1
 
