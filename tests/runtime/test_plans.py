@@ -57,6 +57,18 @@ CASES = [
         [(1, 2, 8, 16), (1, 2, 8, 16), (1, 2, 8, 16)],
     ),
     ("where", lambda a, b: torch.where(a > 0, a, b), [(10, 3), (10, 3)]),
+    ("embedding", lambda w: F.embedding(torch.tensor([[1, 4], [2, 0]]).to(w.device), w), [(6, 5)]),
+    ("index_select", lambda a: a.index_select(0, torch.tensor([2, 0]).to(a.device)), [(4, 6)]),
+    ("gather", lambda a: a.gather(1, torch.tensor([[0, 2], [1, 1]]).to(a.device)), [(2, 3)]),
+    ("cross_entropy", lambda a: F.cross_entropy(a, torch.tensor([1, 0, 3]).to(a.device)), [(3, 5)]),
+    ("group_norm", lambda x: F.group_norm(x, 2), [(2, 4, 5)]),
+    ("avg_pool1d", lambda x: F.avg_pool1d(x, 3, 2), [(2, 3, 11)]),
+    ("interpolate", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), [(1, 2, 3, 4)]),
+    ("pad", lambda x: F.pad(x, (1, 2), mode="reflect"), [(2, 3, 6)]),
+    ("argmax", lambda a: a.argmax(1), [(5, 9)]),
+    ("var", lambda a: a.var(0), [(7, 3)]),
+    ("norm", lambda a: torch.linalg.vector_norm(a, 2, 1), [(4, 9)]),
+    ("baddbmm", lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5), [(2, 3, 4), (2, 3, 5), (2, 5, 4)]),
     ("clamp", lambda a: a.clamp(-0.5, 0.5), [(10, 3)]),
 ]
 
