@@ -21,6 +21,24 @@ void put_flags(std::string& key) {
   put(key, ctx.deterministicAlgorithmsWarnOnly());
 }
 
+// Which earlier operand shares this one's storage (its memory, aliased or
+// overlapping) and at what byte distance: pointers into shared storage are
+// resolved against one operand, so the sharing must be the same at replay.
+void put_sharing(std::string& key, const std::vector<Operand>& ops, const char* data,
+                 const c10::Storage& storage) {
+  int16_t shared = -1;
+  int64_t distance = 0;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    if (ops[j].data && ops[j].storage.unsafeGetStorageImpl() == storage.unsafeGetStorageImpl()) {
+      shared = static_cast<int16_t>(j);
+      distance = data - ops[j].data;
+      break;
+    }
+  }
+  put(key, shared);
+  if (shared >= 0) put(key, distance);
+}
+
 // A CPU scalar's value (numel 1); false for larger CPU tensors.
 bool put_cpu(std::string& key, const at::Tensor& t) {
   if (t.numel() != 1 || !t.is_contiguous()) return false;
@@ -55,11 +73,7 @@ struct Keyer {
     for (auto s : t.sizes()) put(key, s);
     for (auto s : t.strides()) put(key, s);
     put(key, static_cast<char>(reinterpret_cast<uintptr_t>(data) % 16 == 0 ? 'a' : 'u'));
-    int16_t alias = -1;  // the first earlier operand at the same address
-    for (size_t j = 0; j < ops.size() && alias < 0; ++j) {
-      if (ops[j].data == data) alias = static_cast<int16_t>(j);
-    }
-    put(key, alias);
+    put_sharing(key, ops, data, t.storage());
     ops.push_back(Operand{data, t.storage(), t.unsafeGetTensorImpl(), t});
     return true;
   }
@@ -169,16 +183,10 @@ bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vec
       continue;
     }
     put(key, static_cast<char>(reinterpret_cast<uintptr_t>(ptr) % 16 == 0 ? 'a' : 'u'));
-    int8_t alias = -1;
-    for (int j = 0; j < i; ++j) {
-      if (iter.data_ptr(j) == ptr) {
-        alias = static_cast<int8_t>(j);
-        break;
-      }
-    }
-    put(key, alias);
+    const c10::Storage& storage = iter.tensor_base(i).storage();
+    put_sharing(key, ops, ptr, storage);
     for (auto s : iter.strides(i)) put(key, s);
-    ops.push_back(Operand{ptr, iter.tensor_base(i).storage(), nullptr, at::Tensor()});
+    ops.push_back(Operand{ptr, storage, nullptr, at::Tensor()});
   }
   c10::DeviceIndex unused = -1;
   std::vector<Operand> none;

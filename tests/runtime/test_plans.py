@@ -222,3 +222,16 @@ def test_off_switch_keeps_everything_on_python():
     env = dict(__import__("os").environ, TORCH_EXT_FAST_LAUNCH="0")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_storage_sharing_is_in_the_key():
+    # Pointers into a storage two operands share resolve against one of them:
+    # the same shapes with separate storages must not reuse that plan.
+    x = torch.randn(2, 16)
+    dx = x.to(DEVICE)
+    for _ in range(2):
+        torch.testing.assert_close(torch.atan2(dx[0], dx[1]).cpu(), torch.atan2(x[0], x[1]))
+    before = stats()
+    a, b = torch.randn(16), torch.randn(16)
+    torch.testing.assert_close(torch.atan2(a.to(DEVICE), b.to(DEVICE)).cpu(), torch.atan2(a, b))
+    assert delta(before)["recorded"] == 1
