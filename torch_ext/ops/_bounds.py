@@ -26,7 +26,7 @@ from . import _launch
 RING = 1024
 # Slots after the ring are never reused: each belongs to one launch plan
 # (csrc/launch/Plan.h), whose replays write the same slot; its message stays.
-PINNED = 1024
+PINNED = 8192
 
 
 @triton.jit
