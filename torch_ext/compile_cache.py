@@ -115,6 +115,7 @@ def _progress(now: float, seconds: float) -> Optional[str]:
     began = now - seconds
     if _burst["start"] is None or began - _burst["end"] > _BURST_GAP:
         _burst.update(start=began, count=0, shown=0.0)
+    _burst["start"] = min(_burst["start"], began)  # parallel compilations overlap
     _burst["end"] = now
     _burst["count"] += 1
     elapsed = now - _burst["start"]

@@ -133,6 +133,8 @@ class Recording:
         renamed into place); returns the path, or None where there is none."""
         if self.path is None or self.interpreter:
             return None
+        if not self.entries and not os.path.exists(self.path):
+            return None
         merged = Recording(None)
         for entry in _read(self.path) if os.path.exists(self.path) else []:
             merged.add(entry)
@@ -263,10 +265,12 @@ def _record_paths(names: Optional[Sequence[PathLike]]) -> list[str]:
     return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json"))
 
 
-def precompile(names: Optional[Sequence[PathLike]] = None, workers: Optional[int] = None) -> Report:
+def precompile(
+    names: Optional[Sequence[PathLike]] = None, workers: Optional[int] = None, load: bool = True
+) -> Report:
     """Compiles (or loads from Triton's cache) every kernel specialisation
     in the records `names` (default: all records in `warmup_dir()`) on
-    `workers` threads, and loads them onto the current device."""
+    `workers` threads, and (`load`) loads them onto the current device."""
     paths = _record_paths(names)
     if interpreting():  # nothing to compile; the records need not exist
         return Report("nothing to do", path=", ".join(paths) or None, interpreter=True)
@@ -275,7 +279,7 @@ def precompile(names: Optional[Sequence[PathLike]] = None, workers: Optional[int
     start, before = time.perf_counter(), compile_cache.compile_stats()
     jobs = _plan(entries, report)
     kernels = _compile_all(jobs, workers, report)
-    for kernel in kernels:  # load the binaries now, on this thread's context
+    for kernel in kernels if load else ():  # load the binaries now, on this thread's context
         try:
             kernel._init_handles()
         except Exception as e:  # noqa: BLE001  reported, the kernel compiles again when used
