@@ -236,6 +236,9 @@ def test_host_driver_warmup_is_a_reported_no_op(tmp_path, monkeypatch):
 
     x = torch.ones(8, device="privateuseone")
     report = torch_ext.warmup(lambda: (x * 3).cpu(), record_as="host")
+    if torch_ext.driver_name() != "host":  # tests/ on a GPU: a real recording
+        assert not report.interpreter and "recorded" in str(report)
+        return
     assert report.interpreter and report.compiled == 0
     assert "interpreter" in str(report) and "nothing to compile" in str(report)
     assert not (tmp_path / "warmup" / "host.json").exists()
