@@ -316,8 +316,21 @@ def _plan(entries: list[dict[str, Any]], report: Report) -> list[tuple[Any, str]
             report.already_loaded += 1
             continue
         seen.add((id(fn), key))
-        jobs.append((fn, spec))
+        jobs.append((fn, _portable(spec)))
     return jobs
+
+
+def _portable(spec: str) -> str:
+    """The specialisation with the recording install's library paths
+    (libdevice) dropped where this install lacks them: Triton then fills in
+    its own, whose content (which its cache keys hash) is the same for the
+    same Triton version."""
+    data = json.loads(spec)
+    libs = data.get("options", {}).get("extern_libs")
+    if not libs or all(os.path.exists(path) for _, path in libs):
+        return spec
+    del data["options"]["extern_libs"]
+    return json.dumps(data)
 
 
 def _compile_all(jobs: list[tuple[Any, str]], workers: Optional[int], report: Report) -> list[Any]:

@@ -214,19 +214,23 @@ def test_record_then_a_second_process_compiles_nothing(tmp_path):
     assert end == mid and end["compiled"] == 2
 
 
-def test_records_for_another_target_are_skipped(tmp_path):
+def test_records_for_another_target_are_skipped_and_library_paths_are_local(tmp_path):
     (tmp_path / "kmod.py").write_text(_KERNEL_MODULE)
-    _run(tmp_path, 'torch_ext.warmup(lambda: run(2.0), record_as="m"); print(1)', "triton")
+    _run(tmp_path, 'torch_ext.warmup(lambda: (run(2.0), run(3.0)), record_as="m"); print(1)', "tc")
     path = tmp_path / "torch_ext" / "warmup" / "m.json"
     record = json.loads(path.read_text())
     record["entries"][0]["target"]["arch"] = 80
+    # Recorded by another install: its libdevice path does not exist here.
+    spec = json.loads(record["entries"][1]["specialization"])
+    spec["options"]["extern_libs"] = [["libdevice", "/elsewhere/libdevice.10.bc"]]
+    record["entries"][1]["specialization"] = json.dumps(spec)
     path.write_text(json.dumps(record))
     code = """
         r = torch_ext.warmup.precompile(["m"], load=False)
-        print(json.dumps([r.entries, r.compiled, r.skipped, torch_ext.compile_stats()["compiled"]]))
+        print(json.dumps([r.entries, r.compiled, r.cache_hits, r.skipped, r.failed]))
         """
-    entries, compiled, skipped, total = _run(tmp_path, code, "triton")
-    assert (entries, compiled, total) == (1, 0, 0)
+    entries, compiled, hits, skipped, failed = _run(tmp_path, code, "tc")
+    assert (entries, compiled, hits, failed) == (2, 0, 1, [])
     assert len(skipped) == 1 and "'arch': 80" in skipped[0]
 
 
