@@ -132,8 +132,12 @@ def install() -> None:
     ours, which calls the listener that was there before (import torch_ext
     calls this; calling it again does nothing)."""
     global _listener_installed, _previous_listener
-    from triton import knobs
+    try:
+        from triton import knobs
 
+        knobs.compilation.listener  # noqa: B018  (Triton >= 3.4 has it)
+    except (ImportError, AttributeError):  # compile_stats() then says listening: False
+        return
     if _listener_installed is not None and knobs.compilation.listener is _listener_installed:
         return
     previous = knobs.compilation.listener
