@@ -36,6 +36,10 @@ if _C._driver_name() == "cuda":
     _activate_cuda_triton()
 
 from torch_ext._fallback import fallback_mode, fallback_stats, reset_fallback_stats  # noqa: E402
+from torch_ext.compile_cache import compile_stats, reset_compile_stats  # noqa: E402
+from torch_ext import compile_cache as _compile_cache  # noqa: E402
+
+_compile_cache.install()  # counts Triton's compilations (compile_stats)
 
 
 def driver_name() -> str:
@@ -43,7 +47,25 @@ def driver_name() -> str:
     return _C._driver_name()
 
 
-__all__ = ["driver_name", "fallback_mode", "fallback_stats", "reset_fallback_stats"]
+def __getattr__(name: str):
+    # torch_ext.warmup: the module (callable, and `python -m torch_ext.warmup`),
+    # imported when first used so that running it as __main__ finds it unimported.
+    if name == "warmup":
+        import importlib
+
+        return importlib.import_module("torch_ext.warmup")
+    raise AttributeError(f"module 'torch_ext' has no attribute {name!r}")
+
+
+__all__ = [
+    "compile_stats",
+    "driver_name",
+    "fallback_mode",
+    "fallback_stats",
+    "reset_compile_stats",
+    "reset_fallback_stats",
+    "warmup",
+]
 
 import torch_ext.ops  # noqa: F401,E402  the Triton kernels the generated C++ calls
 from torch_ext import fused  # noqa: E402

@@ -167,13 +167,25 @@ VARIABLES: tuple[Variable, ...] = (
         in_cpp=True,
     ),
     Variable(
+        "TORCH_EXT_COMPILE_PROGRESS",
+        "run",
+        "bool",
+        "1",
+        "`1`",
+        "`0` silences the line on stderr that counts Triton compilations while a first "
+        "call compiles for more than a few seconds (`torch_ext.compile_stats()` counts them)",
+        ("torch_ext/compile_cache.py",),
+        _bool,
+    ),
+    Variable(
         "TORCH_EXT_CACHE_DIR",
         "run",
         "path",
         None,
         "`~/.cache/torch_ext/pointwise`",
-        "where generated pointwise kernels are written",
-        ("torch_ext/ops/_pointwise.py",),
+        "where generated pointwise kernels are written, and `torch_ext.warmup`'s records "
+        "(in its `warmup/` folder)",
+        ("torch_ext/ops/_pointwise.py", "torch_ext/warmup.py"),
     ),
     Variable(
         "TORCH_EXT_MANIFEST",

@@ -99,6 +99,33 @@ def load_generated(source, stem):
     return module
 
 
+# Generators by name, for torch_ext.warmup: a record names a generated kernel
+# by its generator and key, which a later process turns back into the kernel.
+_BY_NAME = {}
+
+
+def warmup_key(module_globals):
+    """[generator name, key] of a generated kernel's module, as JSON; else None."""
+    found = module_globals.get("_warmup_key")
+    if found is None:
+        return None
+    name, (in_kinds, cdt, num_extra, rank, contig, idx64) = found
+    return [name, [list(in_kinds), str(cdt).removeprefix("torch."), num_extra, rank, contig, idx64]]
+
+
+def kernel_for_warmup(generated):
+    """The generated JIT kernel that `warmup_key` described (generated now if
+    this process has not yet)."""
+    name, (in_kinds, cdt, num_extra, rank, contig, idx64) = generated
+    gen = _BY_NAME.get(name)
+    if gen is None:
+        raise LookupError(f"no single pointwise generator named {name!r}")
+    dtype = getattr(torch, cdt)
+    if not isinstance(dtype, torch.dtype):
+        raise LookupError(f"{cdt!r} is not a torch dtype")
+    return gen._kernel(tuple(in_kinds), dtype, num_extra, rank, contig, idx64)
+
+
 # ---------------------------------------------------------------------------
 # layout helpers
 
@@ -239,6 +266,7 @@ class Pointwise:
         self.cast = list(cast) if cast is not None else [True] * num_inputs
         self._kernels = {}
         self._lock = threading.Lock()
+        _BY_NAME[self.name] = self if self.name not in _BY_NAME else None  # None: ambiguous
 
     # -- kernels ----------------------------------------------------------
     def _kernel(self, in_kinds, cdt, num_extra, rank, contig, idx64):
@@ -261,6 +289,7 @@ class Pointwise:
                     )
                     module = load_generated(src, f"{self.name}_r{rank}")
                     module._scalar = self.fn
+                    module._warmup_key = (self.name, key)
                     kernel = module._kernel
                     self._kernels[key] = kernel
         return kernel

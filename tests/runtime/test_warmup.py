@@ -1,0 +1,290 @@
+"""torch_ext.compile_stats(), the compile progress line and torch_ext.warmup.
+
+The host driver runs kernels in Triton's interpreter, which compiles nothing.
+Triton's compiler itself runs without a GPU, though: these tests compile real
+kernels for an sm_90 target (Triton's compiler and ptxas) through a Triton
+driver that only compiles (`_COMPILE_ONLY`, in subprocesses), so the counters,
+Triton's on-disk cache, records and precompiling are all exercised; loading
+and launching the binaries is left to tests_gpu/test_warmup.py.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
+
+import torch_ext
+from torch_ext import compile_cache
+
+REPO = Path(__file__).resolve().parents[2]
+
+_KERNEL_MODULE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale(x, y, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + i, tl.load(x + i, mask=i < n) * FACTOR, mask=i < n)
+"""
+
+# A process whose Triton compiles for sm_90 and launches nothing. Triton's
+# language modules are imported before torch_ext (which turns the
+# interpreter on under the host driver), then the interpreter is turned off.
+_COMPILE_ONLY = """
+import json, os, sys
+import triton.experimental.gluon  # noqa: F401
+import torch
+import torch_ext
+os.environ["TRITON_INTERPRET"] = "0"
+from triton.backends.compiler import GPUTarget
+from triton.runtime import driver
+
+
+class CompileOnly:
+    def get_current_target(self):
+        return GPUTarget("cuda", 90, 32)
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        pass
+
+    def get_current_stream(self, device=None):
+        return 0
+
+
+driver.set_active(CompileOnly())
+sys.path.insert(0, sys.argv[1])
+import kmod
+
+x, y = torch.empty(64), torch.empty(64)
+
+
+def run(factor):
+    kmod.scale.warmup(x, y, 64, FACTOR=factor, BLOCK=64, grid=(1,))
+"""
+
+
+def _source(tmp_path, fn_name):
+    """A JIT function over a fresh body (the interpreter is on in this process)."""
+    path = tmp_path / f"{fn_name}.py"
+    path.write_text(_KERNEL_MODULE.replace("@triton.jit\n", "").replace("scale", fn_name))
+    namespace = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return JITFunction(namespace[fn_name])
+
+
+def _compile(fn):
+    signature = {
+        "x": "*fp32",
+        "y": "*fp32",
+        "n": "i32",
+        "FACTOR": "constexpr",
+        "BLOCK": "constexpr",
+    }
+    import triton
+
+    src = ASTSource(fn, signature, {(3,): 2.0, (4,): 64})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32))
+
+
+def test_counter_counts_real_compilations_and_cache_hits(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("TORCH_EXT_COMPILE_PROGRESS", "0")
+    assert torch_ext.compile_stats()["listening"]
+    fn = _source(tmp_path, "fresh_kernel")
+    before = torch_ext.compile_stats()
+    _compile(fn)
+    middle = torch_ext.compile_stats()
+    assert middle["compiled"] == before["compiled"] + 1
+    assert middle["cache_hits"] == before["cache_hits"]
+    assert middle["compile_seconds"] > before["compile_seconds"]
+    _compile(fn)  # the same kernel: Triton's on-disk cache answers
+    after = torch_ext.compile_stats()
+    assert after["compiled"] == middle["compiled"]
+    assert after["cache_hits"] == middle["cache_hits"] + 1
+    torch_ext.reset_compile_stats()
+    assert torch_ext.compile_stats()["compiled"] == 0
+
+
+class _Times:
+    def __init__(self, seconds):
+        self.total = int(seconds * 1e6)
+
+
+def _compiled(seconds):
+    compile_cache._on_compile(
+        src=None, metadata={}, metadata_group={}, times=_Times(seconds), cache_hit=False
+    )
+
+
+def test_progress_line_while_compiling_long_and_silenced(monkeypatch, capsys):
+    torch_ext.reset_compile_stats()
+    monkeypatch.delenv("TORCH_EXT_COMPILE_PROGRESS", raising=False)
+    _compiled(1.0)  # a burst of 1 s: no line yet
+    assert capsys.readouterr().err == ""
+    _compiled(4.0)  # the burst has now lasted over 3 s
+    err = capsys.readouterr().err
+    assert "torch_ext: compiling Triton kernels (2 so far," in err, err
+    torch_ext.reset_compile_stats()
+    monkeypatch.setenv("TORCH_EXT_COMPILE_PROGRESS", "0")
+    _compiled(1.0)
+    _compiled(4.0)
+    assert capsys.readouterr().err == ""
+    assert torch_ext.compile_stats()["compiled"] == 2
+    monkeypatch.setenv("TORCH_EXT_COMPILE_PROGRESS", "sometimes")
+    with pytest.raises(ValueError, match="TORCH_EXT_COMPILE_PROGRESS"):
+        _compiled(10.0)
+    torch_ext.reset_compile_stats()
+
+
+def test_progress_line_from_a_real_compilation(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.delenv("TORCH_EXT_COMPILE_PROGRESS", raising=False)
+    monkeypatch.setattr(compile_cache, "_PROGRESS_AFTER", 0.0)
+    torch_ext.reset_compile_stats()
+    _compile(_source(tmp_path, "progress_kernel"))
+    assert "torch_ext: compiling Triton kernels (1 so far, " in capsys.readouterr().err
+    torch_ext.reset_compile_stats()
+
+
+def _run(tmp_path, code, triton_cache, *extra):
+    env = dict(
+        os.environ,
+        TORCH_EXT_DRIVER="host",
+        TRITON_CACHE_DIR=str(tmp_path / triton_cache),
+        TORCH_EXT_CACHE_DIR=str(tmp_path / "torch_ext"),
+        TORCH_EXT_COMPILE_PROGRESS="0",
+        PYTHONPATH=str(REPO),
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", _COMPILE_ONLY + textwrap.dedent(code), str(tmp_path), *extra],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_record_then_a_second_process_compiles_nothing(tmp_path):
+    (tmp_path / "kmod.py").write_text(_KERNEL_MODULE)
+    first = _run(
+        tmp_path,
+        """
+        report = torch_ext.warmup(lambda: (run(2.0), run(3.0), run(2.0)), record_as="model")
+        print(json.dumps([report.entries, report.compiled, torch_ext.compile_stats()]))
+        """,
+        "triton",
+    )
+    entries, compiled, stats = first
+    assert entries == 2 and compiled == 2 and stats["compiled"] == 2
+    record = json.loads((tmp_path / "torch_ext" / "warmup" / "model.json").read_text())
+    assert [e["kernel"] for e in record["entries"]] == ["kmod:scale", "kmod:scale"]
+
+    # Same Triton cache: the precompile loads both from it; the "model" then
+    # finds them in memory and compiles nothing at all.
+    code = """
+        report = torch_ext.warmup.precompile(["model"], load=False)
+        mid = torch_ext.compile_stats()
+        run(2.0); run(3.0)
+        print(json.dumps([report.compiled, report.cache_hits, report.failed, report.skipped,
+                          mid, torch_ext.compile_stats()]))
+        """
+    compiled, hits, failed, skipped, mid, end = _run(tmp_path, code, "triton")
+    assert (compiled, hits, failed, skipped) == (0, 2, [], [])
+    assert end["compiled"] == 0 and end["cache_hits"] == mid["cache_hits"] == 2
+
+    # A fresh Triton cache: precompiling compiles both (two threads), the run nothing.
+    compiled, hits, failed, skipped, mid, end = _run(
+        tmp_path, code.replace('["model"], load', '["model"], workers=2, load'), "fresh"
+    )
+    assert (compiled, hits, failed, skipped) == (2, 0, [], [])
+    assert end == mid and end["compiled"] == 2
+
+
+def test_records_for_another_target_are_skipped_and_library_paths_are_local(tmp_path):
+    (tmp_path / "kmod.py").write_text(_KERNEL_MODULE)
+    _run(tmp_path, 'torch_ext.warmup(lambda: (run(2.0), run(3.0)), record_as="m"); print(1)', "tc")
+    path = tmp_path / "torch_ext" / "warmup" / "m.json"
+    record = json.loads(path.read_text())
+    record["entries"][0]["target"]["arch"] = 80
+    # Recorded by another install: its libdevice path does not exist here.
+    spec = json.loads(record["entries"][1]["specialization"])
+    spec["options"]["extern_libs"] = [["libdevice", "/elsewhere/libdevice.10.bc"]]
+    record["entries"][1]["specialization"] = json.dumps(spec)
+    path.write_text(json.dumps(record))
+    code = """
+        r = torch_ext.warmup.precompile(["m"], load=False)
+        print(json.dumps([r.entries, r.compiled, r.cache_hits, r.skipped, r.failed]))
+        """
+    entries, compiled, hits, skipped, failed = _run(tmp_path, code, "tc")
+    assert (entries, compiled, hits, failed) == (2, 0, 1, [])
+    assert len(skipped) == 1 and "'arch': 80" in skipped[0]
+
+
+def test_host_driver_warmup_is_a_reported_no_op(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_EXT_CACHE_DIR", str(tmp_path))
+    import torch
+
+    x = torch.ones(8, device="privateuseone")
+    report = torch_ext.warmup(lambda: (x * 3).cpu(), record_as="host")
+    if torch_ext.driver_name() != "host":  # tests/ on a GPU: a real recording
+        assert not report.interpreter and "recorded" in str(report)
+        return
+    assert report.interpreter and report.compiled == 0
+    assert "interpreter" in str(report) and "nothing to compile" in str(report)
+    assert not (tmp_path / "warmup" / "host.json").exists()
+    assert torch_ext.warmup().interpreter
+    assert torch_ext.warmup("host").interpreter
+
+
+def test_bad_record_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch_ext.warmup, "interpreting", lambda: False)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ValueError, match="is not a warmup record"):
+        torch_ext.warmup(str(bad))
+    with pytest.raises(ValueError, match="cannot read the record"):
+        torch_ext.warmup(str(tmp_path / "missing.json"))
+    with pytest.raises(TypeError, match="arguments are for a callable"):
+        torch_ext.warmup("name", 1)
+
+
+def test_cli_help_and_host_no_op(tmp_path):
+    env = dict(os.environ, TORCH_EXT_DRIVER="host", TORCH_EXT_CACHE_DIR=str(tmp_path))
+    r = subprocess.run(
+        [sys.executable, "-m", "torch_ext.warmup", "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "usage: python -m torch_ext.warmup" in r.stdout and "--record" in r.stdout
+    script = tmp_path / "model.py"
+    script.write_text(
+        "import torch, sys\nprint((torch.ones(2, device='privateuseone') + 1).sum())\n"
+    )
+    for args in ([], ["--record", "m", str(script)]):
+        r = subprocess.run(
+            [sys.executable, "-m", "torch_ext.warmup", *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "nothing to compile" in r.stdout
+        assert "RuntimeWarning" not in r.stderr
