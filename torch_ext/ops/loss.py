@@ -71,6 +71,41 @@ def _nll_kernel(
 
 
 @triton.jit
+def _nll_sum_kernel(
+    x,
+    target,
+    weight,
+    out,
+    total_weight,
+    N,
+    C,
+    ignore_index,
+    flag,
+    MEAN: tl.constexpr,
+    HAS_W: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """Reduced nll_loss in one program: the weighted sum of -x[n, t[n]] over
+    the batch, the total weight, and (MEAN) their quotient, in one launch."""
+    lsum = tl.zeros([BLOCK], ACC)
+    wsum = tl.zeros([BLOCK], ACC)
+    for start in range(0, N, BLOCK):
+        n = start + tl.arange(0, BLOCK).to(tl.int64)
+        mask = n < N
+        t, valid, w = _target_weight(target, weight, n, mask, ignore_index, C, flag, HAS_W, ACC)
+        v = tl.load(x + n * C + t, mask=valid, other=0).to(ACC)
+        lsum += tl.where(valid, -w * v, 0.0)
+        wsum += tl.where(mask, w, 0.0)
+    total = tl.sum(wsum, 0)
+    loss = tl.sum(lsum, 0)
+    if MEAN:
+        loss = loss / total
+    tl.store(out, loss.to(out.dtype.element_ty))
+    tl.store(total_weight, total.to(total_weight.dtype.element_ty))
+
+
+@triton.jit
 def _nll_bwd_kernel(
     g,
     target,
@@ -98,6 +133,10 @@ def _nll_bwd_kernel(
     tl.store(gi + n * C + t, (-w * gv).to(gi.dtype.element_ty), mask=valid)
 
 
+# Reduced losses over at most this many rows take the one-program kernel.
+_ONE_PROGRAM_ROWS = 16384
+
+
 @kernel("nll_loss_forward")
 def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
     x = contiguous(self)
@@ -106,6 +145,29 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
     tgt = contiguous(target.reshape(-1))
     w = contiguous(weight) if weight is not None else None
     acc = float_acc(x.dtype)
+    if reduction != NONE and N <= _ONE_PROGRAM_ROWS:
+        # Batches of a training step (a few thousand rows): one launch.
+        block = block_for(max(N, 1))
+        flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
+        launch(
+            _nll_sum_kernel,
+            (1,),
+            x,
+            tgt,
+            w if w is not None else x,
+            output,
+            total_weight,
+            N,
+            C,
+            ignore_index,
+            flag,
+            MEAN=reduction != SUM_RED,
+            HAS_W=w is not None,
+            ACC=tl_float_acc(x.dtype),
+            BLOCK=block,
+        )
+        _bounds.check(flag)
+        return
     per = (
         output
         if reduction == NONE and output.is_contiguous()
