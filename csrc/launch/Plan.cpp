@@ -5,6 +5,7 @@
 #include "runtime/CudaApi.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Driver.h"
+#include "runtime/Generator.h"
 #include "runtime/Stream.h"
 
 #include <ATen/ops/empty_strided.h>
@@ -78,10 +79,12 @@ struct Param {  // one raw kernel parameter (cuda driver)
   bool is_ref = false;
   Ref ref;
   uint64_t bits = 0;
+  int8_t philox = -1;  // 0: the seed, 1: the offset of Philox draw `ordinal`
+  int16_t ordinal = 0;
 };
 
 struct Step {
-  enum class Kind : uint8_t { Cuda, Host, Copy, Memset, Callback } kind = Kind::Cuda;
+  enum class Kind : uint8_t { Cuda, Host, Copy, Memset, Callback, Philox } kind = Kind::Cuda;
   std::string name;  // the kernel, for profiler ranges
   // Cuda: cuLaunchKernel(function, grid, threads, shared, params).
   void* function = nullptr;
@@ -92,6 +95,8 @@ struct Step {
   // Callback: kernel(*args) (e.g. the host driver's bounds check).
   std::shared_ptr<PyRef> kernel, py_grid, args, kwargs;
   std::vector<View> tensors;
+  // Philox: reserve `bytes` counter values of the device's default generator.
+  c10::DeviceIndex device = 0;
   // Copy / Memset.
   Ref dst, src;
   size_t bytes = 0;
@@ -127,6 +132,8 @@ struct Recording {
   bool retry = false;
   int paused = 0;
   std::string why;
+  // Philox draws so far, and whether a launch took each one's seed and offset.
+  std::vector<std::pair<bool, bool>> philox;
 };
 
 thread_local Recording* active = nullptr;
@@ -338,6 +345,7 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
   };
   auto stream = runtime::driverStream(runtime::getCurrentStream(device));
   const bool profiling = at::hasCallbacks();
+  std::vector<std::pair<uint64_t, uint64_t>> philox;
   for (const Step& s : plan.steps) {
     std::optional<at::RecordFunction> range;
     if (profiling && !s.name.empty()) {
@@ -351,6 +359,10 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
         for (size_t k = 0; k < s.params.size(); ++k) {
           const Param& p = s.params[k];
           values[k] = p.is_ref ? reinterpret_cast<uint64_t>(addr(p.ref)) : p.bits;
+          if (p.philox >= 0) {
+            const auto& draw = philox[p.ordinal];
+            values[k] = p.philox == 0 ? draw.first : draw.second;
+          }
           pointers[k] = &values[k];
         }
         const auto& a = *cuda::api();
@@ -368,7 +380,7 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
                 THPVariable_Wrap(build(s.tensors[k], ops, temps)));
           }
           host_replay_fn()(py::handle(s.kernel->p), py::handle(s.py_grid->p), py::handle(s.args->p),
-                           py::handle(s.kwargs->p), tensors);
+                           py::handle(s.kwargs->p), tensors, py::cast(philox));
         } catch (py::error_already_set& e) {
           rethrow_python(s.name.c_str(), e);
         }
@@ -383,6 +395,9 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
         }
         break;
       }
+      case Step::Kind::Philox:
+        philox.push_back(runtime::philoxSeedOffset(std::nullopt, s.device, s.bytes));
+        break;
       case Step::Kind::Copy:
         drv.memcpy(addr(s.dst), addr(s.src), s.bytes, runtime::CopyKind::DeviceToDevice, device,
                    stream, /*async=*/true);
@@ -458,6 +473,9 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
     }
   }
   if (rec.ok && rec.steps.size() > kMaxSteps) fail(rec, "too many steps");
+  for (const auto& [seed, offset] : rec.philox) {
+    if (!(seed && offset)) fail(rec, "random");  // a draw no launch took as marked
+  }
   for (auto& s : rec.steps) {
     if (rec.ok && s.kind == Step::Kind::Cuda && !check_layout(s)) fail(rec, "parameter layout");
     if (s.kind == Step::Kind::Cuda || s.kind == Step::Kind::Host) made->launches++;
@@ -486,8 +504,16 @@ uint8_t param_size(const std::string& type) {
 }
 
 // From the cuda driver's Triton launcher (backends/cuda/triton_driver.py).
+// Marks a parameter as Philox draw `ordinal`'s seed (0) or offset (1).
+bool mark_philox(Recording& rec, int8_t which, int16_t ordinal) {
+  if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec.philox.size()) return false;
+  (which == 0 ? rec.philox[ordinal].first : rec.philox[ordinal].second) = true;
+  return true;
+}
+
 void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned shared,
-                  py::object types, py::list values, std::string name) {
+                  py::object types, py::list values, std::string name,
+                  std::vector<std::tuple<int, int, int>> marks) {
   Recording* rec = active;
   if (!rec || !rec->ok || rec->paused) return;
   if (types.is_none()) return fail(*rec, "launch not replayable");
@@ -535,13 +561,22 @@ void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned
     }
     s.params.push_back(p);
   }
+  for (const auto& [index, which, ordinal] : marks) {
+    if (index < 0 || static_cast<size_t>(index) >= s.params.size() || s.params[index].is_ref ||
+        !mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
+      return fail(*rec, "random");
+    }
+    s.params[index].philox = static_cast<int8_t>(which);
+    s.params[index].ordinal = static_cast<int16_t>(ordinal);
+  }
   rec->steps.push_back(std::move(s));
 }
 
 // From ops/_launch.py on the host driver: kernel[grid](*args, **kwargs) with
 // the tensors taken out of args/kwargs (slots the replay fills).
 void observe_host(py::object kernel, py::object grid, py::object args, py::object kwargs,
-                  std::vector<at::Tensor> tensors, std::string name) {
+                  std::vector<at::Tensor> tensors, std::string name,
+                  std::vector<std::tuple<int, int>> marks) {
   Recording* rec = active;
   if (!rec || !rec->ok || rec->paused) return;
   Step s;
@@ -555,6 +590,11 @@ void observe_host(py::object kernel, py::object grid, py::object args, py::objec
     View v;
     if (!make_view(*rec, t, v)) return fail(*rec, "foreign pointer");
     s.tensors.push_back(std::move(v));
+  }
+  for (const auto& [which, ordinal] : marks) {
+    if (!mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
+      return fail(*rec, "random");
+    }
   }
   rec->steps.push_back(std::move(s));
 }
@@ -663,6 +703,27 @@ void note_memset(void* dst, int value, size_t bytes) noexcept {
   }
 }
 
+int note_philox(bool default_generator, c10::DeviceIndex device, uint64_t increment) noexcept {
+  Recording* r = active;
+  if (!r || r->paused || !r->ok) return -1;
+  if (!default_generator) {  // a generator argument is not part of the key
+    fail(*r, "random generator argument");
+    return -1;
+  }
+  try {
+    Step s;
+    s.kind = Step::Kind::Philox;
+    s.device = device;
+    s.bytes = increment;
+    r->steps.push_back(std::move(s));
+    r->philox.emplace_back(false, false);
+  } catch (...) {
+    r->ok = false;
+    return -1;
+  }
+  return static_cast<int>(r->philox.size()) - 1;
+}
+
 void note_unreplayable(const char* why) noexcept {
   Recording* r = active;
   if (r && !r->paused) fail(*r, why);
@@ -678,10 +739,14 @@ void register_bindings(py::module_& m) {
   });
   m.def("_plan_unreplayable", [](const std::string& why) { note_unreplayable(why.c_str()); });
   m.def("_plan_observe_cuda", &observe_cuda, py::arg("grid"), py::arg("function"),
-        py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"),
-        py::arg("name"));
+        py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"), py::arg("name"),
+        py::arg("marks") = std::vector<std::tuple<int, int, int>>());
   m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
-        py::arg("kwargs"), py::arg("tensors"), py::arg("name"));
+        py::arg("kwargs"), py::arg("tensors"), py::arg("name"),
+        py::arg("marks") = std::vector<std::tuple<int, int>>());
+  m.def("_plan_philox_draws", []() {
+    return active && active->paused == 0 ? static_cast<int64_t>(active->philox.size()) : -1;
+  });
   m.def("_plan_observe_callback", &observe_callback, py::arg("fn"), py::arg("args"),
         py::arg("name"));
   m.def("_plan_persistent", [](const at::Tensor& region) {

@@ -56,6 +56,11 @@ void note_free(void* ptr) noexcept;
 // read or written by the host) keep the call on Python.
 void note_copy(void* dst, const void* src, size_t bytes, bool device_to_device) noexcept;
 void note_memset(void* dst, int value, size_t bytes) noexcept;
+// A Philox draw of `increment` counter values (runtime/Generator.cpp): the
+// plan repeats the draw at replay, and the launches that took its seed and
+// offset (marked by ops/_launch.py) get the new values. Returns the draw's
+// ordinal in the recording, or -1.
+int note_philox(bool default_generator, c10::DeviceIndex device, uint64_t increment) noexcept;
 // Work a plan cannot repeat (`why` names it in the statistics).
 void note_unreplayable(const char* why) noexcept;
 // Whether this thread is recording a call now.

@@ -99,7 +99,8 @@ std::pair<uint64_t, uint64_t> philoxSeedOffset(const std::optional<at::Generator
                                                c10::DeviceIndex device, uint64_t increment) {
   at::Generator g = gen.has_value() && gen->defined() ? *gen : defaultGenerator(device);
   auto* impl = at::check_generator<PhiloxGenerator>(g);
-  launch::plan::note_unreplayable("random");
+  launch::plan::note_philox(!(gen.has_value() && gen->defined()), resolve_device(device),
+                            increment);
   std::lock_guard<std::mutex> lock(g.mutex());
   return impl->take(increment);
 }

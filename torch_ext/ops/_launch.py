@@ -100,14 +100,18 @@ def _setup():
 launch_count = 0
 
 
-def launch(kernel, grid, *args, **kwargs):
-    """kernel[grid](*args, **kwargs), with device tensors made host-visible."""
+def launch(kernel, grid, *args, philox=None, **kwargs):
+    """kernel[grid](*args, **kwargs), with device tensors made host-visible.
+
+    philox: for a kernel that takes a Philox seed and offset from
+    `random.philox_draw`, {parameter name: its mark} (the draw's `marks`), so
+    that a launch plan replaying this launch passes a fresh draw."""
     global launch_count
     launch_count += 1
     if _profiling():  # a named range under the aten op, for torch_ext.profiler
         with torch.profiler.record_function(f"triton:{_name(kernel)}"):
-            return _launch(kernel, grid, args, kwargs)
-    return _launch(kernel, grid, args, kwargs)
+            return _launch(kernel, grid, args, kwargs, philox)
+    return _launch(kernel, grid, args, kwargs, philox)
 
 
 _profiling = torch._C._autograd._profiler_enabled
@@ -126,29 +130,59 @@ class _Slot:
         self.index = index
 
 
-def _observe(c_ext, kernel, grid, args, kwargs):
-    tensors = []
+class _Philox:
+    """Where a recorded launch's Philox seed (which 0) or offset (1) goes."""
 
-    def slot(a):
+    __slots__ = ("which", "ordinal")
+
+    def __init__(self, which, ordinal):
+        self.which, self.ordinal = which, ordinal
+
+
+def arg_names(kernel):
+    return list(getattr(kernel, "arg_names", None) or getattr(kernel.fn, "arg_names", ()))
+
+
+def _observe(c_ext, kernel, grid, args, kwargs, philox):
+    tensors = []
+    marks = []
+    names = arg_names(kernel) if philox else []
+
+    def slot(a, name):
+        if name in philox:
+            which, ordinal = philox[name]
+            marks.append((which, ordinal))
+            return _Philox(which, ordinal)
         if isinstance(a, torch.Tensor):
             tensors.append(a)
             return _Slot(len(tensors) - 1)
         return a
 
-    args = tuple(slot(a) for a in args)
-    kwargs = {k: slot(v) for k, v in kwargs.items()}
-    c_ext._plan_observe_host(kernel, grid, args, kwargs, tensors, _name(kernel))
+    philox = philox or {}
+    args = tuple(slot(a, names[i] if i < len(names) else None) for i, a in enumerate(args))
+    kwargs = {k: slot(v, k) for k, v in kwargs.items()}
+    c_ext._plan_observe_host(kernel, grid, args, kwargs, tensors, _name(kernel), marks)
 
 
-def replay_recorded(kernel, grid, args, kwargs, tensors):
-    """A recorded launch, replayed by C++ on the host driver."""
+def replay_recorded(kernel, grid, args, kwargs, tensors, philox):
+    """A recorded launch, replayed by C++ on the host driver (`philox`: the
+    replay's Philox draws, (seed, offset) each)."""
     global launch_count
     launch_count += 1
 
     def fill(a):
-        return tensors[a.index] if isinstance(a, _Slot) else a
+        if isinstance(a, _Slot):
+            return tensors[a.index]
+        if isinstance(a, _Philox):
+            return philox[a.ordinal][a.which]
+        return a
 
     _launch(kernel, grid, tuple(fill(a) for a in args), {k: fill(v) for k, v in kwargs.items()})
+
+
+# {parameter name: (which, ordinal)} of the launch in progress, for the cuda
+# driver's launcher (backends/cuda/triton_driver.py) while a plan records.
+pending_philox = None
 
 
 def recording():
@@ -192,13 +226,15 @@ def unreplayable(why):
         c_ext._plan_unreplayable(why)
 
 
-def _launch(kernel, grid, args, kwargs):
+def _launch(kernel, grid, args, kwargs, philox=None):
+    global pending_philox
     _check_dtypes(kernel, args, kwargs)
     alias, lock, record = _setup()
     recording = record is not None and record._plan_recording()
     if recording:
-        _observe(record, kernel, grid, args, kwargs)
+        _observe(record, kernel, grid, args, kwargs, philox)
         record._plan_pause(True)  # what the launch itself does is part of its step
+    pending_philox = philox
     tuned = getattr(kernel, "cache", None) if hasattr(kernel, "configs") else None
     before = len(tuned) if tuned is not None else 0
     try:
@@ -211,6 +247,7 @@ def _launch(kernel, grid, args, kwargs):
         with lock:
             return kernel[grid](*args, **kwargs)
     finally:
+        pending_philox = None
         if recording:
             record._plan_pause(False)
         if tuned is not None and len(tuned) != before:

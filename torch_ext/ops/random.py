@@ -47,6 +47,21 @@ from ._declare import kernel
 _fallback_offset = {}
 
 
+def philox_draw(generator, device, increment):
+    """(seed, offset, marks): a Philox draw, and the `philox=` marks for
+    `launch` of the parameters named `seed` and `offset` (None when no launch
+    plan records this call)."""
+    c_ext = sys.modules.get("torch_ext._C")
+    ordinal = (
+        c_ext._plan_philox_draws()
+        if c_ext is not None and hasattr(c_ext, "_plan_philox_draws")
+        else -1
+    )
+    seed, offset = philox(generator, device, increment)
+    marks = {"seed": (0, ordinal), "offset": (1, ordinal)} if ordinal >= 0 else None
+    return seed, offset, marks
+
+
 def philox(generator, device, increment):
     """(seed, offset) for `increment` values of the device generator."""
     c_ext = sys.modules.get("torch_ext._C")
@@ -62,7 +77,9 @@ def philox(generator, device, increment):
     return seed, offset
 
 
-@triton.jit
+# seed and offset change every call: never specialised on their values (a
+# launch plan replays the compiled kernel with new ones).
+@triton.jit(do_not_specialize=["seed", "offset"])
 def _random_kernel(out, p, n, seed, offset, a, b, KIND: tl.constexpr, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
@@ -101,7 +118,7 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
     n = out.numel()
     if n == 0:
         return out
-    seed, offset = philox(generator, out.device, 4 * n)
+    seed, offset, marks = philox_draw(generator, out.device, 4 * n)
     target = (
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
@@ -118,6 +135,7 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
         b,
         KIND=kind,
         BLOCK=block,
+        philox=marks,
     )
     if target is not out:
         copy_kernel((out,), (target,))
@@ -186,7 +204,7 @@ def geometric(outs, ins, common_dtype, p, generator=None):
     _fill_random(outs[0], GEOMETRIC, float(p), generator=generator)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seed", "offset"])
 def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
@@ -211,7 +229,7 @@ def native_dropout(input, p, train):
         return out, keep
     n = x.numel()
     if n:
-        seed, offset = philox(None, x.device, 4 * n)
+        seed, offset, marks = philox_draw(None, x.device, 4 * n)
         scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
         block = block_for(n)
         launch(
@@ -226,6 +244,7 @@ def native_dropout(input, p, train):
             float(p),
             scale,
             BLOCK=block,
+            philox=marks,
         )
     return out, keep
 

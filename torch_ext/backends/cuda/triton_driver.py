@@ -19,6 +19,7 @@ from triton.backends.nvidia.driver import CudaDriver
 from triton.runtime import driver as triton_driver
 
 from torch_ext import _C
+from torch_ext.ops import _launch
 
 
 def _observing(launcher_cls: type) -> type:
@@ -28,6 +29,8 @@ def _observing(launcher_cls: type) -> type:
         def __init__(self, src: Any, metadata: Any) -> None:
             super().__init__(src, metadata)
             self._fast_types = _fast_types(src, metadata)
+            signature = getattr(src, "signature", None)
+            self._fast_names = list(signature) if isinstance(signature, dict) else []
             self._fast_threads = 32 * getattr(metadata, "num_warps", 4)
             self._fast_shared = getattr(metadata, "shared", 0)
             self._fast_name = getattr(getattr(src, "fn", None), "__name__", None) or str(
@@ -40,8 +43,11 @@ def _observing(launcher_cls: type) -> type:
             self, gridX: int, gridY: int, gridZ: int, stream: int, function: int, *rest: Any
         ) -> Any:
             if _C._plan_recording():
-                types, values = self._fast_types, None
+                types, values, marks = self._fast_types, None, []
                 if types is not None and len(rest) - 4 == len(types):
+                    philox = _launch.pending_philox
+                    if philox:
+                        marks = _philox_marks(self._fast_names, types, philox)
                     values, types = _fast_values(types, rest[4:])
                 else:
                     types = None
@@ -53,6 +59,7 @@ def _observing(launcher_cls: type) -> type:
                     types,
                     values or [],
                     self._fast_name,
+                    marks,
                 )
             return super().__call__(gridX, gridY, gridZ, stream, function, *rest)
 
@@ -75,6 +82,22 @@ def _fast_types(src: Any, metadata: Any) -> Optional[list[str]]:
         and all(isinstance(t, str) for t in signature.values())
     )
     return list(signature.values()) if plain else None
+
+
+def _philox_marks(names: Sequence[str], types: Sequence[str], philox: dict) -> list:
+    """(index among the non-constexpr parameters, which, ordinal) of each
+    parameter the launch marked as a Philox seed or offset."""
+    marks, kept = [], 0
+    for name, ty in zip(names, types):
+        if ty == "constexpr":
+            continue
+        if name in philox:
+            which, ordinal = philox[name]
+            marks.append((kept, which, ordinal))
+        kept += 1
+    if len(marks) != len(philox):
+        marks.append((-1, 0, -1))  # a marked name not found: the recording fails
+    return marks
 
 
 def _fast_values(types: Sequence[str], args: Sequence[Any]) -> tuple[list[Any], list[str]]:
