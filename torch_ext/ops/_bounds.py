@@ -130,6 +130,8 @@ def check(flag):
     at once, or for the cuda driver at a later check or synchronize."""
     r = _ring(flag.device)
     if r.deferred:
+        if _launch.recording():  # replays poll too (Python, but no device sync)
+            _launch.after(_poll, (r,), "bounds check")
         with _launch.paused():  # its copy-back is not part of the op
             r.poll(wait=False)
         return
@@ -137,6 +139,10 @@ def check(flag):
         _launch.after(_check_now, (r, flag), "bounds check")
     with _launch.paused():
         _check_now(r, flag)
+
+
+def _poll(r):
+    r.poll(wait=False)
 
 
 def _check_now(r, flag):
