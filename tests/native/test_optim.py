@@ -1,7 +1,10 @@
 """Dispatcher-level tests (torch.* on privateuseone against CPU) of the optim
-family (fused AdamW)."""
+family: fused and foreach optimiser steps, clip_grad_norm_, GradScaler."""
 
+import pytest
 import torch
+
+from torch_ext.ops import _launch, _multi_tensor
 
 from helpers import DEV, rand
 
@@ -69,3 +72,133 @@ def test_fused_adamw():
         wc.grad = grads_[0].clone()
         optc.step()
         torch.testing.assert_close(w.detach().cpu(), wc.detach(), rtol=1e-5, atol=1e-6)
+
+
+# ---- torch.optim's foreach and fused paths, clip_grad_norm_, GradScaler ----------
+
+SHAPES = [(6, 5), (5,), (3, 2, 2), (1,), (7,)]
+
+OPTIMIZERS = {
+    "adamw-foreach": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    "adamw-fused": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, fused=True),
+    "adamw-capturable": lambda ps: torch.optim.AdamW(
+        ps, lr=1e-2, weight_decay=0.1, capturable=True, foreach=True
+    ),
+    "adam-amsgrad": lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True, weight_decay=0.1),
+    "adam-amsgrad-fused": lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True, fused=True),
+    "adam-maximize": lambda ps: torch.optim.Adam(ps, lr=1e-2, maximize=True),
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=0.1),
+    "sgd-momentum": lambda ps: torch.optim.SGD(
+        ps, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.1
+    ),
+    "sgd-nesterov": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    "sgd-fused": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),
+}
+
+
+def _run_optimizer(make, dev, steps=3):
+    torch.manual_seed(0)
+    ps = [torch.nn.Parameter(torch.randn(s).to(dev)) for s in SHAPES]
+    opt = make(ps)
+    for k in range(steps):
+        torch.manual_seed(k + 1)
+        for p in ps:
+            p.grad = torch.randn(p.shape).to(dev)
+        opt.step()
+    return [p.detach().cpu() for p in ps]
+
+
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_optimizer_step_matches_cpu(name):
+    make = OPTIMIZERS[name]
+    res = _run_optimizer(make, DEV)
+    # the CPU reference of the capturable path (state steps on the device) is the plain one
+    ref = _run_optimizer(OPTIMIZERS[name.replace("capturable", "foreach")], "cpu")
+    for a, b in zip(res, ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
+def test_clip_grad_norm(norm_type):
+    out = {}
+    for dev in ("cpu", DEV):
+        torch.manual_seed(0)
+        ps = [torch.nn.Parameter(torch.randn(s).to(dev)) for s in SHAPES]
+        for p in ps:
+            p.grad = (torch.randn(p.shape) * 3).to(dev)
+        total = torch.nn.utils.clip_grad_norm_(ps, 1.0, norm_type=norm_type, foreach=True)
+        out[dev] = [total.cpu()] + [p.grad.cpu() for p in ps]
+    for a, b in zip(out[DEV], out["cpu"]):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _scaler_run(dev):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).to(
+        dev
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler(dev, init_scale=1024.0, growth_interval=2)
+    x, y = torch.randn(16, 4).to(dev), torch.randn(16, 2).to(dev)
+    trace = []
+    for step in range(4):
+        opt.zero_grad()
+        with torch.autocast(dev, dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x).float(), y)
+        scaler.scale(loss).backward()
+        if step == 1:  # an overflowing gradient: the step is skipped, the scale halved
+            next(model.parameters()).grad[0, 0] = float("inf")
+        before = [p.detach().cpu().clone() for p in model.parameters()]
+        scaler.step(opt)
+        scaler.update()
+        after = [p.detach().cpu().clone() for p in model.parameters()]
+        skipped = all(torch.equal(a, b) for a, b in zip(before, after))
+        trace.append((scaler.get_scale(), skipped, after))
+    return trace
+
+
+def test_grad_scaler_fp16():
+    res, ref = _scaler_run(DEV), _scaler_run("cpu")
+    assert [t[:2] for t in res] == [t[:2] for t in ref]
+    assert res[1][1] and res[1][0] == res[0][0] / 2  # skipped, scale halved
+    assert not res[2][1]
+    for (_, _, a), (_, _, b) in zip(res, ref):
+        for x, y in zip(a, b):
+            torch.testing.assert_close(x, y, rtol=2e-3, atol=2e-3)
+
+
+def _launches_per_step(make, n_params):
+    ps = [torch.nn.Parameter(torch.randn(3).to(DEV)) for _ in range(n_params)]
+    opt = make(ps)
+    for p in ps:
+        p.grad = torch.randn(3).to(DEV)
+    opt.step()  # the first step creates the state
+    before = _launch.launch_count
+    opt.step()
+    return _launch.launch_count - before
+
+
+def test_launches_per_step_scale_with_chunks():
+    slots = _multi_tensor.SLOTS
+    for n in (slots + 1, 3 * slots):
+        chunks = -(-n // slots)
+        # torch's foreach AdamW: 8 foreach ops a step (steps stay on the CPU)
+        adamw = _launches_per_step(OPTIMIZERS["adamw-foreach"], n)
+        assert adamw <= 8 * chunks, (n, adamw)
+        # fused: the state steps' increment (on the device) and the step itself
+        assert _launches_per_step(OPTIMIZERS["adamw-fused"], n) == 2 * chunks
+        assert _launches_per_step(OPTIMIZERS["sgd-fused"], n) == chunks
+        # SGD: weight decay, momentum scale, momentum add, update
+        assert _launches_per_step(OPTIMIZERS["sgd-momentum"], n) <= 4 * chunks
+
+
+def test_foreach_mixed_dtypes_and_devices():
+    xs = [torch.randn(4), torch.randn(3, dtype=torch.float64), torch.randn(2).half()]
+    res = torch._foreach_mul([x.to(DEV) for x in xs], 3.0)
+    for r, x in zip(res, xs):
+        assert r.dtype == x.dtype and r.device.type == DEV
+        torch.testing.assert_close(r.cpu(), x * 3.0)
+    with pytest.raises(RuntimeError, match="one device"):
+        torch._foreach_add_([torch.ones(2, device=DEV), torch.ones(2)], 1.0)
+    with pytest.raises(RuntimeError, match="same number of tensors"):
+        torch._foreach_add_([torch.ones(2, device=DEV)] * 2, [torch.ones(2, device=DEV)])

@@ -177,6 +177,20 @@ def test_non_contiguous_and_errors(device):
         KERNELS["foreach_mul_Tensor"](xs, torch.ones(2))
 
 
+def test_broadcast_operands(device):
+    # capturable optimisers divide by lists of 0-dim tensors; other shapes expand
+    xs = [randn((3, 2), torch.float32, device), randn((4,), torch.float32, device)]
+    ds = [randn((), torch.float32, device, low=1.0, high=2.0), randn((1,), torch.float32, device)]
+    ref = torch._foreach_div(_ref(xs), _ref(ds))
+    _close(KERNELS["foreach_div_List"](xs, ds), ref)
+    rows = [randn((2,), torch.float32, device), randn((4,), torch.float32, device)]
+    _close(KERNELS["foreach_add_List"](xs, rows, 1.0), torch._foreach_add(_ref(xs), _ref(rows)))
+    KERNELS["foreach_div__List"](xs, ds)
+    _close(xs, ref)
+    with pytest.raises(RuntimeError, match="shape"):
+        KERNELS["foreach_add__List"](ds, xs, 1.0)
+
+
 def test_launches_scale_with_chunks(device):
     xs = [randn((3,), torch.float32, device) for _ in range(_multi_tensor.SLOTS * 2 + 1)]
     before = _launch.launch_count

@@ -322,6 +322,7 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
                         f"the lists on {device}"
                     )
                 operands[j], kinds[j] = o.item(), "S"  # a CPU value: no device sync
+    lists, bcast = _broadcast(op, lists, variant)
     promotion = PROMOTION.get(body, "float")
     scal = [o for o, c in zip(operands, kinds) if c in "ST"]
     groups = {}
@@ -335,7 +336,7 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
             res = (out[i] if out is not None else lists[0][i]).dtype
         else:
             res = _promoted(promotion, tuple(desc))
-        key = (tuple(lst[i].dtype for lst in lists), res)
+        key = (tuple(lst[i].dtype for lst in lists), res, bcast[i])
         groups.setdefault(key, []).append(i)
     results = [None] * n
     if variant == "inplace":
@@ -344,7 +345,7 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
         targets = out
     else:
         targets = results
-    for (dtypes, res), idx in groups.items():
+    for (dtypes, res, scalar_lists), idx in groups.items():
         if variant == "functional":
             for i in idx:
                 results[i] = torch.empty_like(lists[0][i], dtype=res)
@@ -353,8 +354,43 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
                 f"torch_ext: {op}: result type {_short(res)} can't be cast to the "
                 f"desired output type {_short(targets[idx[0]].dtype)}"
             )
-        _run_group(body, kinds, operands, lists, targets, idx, res, extras)
+        _run_group(body, kinds, operands, lists, targets, idx, res, extras, scalar_lists)
     return results if variant == "functional" else None
+
+
+def _broadcast(op, lists, variant):
+    """Per index, torch's broadcasting of the list operands: a one-element
+    tensor beside a larger first operand becomes a per-slot 0-dim operand (the
+    capturable optimisers' bias corrections); other shape mismatches are
+    expanded into contiguous copies. Returns the lists and, per index, which
+    lists are per-slot scalars."""
+    n = len(lists[0])
+    flags = [(False,) * len(lists)] * n
+    new = None
+    for i in range(n):
+        shapes = [lst[i].shape for lst in lists]
+        if all(sh == shapes[0] for sh in shapes):
+            continue
+        try:
+            shape = torch.broadcast_shapes(*shapes)
+        except RuntimeError as e:
+            raise RuntimeError(f"torch_ext: {op}: tensors {i} of the lists: {e}") from None
+        if variant == "inplace" and shape != shapes[0]:
+            raise RuntimeError(
+                f"torch_ext: {op}: tensor {i}: the result's shape {tuple(shape)} does not "
+                f"match self's {tuple(shapes[0])}"
+            )
+        if new is None:
+            new = [list(lst) for lst in lists]
+        first_ok = shapes[0] == shape
+        flags[i] = tuple(
+            k > 0 and first_ok and lists[k][i].numel() == 1 and shapes[k] != shape
+            for k in range(len(lists))
+        )
+        for k in range(len(lists)):
+            if shapes[k] != shape and not flags[i][k]:
+                new[k][i] = torch.broadcast_to(lists[k][i], shape).contiguous()
+    return (new if new is not None else lists), flags
 
 
 def _short(dtype):
@@ -365,7 +401,12 @@ def _can_cast(src, dst):
     return torch.can_cast(src, dst)
 
 
-def _run_group(body, kinds, operands, lists, targets, idx, res, extras):
+def _run_group(body, kinds, operands, lists, targets, idx, res, extras, scalar_lists):
+    # lists of one-element tensors beside larger ones: per-slot scalars (Q)
+    q_lists = [[lst[i].reshape(()) for i in idx] for lst, q in zip(lists, scalar_lists) if q]
+    lists = [lst for lst, q in zip(lists, scalar_lists) if not q]
+    it = iter(scalar_lists)
+    kinds = [("Q" if next(it) else "L") if c == "L" else c for c in kinds]
     sub = [[lst[i] for i in idx] for lst in lists]
     tgt = [targets[i] for i in idx]
     dense = all(_dense([s[j] for s in sub] + [tgt[j]]) for j in range(len(idx)))
@@ -389,6 +430,7 @@ def _run_group(body, kinds, operands, lists, targets, idx, res, extras):
         common=common,
         extras=extras,
         acc=acc_dtype(res),
+        per_slot_tensors=q_lists,
     )
     if not dense:
         for w, t in zip(work, tgt):
