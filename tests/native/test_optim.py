@@ -132,12 +132,14 @@ def test_clip_grad_norm(norm_type):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-def _scaler_run(dev):
+def _scaler_run(dev, fused):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).to(
-        dev
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    model = model.to(dev)
+    if fused:  # GradScaler hands grad_scale and found_inf to the fused kernel
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01, fused=True)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scaler = torch.amp.GradScaler(dev, init_scale=1024.0, growth_interval=2)
     x, y = torch.randn(16, 4).to(dev), torch.randn(16, 2).to(dev)
     trace = []
@@ -157,8 +159,9 @@ def _scaler_run(dev):
     return trace
 
 
-def test_grad_scaler_fp16():
-    res, ref = _scaler_run(DEV), _scaler_run("cpu")
+@pytest.mark.parametrize("fused", [False, True])
+def test_grad_scaler_fp16(fused):
+    res, ref = _scaler_run(DEV, fused), _scaler_run("cpu", fused)
     assert [t[:2] for t in res] == [t[:2] for t in ref]
     assert res[1][1] and res[1][0] == res[0][0] / 2  # skipped, scale halved
     assert not res[2][1]

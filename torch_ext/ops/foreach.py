@@ -473,8 +473,8 @@ def norm(op, tensors, ord, dtype, out=None):
     for src_dtype, idx in groups.items():
         rdtype = dtype if dtype is not None else src_dtype
         ts = [tensors[i] if _dense([tensors[i]]) else tensors[i].contiguous() for i in idx]
-        if rdtype != src_dtype:
-            ts = [t.to(rdtype) for t in ts]
+        if rdtype == torch.float64 and src_dtype != rdtype:
+            ts = [t.to(rdtype) for t in ts]  # the partials are float32 unless the input is float64
         outs = [torch.empty((), dtype=rdtype, device=ts[0].device) for _ in idx]
         run_reduce(ts, outs, mode, p)
         for i, o in zip(idx, outs):
