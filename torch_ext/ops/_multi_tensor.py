@@ -43,25 +43,26 @@ from ._pointwise import load_generated
 SLOTS = 32
 
 
-def _acc_name(dtype: torch.dtype) -> str:
-    if dtype in (torch.float16, torch.bfloat16, torch.float32):
-        return "tl.float32"
-    return {
-        torch.float64: "tl.float64",
-        torch.int8: "tl.int8",
-        torch.uint8: "tl.uint8",
-        torch.int16: "tl.int16",
-        torch.int32: "tl.int32",
-        torch.int64: "tl.int64",
-        torch.bool: "tl.int8",
-    }[dtype]
+_ACC = {
+    torch.float16: tl.float32,
+    torch.bfloat16: tl.float32,
+    torch.float32: tl.float32,
+    torch.float64: tl.float64,
+    torch.int8: tl.int8,
+    torch.uint8: tl.uint8,
+    torch.int16: tl.int16,
+    torch.int32: tl.int32,
+    torch.int64: tl.int64,
+    torch.bool: tl.int8,
+}
 
 
 def acc_dtype(dtype: torch.dtype):
-    return eval(_acc_name(dtype), {"tl": tl})  # noqa: S307 -- a fixed table above
+    """The dtype a body computes in for results of `dtype`."""
+    return _ACC[dtype]
 
 
-def _slot_select(names_per_slot: list[str], k: int) -> list[str]:
+def slot_select(names_per_slot: list[str], k: int) -> list[str]:
     """Source lines choosing the slot of this program: after them, `sel_<name>`
     holds the chosen slot's value of each per-slot argument `<name>_{j}`."""
     lines = ["pid = tl.program_id(0)", "start = pid * 0"]
@@ -75,7 +76,7 @@ def _slot_select(names_per_slot: list[str], k: int) -> list[str]:
     return lines
 
 
-def _signature(per_slot: list[str], common: list[str], k: int, constexprs: list[str]):
+def signature(per_slot: list[str], common: list[str], k: int, constexprs: list[str]):
     params = [f"{nm}_{j}" for nm in per_slot for j in range(k)]
     params += [f"n_{j}" for j in range(k)] + [f"b_{j}" for j in range(1, k)]
     params += common
@@ -96,8 +97,8 @@ def pointwise_kernel(body_ref, kinds, n_out, stores, n_extra, body_constexprs, k
     common = [f"{c.lower()}{i}" for i, c in enumerate(kinds) if c in "ST"]  # in kinds order
     common += [f"e{i}" for i in range(n_extra)] + ["skip"]
     constexprs = ["HAS_SKIP", "ACC", "BLOCK", *body_constexprs]
-    params, no_spec = _signature(per_slot, common, k, constexprs)
-    lines = _slot_select(per_slot, k)
+    params, no_spec = signature(per_slot, common, k, constexprs)
+    lines = slot_select(per_slot, k)
     lines += [
         "offs = (pid - start).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
         "mask = offs < n",
@@ -128,11 +129,11 @@ def pointwise_kernel(body_ref, kinds, n_out, stores, n_extra, body_constexprs, k
                 f"tl.store(sel_l{target} + offs, "
                 f"r[{r}].to(sel_l{target}.dtype.element_ty), mask=mask)"
             )
-    src = _module_source(module, fn, "mt_pointwise", params, no_spec, lines)
+    src = module_source(module, fn, "mt_pointwise", params, no_spec, lines)
     return load_generated(src, f"foreach_{fn}").mt_pointwise
 
 
-def _module_source(module, fn, name, params, no_spec, lines):
+def module_source(module, fn, name, params, no_spec, lines):
     body = "\n".join("    " + ln for ln in lines)
     return (
         "import triton\nimport triton.language as tl\n"
@@ -146,7 +147,7 @@ def _module_source(module, fn, name, params, no_spec, lines):
     )
 
 
-def _chunks(n: int, k: int = SLOTS):
+def chunks(n: int, k: int = SLOTS):
     for lo in range(0, n, k):
         yield list(range(lo, min(lo + k, n)))
 
@@ -192,7 +193,7 @@ def run_pointwise(
     names = tuple(c for c, _ in body_constexprs)
     kern = pointwise_kernel(body_ref, kinds, n_out, tuple(stores), len(extras), names)
     cvals = {c: v for c, v in body_constexprs}
-    for idx in _chunks(len(lists[0])):
+    for idx in chunks(len(lists[0])):
         args, sizes, starts, block, total = slot_args(lists, idx)
         if total == 0:
             continue
@@ -223,8 +224,8 @@ def run_pointwise(
 def reduce_kernels(k=SLOTS):
     """(partials kernel, finish kernel) of the per-tensor reductions: MODE 0
     sum|x|^p, 1 max|x|, 2 min|x|, 3 count of non-zeros, 4 max x, 5 sum x^2."""
-    params, no_spec = _signature(["l0"], ["part", "p"], k, ["MODE", "BLOCK"])
-    lines = _slot_select(["l0"], k) + [
+    params, no_spec = signature(["l0"], ["part", "p"], k, ["MODE", "BLOCK"])
+    lines = slot_select(["l0"], k) + [
         "offs = (pid - start).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
         "mask = offs < n",
         "x = tl.load(sel_l0 + offs, mask=mask, other=0).to(tl.float32)",
@@ -246,7 +247,7 @@ def reduce_kernels(k=SLOTS):
         "    r = tl.sum(tl.where(mask, x * x, 0.0), axis=0)",
         "tl.store(part + pid, r)",
     ]
-    partials = _module_source("", "", "mt_partials", params, no_spec, lines)
+    partials = module_source("", "", "mt_partials", params, no_spec, lines)
     # finish: program j reduces partials [b_j, b_{j+1}) into slot j's output
     fparams = [f"o_{j}" for j in range(k)] + [f"b_{j}" for j in range(k + 1)]
     fparams += ["part", "p", "MODE: tl.constexpr", "RBLOCK: tl.constexpr"]
@@ -286,7 +287,7 @@ def reduce_kernels(k=SLOTS):
         "tl.store(out, r.to(out.dtype.element_ty))",
     ]
     fno = [f"b_{j}" for j in range(k + 1)]
-    finish = _module_source("", "", "mt_finish", fparams, fno, flines)
+    finish = module_source("", "", "mt_finish", fparams, fno, flines)
     return (
         load_generated(partials, "foreach_partials").mt_partials,
         load_generated(finish, "foreach_finish").mt_finish,
@@ -296,7 +297,7 @@ def reduce_kernels(k=SLOTS):
 def run_reduce(tensors, outs, mode, p=2.0):
     """outs[i] (0-dim) = the reduction `mode` of tensors[i] (dense, one device)."""
     partials, finish = reduce_kernels()
-    for idx in _chunks(len(tensors)):
+    for idx in chunks(len(tensors)):
         args, sizes, starts, block, total = slot_args([tensors], idx)
         if total == 0:
             # every tensor empty: the reduction of nothing

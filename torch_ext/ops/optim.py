@@ -27,10 +27,10 @@ import triton.language as tl
 from ._launch import launch
 from ._multi_tensor import (
     SLOTS,
-    _chunks,
-    _module_source,
-    _signature,
-    _slot_select,
+    chunks,
+    module_source,
+    signature,
+    slot_select,
     acc_dtype,
     run_pointwise,
     slot_args,
@@ -326,8 +326,8 @@ def fused_sgd_(
 
 @functools.lru_cache(maxsize=None)
 def _unscale_kernel(k=SLOTS):
-    params, no_spec = _signature(["l0"], ["found", "inv"], k, ["BLOCK"])
-    lines = _slot_select(["l0"], k) + [
+    params, no_spec = signature(["l0"], ["found", "inv"], k, ["BLOCK"])
+    lines = slot_select(["l0"], k) + [
         "offs = (pid - start).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
         "mask = offs < n",
         "x = tl.load(sel_l0 + offs, mask=mask, other=0)",
@@ -338,7 +338,7 @@ def _unscale_kernel(k=SLOTS):
         "tl.store(sel_l0 + offs, (x * s).to(sel_l0.dtype.element_ty), mask=mask)",
         "tl.store(found + offs * 0, tl.full(offs.shape, 1.0, tl.float32), mask=bad)",
     ]
-    src = _module_source("", "", "mt_unscale", params, no_spec, lines)
+    src = module_source("", "", "mt_unscale", params, no_spec, lines)
     return load_generated(src, "amp_unscale").mt_unscale
 
 
@@ -371,7 +371,7 @@ def amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
     for _, idx in _groups(self):
         ts = [self[i] for i in idx]
         dense = [t if t.is_contiguous() else t.contiguous() for t in ts]
-        for chunk in _chunks(len(dense)):
+        for chunk in chunks(len(dense)):
             args, sizes, starts, block, total = slot_args([dense], chunk)
             if total:
                 launch(kern, (total,), *args, *sizes, *starts, found_inf, inv_scale, BLOCK=block)
