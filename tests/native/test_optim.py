@@ -93,6 +93,14 @@ OPTIMIZERS = {
     ),
     "sgd-nesterov": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
     "sgd-fused": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),
+    # the other optimisers' foreach paths reach more overloads (addcdiv.ScalarList,
+    # maximum, pow.ScalarAndTensor, sign, ...)
+    "rmsprop": lambda ps: torch.optim.RMSprop(ps, lr=1e-2, momentum=0.9, centered=True),
+    "adagrad": lambda ps: torch.optim.Adagrad(ps, lr=1e-2, weight_decay=0.1),
+    "adamax": lambda ps: torch.optim.Adamax(ps, lr=1e-2, weight_decay=0.1),
+    "nadam": lambda ps: torch.optim.NAdam(ps, lr=1e-2, decoupled_weight_decay=True),
+    "radam": lambda ps: torch.optim.RAdam(ps, lr=1e-2, weight_decay=0.1),
+    "rprop": lambda ps: torch.optim.Rprop(ps, lr=1e-2),
 }
 
 
