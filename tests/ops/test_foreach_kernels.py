@@ -120,6 +120,13 @@ def test_unary(op, device):
     _close(xs, ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("op", ["floor", "round", "abs", "neg", "sign"])
+def test_unary_integers_stay_integers(op, device):
+    xs = [torch.arange(-3, 4, device=device), torch.arange(5, dtype=torch.int32, device=device)]
+    ref = getattr(torch, f"_foreach_{op}")([x.cpu() for x in xs])
+    _close(KERNELS[f"foreach_{op}"](xs), ref)
+
+
 def test_zero_and_copy(device):
     xs, ys = _lists(2, device)
     half = [y.to(torch.float16) for y in ys]

@@ -184,22 +184,30 @@ def erf(a):
 
 @triton.jit
 def floor(a):
-    return tl.floor(a)
+    if a.dtype.is_floating():
+        a = tl.floor(a)
+    return a
 
 
 @triton.jit
 def ceil(a):
-    return tl.ceil(a)
+    if a.dtype.is_floating():
+        a = tl.ceil(a)
+    return a
 
 
 @triton.jit
 def trunc(a):
-    return tl.where(a < 0, tl.ceil(a), tl.floor(a))
+    if a.dtype.is_floating():
+        a = tl.where(a < 0, tl.ceil(a), tl.floor(a))
+    return a
 
 
 @triton.jit
 def round(a):
-    return _math.rint(a)
+    if a.dtype.is_floating():
+        a = _math.rint(a)
+    return a
 
 
 @triton.jit
@@ -207,8 +215,8 @@ def frac(a):
     return a - tl.where(a < 0, tl.ceil(a), tl.floor(a))
 
 
-# name -> promotion of the per-tensor op ("float": integers compute in float;
-# "same": integer inputs stay integer, bodies that need floats say so).
+# body -> type promotion of the per-tensor op: "default" (torch's), "keep" (the
+# target's dtype: copy, zero); bodies not named promote integers to float.
 PROMOTION = {
     "add": "default",
     "sub": "default",
@@ -232,10 +240,6 @@ PROMOTION = {
     "round": "default",
     "frac": "default",
 }
-UNARY = (
-    "sqrt rsqrt neg abs exp expm1 log log2 log10 log1p reciprocal sign sigmoid sin cos "
-    "tanh erf floor ceil trunc round frac"
-).split()
 
 
 # ---- host side ---------------------------------------------------------------
@@ -493,7 +497,6 @@ def max_(op, tensors, out=None):
     for i, t in enumerate(tensors):
         if t.numel() == 0:
             raise RuntimeError(f"torch_ext: {op}: tensor {i} is empty and has no maximum")
-    results = []
     groups = {}
     for i, t in enumerate(tensors):
         groups.setdefault(t.dtype, []).append(i)
