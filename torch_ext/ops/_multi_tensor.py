@@ -1,5 +1,5 @@
-"""Multi-tensor kernels: one launch for up to SLOTS tensors of a list (the
-`_foreach_*`, fused optimiser and AMP ops).
+"""Multi-tensor kernels: one launch for up to `slots_for(lists)` tensors of a
+list (the `_foreach_*`, fused optimiser and AMP ops).
 
 A kernel over lists takes each tensor's data pointer as its own kernel
 argument (list k, slot j: `l{k}_{j}`), each slot's element count (`n_{j}`) and
@@ -32,15 +32,26 @@ import functools
 import torch
 import triton.language as tl
 
+from ..backends import spec
 from ._common import block_for
 from ._launch import cdiv, launch
 from ._pointwise import load_generated
 
-# Tensors per launch. torch's CUDA multi_tensor_apply takes 110 (one list) down
-# to 30 (five lists) tensors per launch and at most 320 blocks of 64Ki
-# elements; 32 slots keep a step's launches at or under torch's count while
-# the argument block stays small (5 lists x 32 pointers = 1.3 KB).
-SLOTS = 32
+# Tensors per launch by the number of tensor lists a kernel takes: as many as
+# torch's CUDA multi_tensor_apply takes (110 for one list down to 30 for five),
+# which caps a launch at 320 blocks of 64Ki elements besides; with no such cap,
+# a step launches no more kernels than torch's. The argument block stays small
+# (five lists x 30 pointers = 1.2 KB; one list x 110 = 1.8 KB with the sizes).
+_SLOTS_BY_DEPTH = (110, 64, 48, 36, 30)
+
+
+def slots_for(n_lists: int) -> int:
+    """Tensors per launch of a kernel over n_lists tensor lists (a driver may
+    choose fewer: Triton's interpreter pays per slot and program)."""
+    return (
+        spec("multi_tensor_slots", n_lists)
+        or _SLOTS_BY_DEPTH[min(max(n_lists, 1), len(_SLOTS_BY_DEPTH)) - 1]
+    )
 
 
 _ACC = {
@@ -86,7 +97,7 @@ def signature(per_slot: list[str], common: list[str], k: int, constexprs: list[s
 
 
 @functools.lru_cache(maxsize=None)
-def pointwise_kernel(body_ref, kinds, n_out, stores, n_extra, body_constexprs, k=SLOTS):
+def pointwise_kernel(body_ref, kinds, n_out, stores, n_extra, body_constexprs, k):
     """The generated kernel for one call shape (see the module docstring).
     body_ref is "module:function" of the scalar body."""
     module, _, fn = body_ref.partition(":")
@@ -147,12 +158,12 @@ def module_source(module, fn, name, params, no_spec, lines):
     )
 
 
-def chunks(n: int, k: int = SLOTS):
+def chunks(n: int, k: int):
     for lo in range(0, n, k):
         yield list(range(lo, min(lo + k, n)))
 
 
-def slot_args(tensor_lists, idx, k=SLOTS):
+def slot_args(tensor_lists, idx, k):
     """Per-slot pointer arguments (list-major), the slot sizes and block starts,
     and the block size, for the tensors `idx` of each list."""
     numels = [tensor_lists[0][i].numel() for i in idx]
@@ -185,24 +196,25 @@ def run_pointwise(
     per_slot_tensors=(),
 ):
     """Launches the kernel of this call shape over `lists` (L operands then
-    output-only lists; equal lengths, dense, one device), SLOTS tensors per
-    launch. per_slot: one sequence of numbers per P operand; per_slot_tensors:
+    output-only lists; equal lengths, dense, one device), slots_for(lists)
+    tensors per launch. per_slot: one sequence of numbers per P operand; per_slot_tensors:
     one list of 0-dim tensors per Q operand; common: the S and T operands in
     order; extras: numbers passed to the body after the operands."""
     n_out = len(lists) - kinds.count("L")
     names = tuple(c for c, _ in body_constexprs)
-    kern = pointwise_kernel(body_ref, kinds, n_out, tuple(stores), len(extras), names)
+    k = slots_for(len(lists) + len(per_slot_tensors))
+    kern = pointwise_kernel(body_ref, kinds, n_out, tuple(stores), len(extras), names, k)
     cvals = {c: v for c, v in body_constexprs}
-    for idx in chunks(len(lists[0])):
-        args, sizes, starts, block, total = slot_args(lists, idx)
+    for idx in chunks(len(lists[0]), k):
+        args, sizes, starts, block, total = slot_args(lists, idx, k)
         if total == 0:
             continue
         for vals in per_slot:
             chosen = [vals[i] for i in idx]
-            args += chosen + [chosen[0]] * (SLOTS - len(chosen))
+            args += chosen + [chosen[0]] * (k - len(chosen))
         for ts in per_slot_tensors:
             chosen = [ts[i] for i in idx]
-            args += chosen + [chosen[0]] * (SLOTS - len(chosen))
+            args += chosen + [chosen[0]] * (k - len(chosen))
         args += sizes + starts + list(common) + list(extras)
         args.append(skip if skip is not None else lists[0][idx[0]])
         launch(
@@ -221,7 +233,7 @@ def run_pointwise(
 
 
 @functools.lru_cache(maxsize=None)
-def reduce_kernels(k=SLOTS):
+def reduce_kernels(k):
     """(partials kernel, finish kernel) of the per-tensor reductions: MODE 0
     sum|x|^p, 1 max|x|, 2 min|x|, 3 count of non-zeros, 4 max x, 5 sum x^2."""
     params, no_spec = signature(["l0"], ["part", "p"], k, ["MODE", "BLOCK"])
@@ -296,9 +308,10 @@ def reduce_kernels(k=SLOTS):
 
 def run_reduce(tensors, outs, mode, p=2.0):
     """outs[i] (0-dim) = the reduction `mode` of tensors[i] (dense, one device)."""
-    partials, finish = reduce_kernels()
-    for idx in chunks(len(tensors)):
-        args, sizes, starts, block, total = slot_args([tensors], idx)
+    k = slots_for(1)
+    partials, finish = reduce_kernels(k)
+    for idx in chunks(len(tensors), k):
+        args, sizes, starts, block, total = slot_args([tensors], idx, k)
         if total == 0:
             # every tensor empty: the reduction of nothing
             for i in idx:
@@ -310,7 +323,7 @@ def run_reduce(tensors, outs, mode, p=2.0):
         )
         launch(partials, (total,), *args, *sizes, *starts, part, float(p), MODE=mode, BLOCK=block)
         chosen = [outs[i] for i in idx]
-        chosen += [chosen[0]] * (SLOTS - len(chosen))
+        chosen += [chosen[0]] * (k - len(chosen))
         bounds = [0] + starts + [total]
         launch(
             finish,

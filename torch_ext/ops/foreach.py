@@ -1,7 +1,7 @@
 """Multi-tensor `_foreach_*` ops: torch.optim's foreach path, clip_grad_norm_.
 
 Each op is a scalar `@triton.jit` body below, run over the lists by the
-multi-tensor kernels of _multi_tensor.py (SLOTS tensors per launch). The
+multi-tensor kernels of _multi_tensor.py (up to 110 tensors per launch). The
 aten overloads are declared in foreach_ops.py; this file holds the bodies and
 the host side every overload shares: checks (lengths, one device), type
 promotion per index as torch's per-tensor ops do, grouping of indices by

@@ -1,5 +1,5 @@
-"""Fused optimiser steps and AMP's gradient checks, multi-tensor (SLOTS tensors
-per launch, _multi_tensor.py): plain ops, convention (3), in place.
+"""Fused optimiser steps and AMP's gradient checks, multi-tensor (as many
+tensors per launch as torch's CUDA kernels take, _multi_tensor.py): plain ops, convention (3), in place.
 
   _fused_adam_ / _fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
       state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
@@ -26,11 +26,11 @@ import triton.language as tl
 
 from ._launch import launch
 from ._multi_tensor import (
-    SLOTS,
     chunks,
     module_source,
     signature,
     slot_select,
+    slots_for,
     acc_dtype,
     run_pointwise,
     slot_args,
@@ -325,7 +325,7 @@ def fused_sgd_(
 
 
 @functools.lru_cache(maxsize=None)
-def _unscale_kernel(k=SLOTS):
+def _unscale_kernel(k):
     params, no_spec = signature(["l0"], ["found", "inv"], k, ["BLOCK"])
     lines = slot_select(["l0"], k) + [
         "offs = (pid - start).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
@@ -360,7 +360,8 @@ def amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
     device = found_inf.device
     _check_scalar(op, "found_inf", found_inf, device)
     _check_scalar(op, "inv_scale", inv_scale, device)
-    kern = _unscale_kernel()
+    k = slots_for(1)
+    kern = _unscale_kernel(k)
     for t in self:
         if t.device != device:
             raise RuntimeError(
@@ -371,8 +372,8 @@ def amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
     for _, idx in _groups(self):
         ts = [self[i] for i in idx]
         dense = [t if t.is_contiguous() else t.contiguous() for t in ts]
-        for chunk in chunks(len(dense)):
-            args, sizes, starts, block, total = slot_args([dense], chunk)
+        for chunk in chunks(len(dense), k):
+            args, sizes, starts, block, total = slot_args([dense], chunk, k)
             if total:
                 launch(kern, (total,), *args, *sizes, *starts, found_inf, inv_scale, BLOCK=block)
         for t, d in zip(ts, dense):
