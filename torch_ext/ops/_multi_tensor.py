@@ -241,7 +241,7 @@ def reduce_kernels(k):
         "offs = (pid - start).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
         "mask = offs < n",
         "x = tl.load(sel_l0 + offs, mask=mask, other=0).to(tl.float32)",
-        "if sel_l0.dtype.element_ty == tl.float64:",
+        "if (sel_l0.dtype.element_ty == tl.float64) | sel_l0.dtype.element_ty.is_int():",
         "    x = tl.load(sel_l0 + offs, mask=mask, other=0).to(tl.float64)",
         "ax = tl.abs(x)",
         "if MODE == 0:",
@@ -317,7 +317,8 @@ def run_reduce(tensors, outs, mode, p=2.0):
             for i in idx:
                 outs[i].fill_(float("-inf") if mode == 4 else 0.0)
             continue
-        wide = tensors[idx[0]].dtype == torch.float64
+        # float64 partials for float64 and integer inputs (_foreach_max of int64)
+        wide = not tensors[idx[0]].dtype.is_floating_point or tensors[idx[0]].dtype == torch.float64
         part = torch.empty(
             total, dtype=torch.float64 if wide else torch.float32, device=tensors[idx[0]].device
         )

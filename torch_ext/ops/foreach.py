@@ -62,13 +62,32 @@ def minimum(a, b):
 
 
 @triton.jit
+def _int_pow(a, e):
+    # Square and multiply: exact for integers (a float pow rounds large powers).
+    r = tl.full(a.shape, 1, a.dtype)
+    base = a
+    k = tl.where(e < 0, 0, e)
+    for _ in tl.static_range(63):
+        r = tl.where((k & 1) != 0, r * base, r)
+        base = base * base
+        k = k >> 1
+    neg = tl.where(a == 1, 1, tl.where(a == -1, tl.where((e & 1) != 0, -1, 1), 0))
+    return tl.where(e < 0, neg.to(a.dtype), r)
+
+
+@triton.jit
 def pow(a, b):
-    return _math.pow(a, b.to(a.dtype))
+    b = b.to(a.dtype)
+    if a.dtype.is_floating():
+        r = _math.pow(a, b)
+    else:
+        r = _int_pow(a, b)
+    return r
 
 
 @triton.jit
 def pow_scalar_base(a, b):
-    return _math.pow(b * 0 + a, b)
+    return pow(b * 0 + a, b)
 
 
 @triton.jit
@@ -326,6 +345,7 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
                         f"the lists on {device}"
                     )
                 operands[j], kinds[j] = o.item(), "S"  # a CPU value: no device sync
+    _check_dtypes(op, body, lists)
     lists, bcast = _broadcast(op, lists, variant)
     promotion = PROMOTION.get(body, "float")
     scal = [o for o, c in zip(operands, kinds) if c in "ST"]
@@ -360,6 +380,28 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
             )
         _run_group(body, kinds, operands, lists, targets, idx, res, extras, scalar_lists)
     return results if variant == "functional" else None
+
+
+# bodies torch's per-tensor ops define for floating types only
+_FLOATING_ONLY = {"lerp", "frac"}
+
+
+def _check_dtypes(op, body, lists):
+    """The dtype refusals of torch's per-tensor ops, with their messages."""
+    if body in _FLOATING_ONLY:
+        for t in lists[0]:
+            if not t.is_floating_point():
+                raise NotImplementedError(
+                    f"torch_ext: {op}: not implemented for '{_short(t.dtype)}' "
+                    "(floating point tensors only, as on the CPU)"
+                )
+    if body == "addcdiv":
+        for a, b in zip(lists[1], lists[2]):
+            if not a.is_floating_point() and not b.is_floating_point():
+                raise RuntimeError(
+                    f"torch_ext: {op}: integer division with addcdiv is no longer supported; "
+                    "use (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype)"
+                )
 
 
 def _broadcast(op, lists, variant):
@@ -469,9 +511,9 @@ def norm(op, tensors, ord, dtype, out=None):
                 f"torch_ext: {op}: cannot compute the {ord} norm of the empty tensor {i} "
                 "(the operation has no identity)"
             )
-        if not (t.is_floating_point() or dtype is not None):
+        if not t.is_floating_point():
             raise RuntimeError(
-                f"torch_ext: {op}: norm of a {_short(t.dtype)} tensor needs a floating dtype"
+                f"torch_ext: {op}: expected floating point tensors, got {_short(t.dtype)}"
             )
         groups.setdefault(t.dtype, []).append(i)
     for src_dtype, idx in groups.items():
@@ -502,8 +544,8 @@ def max_(op, tensors, out=None):
         groups.setdefault(t.dtype, []).append(i)
     results = [None] * n
     for dt, idx in groups.items():
-        if not dt.is_floating_point:
-            raise NotImplementedError(f"torch_ext: {op} takes floating tensors, got {dt}")
+        if dt == torch.bool:
+            raise NotImplementedError(f"torch_ext: {op} does not take bool tensors")
         ts = [tensors[i] if _dense([tensors[i]]) else tensors[i].contiguous() for i in idx]
         outs = [torch.empty((), dtype=dt, device=ts[0].device) for _ in idx]
         run_reduce(ts, outs, 4)
