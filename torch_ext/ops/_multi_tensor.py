@@ -140,8 +140,9 @@ def pointwise_kernel(body_ref, kinds, n_out, stores, n_extra, body_constexprs, k
                 f"tl.store(sel_l{target} + offs, "
                 f"r[{r}].to(sel_l{target}.dtype.element_ty), mask=mask)"
             )
-    src = module_source(module, fn, "mt_pointwise", params, no_spec, lines)
-    return load_generated(src, f"foreach_{fn}").mt_pointwise
+    name = f"multi_tensor_{fn}"  # the kernel's name in profiles: its body's
+    src = module_source(module, fn, name, params, no_spec, lines)
+    return getattr(load_generated(src, f"foreach_{fn}"), name)
 
 
 def module_source(module, fn, name, params, no_spec, lines):
@@ -259,7 +260,7 @@ def reduce_kernels(k):
         "    r = tl.sum(tl.where(mask, x * x, 0.0), axis=0)",
         "tl.store(part + pid, r)",
     ]
-    partials = module_source("", "", "mt_partials", params, no_spec, lines)
+    partials = module_source("", "", "multi_tensor_reduce_partials", params, no_spec, lines)
     # finish: program j reduces partials [b_j, b_{j+1}) into slot j's output
     fparams = [f"o_{j}" for j in range(k)] + [f"b_{j}" for j in range(k + 1)]
     fparams += ["part", "p", "MODE: tl.constexpr", "RBLOCK: tl.constexpr"]
@@ -299,10 +300,10 @@ def reduce_kernels(k):
         "tl.store(out, r.to(out.dtype.element_ty))",
     ]
     fno = [f"b_{j}" for j in range(k + 1)]
-    finish = module_source("", "", "mt_finish", fparams, fno, flines)
+    finish = module_source("", "", "multi_tensor_reduce_finish", fparams, fno, flines)
     return (
-        load_generated(partials, "foreach_partials").mt_partials,
-        load_generated(finish, "foreach_finish").mt_finish,
+        load_generated(partials, "foreach_partials").multi_tensor_reduce_partials,
+        load_generated(finish, "foreach_finish").multi_tensor_reduce_finish,
     )
 
 

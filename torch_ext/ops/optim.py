@@ -338,8 +338,8 @@ def _unscale_kernel(k):
         "tl.store(sel_l0 + offs, (x * s).to(sel_l0.dtype.element_ty), mask=mask)",
         "tl.store(found + offs * 0, tl.full(offs.shape, 1.0, tl.float32), mask=bad)",
     ]
-    src = module_source("", "", "mt_unscale", params, no_spec, lines)
-    return load_generated(src, "amp_unscale").mt_unscale
+    src = module_source("", "", "multi_tensor_amp_unscale", params, no_spec, lines)
+    return load_generated(src, "amp_unscale").multi_tensor_amp_unscale
 
 
 def _check_scalar(op, name, t, device):
