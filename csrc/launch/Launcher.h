@@ -65,6 +65,11 @@ inline Arg to_arg(const c10::OptionalArrayRef<int64_t>& v) {
 }
 inline Arg to_arg(at::IntArrayRef v) { return Arg{c10::IValue(v.vec())}; }
 inline Arg to_arg(at::TensorList v) { return Arg{c10::IValue(v.vec())}; }
+// Scalar[] (the ScalarList foreach overloads): Python gets a tuple of numbers.
+inline Arg to_arg(at::ArrayRef<c10::Scalar> v) {
+  std::vector<c10::IValue> elems(v.begin(), v.end());
+  return Arg{c10::ivalue::Tuple::create(std::move(elems))};
+}
 inline Arg to_arg(c10::string_view v) { return Arg{c10::IValue(std::string(v))}; }
 inline Arg to_arg(const char* v) { return Arg{c10::IValue(std::string(v))}; }
 inline Arg to_arg(const c10::List<std::optional<at::Tensor>>& v) { return Arg{c10::IValue(v)}; }

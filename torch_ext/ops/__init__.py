@@ -41,6 +41,7 @@ from . import (  # noqa: F401
     copy,
     distance,
     embedding_bag,
+    foreach_ops,
     fused,
     index,
     linalg,

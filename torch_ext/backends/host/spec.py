@@ -12,6 +12,12 @@ def pointwise_block(numel: int) -> int:
     return 1 << 16
 
 
+def multi_tensor_slots(n_lists: int) -> int:
+    # Tensors per multi-tensor launch: a program finds its tensor by comparing
+    # its id with every slot's start, one interpreted step each.
+    return 8
+
+
 def reduction_block(n: int) -> int:
     return 1 << 14
 

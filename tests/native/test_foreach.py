@@ -1,0 +1,67 @@
+"""PyTorch's foreach OpInfo samples (every `_foreach_*` OpInfo: unary, binary,
+pointwise, reductions, lerp/copy/zero/...) through the dispatcher on
+privateuseone (fallback = error) against CPU, functional and in place."""
+
+import pytest
+import torch
+from torch.testing._internal.common_methods_invocations import (
+    foreach_binary_op_db,
+    foreach_other_op_db,
+    foreach_pointwise_op_db,
+    foreach_reduce_op_db,
+    foreach_unary_op_db,
+)
+from torch.utils._pytree import tree_map
+
+from helpers import DEV
+
+INFOS = [
+    i
+    for i in foreach_unary_op_db
+    + foreach_binary_op_db
+    + foreach_pointwise_op_db
+    + foreach_reduce_op_db
+    + foreach_other_op_db
+    if i.name != "_foreach_mm"  # matrix products: not a multi-tensor kernel
+]
+SAMPLES = 2
+
+
+def _clone(t):
+    return t.clone() if isinstance(t, torch.Tensor) else t
+
+
+def _dev(t):
+    return t.to(DEV) if isinstance(t, torch.Tensor) else t
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=["f32", "i64"])
+@pytest.mark.parametrize("info", INFOS, ids=[i.name for i in INFOS])
+def test_foreach_opinfo(info, dtype):
+    if dtype not in info.supported_dtypes("cpu"):
+        pytest.skip(f"{info.name} takes no {dtype} on the CPU either")
+    checked = 0
+    for s in list(info.sample_inputs("cpu", dtype, num_input_tensors=[3]))[:SAMPLES]:
+        for variant, fn in (("functional", info.op), ("inplace", info.inplace_variant)):
+            if fn is None:
+                continue
+            args = (s.input, *s.args)
+            ref_args = tree_map(_clone, args)
+            dev_args = tree_map(_dev, args)
+            try:
+                ref = fn(*ref_args, **s.kwargs)
+            except (RuntimeError, TypeError, ValueError, NotImplementedError):
+                # the CPU refuses the sample (e.g. frac of integers): so do we
+                with pytest.raises((RuntimeError, TypeError, ValueError, NotImplementedError)):
+                    fn(*dev_args, **tree_map(_dev, s.kwargs))
+                checked += 1
+                continue
+            res = fn(*dev_args, **tree_map(_dev, s.kwargs))
+            got = res if variant == "functional" else dev_args[0]
+            exp = ref if variant == "functional" else ref_args[0]
+            assert len(got) == len(exp)
+            for a, b in zip(got, exp):
+                assert a.device.type == DEV and a.dtype == b.dtype
+                torch.testing.assert_close(a.cpu(), b, rtol=1e-4, atol=1e-5, equal_nan=True)
+            checked += 1
+    assert checked, f"no sample of {info.name} ran"
