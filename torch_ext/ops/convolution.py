@@ -34,6 +34,7 @@ from ._common import split3, store_masked
 from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
+from .conv_igemm import conv_forward
 
 
 @triton.jit
@@ -252,27 +253,23 @@ def convolution_overrideable(
         )
     KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
     if not transposed:
-        cout, cin_g = weight.shape[0], weight.shape[1]
-        cols = _im2col(input, out_sp, k, stride, padding, dilation)  # (N, C*KP, OP)
-        w = weight.reshape(1, g, cout // g, cin_g * KP)
-        out = torch.matmul(w, cols.view(N, g, cin_g * KP, OP))  # (N, g, cout/g, OP)
-        out = out.reshape([N, cout] + out_sp)
-    else:
-        cin, cout_g = weight.shape[0], weight.shape[1]
-        w = weight.reshape(1, g, cin // g, cout_g * KP).transpose(-1, -2)
-        x = contiguous(input).view(N, g, cin // g, IP)
-        cols = torch.matmul(w, x)  # (N, g, cout/g*KP, IP)
-        out = _col2im(
-            cols.reshape(N, g * cout_g * KP, IP),
-            g * cout_g,
-            out_sp,
-            in_sp,
-            k,
-            stride,
-            padding,
-            dilation,
-            input.dtype,
-        )
+        # implicit GEMM, bias fused, input read in place by strides
+        return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
+    cin, cout_g = weight.shape[0], weight.shape[1]
+    w = weight.reshape(1, g, cin // g, cout_g * KP).transpose(-1, -2)
+    x = contiguous(input).view(N, g, cin // g, IP)
+    cols = torch.matmul(w, x)  # (N, g, cout/g*KP, IP)
+    out = _col2im(
+        cols.reshape(N, g * cout_g * KP, IP),
+        g * cout_g,
+        out_sp,
+        in_sp,
+        k,
+        stride,
+        padding,
+        dilation,
+        input.dtype,
+    )
     if bias is not None:
         out = out + bias.reshape([1, -1] + [1] * len(out_sp))
     return contiguous(out)
