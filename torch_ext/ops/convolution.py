@@ -251,7 +251,7 @@ def convolution_overrideable(
         raise RuntimeError(
             f"torch_ext: convolution output size {out_sp} is too small (input {in_sp}, kernel {k})"
         )
-    KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
+    KP, IP = math.prod(k), math.prod(in_sp)
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
         return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
