@@ -90,6 +90,15 @@ def _tiles(M, N, K, dtype):
     return bm, bn, bk
 
 
+def _precision(dtype):
+    """(upcast, input_precision): tf32 for float32 where cudnn.allow_tf32 says so."""
+    upcast = bool(spec("dot_needs_fp32_inputs", dtype))
+    if dtype in (torch.float32, torch.float64) or upcast:
+        tf32 = dtype == torch.float32 and torch.backends.cudnn.allow_tf32 and not upcast
+        return upcast, "tf32" if tf32 else "ieee"
+    return upcast, None
+
+
 def _memory_format(x):
     if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
         return torch.channels_last if not x.is_contiguous() else torch.contiguous_format
@@ -119,12 +128,7 @@ def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
     KP, OP = math.prod(k), math.prod(o)
     M, K = N * OP, cig * KP
     bm, bn, bk = _tiles(M, cog, K, x.dtype)
-    upcast = bool(spec("dot_needs_fp32_inputs", x.dtype))
-    if x.dtype in (torch.float32, torch.float64) or upcast:
-        tf32 = x.dtype == torch.float32 and torch.backends.cudnn.allow_tf32 and not upcast
-        precision = "tf32" if tf32 else "ieee"
-    else:
-        precision = None
+    upcast, precision = _precision(x.dtype)
     has_bias = bias is not None
     launch(
         _conv_fwd_kernel,

@@ -35,6 +35,7 @@ from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
 from .conv_igemm import conv_forward
+from .conv_igemm_bwd import conv_scatter, conv_weight_grad
 
 
 @triton.jit
@@ -244,35 +245,18 @@ def convolution_overrideable(
     input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
     _check(input, weight, groups, transposed)
-    N, g = input.shape[0], groups
+    g = groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
     out_sp = _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding)
     if any(o <= 0 for o in out_sp):
         raise RuntimeError(
             f"torch_ext: convolution output size {out_sp} is too small (input {in_sp}, kernel {k})"
         )
-    KP, IP = math.prod(k), math.prod(in_sp)
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
         return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
-    cin, cout_g = weight.shape[0], weight.shape[1]
-    w = weight.reshape(1, g, cin // g, cout_g * KP).transpose(-1, -2)
-    x = contiguous(input).view(N, g, cin // g, IP)
-    cols = torch.matmul(w, x)  # (N, g, cout/g*KP, IP)
-    out = _col2im(
-        cols.reshape(N, g * cout_g * KP, IP),
-        g * cout_g,
-        out_sp,
-        in_sp,
-        k,
-        stride,
-        padding,
-        dilation,
-        input.dtype,
-    )
-    if bias is not None:
-        out = out + bias.reshape([1, -1] + [1] * len(out_sp))
-    return contiguous(out)
+    # the adjoint gather, bias fused
+    return conv_scatter(input, weight, bias, stride, padding, dilation, g, out_sp)
 
 
 @kernel()
@@ -288,45 +272,21 @@ def convolution_backward_overrideable(
     groups,
     output_mask,
 ):
-    N, g = input.shape[0], groups
-    in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
-    out_sp = list(grad_output.shape[2:])
-    KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
-    gout = contiguous(grad_output)
+    g, in_sp = groups, list(input.shape[2:])
+    gout = grad_output
     grad_input = grad_weight = grad_bias = None
+    geom = (stride, padding, dilation, g)
     if not transposed:
-        cout, cin_g = weight.shape[0], weight.shape[1]
-        go = gout.view(N, g, cout // g, OP)
         if output_mask[0]:
-            w = weight.reshape(1, g, cout // g, cin_g * KP).transpose(-1, -2)
-            gcols = torch.matmul(w, go)  # (N, g, cin_g*KP, OP)
-            grad_input = _col2im(
-                gcols.reshape(N, g * cin_g * KP, OP),
-                g * cin_g,
-                in_sp,
-                out_sp,
-                k,
-                stride,
-                padding,
-                dilation,
-                input.dtype,
-            )
+            grad_input = conv_scatter(gout, weight, None, *geom, in_sp)
         if output_mask[1]:
-            cols = _im2col(input, out_sp, k, stride, padding, dilation).view(N, g, cin_g * KP, OP)
-            gw = torch.matmul(go, cols.transpose(-1, -2)).sum(0)  # (g, cout/g, cin_g*KP)
-            grad_weight = contiguous(gw.reshape(weight.shape))
+            grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     else:
-        cin, cout_g = weight.shape[0], weight.shape[1]
-        # The transposed convolution's output is the im side: its gradient's
-        # windows, laid out on the input grid.
-        gcols = _im2col(gout, in_sp, k, stride, padding, dilation).view(N, g, cout_g * KP, IP)
+        # the transposed convolution's adjoint is the plain forward
         if output_mask[0]:
-            w = weight.reshape(1, g, cin // g, cout_g * KP)
-            grad_input = contiguous(torch.matmul(w, gcols).reshape(input.shape))
+            grad_input = conv_forward(gout, weight, None, *geom, in_sp)
         if output_mask[1]:
-            x = contiguous(input).view(N, g, cin // g, IP)
-            gw = torch.matmul(x, gcols.transpose(-1, -2)).sum(0)  # (g, cin/g, cout_g*KP)
-            grad_weight = contiguous(gw.reshape(weight.shape))
+            grad_weight = conv_weight_grad(input, gout, weight.shape, *geom)
     if output_mask[2]:
         grad_bias = gout.sum([0] + list(range(2, gout.dim())))
     return grad_input, grad_weight, grad_bias
