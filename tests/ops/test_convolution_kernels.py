@@ -104,6 +104,10 @@ PAIRWISE = [
         False,
         "noncontig",
     ),
+    # depthwise (direct kernels): channel multiplier 2, channels_last, 3-d, non-contiguous
+    ((2, 3, 6, 5), (6, 1, 3, 3), [2, 1], [1, 2], [1, 2], 3, False, True, "channels_last"),
+    ((1, 4, 3, 4, 5), (4, 1, 2, 3, 3), [1, 2, 1], [1, 1, 0], [2, 1, 1], 4, False, False, "cl3d"),
+    ((2, 5, 7), (10, 1, 5), [3], [2], [1], 5, False, True, "noncontig"),
 ]
 
 
@@ -149,3 +153,21 @@ def test_convolution_pairwise(row, dtype, device):
 
 def _fmt(layout):
     return torch.channels_last if layout == "channels_last" else torch.channels_last_3d
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["gemm", "depthwise"])
+def test_convolution_weight_grad_split_is_deterministic(depthwise, device):
+    # a long (n, o) reduction: the weight gradient sums ordered slices
+    c = 4 if depthwise else 2
+    x = randn((1, c, 8200), torch.float32, device)
+    w = randn((c, 1 if depthwise else c, 3), torch.float32, device)
+    g = randn((1, c, 8198), torch.float32, device)
+    args = ([1], [0], [1], False, [0], c if depthwise else 1, [False, True, False])
+    conv_bwd = KERNELS["convolution_backward_overrideable"]
+    gw1 = conv_bwd(g, x, w, *args)[1]
+    gw2 = conv_bwd(g, x, w, *args)[1]
+    assert torch.equal(gw1.cpu(), gw2.cpu())
+    rx, rw = to_ref(x), to_ref(w).requires_grad_()
+    ref = torch.nn.functional.conv1d(rx, rw, groups=args[5])
+    ref.backward(to_ref(g))
+    assert_close(gw1, rw.grad, reduce_dim=8198)

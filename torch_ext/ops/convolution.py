@@ -35,6 +35,7 @@ from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
 from .conv_igemm import conv_forward
+from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthwise
 from .conv_igemm_bwd import conv_scatter, conv_weight_grad
 
 
@@ -252,6 +253,8 @@ def convolution_overrideable(
         raise RuntimeError(
             f"torch_ext: convolution output size {out_sp} is too small (input {in_sp}, kernel {k})"
         )
+    if is_depthwise(input, weight, g, transposed):
+        return dw_forward(input, weight, bias, stride, padding, dilation, out_sp)
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
         return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
@@ -276,7 +279,12 @@ def convolution_backward_overrideable(
     gout = grad_output
     grad_input = grad_weight = grad_bias = None
     geom = (stride, padding, dilation, g)
-    if not transposed:
+    if is_depthwise(input, weight, g, transposed):
+        if output_mask[0]:
+            grad_input = dw_input_grad(gout, weight, stride, padding, dilation, input.shape)
+        if output_mask[1]:
+            grad_weight = dw_weight_grad(gout, input, weight.shape, stride, padding, dilation)
+    elif not transposed:
         if output_mask[0]:
             grad_input = conv_scatter(gout, weight, None, *geom, in_sp)
         if output_mask[1]:
