@@ -117,7 +117,10 @@ def _dw_wgrad_kernel(
         dv = tl.load(dy_c[None, :] + (n * dsn + o0 * ds0 + o1 * ds1 + o2 * ds2)[:, None], mask=r_ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         xv = tl.load(x_c[None, :] + (n * xsn + i0 * xs0 + i1 * xs1 + i2 * xs2)[:, None], mask=ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         acc += dv.to(ACC) * xv.to(ACC)
-    tl.store(buf + split * bsp + co * bsc + k, tl.sum(acc, 0), mask=c_ok)
+    v = tl.sum(acc, 0)
+    if buf.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
+    tl.store(buf + split * bsp + co * bsc + k, v.to(buf.dtype.element_ty), mask=c_ok)
 
 
 def is_depthwise(input, weight, groups, transposed):
@@ -188,6 +191,7 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
     split = 1 if R < 8192 or bufs >= 512 else max(1, min(32, R // 4096, 512 // bufs))
     RS = cdiv(R, split)
     acc_dt = torch.float64 if dy.dtype == torch.float64 else torch.float32
+    acc_dt = dy.dtype if split == 1 else acc_dt  # one slice: written in place
     buf = torch.empty((split, CO, KP), dtype=acc_dt, device=dy.device)
     if R == 0:
         return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)

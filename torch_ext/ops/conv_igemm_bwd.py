@@ -13,7 +13,8 @@
     gw[g*CA + a, b, k] = sum_{n, o} dy[n, g*CA + a, o] * im[n, g*CB + b, o*stride - padding + k*dilation];
 
   the reduction over (n, o) is split into SPLIT slices written to a float32
-  buffer and summed in order (deterministic with or without
+  buffer and summed in order (one slice: written straight into the gradient;
+  deterministic with or without
   torch.are_deterministic_algorithms_enabled(); no atomics).
 """
 
@@ -152,7 +153,10 @@ def _conv_wgrad_kernel(
             xt = xt.to(tl.float32)
         acc += tl.dot(dt, xt, input_precision=PRECISION, out_dtype=ACC)
     out = gw + split * wsp + (grp * CA + ra[:, None]) * wsa + cb[None, :] * wsb + (rb % KP)[None, :] * wsk  # fmt: skip
-    tl.store(out, acc, mask=a_ok[:, None] & b_ok[None, :])
+    v = acc
+    if gw.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
+    tl.store(out, v.to(gw.dtype.element_ty), mask=a_ok[:, None] & b_ok[None, :])
 
 
 def _splits(R, work):
@@ -163,7 +167,7 @@ def _splits(R, work):
 
 
 def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
-    """gw of shape w_shape (g*CA, CB, *kernel) (see module doc); float32 sums."""
+    """gw of shape w_shape (g*CA, CB, *kernel) (see module doc); fp32 accumulation."""
     N = dy.shape[0]
     ca, cb = w_shape[0] // groups, w_shape[1]
     k, o, i = pad3(w_shape[2:], 1), pad3(dy.shape[2:], 1), pad3(im.shape[2:], 1)
@@ -177,6 +181,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     split = _splits(R, tiles * groups)
     RS = cdiv(R, split)
     buf_dtype = torch.float64 if dy.dtype == torch.float64 else torch.float32
+    buf_dtype = dy.dtype if split == 1 else buf_dtype  # one slice: written in place
     buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
     if R == 0:
         return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)

@@ -7,17 +7,23 @@ padding, dilation and output padding (plain ops, convention (3)):
       padding, dilation, transposed, output_padding, groups, output_mask)
       -> (grad_input, grad_weight, grad_bias)   (None where not asked for)
 
-PyTorch sends every convolution of a PrivateUse1 tensor to these two. Both
-are im2col / col2im (Triton kernels below) around batched matrix products
-(our bmm): with "im" the side of the kernel window (the input of a
-convolution, the output of a transposed one) and "grid" the side of the
-window positions,
+PyTorch sends every convolution of a PrivateUse1 tensor to these two. They
+run Triton kernels that read every operand in place through its strides (NCHW
+or channels_last; no column buffers, no host syncs):
+
+  conv_igemm.py      the plain forward as an implicit GEMM, bias fused
+  conv_igemm_bwd.py  its adjoint (input gradient; the transposed forward) as a
+                     gather, and the weight gradient (ordered slices, no atomics)
+  conv_depthwise.py  groups == in_channels: direct kernels for all three
+
+A transposed convolution's forward is the plain convolution's input gradient,
+its input gradient the plain forward; its weight gradient swaps the roles of
+input and grad_output.
+
+The im2col / col2im kernels below serve F.unfold / F.fold:
 
   im2col: cols[n, c*K + k, g] = im[n, c, g*stride - padding + k*dilation]  (0 outside)
-  col2im: its adjoint, a gather (deterministic, no atomics): each im element
-          sums the columns whose window covers it.
-
-im2col / col2im are also ops of their own here (F.unfold / F.fold).
+  col2im: its adjoint, a gather (deterministic, no atomics).
 """
 
 import math
