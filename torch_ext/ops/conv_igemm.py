@@ -80,14 +80,22 @@ def _conv_fwd_kernel(
 
 
 def _tiles(M, N, K, dtype):
-    """A cheap heuristic over a few tile shapes (no autotuning)."""
-    big = 64 if dtype == torch.float64 else 128
-    bm = big if M >= 4096 else 64 if M >= 64 else 16
-    bn = big if N >= 128 else 64 if N >= 64 else 32 if N >= 32 else 16
-    bk = 32 if K >= 32 else 16
-    if dtype in (torch.float32, torch.float64) and bm * bn >= 128 * 128:
-        bk = 16 if dtype == torch.float64 else 32
-    return bm, bn, bk
+    """(BM, BN, BK, num_warps, num_stages) by a cheap heuristic over a few tile
+    shapes (no autotuning); a driver may override it with spec("conv_config")."""
+    cfg = spec("conv_config", M, N, K, dtype)
+    if cfg:
+        return cfg
+    if dtype == torch.float64:
+        return (64 if M >= 64 else 16), (32 if N >= 32 else 16), 16, 4, 2
+    bm = 128 if M >= 4096 else 64 if M >= 64 else 16
+    bn = 128 if N >= 128 else 64 if N >= 64 else 32 if N >= 32 else 16
+    half = dtype in (torch.float16, torch.bfloat16)
+    bk = 64 if half and K >= 64 else 32 if K >= 32 else 16
+    return bm, bn, bk, _warps(bm, bn), 3
+
+
+def _warps(bm, bn):
+    return 8 if bm * bn >= 128 * 128 else 4
 
 
 def _precision(dtype):
@@ -127,7 +135,7 @@ def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, OP = math.prod(k), math.prod(o)
     M, K = N * OP, cig * KP
-    bm, bn, bk = _tiles(M, cog, K, x.dtype)
+    bm, bn, bk, warps, stages = _tiles(M, cog, K, x.dtype)
     upcast, precision = _precision(x.dtype)
     has_bias = bias is not None
     launch(
@@ -160,5 +168,7 @@ def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
         BM=bm,
         BN=bn,
         BK=bk,
+        num_warps=warps,
+        num_stages=stages,
     )
     return y

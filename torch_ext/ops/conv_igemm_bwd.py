@@ -25,7 +25,7 @@ import triton.language as tl
 
 from ._common import pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
-from .conv_igemm import _memory_format, _pad_strides, _precision, _tiles
+from .conv_igemm import _memory_format, _pad_strides, _precision, _tiles, _warps
 
 
 @triton.jit
@@ -96,7 +96,7 @@ def conv_scatter(src, w, bias, stride, padding, dilation, groups, im_sp, out_dty
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, IP = math.prod(k), math.prod(im)
     M = N * IP
-    bm, bn, bk = _tiles(M, co, cr * KP, src.dtype)
+    bm, bn, bk, warps, stages = _tiles(M, co, cr * KP, src.dtype)
     upcast, precision = _precision(src.dtype)
     launch(
         _conv_scatter_kernel,
@@ -105,7 +105,7 @@ def conv_scatter(src, w, bias, stride, padding, dilation, groups, im_sp, out_dty
         M, co, cr, KP, IP, im[1], im[2], *gr, k[1], k[2], *s, *p, *d,
         *_pad_strides(src), *_pad_strides(w), *_pad_strides(y),
         HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
-        ACC=tl_float_acc(src.dtype), BM=bm, BN=bn, BK=bk,
+        ACC=tl_float_acc(src.dtype), BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
     return y
 
@@ -174,7 +174,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, OP = math.prod(k), math.prod(o)
     R = N * OP
-    bm, bn, bk = _tiles(ca, cb * KP, R, dy.dtype)
+    bm, bn, bk, warps, stages = _tiles(ca, cb * KP, R, dy.dtype)
     bm, bn = min(bm, 64), min(bn, 64)
     acc = tl_float_acc(dy.dtype)
     tiles = cdiv(ca, bm) * cdiv(cb * KP, bn)
@@ -192,6 +192,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
         dy, im, buf, R, RS, ca, cb, KP, OP, o[1], o[2], *i, k[1], k[2], *s, *p, *d,
         *_pad_strides(dy), *_pad_strides(im), *buf.stride(),
         UPCAST=upcast, PRECISION=precision, ACC=acc, BM=bm, BN=bn, BK=bk,
+        num_warps=_warps(bm, bn), num_stages=stages,
     )  # fmt: skip
     gw = buf[0] if split == 1 else buf.sum(0)
     return gw.to(dy.dtype).reshape(w_shape)
