@@ -37,6 +37,10 @@ def main(argv=None):
     p.add_argument("--scale", type=float, default=1.0)
     p.add_argument("--small-calls", type=int, default=2000)
     p.add_argument("--ops", default="")
+    p.add_argument(
+        "--suite", default="ops", choices=["ops", "conv"], help="conv: bench/conv_cases.py"
+    )
+    p.add_argument("--shard", default="", help="i/n: run every n-th case from the i-th")
     p.add_argument("--timeout", type=float, default=900, help="seconds per worker")
     args = p.parse_args(argv)
 
@@ -68,6 +72,10 @@ def main(argv=None):
             str(args.small_calls),
             "--ops",
             args.ops,
+            "--suite",
+            args.suite,
+            "--shard",
+            args.shard,
         ]
         t0 = time.perf_counter()
         print(f"== {impl}: {' '.join(cmd)}", flush=True)

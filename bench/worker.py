@@ -246,6 +246,12 @@ def run_case(impl, case, scale, small_calls):
     return rec
 
 
+def conv_cases_shard(cases, spec):
+    from bench.conv_cases import shard
+
+    return shard(cases, spec)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--impl", required=True, choices=["ours", "torch", "flaggems"])
@@ -256,6 +262,8 @@ def main(argv=None):
     p.add_argument("--scale", type=float, default=1.0, help="shrink every shape (dry runs)")
     p.add_argument("--small-calls", type=int, default=2000)
     p.add_argument("--ops", default="", help="comma-separated subset")
+    p.add_argument("--suite", default="ops", choices=["ops", "conv"])
+    p.add_argument("--shard", default="", help="i/n: every n-th case from the i-th")
     args = p.parse_args(argv)
 
     impl = make_impl(args.impl, args.torch_device)
@@ -287,7 +295,13 @@ def main(argv=None):
         except Exception as e:
             meta["copy_error"] = f"{type(e).__name__}: {e}"[:300]
         emit(meta)
-        for case in suite.large_cases():
+        if args.suite == "conv":
+            from bench import conv_cases
+
+            cases = conv_cases.conv_cases()
+        else:
+            cases = suite.large_cases()
+        for case in conv_cases_shard(cases, args.shard):
             if wanted and case.op not in wanted:
                 continue
             t0 = time.perf_counter()

@@ -87,3 +87,48 @@ def test_small_cnn_trains_like_cpu():
     )
     x, y = torch.randn(4, 3, 12, 12), torch.tensor([0, 1, 4, 2])
     train_matches_cpu(net, x, y, momentum=0.9)
+
+
+def _to_dev(t, fmt=torch.contiguous_format):
+    return t.to(DEV).contiguous(memory_format=fmt).requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "groups,fmt",
+    [(1, torch.channels_last), (4, torch.channels_last), (2, torch.contiguous_format)],
+    ids=["gemm-cl", "depthwise-cl", "grouped-nchw"],
+)
+def test_conv_channels_last_in_place_and_out(groups, fmt):
+    # channels_last in -> channels_last out (suggest_memory_format), grads like CPU
+    x, w, b = torch.randn(2, 4, 7, 6), torch.randn(8, 4 // groups, 3, 3), torch.randn(8)
+    dx, dw, db = _to_dev(x, fmt), _to_dev(w, fmt), _to_dev(b)
+    y = F.conv2d(dx, dw, db, stride=(2, 1), padding="valid", dilation=(1, 2), groups=groups)
+    ref = F.conv2d(x.double().contiguous(memory_format=fmt), w.double(), b.double(), (2, 1), 0, (1, 2), groups)  # fmt: skip
+    assert y.is_contiguous(memory_format=fmt)
+    torch.testing.assert_close(y.cpu().double(), ref, atol=1e-4, rtol=1e-4)
+    g = torch.randn(y.shape)
+    y.backward(g.to(DEV))
+    rx, rw = x.double().requires_grad_(), w.double().requires_grad_()
+    F.conv2d(rx, rw, None, (2, 1), 0, (1, 2), groups).backward(g.double())
+    torch.testing.assert_close(dx.grad.cpu().double(), rx.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(dw.grad.cpu().double(), rw.grad, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_conv_same_padding_noncontiguous_deterministic(deterministic):
+    x = torch.randn(2, 3, 9, 10)[..., ::2]  # non-contiguous, odd sizes
+    w = torch.randn(5, 3, 3, 2)
+    prev = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(deterministic)
+    try:
+        grads(lambda a, b: F.conv2d(a, b, padding="same", dilation=2), x, w, reduce=72)
+        grads(lambda a, b: F.conv1d(a, b, groups=3), torch.randn(1, 3, 7), torch.randn(6, 1, 3))
+    finally:
+        torch.use_deterministic_algorithms(prev)
+
+
+def test_conv3d_transposed_half_depthwise():
+    x, w = rand((1, 4, 3, 4, 3), F16), rand((4, 1, 2, 2, 3), F16)
+    grads(lambda a, b: F.conv_transpose3d(a, b, stride=2, groups=4), x, w, dtype=F16, reduce=24)
+    x, w = rand((2, 6, 5, 5), BF16), rand((6, 1, 5, 5), BF16)
+    grads(lambda a, b: F.conv2d(a, b, padding=2, groups=6), x, w, dtype=BF16, reduce=50)

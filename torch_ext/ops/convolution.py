@@ -7,17 +7,23 @@ padding, dilation and output padding (plain ops, convention (3)):
       padding, dilation, transposed, output_padding, groups, output_mask)
       -> (grad_input, grad_weight, grad_bias)   (None where not asked for)
 
-PyTorch sends every convolution of a PrivateUse1 tensor to these two. Both
-are im2col / col2im (Triton kernels below) around batched matrix products
-(our bmm): with "im" the side of the kernel window (the input of a
-convolution, the output of a transposed one) and "grid" the side of the
-window positions,
+PyTorch sends every convolution of a PrivateUse1 tensor to these two. They
+run Triton kernels that read every operand in place through its strides (NCHW
+or channels_last; no column buffers, no host syncs):
+
+  conv_igemm.py      the plain forward as an implicit GEMM, bias fused
+  conv_igemm_bwd.py  its adjoint (input gradient; the transposed forward) as a
+                     gather, and the weight gradient (ordered slices, no atomics)
+  conv_depthwise.py  groups == in_channels: direct kernels for all three
+
+A transposed convolution's forward is the plain convolution's input gradient,
+its input gradient the plain forward; its weight gradient swaps the roles of
+input and grad_output.
+
+The im2col / col2im kernels below serve F.unfold / F.fold:
 
   im2col: cols[n, c*K + k, g] = im[n, c, g*stride - padding + k*dilation]  (0 outside)
-  col2im: its adjoint, a gather (deterministic, no atomics): each im element
-          sums the columns whose window covers it.
-
-im2col / col2im are also ops of their own here (F.unfold / F.fold).
+  col2im: its adjoint, a gather (deterministic, no atomics).
 """
 
 import math
@@ -34,6 +40,9 @@ from ._common import split3, store_masked
 from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
+from .conv_igemm import conv_forward
+from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthwise
+from .conv_igemm_bwd import conv_scatter, conv_weight_grad
 
 
 @triton.jit
@@ -243,39 +252,20 @@ def convolution_overrideable(
     input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
     _check(input, weight, groups, transposed)
-    N, g = input.shape[0], groups
+    g = groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
     out_sp = _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding)
     if any(o <= 0 for o in out_sp):
         raise RuntimeError(
             f"torch_ext: convolution output size {out_sp} is too small (input {in_sp}, kernel {k})"
         )
-    KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
+    if is_depthwise(input, weight, g, transposed):
+        return dw_forward(input, weight, bias, stride, padding, dilation, out_sp)
     if not transposed:
-        cout, cin_g = weight.shape[0], weight.shape[1]
-        cols = _im2col(input, out_sp, k, stride, padding, dilation)  # (N, C*KP, OP)
-        w = weight.reshape(1, g, cout // g, cin_g * KP)
-        out = torch.matmul(w, cols.view(N, g, cin_g * KP, OP))  # (N, g, cout/g, OP)
-        out = out.reshape([N, cout] + out_sp)
-    else:
-        cin, cout_g = weight.shape[0], weight.shape[1]
-        w = weight.reshape(1, g, cin // g, cout_g * KP).transpose(-1, -2)
-        x = contiguous(input).view(N, g, cin // g, IP)
-        cols = torch.matmul(w, x)  # (N, g, cout/g*KP, IP)
-        out = _col2im(
-            cols.reshape(N, g * cout_g * KP, IP),
-            g * cout_g,
-            out_sp,
-            in_sp,
-            k,
-            stride,
-            padding,
-            dilation,
-            input.dtype,
-        )
-    if bias is not None:
-        out = out + bias.reshape([1, -1] + [1] * len(out_sp))
-    return contiguous(out)
+        # implicit GEMM, bias fused, input read in place by strides
+        return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
+    # the adjoint gather, bias fused
+    return conv_scatter(input, weight, bias, stride, padding, dilation, g, out_sp)
 
 
 @kernel()
@@ -291,45 +281,26 @@ def convolution_backward_overrideable(
     groups,
     output_mask,
 ):
-    N, g = input.shape[0], groups
-    in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
-    out_sp = list(grad_output.shape[2:])
-    KP, IP, OP = math.prod(k), math.prod(in_sp), math.prod(out_sp)
-    gout = contiguous(grad_output)
+    g, in_sp = groups, list(input.shape[2:])
+    gout = grad_output
     grad_input = grad_weight = grad_bias = None
-    if not transposed:
-        cout, cin_g = weight.shape[0], weight.shape[1]
-        go = gout.view(N, g, cout // g, OP)
+    geom = (stride, padding, dilation, g)
+    if is_depthwise(input, weight, g, transposed):
         if output_mask[0]:
-            w = weight.reshape(1, g, cout // g, cin_g * KP).transpose(-1, -2)
-            gcols = torch.matmul(w, go)  # (N, g, cin_g*KP, OP)
-            grad_input = _col2im(
-                gcols.reshape(N, g * cin_g * KP, OP),
-                g * cin_g,
-                in_sp,
-                out_sp,
-                k,
-                stride,
-                padding,
-                dilation,
-                input.dtype,
-            )
+            grad_input = dw_input_grad(gout, weight, stride, padding, dilation, input.shape)
         if output_mask[1]:
-            cols = _im2col(input, out_sp, k, stride, padding, dilation).view(N, g, cin_g * KP, OP)
-            gw = torch.matmul(go, cols.transpose(-1, -2)).sum(0)  # (g, cout/g, cin_g*KP)
-            grad_weight = contiguous(gw.reshape(weight.shape))
+            grad_weight = dw_weight_grad(gout, input, weight.shape, stride, padding, dilation)
+    elif not transposed:
+        if output_mask[0]:
+            grad_input = conv_scatter(gout, weight, None, *geom, in_sp)
+        if output_mask[1]:
+            grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     else:
-        cin, cout_g = weight.shape[0], weight.shape[1]
-        # The transposed convolution's output is the im side: its gradient's
-        # windows, laid out on the input grid.
-        gcols = _im2col(gout, in_sp, k, stride, padding, dilation).view(N, g, cout_g * KP, IP)
+        # the transposed convolution's adjoint is the plain forward
         if output_mask[0]:
-            w = weight.reshape(1, g, cin // g, cout_g * KP)
-            grad_input = contiguous(torch.matmul(w, gcols).reshape(input.shape))
+            grad_input = conv_forward(gout, weight, None, *geom, in_sp)
         if output_mask[1]:
-            x = contiguous(input).view(N, g, cin // g, IP)
-            gw = torch.matmul(x, gcols.transpose(-1, -2)).sum(0)  # (g, cin/g, cout_g*KP)
-            grad_weight = contiguous(gw.reshape(weight.shape))
+            grad_weight = conv_weight_grad(input, gout, weight.shape, *geom)
     if output_mask[2]:
         grad_bias = gout.sum([0] + list(range(2, gout.dim())))
     return grad_input, grad_weight, grad_bias

@@ -1,0 +1,37 @@
+"""CI smoke of the convolution benchmark (`python -m bench --suite conv`): the
+frozen case list's size and sharding, and one shard at a tiny scale, ours (the
+host driver) and torch on the CPU in one run."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench import conv_cases
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_conv_case_list_is_frozen_and_sharded():
+    cases = conv_cases.conv_cases()
+    # 23 ResNet-50 shapes + 12 MobileNetV3 depthwise, 3 passes, 2 layouts
+    assert len(cases) == (23 + 12) * 3 * 2
+    assert len({(c.op, c.shape) for c in cases}) == len(cases)
+    shards = [conv_cases.shard(cases, f"{i}/7") for i in range(1, 8)]
+    assert sum(len(s) for s in shards) == len(cases)
+    assert {id(c) for s in shards for c in s} == {id(c) for c in cases}
+
+
+def test_bench_conv_shard_tiny(tmp_path):
+    cmd = [sys.executable, "-m", "bench", "--suite", "conv", "--shard", "3/70"]
+    cmd += ["--impls", "ours,torch", "--torch-device", "cpu", "--scale", "1e-4"]
+    cmd += ["--small-calls", "1", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for impl in ("ours", "torch"):
+        lines = (tmp_path / f"{impl}.jsonl").read_text().splitlines()
+        rows = [r for r in map(json.loads, lines) if not r.get("meta")]
+        assert [r["op"] for r in rows] == ["conv_fwd", "conv_wgrad", "conv_dgrad"], rows
+        for r in rows:
+            assert "error" not in r and r["kernel_ms"] > 0, r
+    assert "| conv_fwd | resnet50" in (tmp_path / "results.md").read_text()

@@ -1,0 +1,206 @@
+"""Depthwise convolution (groups == in_channels, one input channel per group,
+out_channels = MULT * in_channels) as direct kernels: each program owns a tile
+of (output positions x channels) and loops over the kernel taps, reading the
+input through its strides (channels_last loads run along channels). No GEMM,
+no buffers but the weight gradient's ordered float32 slices (deterministic).
+
+  forward:  y[n, co, o]  = bias[co] + sum_k x[n, co // MULT, o*s - p + k*d] * w[co, 0, k]
+  dgrad:    gx[n, c, i]  = sum_{j, k} dy[n, c*MULT + j, (i + p - k*d) / s] * w[c*MULT + j, 0, k]
+  wgrad:    gw[co, 0, k] = sum_{n, o} dy[n, co, o] * x[n, co // MULT, o*s - p + k*d]
+"""
+
+import math
+import torch
+import triton
+import triton.language as tl
+
+from ._common import pad3, split3, tl_float_acc
+from ._launch import cdiv, launch
+from .conv_igemm import _memory_format, _pad_strides
+
+
+@triton.jit
+def _dw_fwd_kernel(
+    x, w, b, y, M, C, MULT, KP, OP, O1, O2, I0, I1, I2, K1, K2,
+    s0, s1, s2, p0, p1, p2, d0, d1, d2,
+    xsn, xsc, xs0, xs1, xs2, wso, ws0, ws1, ws2, ysn, ysc, ys0, ys1, ys2,
+    HAS_BIAS: tl.constexpr, ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr,
+):  # fmt: skip
+    rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
+    co = tl.program_id(1) * BC + tl.arange(0, BC)
+    m_ok = rm < M
+    c_ok = co < C * MULT
+    n = rm // OP
+    o0, o1, o2 = split3(rm % OP, O1, O2)
+    x_base = x + (n * xsn)[:, None] + (co // MULT).to(tl.int64)[None, :] * xsc
+    acc = tl.zeros((BM, BC), ACC)
+    for k in range(0, KP):
+        k0, k1, k2 = split3(k, K1, K2)
+        i0 = o0 * s0 - p0 + k0 * d0
+        i1 = o1 * s1 - p1 + k1 * d1
+        i2 = o2 * s2 - p2 + k2 * d2
+        ok = m_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+        xv = tl.load(x_base + (i0 * xs0 + i1 * xs1 + i2 * xs2)[:, None], mask=ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
+        wv = tl.load(w + co * wso + k0 * ws0 + k1 * ws1 + k2 * ws2, mask=c_ok, other=0)
+        acc += xv.to(ACC) * wv.to(ACC)[None, :]
+    if HAS_BIAS:
+        acc += tl.load(b + co, mask=c_ok, other=0).to(ACC)[None, :]
+    off = (n * ysn + o0 * ys0 + o1 * ys1 + o2 * ys2)[:, None] + co[None, :] * ysc
+    v = acc
+    if y.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
+    tl.store(y + off, v.to(y.dtype.element_ty), mask=m_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def _dw_dgrad_kernel(
+    dy, w, gx, M, C, MULT, KP, IP, I1, I2, G0, G1, G2, K1, K2,
+    s0, s1, s2, p0, p1, p2, d0, d1, d2,
+    dsn, dsc, ds0, ds1, ds2, wso, ws0, ws1, ws2, gsn, gsc, gs0, gs1, gs2,
+    ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr,
+):  # fmt: skip
+    rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    m_ok = rm < M
+    c_ok = c < C
+    n = rm // IP
+    i0, i1, i2 = split3(rm % IP, I1, I2)
+    acc = tl.zeros((BM, BC), ACC)
+    for jk in range(0, MULT * KP):
+        j = jk // KP
+        k0, k1, k2 = split3(jk % KP, K1, K2)
+        co = (c * MULT + j).to(tl.int64)
+        t0 = i0 + p0 - k0 * d0
+        t1 = i1 + p1 - k1 * d1
+        t2 = i2 + p2 - k2 * d2
+        g0 = t0 // s0
+        g1 = t1 // s1
+        g2 = t2 // s2
+        ok = m_ok & (t0 >= 0) & (t1 >= 0) & (t2 >= 0) & (g0 < G0) & (g1 < G1) & (g2 < G2)
+        ok &= (g0 * s0 == t0) & (g1 * s1 == t1) & (g2 * s2 == t2)
+        off = (n * dsn + g0 * ds0 + g1 * ds1 + g2 * ds2)[:, None] + co[None, :] * dsc
+        dv = tl.load(dy + off, mask=ok[:, None] & c_ok[None, :], other=0)
+        wv = tl.load(w + co * wso + k0 * ws0 + k1 * ws1 + k2 * ws2, mask=c_ok, other=0)
+        acc += dv.to(ACC) * wv.to(ACC)[None, :]
+    off = (n * gsn + i0 * gs0 + i1 * gs1 + i2 * gs2)[:, None] + c[None, :] * gsc
+    v = acc
+    if gx.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)
+    tl.store(gx + off, v.to(gx.dtype.element_ty), mask=m_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def _dw_wgrad_kernel(
+    dy, x, buf, R, RS, CO, MULT, OP, O1, O2, I0, I1, I2, K1, K2,
+    s0, s1, s2, p0, p1, p2, d0, d1, d2,
+    dsn, dsc, ds0, ds1, ds2, xsn, xsc, xs0, xs1, xs2, bsp, bsc,
+    ACC: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+):  # fmt: skip
+    k = tl.program_id(0)
+    co = tl.program_id(1) * BC + tl.arange(0, BC)
+    split = tl.program_id(2)
+    c_ok = co < CO
+    k0, k1, k2 = split3(k, K1, K2)
+    dy_c = dy + co.to(tl.int64) * dsc
+    x_c = x + (co // MULT).to(tl.int64) * xsc
+    r_lo = split.to(tl.int64) * RS
+    acc = tl.zeros((BR, BC), ACC)
+    for r_start in range(0, RS, BR):
+        r = r_lo + r_start + tl.arange(0, BR)
+        r_ok = (r < R) & (r < r_lo + RS)
+        n = r // OP
+        o0, o1, o2 = split3(r % OP, O1, O2)
+        i0 = o0 * s0 - p0 + k0 * d0
+        i1 = o1 * s1 - p1 + k1 * d1
+        i2 = o2 * s2 - p2 + k2 * d2
+        ok = r_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+        dv = tl.load(dy_c[None, :] + (n * dsn + o0 * ds0 + o1 * ds1 + o2 * ds2)[:, None], mask=r_ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
+        xv = tl.load(x_c[None, :] + (n * xsn + i0 * xs0 + i1 * xs1 + i2 * xs2)[:, None], mask=ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
+        acc += dv.to(ACC) * xv.to(ACC)
+    v = tl.sum(acc, 0)
+    if buf.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
+    tl.store(buf + split * bsp + co * bsc + k, v.to(buf.dtype.element_ty), mask=c_ok)
+
+
+def is_depthwise(input, weight, groups, transposed):
+    return not transposed and groups > 1 and groups == input.shape[1] and weight.shape[1] == 1
+
+
+def _geom(w_shape, stride, padding, dilation):
+    k = pad3(w_shape[2:], 1)
+    return k, pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
+
+
+def _block_c(c, channels_last):
+    return max(16 if channels_last else 4, min(64, triton.next_power_of_2(c)))
+
+
+def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
+    N, C, CO = x.shape[0], x.shape[1], w.shape[0]
+    fmt = _memory_format(x)
+    y = torch.empty([N, CO] + list(out_sp), dtype=x.dtype, device=x.device, memory_format=fmt)
+    if y.numel() == 0:
+        return y
+    k, s, p, d = _geom(w.shape, stride, padding, dilation)
+    im, o = pad3(x.shape[2:], 1), pad3(out_sp, 1)
+    OP = math.prod(o)
+    M = N * OP
+    bc = _block_c(CO, fmt != torch.contiguous_format)
+    bm = max(16, min(2048 // bc, 256))
+    ws = list(w.stride())
+    launch(
+        _dw_fwd_kernel, (cdiv(M, bm), cdiv(CO, bc)),
+        x, w, bias if bias is not None else y, y, M, C, CO // C, math.prod(k), OP, o[1], o[2],
+        *im, k[1], k[2], *s, *p, *d, *_pad_strides(x), ws[0], *pad3(ws[2:], 0), *_pad_strides(y),
+        HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm, BC=bc,
+    )  # fmt: skip
+    return y
+
+
+def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
+    N, C = in_shape[0], in_shape[1]
+    fmt = _memory_format(dy)
+    gx = torch.empty(list(in_shape), dtype=dy.dtype, device=dy.device, memory_format=fmt)
+    if gx.numel() == 0:
+        return gx
+    k, s, p, d = _geom(w.shape, stride, padding, dilation)
+    im, g = pad3(in_shape[2:], 1), pad3(dy.shape[2:], 1)
+    IP = math.prod(im)
+    M = N * IP
+    bc = _block_c(C, fmt != torch.contiguous_format)
+    bm = max(16, min(2048 // bc, 256))
+    ws = list(w.stride())
+    launch(
+        _dw_dgrad_kernel, (cdiv(M, bm), cdiv(C, bc)),
+        dy, w, gx, M, C, w.shape[0] // C, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
+        *s, *p, *d, *_pad_strides(dy), ws[0], *pad3(ws[2:], 0), *_pad_strides(gx),
+        ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc,
+    )  # fmt: skip
+    return gx
+
+
+def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
+    N, C, CO = x.shape[0], x.shape[1], w_shape[0]
+    k, s, p, d = _geom(w_shape, stride, padding, dilation)
+    im, o = pad3(x.shape[2:], 1), pad3(dy.shape[2:], 1)
+    KP, OP = math.prod(k), math.prod(o)
+    R = N * OP
+    bc = _block_c(CO, _memory_format(x) != torch.contiguous_format)
+    bufs = cdiv(CO, bc) * KP
+    split = 1 if R < 8192 or bufs >= 512 else max(1, min(32, R // 4096, 512 // bufs))
+    RS = cdiv(R, split)
+    acc_dt = torch.float64 if dy.dtype == torch.float64 else torch.float32
+    acc_dt = dy.dtype if split == 1 else acc_dt  # one slice: written in place
+    buf = torch.empty((split, CO, KP), dtype=acc_dt, device=dy.device)
+    if R == 0:
+        return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)
+    br = max(16, min(1024 // bc, 128))
+    launch(
+        _dw_wgrad_kernel, (KP, cdiv(CO, bc), split),
+        dy, x, buf, R, RS, CO, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
+        *_pad_strides(dy), *_pad_strides(x), buf.stride(0), buf.stride(1),
+        ACC=tl_float_acc(dy.dtype), BR=br, BC=bc,
+    )  # fmt: skip
+    gw = buf[0] if split == 1 else buf.sum(0)
+    return gw.to(dy.dtype).reshape(w_shape)
