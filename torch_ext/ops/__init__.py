@@ -46,6 +46,7 @@ from . import (  # noqa: F401
     linalg,
     loss,
     matmul,
+    batch_norm,
     normalization,
     optim,
     random,
