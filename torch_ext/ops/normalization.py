@@ -1,18 +1,19 @@
-"""Normalization: layer norm, group norm, RMS norm (batch norm: batch_norm.py)."""
+"""Normalization: layer norm, RMS norm (batch norm: batch_norm.py, group norm:
+group_norm.py)."""
 
 import math
 import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, tl_float_acc
+from ._common import tl_float_acc
 from ._launch import cdiv, launch
 from ._common import contiguous
 from ..backends import spec
 from ._launch import next_pow2
-from .reduction import reduce_into, SUM
 from ._declare import kernel
 from .batch_norm import _stat_dtype
+
 
 @triton.jit
 def _row_stats(
@@ -311,51 +312,6 @@ def native_layer_norm_backward(
         dw = dw_t if output_mask[1] else None
         db = db_t if output_mask[2] else None
     return dx, dw, db
-
-
-@kernel()
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    x = contiguous(input)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
-    rstd = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
-    cpg = C // group
-    _norm_forward(x, weight, bias, N * group, cpg * HxW, group, cpg, HxW, eps, False, y, mean, rstd)
-    return y, mean, rstd
-
-
-@kernel()
-def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
-    from .binary import mul, add
-
-    x = contiguous(input)
-    dy = contiguous(grad_out)
-    cpg = C // group
-    dx = dgamma = dbeta = None
-    if output_mask[0]:
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        _norm_dx(dy, x, weight, mean, rstd, N * group, cpg * HxW, group, cpg, HxW, False, dx)
-    if output_mask[1] or output_mask[2]:
-        acc = float_acc(x.dtype)
-        # Per (n, c): sums over HxW of dy * x and of dy.
-        dyx = mul(dy, x, out_dtype=acc).view(N, C, HxW)
-        s_dyx = torch.empty((N, C), dtype=acc, device=x.device)
-        s_dy = torch.empty((N, C), dtype=acc, device=x.device)
-        reduce_into(dyx, [2], s_dyx, SUM)
-        reduce_into(dy.view(N, C, HxW), [2], s_dy, SUM, dtype=acc)
-        pdt = weight.dtype if weight is not None else x.dtype
-        if output_mask[1]:
-            # dgamma[c] = sum_n (s_dyx - mean * s_dy) * rstd
-            m = mean.view(N, group, 1)
-            r = rstd.view(N, group, 1)
-            t = add(s_dyx.view(N, group, cpg), mul(mul(m, s_dy.view(N, group, cpg)), -1.0), 1)
-            t = mul(t, r)
-            dgamma = torch.empty((C,), dtype=pdt, device=x.device)
-            reduce_into(t.view(N, C), [0], dgamma, SUM)
-        if output_mask[2]:
-            dbeta = torch.empty((C,), dtype=pdt, device=x.device)
-            reduce_into(s_dy, [0], dbeta, SUM)
-    return dx, dgamma, dbeta
 
 
 @kernel()
