@@ -287,7 +287,7 @@ def main(argv=None):
         except Exception as e:
             meta["copy_error"] = f"{type(e).__name__}: {e}"[:300]
         emit(meta)
-        for case in suite.large_cases():
+        for case in suite.large_cases() + suite.norm_cases():
             if wanted and case.op not in wanted:
                 continue
             t0 = time.perf_counter()
