@@ -60,11 +60,17 @@ class _Plan:
         self.items = N * self.T
         cblocks = cdiv(C, bc)
         target = 4 if host else 1024
-        split = max(1, min(self.items, max(1, target // cblocks), max(1, 4096 // bc)))
+        # Every program of a channel block re-reads the block's partials: keep that
+        # (split^2 * C * 12 bytes) a small fraction of the activation's bytes.
+        cap = max(1, int(math.sqrt(max(1, x.numel() * x.element_size()) / (48 * max(C, 1)))))
+        cap = 1024 if host else cap  # the host tests exercise the merge
+        split = max(1, min(self.items, max(1, target // cblocks), cap, 1024))
         self.per = max(1, cdiv(self.items, split))
         self.split = max(1, cdiv(self.items, self.per))
-        self.split_p = next_pow2(self.split)
+        # The merge reads SPLIT_P partials at a time (2 on the host: chunks tested).
+        self.split_p = min(next_pow2(self.split), 2 if host else max(1, 4096 // bc))
         self.cblocks = cblocks
+        self.warps = 4 if host or bc * br < 2048 else 8
 
 
 @triton.jit
@@ -121,17 +127,26 @@ def _bn_apply_kernel(
     sp = tl.program_id(1)
     c = cb * BC + tl.arange(0, BC)
     cm = c < C
-    if TRAIN:
-        j = tl.arange(0, SPLIT_P)
-        pm = cm[:, None] & (j < nsplit)[None, :]
-        po = j[None, :] * C + c[:, None]
-        pc = tl.load(part + po, mask=pm, other=0)
-        pmean = tl.load(part + nsplit * C + po, mask=pm, other=0)
-        pm2 = tl.load(part + 2 * nsplit * C + po, mask=pm, other=0)
-        tot = tl.sum(pc, 1)
-        mean = tl.sum(pc * pmean, 1) / tot
-        dm = tl.where(pm, pmean - mean[:, None], 0)
-        var = tl.sum(pm2 + pc * dm * dm, 1) / tot
+    if TRAIN:  # merge the partials (Chan et al.), SPLIT_P of them at a time
+        tot = tl.zeros((BC,), ACC)
+        s1 = tl.zeros((BC,), ACC)
+        for j0 in range(0, nsplit, SPLIT_P):
+            j = j0 + tl.arange(0, SPLIT_P)
+            pm = cm[:, None] & (j < nsplit)[None, :]
+            po = j[None, :] * C + c[:, None]
+            pc = tl.load(part + po, mask=pm, other=0)
+            tot += tl.sum(pc, 1)
+            s1 += tl.sum(pc * tl.load(part + nsplit * C + po, mask=pm, other=0), 1)
+        mean = s1 / tot
+        m2 = tl.zeros((BC,), ACC)
+        for j0 in range(0, nsplit, SPLIT_P):
+            j = j0 + tl.arange(0, SPLIT_P)
+            pm = cm[:, None] & (j < nsplit)[None, :]
+            po = j[None, :] * C + c[:, None]
+            pc = tl.load(part + po, mask=pm, other=0)
+            dm = tl.where(pm, tl.load(part + nsplit * C + po, mask=pm, other=0) - mean[:, None], 0)
+            m2 += tl.sum(tl.load(part + 2 * nsplit * C + po, mask=pm, other=0) + pc * dm * dm, 1)
+        var = m2 / tot
         invstd = 1.0 / tl.sqrt(var + eps)
         if sp == 0:
             tl.store(smean + c, mean.to(smean.dtype.element_ty), mask=cm)
@@ -212,11 +227,13 @@ def _bn_bwd_dx_kernel(
     sdy = tl.zeros((BC,), ACC)
     dot = tl.zeros((BC,), ACC)
     if SUMS:
-        j = tl.arange(0, SPLIT_P)
-        pm = cm[:, None] & (j < nsplit)[None, :]
-        po = j[None, :] * C + c[:, None]
-        sdy = tl.sum(tl.load(part + po, mask=pm, other=0), 1)
-        dot = tl.sum(tl.load(part + nsplit * C + po, mask=pm, other=0), 1) * invstd
+        for j0 in range(0, nsplit, SPLIT_P):
+            j = j0 + tl.arange(0, SPLIT_P)
+            pm = cm[:, None] & (j < nsplit)[None, :]
+            po = j[None, :] * C + c[:, None]
+            sdy += tl.sum(tl.load(part + po, mask=pm, other=0), 1)
+            dot += tl.sum(tl.load(part + nsplit * C + po, mask=pm, other=0), 1)
+        dot = dot * invstd
         if sp == 0:
             if DW:
                 tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
@@ -290,7 +307,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     if training:
         part = torch.empty((3, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
         launch(_bn_stats_kernel, grid, x, part, C, p.S, p.T, p.items, p.per, *st,
-               ACC=acc, BC=p.BC, BR=p.BR)  # fmt: skip
+               ACC=acc, BC=p.BC, BR=p.BR, num_warps=p.warps)  # fmt: skip
     has_run = running_mean is not None and running_var is not None
     launch(
         _bn_apply_kernel, grid, x, y,
@@ -299,7 +316,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
         smean if training else x, sinv if training else x,
         C, p.S, p.T, p.items, p.per, p.split, *st, *yst, float(momentum), float(eps),
         TRAIN=bool(training), HAS_W=weight is not None, HAS_B=bias is not None,
-        HAS_RUN=has_run, ACC=acc, SPLIT_P=p.split_p, BC=p.BC, BR=p.BR,
+        HAS_RUN=has_run, ACC=acc, SPLIT_P=p.split_p, BC=p.BC, BR=p.BR, num_warps=p.warps,
     )  # fmt: skip
     return y, smean, sinv
 
@@ -339,7 +356,8 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
     if sums:
         part = torch.empty((2, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
         launch(_bn_bwd_sums_kernel, (p.cblocks, p.split), g, x, mean, part, C, p.S, p.T,
-               p.items, p.per, *st, *gst, ACC=acc, BC=p.BC, BR=p.BR)  # fmt: skip
+               p.items, p.per, *st, *gst, ACC=acc, BC=p.BC, BR=p.BR,
+               num_warps=p.warps)  # fmt: skip
     launch(
         _bn_bwd_dx_kernel, (p.cblocks, p.split if mask[0] else 1), g, x,
         dx if dx is not None else x, weight if weight is not None else x, mean, stat, part,
@@ -347,7 +365,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
         C, p.S, p.T, p.items, p.per, p.split, *st, *gst, *ost, float(p.N * p.S), float(eps),
         TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None, SUMS=sums,
         DX=bool(mask[0]), DW=bool(mask[1]), DB=bool(mask[2]),
-        ACC=acc, SPLIT_P=p.split_p, BC=p.BC, BR=p.BR,
+        ACC=acc, SPLIT_P=p.split_p, BC=p.BC, BR=p.BR, num_warps=p.warps,
     )  # fmt: skip
     return dx, dw, db
 
