@@ -29,13 +29,13 @@ def _records(path):
 def test_norm_bench_tiny(tmp_path):
     cmd = [sys.executable, "-m", "bench", "--impls", "ours,torch", "--torch-device", "cpu",
            "--scale", "0.0005", "--small-calls", "2", "--out", str(tmp_path),
-           "--ops", "batch_norm_fwd_cl,batch_norm_bwd"]  # fmt: skip
+           "--ops", "batch_norm_bwd_cl"]  # fmt: skip (one shard: CI time)
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     meta, ours = _records(tmp_path / "ours.jsonl")
     _, torch_ = _records(tmp_path / "torch.jsonl")
     assert meta["copy_gbps"] > 0
-    assert len(ours) == len(torch_) == 2 * len(RESNET50_BN)
+    assert len(ours) == len(torch_) == len(RESNET50_BN)
     for key, r in ours.items():
         assert "error" not in r, (key, r.get("traceback"))
         assert r["bytes"] > 0 and r["kernel_ms"] > 0
