@@ -27,9 +27,23 @@ def _records(path):
 
 
 def test_norm_bench_tiny(tmp_path):
-    cmd = [sys.executable, "-m", "bench", "--impls", "ours,torch", "--torch-device", "cpu",
-           "--scale", "0.0005", "--small-calls", "2", "--out", str(tmp_path),
-           "--ops", "batch_norm_bwd_cl"]  # fmt: skip (one shard: CI time)
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "--impls",
+        "ours,torch",
+        "--torch-device",
+        "cpu",
+        "--scale",
+        "0.0005",
+        "--small-calls",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--ops",
+        "batch_norm_bwd_cl",
+    ]  # one shard, for CI time
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     meta, ours = _records(tmp_path / "ours.jsonl")
