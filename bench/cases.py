@@ -190,6 +190,13 @@ def large_cases():
     ]
 
 
+def norm_cases():
+    """Batch norm at ResNet-50's shapes (bench/cases_norm.py)."""
+    from bench.cases_norm import batch_norm_cases
+
+    return batch_norm_cases(Case)
+
+
 def tiny_inputs(case):
     """The case's inputs at (about) one element: for per-call host overhead."""
     return case.make(case.dtype, 1e-9)

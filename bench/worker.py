@@ -300,7 +300,7 @@ def main(argv=None):
 
             cases = conv_cases.conv_cases()
         else:
-            cases = suite.large_cases()
+            cases = suite.large_cases() + suite.norm_cases()
         for case in conv_cases_shard(cases, args.shard):
             if wanted and case.op not in wanted:
                 continue

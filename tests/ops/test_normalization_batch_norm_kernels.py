@@ -49,3 +49,102 @@ def test_native_batch_norm_forward_backward(shape, affine, training, dtype, devi
     if affine:
         assert_close(gw, r_gw, F32, reduce_dim=n)
         assert_close(gb, r_gb, F32, reduce_dim=n)
+
+
+def _layout(t, layout):
+    if layout == "cl":  # channels_last (2-d) / channels_last_3d, by permuting
+        perm = [0] + list(range(2, t.dim())) + [1]
+        inv = [0, t.dim() - 1] + list(range(1, t.dim() - 1))
+        return t.permute(perm).contiguous().permute(inv)
+    return t
+
+
+CASES = [
+    ((5, 4), "nchw"),
+    ((3, 4, 7), "nchw"),
+    ((3, 4, 7), "cl"),
+    ((2, 4, 5, 3), "cl"),
+    ((2, 4, 3, 2, 3), "nchw"),
+    ((2, 4, 3, 2, 3), "cl"),
+    ((2, 70, 3, 2), "cl"),  # more channels than one channel tile
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("shape,layout", CASES, ids=[f"{len(s)}d-{lay}" for s, lay in CASES])
+def test_batch_norm_layouts_counts_and_launches(shape, layout, dtype, device):
+    """Every rank and layout, fp32 params with a bf16 input (autocast's mix): forward
+    in 2 launches (1 in eval), backward in 2, output in the input's layout."""
+    from torch_ext.ops import _launch
+
+    C = shape[1]
+    x = _layout(randn(shape, dtype, device) * 3 + 1, layout)
+    w, b = randn((C,), F32, device), randn((C,), F32, device)
+    rm, rv = randn((C,), F32, device), randn((C,), F32, device, low=0.5, high=2.0)
+    ref_rm, ref_rv = to_ref(rm), to_ref(rv)
+    n = x.numel() // C
+    for training in (True, False):
+        before = _launch.launch_count
+        out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, rm, rv, training, 0.1, 1e-5)
+        assert _launch.launch_count - before == (2 if training else 1)
+        assert out.stride() == x.stride()
+        r_out, r_mean, r_invstd = aten.native_batch_norm(
+            to_ref(x), to_ref(w), to_ref(b), ref_rm, ref_rv, training, 0.1, 1e-5
+        )
+        assert_close(out, r_out, dtype, reduce_dim=4)
+        assert_close(rm, ref_rm, F32, reduce_dim=n)
+        assert_close(rv, ref_rv, F32, reduce_dim=n)
+        g = randn(shape, dtype, device)  # contiguous: another layout than x for "cl"
+        before = _launch.launch_count
+        gi, gw, gb = KERNELS["native_batch_norm_backward"](
+            g, x, w, rm, rv, mean, invstd, training, 1e-5, [True, True, True]
+        )
+        assert _launch.launch_count - before <= 2
+        r = aten.native_batch_norm_backward(
+            to_ref(g), to_ref(x), to_ref(w), ref_rm, ref_rv, r_mean, r_invstd, training, 1e-5,
+            [True, True, True],
+        )  # fmt: skip
+        assert_close(gi, r[0], dtype, reduce_dim=n)
+        assert_close(gw, r[1], F32, reduce_dim=n * 4)
+        assert_close(gb, r[2], F32, reduce_dim=n * 4)
+
+
+def test_batch_norm_welford_large_mean(device):
+    """A mean far from zero: the Welford merge keeps the variance exact where
+    sum-of-squares would cancel."""
+    x = (torch.rand(4, 3, 9, 9, dtype=torch.float64) + 1e4).float().to(device)
+    out, mean, invstd = KERNELS["native_batch_norm"](x, None, None, None, None, True, 0.1, 1e-5)
+    var = to_ref(x).var([0, 2, 3], correction=0)
+    torch.testing.assert_close(1 / invstd.double().cpu() ** 2 - 1e-5, var, rtol=2e-3, atol=1e-6)
+
+
+def test_batch_norm_entry_points(device):
+    """_batch_norm_with_update / _no_update / _native_batch_norm_legit(.no_stats) and
+    batch_norm_backward agree with native_batch_norm; the .out forms fill their outs."""
+    x = randn((3, 4, 5), F32, device)
+    w, b = randn((4,), F32, device), randn((4,), F32, device)
+    rm, rv = torch.zeros(4, device=device), torch.ones(4, device=device)
+    y, m, s, reserve = KERNELS["batch_norm_with_update"](x, w, b, rm, rv, 0.1, 1e-5)
+    ref = aten.native_batch_norm(to_ref(x), to_ref(w), to_ref(b), None, None, True, 0.1, 1e-5)
+    assert_close(y, ref[0], F32, reduce_dim=15)
+    assert reserve.numel() == 0 and reserve.dtype == torch.uint8
+    assert_close(rm, ref[1] * 0.1, F32, reduce_dim=15)
+    y2, *_ = KERNELS["batch_norm_no_update"](x, w, b, rm, rv, 0.1, 1e-5)
+    ref2 = aten.native_batch_norm(to_ref(x), to_ref(w), to_ref(b), to_ref(rm), to_ref(rv),
+                                  False, 0.1, 1e-5)  # fmt: skip
+    assert_close(y2, ref2[0], F32, reduce_dim=15)
+    y3, m3, s3 = KERNELS["native_batch_norm_legit_no_stats"](x, w, b, True, 0.1, 1e-5)
+    assert_close(y3, ref[0], F32, reduce_dim=15)
+    outs = [torch.empty(0, device=device) for _ in range(3)]
+    KERNELS["native_batch_norm_legit_no_stats_out"](x, w, b, True, 0.1, 1e-5, *outs)
+    assert_close(outs[0], ref[0], F32, reduce_dim=15)
+    assert_close(outs[2], ref[2], F32, reduce_dim=15)
+    g = randn((3, 4, 5), F32, device)
+    gi, gw, gb = KERNELS["batch_norm_backward"](
+        g, x, w, rm, rv, m, s, True, 1e-5, [True, True, True], reserve
+    )
+    r = aten.native_batch_norm_backward(
+        to_ref(g), to_ref(x), to_ref(w), None, None, ref[1], ref[2], True, 1e-5, [True] * 3
+    )
+    for res, want in zip((gi, gw, gb), r):
+        assert_close(res, want, F32, reduce_dim=15)

@@ -1,111 +1,18 @@
-"""Normalization: batch norm (training and eval, forward and backward), layer norm,
-group norm, RMS norm."""
+"""Normalization: layer norm, RMS norm (batch norm: batch_norm.py, group norm:
+group_norm.py)."""
 
 import math
 import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, tl_float_acc
+from ._common import tl_float_acc
 from ._launch import cdiv, launch
 from ._common import contiguous
 from ..backends import spec
 from ._launch import next_pow2
-from .reduction import reduce_into, SUM
 from ._declare import kernel
-
-# -- batch norm (plain ops, convention (3)), from the device ops above ----------
-#   native_batch_norm(input, weight?, bias?, running_mean?, running_var?,
-#                     training, momentum, eps) -> (out, save_mean, save_invstd)
-#   native_batch_norm_backward(grad_out, input, weight?, running_mean?,
-#       running_var?, save_mean?, save_invstd?, train, eps, output_mask)
-# Statistics in float32 for fp16/bf16 inputs (as torch's CUDA kernels).
-
-
-def _stat_dtype(dtype):
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
-def _per_channel(t, ndim):
-    return t.reshape([1, -1] + [1] * (ndim - 2))
-
-
-@kernel()
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    if input.dim() < 2:
-        raise RuntimeError(
-            f"torch_ext: batch_norm expects an input of at least 2 dims, got {input.dim()}"
-        )
-    sd = _stat_dtype(input.dtype)
-    dims = [0] + list(range(2, input.dim()))
-    x = input.to(sd)
-    if training:
-        var, mean = torch.var_mean(x, dims, correction=0)
-        invstd = torch.rsqrt(var + eps)
-        n = input.numel() // input.shape[1]
-        with torch.no_grad():
-            if running_mean is not None:
-                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-            if running_var is not None:
-                unbiased = var * (n / max(n - 1, 1))
-                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
-        use_mean, use_invstd = mean, invstd
-        save_mean, save_invstd = mean, invstd
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError(
-                "torch_ext: batch_norm in eval mode needs running_mean and running_var"
-            )
-        use_mean = running_mean.to(sd)
-        use_invstd = torch.rsqrt(running_var.to(sd) + eps)
-        save_mean = torch.empty(0, dtype=sd, device=input.device)
-        save_invstd = torch.empty(0, dtype=sd, device=input.device)
-    y = (x - _per_channel(use_mean, x.dim())) * _per_channel(use_invstd, x.dim())
-    if weight is not None:
-        y = y * _per_channel(weight.to(sd), x.dim())
-    if bias is not None:
-        y = y + _per_channel(bias.to(sd), x.dim())
-    return contiguous(y.to(input.dtype)), save_mean, save_invstd
-
-
-@kernel()
-def native_batch_norm_backward(
-    grad_out,
-    input,
-    weight,
-    running_mean,
-    running_var,
-    save_mean,
-    save_invstd,
-    train,
-    eps,
-    output_mask,
-):
-    sd = _stat_dtype(input.dtype)
-    nd = input.dim()
-    dims = [0] + list(range(2, nd))
-    x, g = input.to(sd), grad_out.to(sd)
-    if train:
-        mean, invstd = save_mean.to(sd), save_invstd.to(sd)
-    else:
-        mean, invstd = running_mean.to(sd), torch.rsqrt(running_var.to(sd) + eps)
-    xhat = (x - _per_channel(mean, nd)) * _per_channel(invstd, nd)
-    w = weight.to(sd) if weight is not None else None
-    grad_input = grad_weight = grad_bias = None
-    if output_mask[0]:
-        scale = _per_channel(invstd if w is None else invstd * w, nd)
-        if train:
-            gm = g.mean(dims, keepdim=True)
-            gxm = (g * xhat).mean(dims, keepdim=True)
-            grad_input = (g - gm - xhat * gxm) * scale
-        else:
-            grad_input = g * scale
-        grad_input = contiguous(grad_input.to(input.dtype))
-    if output_mask[1]:
-        grad_weight = (g * xhat).sum(dims).to(weight.dtype if weight is not None else input.dtype)
-    if output_mask[2]:
-        grad_bias = g.sum(dims).to(weight.dtype if weight is not None else input.dtype)
-    return grad_input, grad_weight, grad_bias
+from .batch_norm import _stat_dtype
 
 
 @triton.jit
@@ -405,51 +312,6 @@ def native_layer_norm_backward(
         dw = dw_t if output_mask[1] else None
         db = db_t if output_mask[2] else None
     return dx, dw, db
-
-
-@kernel()
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    x = contiguous(input)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
-    rstd = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
-    cpg = C // group
-    _norm_forward(x, weight, bias, N * group, cpg * HxW, group, cpg, HxW, eps, False, y, mean, rstd)
-    return y, mean, rstd
-
-
-@kernel()
-def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
-    from .binary import mul, add
-
-    x = contiguous(input)
-    dy = contiguous(grad_out)
-    cpg = C // group
-    dx = dgamma = dbeta = None
-    if output_mask[0]:
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        _norm_dx(dy, x, weight, mean, rstd, N * group, cpg * HxW, group, cpg, HxW, False, dx)
-    if output_mask[1] or output_mask[2]:
-        acc = float_acc(x.dtype)
-        # Per (n, c): sums over HxW of dy * x and of dy.
-        dyx = mul(dy, x, out_dtype=acc).view(N, C, HxW)
-        s_dyx = torch.empty((N, C), dtype=acc, device=x.device)
-        s_dy = torch.empty((N, C), dtype=acc, device=x.device)
-        reduce_into(dyx, [2], s_dyx, SUM)
-        reduce_into(dy.view(N, C, HxW), [2], s_dy, SUM, dtype=acc)
-        pdt = weight.dtype if weight is not None else x.dtype
-        if output_mask[1]:
-            # dgamma[c] = sum_n (s_dyx - mean * s_dy) * rstd
-            m = mean.view(N, group, 1)
-            r = rstd.view(N, group, 1)
-            t = add(s_dyx.view(N, group, cpg), mul(mul(m, s_dy.view(N, group, cpg)), -1.0), 1)
-            t = mul(t, r)
-            dgamma = torch.empty((C,), dtype=pdt, device=x.device)
-            reduce_into(t.view(N, C), [0], dgamma, SUM)
-        if output_mask[2]:
-            dbeta = torch.empty((C,), dtype=pdt, device=x.device)
-            reduce_into(s_dy, [0], dbeta, SUM)
-    return dx, dgamma, dbeta
 
 
 @kernel()
