@@ -25,7 +25,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import MAX_RANK, block_for, dot6, pad_to_rank, unravel6
 from .index import with_atomic_target
-from ._common import contiguous
+from ._common import alert_not_deterministic, contiguous
 from .scan import cumsum_out
 from ._declare import kernel
 from ._common import wrap_dim, write_result
@@ -460,6 +460,7 @@ def take_out(self, index, out):
 @kernel()
 def put_(self, index, source, accumulate=False):
     """put_(self, index, source, accumulate): self viewed as 1-d, written at `index`."""
+    alert_not_deterministic("put_")
     if source.dtype != self.dtype:
         raise RuntimeError(
             f"put_(): self ({self.dtype}) and source ({source.dtype}) must have "

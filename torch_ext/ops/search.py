@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch, next_pow2
-from ._common import contiguous
+from ._common import alert_not_deterministic, contiguous
 from ._declare import kernel
 from ._common import write_result
 
@@ -208,6 +208,7 @@ def bincount(self, weights=None, minlength=0):
     if weights is None:
         acc_type, dtype = torch.int32, torch.long
     else:
+        alert_not_deterministic("_bincount_privateuseone")  # sums of weights, in any order
         dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
         acc_type = dtype
     acc = torch.zeros(size, dtype=acc_type, device=self.device)
