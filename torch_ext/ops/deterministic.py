@@ -31,7 +31,7 @@ def _rows_add_kernel(
 ):
     # Program k of the sorted rows: the first of a run of equal rows sums the run's
     # values (in input order) and adds them to out[row] once; the others do nothing.
-    k = tl.program_id(0)
+    k = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     cm = cols < D
     row = tl.load(rows + k)
