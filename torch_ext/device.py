@@ -39,6 +39,12 @@ def is_initialized() -> bool:
     return True  # the runtime initialises when torch_ext is imported
 
 
+# torch.cuda's flag, read by torch.utils.checkpoint (both flavours): without it the
+# checkpoint neither stashes nor restores our RNG state, and dropout draws new masks
+# when the forward is recomputed (gradients then differ from the plain backward).
+_initialized = True
+
+
 def init() -> None:
     pass
 

@@ -69,10 +69,18 @@ nn.functional.prelu nn.functional.glu clamp_min clamp_max bitwise_left_shift bit
 lgamma digamma polygamma.polygamma_n_0 polygamma.polygamma_n_1 polygamma.polygamma_n_2
 polygamma.polygamma_n_3 polygamma.polygamma_n_4 special.polygamma.special_polygamma_n_0
 mvlgamma.mvlgamma_p_1 mvlgamma.mvlgamma_p_3 mvlgamma.mvlgamma_p_5 i0 special.i0e special.i1 special.i1e
-sinc nextafter gcd lcm special.erfcx special.log_ndtr special.ndtri special.zeta
+sinc nextafter gcd lcm special.erfcx special.log_ndtr special.ndtri special.zeta frexp ldexp
+special.bessel_j0 special.bessel_j1 special.bessel_y0 special.bessel_y1 special.modified_bessel_i0
+special.modified_bessel_i1 special.modified_bessel_k0 special.modified_bessel_k1
+special.scaled_modified_bessel_k0 special.scaled_modified_bessel_k1 special.spherical_bessel_j0
+special.chebyshev_polynomial_t special.chebyshev_polynomial_u special.chebyshev_polynomial_v
+special.chebyshev_polynomial_w special.shifted_chebyshev_polynomial_t
+special.shifted_chebyshev_polynomial_u special.shifted_chebyshev_polynomial_v
+special.shifted_chebyshev_polynomial_w special.hermite_polynomial_h special.hermite_polynomial_he
+special.laguerre_polynomial_l special.legendre_polynomial_p igamma igammac
 """.split()
 OPS_SELECTION = """
-median nanmedian kthvalue mode cummax cummin logcumsumexp searchsorted bucketize bincount histc unique
+median nanmedian kthvalue mode nonzero_static cummax cummin logcumsumexp searchsorted bucketize bincount histc unique
 unique_consecutive take put index_fill masked_scatter count_nonzero trace aminmax isin linalg.cross cross
 repeat_interleave equal cdist nn.functional.pdist nn.functional.max_unpool2d nn.functional.max_unpool2d.grad
 nn.functional.channel_shuffle tril_indices triu_indices

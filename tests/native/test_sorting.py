@@ -275,3 +275,17 @@ def test_histc_integer_inputs_count_as_on_cuda(dtype):
         torch.testing.assert_close(got, ref.to(dtype))
     with pytest.raises(RuntimeError, match="real number type"):
         torch.histc(torch.ones(3, dtype=torch.bool, device=DEV))
+
+
+def test_nonzero_static_pads_truncates_and_checks_size():
+    x = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    for size, fill in [(5, -1), (2, 7), (0, -1), (3, 0)]:
+        res = torch.nonzero_static(x.to(DEV), size=size, fill_value=fill)
+        assert res.device.type == "privateuseone"
+        assert torch.equal(res.cpu(), torch.nonzero_static(x, size=size, fill_value=fill))
+    out = torch.empty(0, dtype=torch.int64, device=DEV)
+    torch.nonzero_static(x.to(DEV), size=4, out=out)
+    assert torch.equal(out.cpu(), torch.nonzero_static(x, size=4))
+    assert torch.nonzero_static(torch.tensor(1.0, device=DEV), size=2).shape == (2, 0)
+    with pytest.raises(RuntimeError, match="'size' must be an non-negative integer"):
+        torch.nonzero_static(x.to(DEV), size=-1)

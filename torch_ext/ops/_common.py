@@ -16,6 +16,27 @@ from .copy import copy_kernel, fill_
 MAX_SPATIAL = 3
 
 
+def alert_not_deterministic(caller: str) -> None:
+    """at::globalContext().alertNotDeterministic for our Python kernels: under
+    torch.use_deterministic_algorithms(True) an op whose kernel adds floats with
+    atomics (the order, hence the rounding, varies between runs on a GPU) raises the
+    RuntimeError CUDA raises for the same op (a warning with warn_only=True)."""
+    if not torch.are_deterministic_algorithms_enabled():
+        return
+    msg = (
+        f"{caller} does not have a deterministic implementation, but you set "
+        "'torch.use_deterministic_algorithms(True)'. You can turn off determinism just "
+        "for this operation, or you can use the 'warn_only=True' option, if that's "
+        "acceptable for your application."
+    )
+    if torch.is_deterministic_algorithms_warn_only_enabled():
+        import warnings
+
+        warnings.warn(msg, stacklevel=2)
+        return
+    raise RuntimeError(msg)
+
+
 def sized_like(out: torch.Tensor, res: torch.Tensor) -> torch.Tensor:
     out.resize_(res.shape)
     out.copy_(res)

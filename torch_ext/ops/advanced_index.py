@@ -25,7 +25,8 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import MAX_RANK, block_for, dot6, pad_to_rank, unravel6
 from .index import with_atomic_target
-from ._common import contiguous
+from ._common import alert_not_deterministic, contiguous
+from . import deterministic
 from .scan import cumsum_out
 from ._declare import kernel
 from ._common import wrap_dim, write_result
@@ -329,6 +330,9 @@ def index(self, indices):
 
 
 def index_put_(self, indices, values, accumulate=False):
+    if accumulate and deterministic.enabled(self.dtype):  # sums in a fixed order
+        deterministic.index_put_(self, indices, values)
+        return self
     dims, longs, ishape, L = _prepare_indices(self, indices)
     rest_dims, kshape, perm = _result_layout(self, dims, ishape)
     # values broadcast to the result's shape, then laid out in kernel order.
@@ -460,6 +464,7 @@ def take_out(self, index, out):
 @kernel()
 def put_(self, index, source, accumulate=False):
     """put_(self, index, source, accumulate): self viewed as 1-d, written at `index`."""
+    alert_not_deterministic("put_")
     if source.dtype != self.dtype:
         raise RuntimeError(
             f"put_(): self ({self.dtype}) and source ({source.dtype}) must have "

@@ -31,6 +31,7 @@ from ._common import contiguous
 from ._declare import kernel
 from ._common import MAX_RANK, block_for, dot6, unravel6
 from ._common import pad_to_rank
+from . import deterministic
 
 
 @kernel()
@@ -171,6 +172,8 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
     n = index.numel()
     if n == 0:
         return
+    if mode == 2 and deterministic.enabled(out.dtype):  # sums in a fixed order
+        return deterministic.scatter_add_(out, dim, index, src, value)
     if mode >= 2 and atomic_dtype(out.dtype) != out.dtype:  # add, multiply (CAS), max, min
         return with_atomic_target(out, lambda t: _gather_scatter(index, src, t, dim, mode, value))
     rank = max(index.dim(), 1)
@@ -393,19 +396,22 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     if n:
         block = block_for(n)
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
-        launch(
-            _embedding_bwd_kernel,
-            (cdiv(n, block),),
-            g,
-            idx,
-            grad_w,
-            n,
-            D,
-            padding_idx,
-            num_weights,
-            flag,
-            BLOCK=block,
-        )
+        if deterministic.enabled(g.dtype):
+            deterministic.embedding_backward_(grad_w, g, idx, padding_idx, flag)
+        else:
+            launch(
+                _embedding_bwd_kernel,
+                (cdiv(n, block),),
+                g,
+                idx,
+                grad_w,
+                n,
+                D,
+                padding_idx,
+                num_weights,
+                flag,
+                BLOCK=block,
+            )
         _bounds.check(flag)
     if acc == out_dtype:
         return grad_w
@@ -473,6 +479,12 @@ def index_add_out(self, dim, index, source, alpha, out):
     A, S, B = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
     src = contiguous(source.reshape(source.shape if source.dim() else [1]))
     L = index.numel()
+    flag = _bounds.new_flag(out.device, "index_add", S)
+    if deterministic.enabled(out.dtype):  # each output row summed in a fixed order
+        o = out if out.dim() else out.view(1)
+        deterministic.index_add_(o, d, index.reshape(-1), src, alpha, flag)
+        _bounds.check(flag)
+        return
     target = (
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
@@ -480,7 +492,6 @@ def index_add_out(self, dim, index, source, alpha, out):
         copy_kernel((target,), (out,))
     n = A * L * B
     block = block_for(n)
-    flag = _bounds.new_flag(out.device, "index_add", S)
     launch(
         _index_add_kernel,
         (cdiv(n, block),),

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch, next_pow2
-from ._common import contiguous
+from ._common import alert_not_deterministic, contiguous
 from ._declare import kernel
 from ._common import write_result
 
@@ -208,6 +208,7 @@ def bincount(self, weights=None, minlength=0):
     if weights is None:
         acc_type, dtype = torch.int32, torch.long
     else:
+        alert_not_deterministic("_bincount_privateuseone")  # sums of weights, in any order
         dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
         acc_type = dtype
     acc = torch.zeros(size, dtype=acc_type, device=self.device)
@@ -357,3 +358,29 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
             "torch_ext: unique_consecutive with dim= is not supported (only the flattened form)"
         )
     return _unique(self, return_inverse, return_counts, sort=False)
+
+
+@kernel()
+def nonzero_static(self, size, fill_value=-1):
+    """nonzero_static(self, *, size, fill_value): nonzero's first `size` rows, padded
+    with fill_value to exactly `size` rows (a shape known without looking at the data,
+    for export and CUDA graphs; here nonzero itself syncs for the count)."""
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    from .advanced_index import nonzero
+
+    out = torch.full((size, self.dim()), fill_value, dtype=torch.int64, device=self.device)
+    if size and self.dim():
+        nz = nonzero(self)
+        k = min(size, nz.shape[0])
+        if k:
+            out[:k].copy_(nz[:k])
+    return out
+
+
+@kernel()
+def nonzero_static_out(self, size, fill_value, out):
+    res = nonzero_static(self, size, fill_value)
+    out.resize_(res.shape)
+    out.copy_(res)
+    return out

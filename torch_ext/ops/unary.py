@@ -414,3 +414,46 @@ def round_decimals_kernel(outs, ins, common_dtype, decimals):
 def isnan_fn(self):
     """isnan(self) -> Tensor (plain op, convention (3))."""
     return isnan(self)
+
+
+@pointwise(num_outputs=2)
+@triton.jit
+def _frexp(x):
+    # From the bits: the exponent field, and the significand with the exponent field
+    # of [0.5, 1). Subnormals are scaled into the normal range first. 0, inf and nan
+    # give (x, 0), as C's frexp.
+    ax = tl.abs(x)
+    if x.dtype == tl.float64:
+        sub = ax < 2.2250738585072014e-308
+        y = tl.where(sub, x * 18014398509481984.0, x)  # 2**54
+        bits = y.to(tl.int64, bitcast=True)
+        e = ((bits >> 52) & 0x7FF) - 1022 - tl.where(sub, 54, 0)
+        m = ((bits & -9218868437227405313) | (1022 << 52)).to(tl.float64, bitcast=True)
+    else:
+        sub = ax < 1.1754943508222875e-38
+        y = tl.where(sub, x * 16777216.0, x)  # 2**24
+        bits = y.to(tl.int32, bitcast=True)
+        e = ((bits >> 23) & 0xFF) - 126 - tl.where(sub, 24, 0)
+        m = ((bits & -2139095041) | (126 << 23)).to(tl.float32, bitcast=True)
+    special = (x == 0) | (x != x) | (ax == float("inf"))
+    return tl.where(special, x, m), tl.where(special, 0, e).to(tl.int32)
+
+
+@kernel()
+def frexp_out(self, mantissa, exponent):
+    """frexp.Tensor_out(self, *, mantissa, exponent): self = mantissa * 2**exponent with
+    |mantissa| in [0.5, 1) (int32 exponents), with PyTorch's dtype checks."""
+    if not self.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    if mantissa.dtype != self.dtype:
+        raise RuntimeError(
+            f"torch.frexp() expects mantissa to have dtype {self.dtype} but got {mantissa.dtype}"
+        )
+    if exponent.dtype != torch.int32:
+        raise RuntimeError(
+            f"torch.frexp() expects exponent to have int dtype but got {exponent.dtype}"
+        )
+    mantissa.resize_(self.shape)
+    exponent.resize_(self.shape)
+    _frexp.iter((mantissa, exponent), (self,), self.dtype)
+    return mantissa, exponent

@@ -11,7 +11,7 @@ from .._common import block_for
 from .._common import contiguous
 from .._declare import kernel
 from .._common import tl_float_acc
-from .._common import float_acc
+from .._common import alert_not_deterministic, float_acc
 
 # -- 3-d max and average pooling ------------------------------------------------
 #   max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
@@ -361,6 +361,7 @@ def avg_pool3d_backward_out(
     grad_input,
 ):
     k, s, p, _ = _pool3_params(self, kernel_size, stride, padding, None, "avg_pool3d_backward")
+    alert_not_deterministic("avg_pool3d_backward_privateuseone")
     x, D, H, W = _volumes(self)
     acc = torch.zeros(self.shape, dtype=float_acc(self.dtype), device=self.device)
     g = contiguous(grad_output)

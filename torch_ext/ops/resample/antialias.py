@@ -10,7 +10,7 @@ from .._common import dense_out, split3, store_masked, write_back
 from ..copy import copy_kernel
 from .._common import contiguous
 from .._declare import kernel
-from .._common import zeroed_accumulator, grid_for
+from .._common import zeroed_accumulator, grid_for, alert_not_deterministic
 from .linear import _linear_args
 
 # -- antialiased interpolation, 2-d (structured impls): F.interpolate(antialias=True) --
@@ -155,6 +155,8 @@ def _aa_fns(cubic):
     def backward_out(
         grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
     ):
+        name = "bicubic" if cubic else "bilinear"
+        alert_not_deterministic(f"_upsample_{name}2d_aa_backward_out_privateuseone")
         g = contiguous(grad_output)
         acc = zeroed_accumulator(grad_input)
         total = g.numel()

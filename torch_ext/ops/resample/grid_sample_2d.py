@@ -15,7 +15,7 @@ import triton.language as tl
 from .. import _math
 from .._launch import cdiv, launch, next_pow2
 from ..copy import copy_kernel
-from .._common import float_acc, tl_float_acc
+from .._common import alert_not_deterministic, float_acc, tl_float_acc
 from .._declare import kernel
 
 BILINEAR, NEAREST, BICUBIC = 0, 1, 2
@@ -364,6 +364,7 @@ def grid_sampler_2d_backward(
     grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
 ):
     """-> (grad_input, grad_grid); output_mask says which are wanted."""
+    alert_not_deterministic("grid_sampler_2d_backward_privateuseone")
     _check(input, grid, interpolation_mode, padding_mode)
     acc, _ = _acc(input.dtype)
     g = grad_output.contiguous()

@@ -12,7 +12,7 @@ from ..copy import copy_kernel
 from ..resample.grid_sample_2d import _source
 from .._common import contiguous
 from .._declare import kernel
-from .._common import zeroed_accumulator, grid_for
+from .._common import zeroed_accumulator, grid_for, alert_not_deterministic
 
 # -- grid sampling, 3-d (plain ops): F.grid_sample on 5-d inputs ----------------
 #   grid_sampler_3d(input (N, C, D, H, W), grid (N, OD, OH, OW, 3), interpolation_mode,
@@ -259,6 +259,7 @@ def grid_sampler_3d_backward(
     grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
 ):
     _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
+    alert_not_deterministic("grid_sampler_3d_backward_privateuseone")
     x, gr, g = contiguous(input), contiguous(grid), contiguous(grad_output)
     N, C, D, H, W = x.shape
     OD, OH, OW = gr.shape[1:4]

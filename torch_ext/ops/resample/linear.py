@@ -10,7 +10,7 @@ from .._common import dense_out, spatial3, split3, split4, store_masked, write_b
 from ..copy import copy_kernel
 from .._common import contiguous
 from .._declare import kernel
-from .._common import zeroed_accumulator, grid_for
+from .._common import zeroed_accumulator, grid_for, alert_not_deterministic
 
 # -- linear interpolation, 1-d to 3-d (structured impls) ---------------------------
 #   upsample_linear1d.out impl: (self, output_size, align_corners, scales, out)
@@ -181,6 +181,8 @@ def _upsample_linear(self, out, align_corners, scales):
 
 
 def _upsample_linear_backward(grad_output, grad_input, align_corners, scales):
+    names = {1: "upsample_linear1d", 2: "upsample_bilinear2d", 3: "upsample_trilinear3d"}
+    alert_not_deterministic(f"{names[len(scales)]}_backward_out_privateuseone")
     g = contiguous(grad_output)
     acc = zeroed_accumulator(grad_input)
     total = g.numel()
@@ -385,6 +387,7 @@ def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w,
 def upsample_bicubic2d_backward_out(
     grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
 ):
+    alert_not_deterministic("upsample_bicubic2d_backward_out_privateuseone")
     g = contiguous(grad_output)
     acc = zeroed_accumulator(grad_input)
     total = g.numel()

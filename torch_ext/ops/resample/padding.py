@@ -9,7 +9,7 @@ from .._common import dense_out, spatial3, split4, write_back
 from ..copy import copy_kernel
 from .._common import contiguous
 from .._declare import kernel
-from .._common import zeroed_accumulator, grid_for
+from .._common import zeroed_accumulator, grid_for, alert_not_deterministic
 
 # -- reflection / replication padding, 1-d to 3-d ---------------------------------
 #   reflection_pad{1,3}d.out, replication_pad{1,2,3}d.out impls: (self, padding, out)
@@ -103,6 +103,8 @@ def _pad(self, padding, out, reflect):
 
 
 def _pad_backward(grad_output, padding, grad_input, reflect):
+    if reflect:  # replication padding's backward is deterministic on CUDA: not alerted
+        alert_not_deterministic(f"reflection_pad{len(padding) // 2}d_backward_out_privateuseone")
     g = contiguous(grad_output)
     acc = zeroed_accumulator(grad_input)
     total = g.numel()
