@@ -11,9 +11,14 @@ Every collective runs on gloo (csrc/distributed/GlooBridge.cpp): under the
 host driver gloo works on the device's own memory (zero-copy CPU views);
 under the cuda driver, or with host memory protection, it is staged through
 host copies. CPU tensors given to this backend go to gloo unchanged.
+
+`torch.distributed.checkpoint` needs one narrow fix where CUDA is available as well
+(its default writer would skip our tensors when staging to the CPU): checkpoint.py.
 """
 
 import torch.distributed as dist
+
+from torch_ext.distributed import checkpoint
 
 BACKEND = "torch_ext"
 
@@ -41,3 +46,4 @@ def _register():
 
 
 _register()
+checkpoint.install()  # dcp.save where CUDA is available too: see checkpoint.py
