@@ -12,10 +12,10 @@ from ._declare import kernel
 from ._pointwise import pointwise
 from .special import _bessel_i
 
-_GAMMA = 0.5772156649015329  # Euler's constant
-_TWO_OVER_PI = 0.6366197723675814
-_J_SWITCH = 12.0  # J, Y: series below, asymptotic above
-_K_SWITCH = 9.0  # K: series below, asymptotic above
+_GAMMA = tl.constexpr(0.5772156649015329)  # Euler's constant
+_TWO_OVER_PI = tl.constexpr(0.6366197723675814)
+_J_SWITCH = tl.constexpr(12.0)  # J, Y: series below, asymptotic above
+_K_SWITCH = tl.constexpr(9.0)  # K: series below, asymptotic above
 
 
 @triton.jit

@@ -11,9 +11,9 @@ from ._declare import kernel
 from ._pointwise import pointwise
 from .special import _lgamma64
 
-_SERIES_TERMS = 400
-_CF_TERMS = 300
-_TINY = 1e-300
+_SERIES_TERMS = tl.constexpr(400)
+_CF_TERMS = tl.constexpr(300)
+_TINY = tl.constexpr(1e-300)
 
 
 @triton.jit
