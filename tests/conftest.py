@@ -16,6 +16,13 @@ os.environ.setdefault("TORCH_EXT_FALLBACK", "error")
 
 from pathlib import Path  # noqa: E402
 
+import torch  # noqa: E402
+
+# Float32 convolutions compute in float32, as the CPU references do. PyTorch's
+# cudnn.allow_tf32 defaults to True (TF32 on NVIDIA GPUs) and torch_ext honours it on
+# the cuda driver; tests_gpu/test_tf32.py checks that path.
+torch.backends.cudnn.allow_tf32 = False
+
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)

@@ -215,6 +215,9 @@ def main(argv=None) -> int:
         f"torch {torch.__version__}, torch_ext driver: {torch_ext.driver_name()}, "
         f"device: {torch.privateuseone.get_device_name()}"
     )
+    # The comparison is with float32 on the CPU: no TF32 convolutions (PyTorch's default on
+    # NVIDIA GPUs, which torch_ext honours on the cuda driver).
+    torch.backends.cudnn.allow_tf32 = False
     torch_ext.reset_fallback_stats()
     counter = OpCounter()
     all_ok = True
