@@ -174,9 +174,9 @@ def test_norm_launch_counts():
     from torch_ext.ops import _launch
 
     def count(fn):
-        before = _launch.launch_count
+        before = _launch.launches()
         fn()
-        return _launch.launch_count - before
+        return _launch.launches() - before
 
     x = torch.randn(4, 6, 5, 5, device=DEV)
     w, b = torch.ones(6, device=DEV), torch.zeros(6, device=DEV)

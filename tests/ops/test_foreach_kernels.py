@@ -201,12 +201,12 @@ def test_broadcast_operands(device):
 def test_launches_scale_with_chunks(device):
     slots = _multi_tensor.slots_for(1)  # one list: self, in place
     xs = [randn((3,), torch.float32, device) for _ in range(slots * 2 + 1)]
-    before = _launch.launch_count
+    before = _launch.launches()
     KERNELS["foreach_add__Scalar"](xs, 1.0)
-    assert _launch.launch_count - before == 3  # 3 chunks, not 2 * slots + 1 launches
-    before = _launch.launch_count
+    assert _launch.launches() - before == 3  # 3 chunks, not 2 * slots + 1 launches
+    before = _launch.launches()
     KERNELS["foreach_add_List"](xs, xs, 1.0)  # self, other, out: fewer slots
-    assert _launch.launch_count - before == -(-len(xs) // _multi_tensor.slots_for(3))
+    assert _launch.launches() - before == -(-len(xs) // _multi_tensor.slots_for(3))
 
 
 # ---- fused optimisers and AMP ------------------------------------------------

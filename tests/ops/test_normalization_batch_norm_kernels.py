@@ -84,9 +84,9 @@ def test_batch_norm_layouts_counts_and_launches(shape, layout, dtype, device):
     ref_rm, ref_rv = to_ref(rm), to_ref(rv)
     n = x.numel() // C
     for training in (True, False):
-        before = _launch.launch_count
+        before = _launch.launches()
         out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, rm, rv, training, 0.1, 1e-5)
-        assert _launch.launch_count - before == (2 if training else 1)
+        assert _launch.launches() - before == (2 if training else 1)
         assert out.stride() == x.stride()
         r_out, r_mean, r_invstd = aten.native_batch_norm(
             to_ref(x), to_ref(w), to_ref(b), ref_rm, ref_rv, training, 0.1, 1e-5
@@ -95,11 +95,11 @@ def test_batch_norm_layouts_counts_and_launches(shape, layout, dtype, device):
         assert_close(rm, ref_rm, F32, reduce_dim=n)
         assert_close(rv, ref_rv, F32, reduce_dim=n)
         g = randn(shape, dtype, device)  # contiguous: another layout than x for "cl"
-        before = _launch.launch_count
+        before = _launch.launches()
         gi, gw, gb = KERNELS["native_batch_norm_backward"](
             g, x, w, rm, rv, mean, invstd, training, 1e-5, [True, True, True]
         )
-        assert _launch.launch_count - before <= 2
+        assert _launch.launches() - before <= 2
         r = aten.native_batch_norm_backward(
             to_ref(g), to_ref(x), to_ref(w), ref_rm, ref_rv, r_mean, r_invstd, training, 1e-5,
             [True, True, True],

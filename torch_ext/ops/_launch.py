@@ -95,9 +95,16 @@ def _setup():
     return setup
 
 
-# Kernels launched through the Python path since import (bench models reads it;
-# launches replayed from C++ plans are counted in _C._plan_stats()["launched"]).
+# Kernels launched through the Python path since import; `launches()` adds those that
+# launch plans replayed from C++ (_C._plan_stats()["launched"]), on either driver.
 launch_count = 0
+
+
+def launches() -> int:
+    """Kernels launched since import, by the Python path and by plan replays."""
+    c_ext = _c_ext()
+    replayed = c_ext._plan_stats()["launched"] if hasattr(c_ext, "_plan_stats") else 0
+    return launch_count + replayed
 
 
 def launch(kernel, grid, *args, philox=None, **kwargs):
@@ -166,9 +173,7 @@ def _observe(c_ext, kernel, grid, args, kwargs, philox):
 
 def replay_recorded(kernel, grid, args, kwargs, tensors, philox):
     """A recorded launch, replayed by C++ on the host driver (`philox`: the
-    replay's Philox draws, (seed, offset) each)."""
-    global launch_count
-    launch_count += 1
+    replay's Philox draws, (seed, offset) each; counted in _C._plan_stats())."""
 
     def fill(a):
         if isinstance(a, _Slot):
