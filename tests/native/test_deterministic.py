@@ -95,11 +95,16 @@ def test_embedding_backward_fixed_order(padding_idx):
 
 
 def test_bounds_errors_unchanged():
+    # Each error is raised by the call or, on the cuda driver, at the next synchronize.
+    sync = torch.privateuseone.synchronize
     x = torch.zeros(5, 3, device=DEV)
     with pytest.raises(IndexError, match="out of bounds"):
         x.index_add(0, torch.tensor([0, 7], device=DEV), torch.ones(2, 3, device=DEV))
+        sync()
     with pytest.raises(IndexError):
         x.index_put_((torch.tensor([9], device=DEV),), torch.ones(3, device=DEV), True)
+        sync()
     with pytest.raises(RuntimeError, match="out of bounds"):
         x.scatter_add(0, torch.tensor([[6, 0, 0]], device=DEV), torch.ones(1, 3, device=DEV))
-    torch.privateuseone.synchronize()
+        sync()
+    sync()
