@@ -165,6 +165,10 @@ def _describe(jit_function: Any) -> Optional[dict[str, Any]]:
     generated = _pointwise.warmup_key(fn.__globals__)
     if generated is not None:
         entry["pointwise"] = generated
+    elif fn.__globals__.get("_generated_from") is not None:
+        # Another generated module (multi-tensor kernels): its source, written and
+        # imported again under the same name by a later process.
+        entry["source"] = list(fn.__globals__["_generated_from"])
     return entry
 
 
@@ -246,7 +250,13 @@ def _resolve(entry: dict[str, Any]) -> Any:
 
         return _pointwise.kernel_for_warmup(generated)
     module_name, _, qualname = entry["kernel"].partition(":")
-    obj: Any = importlib.import_module(module_name)
+    if entry.get("source") is not None:
+        from torch_ext.ops import _pointwise
+
+        stem, source = entry["source"]
+        obj: Any = _pointwise.load_generated(source, stem)
+    else:
+        obj = importlib.import_module(module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     while not isinstance(obj, JITFunction) and getattr(obj, "fn", None) is not None:

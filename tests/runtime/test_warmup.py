@@ -209,6 +209,28 @@ def test_record_then_a_second_process_compiles_nothing(tmp_path):
     assert end == mid and end["compiled"] == 2
 
 
+def test_generated_kernels_are_made_again_from_the_record(tmp_path):
+    """A kernel whose module torch_ext generated (multi-tensor kernels: not importable by
+    name) is written and imported again from the source its record carries."""
+    code = """
+        from torch_ext.ops import _pointwise
+        gen = _pointwise.load_generated(open(sys.argv[1] + "/kmod.py").read(), "gen_scale")
+        kmod.scale = gen.scale
+        report = torch_ext.warmup(lambda: run(2.0), record_as="gen")
+        print(json.dumps([report.entries, report.compiled, gen.__name__, gen.__file__]))
+        """
+    (tmp_path / "kmod.py").write_text(_KERNEL_MODULE)
+    entries, compiled, name, path = _run(tmp_path, code, "triton")
+    assert (entries, compiled) == (1, 1) and name.startswith("torch_ext_gen_gen_scale_")
+    os.remove(path)  # precompiling must not need the generated file
+    code = """
+        r = torch_ext.warmup.precompile(["gen"], load=False)
+        print(json.dumps([r.entries, r.compiled, r.failed, r.skipped]))
+        """
+    assert _run(tmp_path, code, "fresh") == [1, 1, [], []]
+    assert os.path.exists(path)  # written again, under its name
+
+
 def test_records_for_another_target_are_skipped_and_library_paths_are_local(tmp_path):
     (tmp_path / "kmod.py").write_text(_KERNEL_MODULE)
     _run(tmp_path, 'torch_ext.warmup(lambda: (run(2.0), run(3.0)), record_as="m"); print(1)', "tc")

@@ -95,6 +95,7 @@ def load_generated(source, stem):
         os.replace(tmp, path)
     spec_ = importlib.util.spec_from_file_location(f"torch_ext_gen_{stem}_{digest}", path)
     module = importlib.util.module_from_spec(spec_)
+    module._generated_from = (stem, source)  # for torch_ext.warmup: made again elsewhere
     spec_.loader.exec_module(module)
     return module
 
