@@ -69,11 +69,16 @@ def test_group_norm(N, C, HW, G, affine, dtype, device):
     rb = torch.ops.aten.native_group_norm_backward(
         to_ref(g), to_ref(x), ref[1], ref[2], to_ref(w), N, C, HW, G, mask
     )
-    for a, r in zip(gb, rb):
+    # The weight gradient sums dy * (x - mean) * rstd, computed as rstd * (sum(dy x) - mean
+    # sum(dy)) like PyTorch's CUDA kernel: one rounding of x - mean grows by rstd, which is
+    # 1/sqrt(eps) for one-element groups (G == C, HW == 1), where the exact value is 0.
+    amplify = max(1.0, float(ref[2].max()) / 30)
+    for i, (a, r) in enumerate(zip(gb, rb)):
         if r is None:
             assert a is None
         else:
-            assert_close(a, r, dtype if a.shape == x.shape else torch.float32, reduce_dim=red * N)
+            n = red * N * (amplify if i == 1 else 1.0)
+            assert_close(a, r, dtype if a.shape == x.shape else torch.float32, reduce_dim=n)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
