@@ -440,7 +440,9 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
       plan = it->second;
     }
   }
-  if (plan) {
+  // Nested inside a recording, an op runs its Python even where it has a plan: a
+  // replay's cuda launches bypass Triton's launcher, so the recording would miss them.
+  if (plan && !active) {
     stats.replayed++;
     stats.launched += plan->launches;
     return replay(*plan, ops, device);
@@ -775,6 +777,40 @@ void register_bindings(py::module_& m) {
     std::lock_guard<std::mutex> lock(cache_mutex);
     cache.clear();
     reasons.clear();
+  });
+  // The cached plans whose key contains `needle`: (key, temporaries' bytes, steps), each
+  // step (kind, kernel, grid, [(operand/temp/persistent or value, index, delta/bits)]).
+  m.def("_plan_describe", [](const std::string& needle) {
+    static const char* kinds[] = {"cuda", "host", "copy", "memset", "callback", "philox"};
+    static const char* bases[] = {"operand", "temp", "persistent"};
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    py::list out;
+    for (const auto& [key, plan] : cache) {
+      if (!plan || key.find(needle) == std::string::npos) continue;
+      py::list steps;
+      auto ref = [](const Ref& r) {
+        return py::make_tuple(bases[static_cast<int>(r.base)], r.index, r.delta);
+      };
+      for (const Step& s : plan->steps) {
+        py::list params;
+        for (const Param& p : s.params) {
+          if (p.is_ref) {
+            params.append(ref(p.ref));
+          } else {
+            params.append(py::make_tuple("value", p.size, p.bits));
+          }
+        }
+        if (s.kind == Step::Kind::Copy || s.kind == Step::Kind::Memset) {
+          params.append(ref(s.dst));
+          if (s.kind == Step::Kind::Copy) params.append(ref(s.src));
+          params.append(py::make_tuple("bytes", s.bytes, s.value));
+        }
+        steps.append(py::make_tuple(kinds[static_cast<int>(s.kind)], s.name,
+                                    py::make_tuple(s.grid[0], s.grid[1], s.grid[2]), params));
+      }
+      out.append(py::make_tuple(py::bytes(key), plan->temps, steps));
+    }
+    return out;
   });
 }
 

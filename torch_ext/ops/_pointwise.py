@@ -83,9 +83,17 @@ def cache_dir():
     return path
 
 
+_GENERATED = {}  # module name -> module: one module (one JIT function) per source
+
+
 def load_generated(source, stem):
-    """Writes `source` under the cache, imports it, returns the module."""
+    """Writes `source` under the cache, imports it, returns the module (the same module
+    for the same source, so that its kernels compiled once, e.g. by torch_ext.warmup,
+    are the ones later calls launch)."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    found = _GENERATED.get(f"torch_ext_gen_{stem}_{digest}")
+    if found is not None:
+        return found
     path = os.path.join(cache_dir(), f"{stem}_{digest}.py")
     if not os.path.exists(path):
         # Write-then-rename: concurrent processes never see a partial file.
@@ -97,6 +105,7 @@ def load_generated(source, stem):
     module = importlib.util.module_from_spec(spec_)
     module._generated_from = (stem, source)  # for torch_ext.warmup: made again elsewhere
     spec_.loader.exec_module(module)
+    _GENERATED[module.__name__] = module
     return module
 
 
