@@ -250,3 +250,35 @@ def test_storage_sharing_is_in_the_key():
     a, b = torch.randn(16), torch.randn(16)
     torch.testing.assert_close(torch.atan2(a.to(DEVICE), b.to(DEVICE)).cpu(), torch.atan2(a, b))
     assert delta(before)["recorded"] == 1
+
+
+def test_ops_inside_a_recording_run_python_even_with_plans():
+    """An op called while another op records runs its Python even where it has a plan of
+    its own: a replay's cuda launches bypass Triton's launcher, so the recording would
+    miss them (on the H100 the second linalg.lu_factor then returned unpivoted garbage)."""
+    from torch_ext.ops import linalg
+
+    A = torch.tensor([[1.0, 2.0], [2.0, 4.0]])
+    LU, _, _ = torch.linalg.lu_factor_ex(A.to(DEVICE))  # PyTorch's layout for LU
+
+    def direct():  # lu_factor's Python at the top level: its ops record and replay plans
+        lu = torch.empty_strided(LU.shape, LU.stride(), device=DEVICE).copy_(A)
+        piv = torch.empty(2, dtype=torch.int32, device=DEVICE)
+        info = torch.empty((), dtype=torch.int32, device=DEVICE)
+        linalg.lu_factor(lu, piv, info, True)
+        return lu
+
+    C._plan_clear()
+    direct()
+    before = stats()
+    direct()
+    assert delta(before)["replayed"] > 10  # the inner ops have plans now
+    before = stats()
+    got = [torch.linalg.lu_factor_ex(A.to(DEVICE)) for _ in range(2)]  # record, replay
+    d = delta(before)
+    assert d["recorded"] >= 1 and d["slow"] > 10, d
+    steps = [len(s) for key, _, s in C._plan_describe("lu_factor") if key.startswith(b"lu_factor")]
+    assert steps and all(n > 20 for n in steps), steps
+    for lu, piv, info in got:
+        assert lu.cpu().tolist() == [[2.0, 4.0], [0.5, 0.0]] and piv.cpu().tolist() == [2, 2]
+        assert info.item() == 2
