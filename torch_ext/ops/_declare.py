@@ -14,6 +14,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
+# What a kernel gets for an `at::Scalar` argument (csrc/launch/Launcher.h to_arg): a
+# Python number. Kernel wrappers annotate their parameters with the Python types the
+# C++ passes (tests/codegen/test_kernel_signatures.py checks that they do).
+Scalar = bool | int | float | complex
+
 KERNELS: dict[str, Callable[..., Any]] = {}
 KERNEL_INFO: dict[str, dict[str, Any]] = {}
 

@@ -20,7 +20,7 @@ import torch
 
 from . import _math
 from ._pointwise import pointwise
-from ._declare import kernel
+from ._declare import Scalar, kernel
 
 
 @kernel()
@@ -90,12 +90,22 @@ def _is_tanh(approximate):
 
 
 @kernel()
-def gelu(outs, ins, common_dtype, approximate=0):
+def gelu(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    approximate: str = 0,
+) -> None:
     (gelu_tanh if _is_tanh(approximate) else gelu_none).iter(outs, ins, common_dtype)
 
 
 @kernel()
-def gelu_backward(outs, ins, common_dtype, approximate=0):
+def gelu_backward(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    approximate: str = 0,
+) -> None:
     op = gelu_tanh_backward if _is_tanh(approximate) else gelu_none_backward
     op.iter(outs, ins, common_dtype)
 
@@ -243,7 +253,15 @@ def mse_backward(x, target, grad, norm):
 
 
 @kernel("elu_backward")
-def _elu_backward(outs, ins, common_dtype, alpha, scale, input_scale, is_result):
+def _elu_backward(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    alpha: Scalar,
+    scale: Scalar,
+    input_scale: Scalar,
+    is_result: bool,
+) -> None:
     elu_backward.iter(outs, ins, common_dtype, alpha, scale, input_scale, bool(is_result))
 
 
@@ -275,7 +293,14 @@ def hardtanh_(self, min_val=-1.0, max_val=1.0):
 
 
 @kernel()
-def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+def rrelu_with_noise(
+    self: torch.Tensor,
+    noise: torch.Tensor,
+    lower: Scalar = 0.125,
+    upper: Scalar = 1.0 / 3.0,
+    training: bool = False,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """rrelu_with_noise(self, noise, lower, upper, training, generator): in
     training, negative inputs are scaled by a uniform draw from [lower, upper]
     (kept in `noise`, 1 for the others); in eval by (lower + upper) / 2."""
@@ -290,7 +315,14 @@ def rrelu_with_noise(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, 
 
 
 @kernel()
-def rrelu_with_noise_(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+def rrelu_with_noise_(
+    self: torch.Tensor,
+    noise: torch.Tensor,
+    lower: Scalar = 0.125,
+    upper: Scalar = 1.0 / 3.0,
+    training: bool = False,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     return self.copy_(rrelu_with_noise(self, noise, lower, upper, training, generator))
 
 
@@ -381,7 +413,9 @@ def _check_float(name, *tensors):
 
 
 @kernel()
-def log_sigmoid_forward_out(self, output, buffer):
+def log_sigmoid_forward_out(
+    self: torch.Tensor, output: torch.Tensor, buffer: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """log_sigmoid_forward.output(self, *, output, buffer): the buffer stays
     empty (as on CUDA; the backward does not need it)."""
     _check_float("log_sigmoid_forward", self)
@@ -392,14 +426,16 @@ def log_sigmoid_forward_out(self, output, buffer):
 
 
 @kernel()
-def log_sigmoid_forward(self):
+def log_sigmoid_forward(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     output = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     buffer = torch.empty((0,), dtype=self.dtype, device=self.device)
     return log_sigmoid_forward_out(self, output, buffer)
 
 
 @kernel()
-def log_sigmoid_backward_out(grad_output, self, buffer, grad_input):
+def log_sigmoid_backward_out(
+    grad_output: torch.Tensor, self: torch.Tensor, buffer: torch.Tensor, grad_input: torch.Tensor
+) -> torch.Tensor:
     shape = torch.broadcast_shapes(grad_output.shape, self.shape)
     grad_input.resize_(shape)
     _log_sigmoid_backward(grad_output, self, out=grad_input)
@@ -407,7 +443,9 @@ def log_sigmoid_backward_out(grad_output, self, buffer, grad_input):
 
 
 @kernel()
-def log_sigmoid_backward(grad_output, self, buffer):
+def log_sigmoid_backward(
+    grad_output: torch.Tensor, self: torch.Tensor, buffer: torch.Tensor
+) -> torch.Tensor:
     shape = torch.broadcast_shapes(grad_output.shape, self.shape)
     dtype = torch.result_type(grad_output, self)
     out = torch.empty(shape, dtype=dtype, device=self.device)
@@ -430,14 +468,16 @@ def _glu_dim(self, dim):
 
 
 @kernel()
-def glu_out(self, dim, out):
+def glu_out(self: torch.Tensor, dim: int, out: torch.Tensor) -> None:
     """glu.out impl (structured, PyTorch's meta sized `out`)."""
     d, h = _glu_dim(self, dim)
     glu.iter((out,), (self.narrow(d, 0, h), self.narrow(d, h, h)), self.dtype)
 
 
 @kernel()
-def glu_backward_out(grad_output, self, dim, grad_input):
+def glu_backward_out(
+    grad_output: torch.Tensor, self: torch.Tensor, dim: int, grad_input: torch.Tensor
+) -> torch.Tensor:
     d, h = _glu_dim(self, dim)
     expected = list(self.shape)
     expected[d] = h
@@ -457,6 +497,6 @@ def glu_backward_out(grad_output, self, dim, grad_input):
 
 
 @kernel()
-def glu_backward(grad_output, self, dim):
+def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> torch.Tensor:
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return glu_backward_out(grad_output, self, dim, out)

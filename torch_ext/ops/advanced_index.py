@@ -28,7 +28,7 @@ from .index import with_atomic_target
 from ._common import alert_not_deterministic, contiguous
 from . import deterministic
 from .scan import cumsum_out
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from ._common import wrap_dim, write_result
 
 MAX_INDICES = 4
@@ -90,7 +90,7 @@ def _compact(x, values=None):
 
 
 @kernel()
-def nonzero(self):
+def nonzero(self: torch.Tensor) -> torch.Tensor:
     x = contiguous(self)
     csum, count = _compact(x)
     ndim = x.dim()
@@ -116,7 +116,7 @@ def nonzero(self):
 
 
 @kernel()
-def nonzero_out(self, out):
+def nonzero_out(self: torch.Tensor, out: torch.Tensor) -> None:
     res = nonzero(self)
     if out.shape != res.shape:
         out.resize_(res.shape)
@@ -124,7 +124,7 @@ def nonzero_out(self, out):
 
 
 @kernel()
-def masked_select(self, mask):
+def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     shape = torch.broadcast_shapes(self.shape, mask.shape)
     m = contiguous(mask.expand(shape))
     v = contiguous(self.expand(shape))
@@ -314,7 +314,7 @@ def _result_layout(self, dims, ishape):
 
 
 @kernel()
-def index(self, indices):
+def index(self: torch.Tensor, indices: list[torch.Tensor | None]) -> torch.Tensor:
     if self.dim() > MAX_RANK:
         raise NotImplementedError("torch_ext: index on tensors of rank > 6")
     dims, longs, ishape, L = _prepare_indices(self, indices)
@@ -351,12 +351,18 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 @kernel()
-def _index_put_impl_(self, indices, values, accumulate=False, unsafe=False):
+def _index_put_impl_(
+    self: torch.Tensor,
+    indices: list[torch.Tensor | None],
+    values: torch.Tensor,
+    accumulate: bool = False,
+    unsafe: bool = False,
+) -> torch.Tensor:
     return index_put_(self, indices, values, accumulate)
 
 
 @kernel()
-def repeat(self, repeats):
+def repeat(self: torch.Tensor, repeats: list[int]) -> torch.Tensor:
     repeats = list(repeats)
     pad = len(repeats) - self.dim()
     x = self.reshape([1] * pad + list(self.shape))
@@ -372,7 +378,7 @@ def repeat(self, repeats):
 
 
 @kernel("randperm")
-def randperm_out(n, generator, out):
+def randperm_out(n: int, generator: torch.Generator | None, out: torch.Tensor) -> torch.Tensor:
     from .random import _fill_random, UNIFORM
     from .sort import sort_out
 
@@ -401,7 +407,12 @@ def _sample_kernel(cdf, u, out, R, S, BLOCK: tl.constexpr):
 
 
 @kernel()
-def multinomial(self, num_samples, replacement=False, generator=None):
+def multinomial(
+    self: torch.Tensor,
+    num_samples: int,
+    replacement: bool = False,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     from .random import _fill_random, UNIFORM, EXPONENTIAL
     from .sort import topk_out
 
@@ -448,7 +459,7 @@ def _check_index(index, size, what):
 
 
 @kernel()
-def take(self, index):
+def take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """take(self, index): self viewed as 1-d, read at `index` (negative wraps)."""
     idx = _check_index(index, self.numel(), "take")
     flat = self.reshape(-1)
@@ -456,13 +467,15 @@ def take(self, index):
 
 
 @kernel()
-def take_out(self, index, out):
+def take_out(self: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     write_result(out, take(self, index))
     return out
 
 
 @kernel()
-def put_(self, index, source, accumulate=False):
+def put_(
+    self: torch.Tensor, index: torch.Tensor, source: torch.Tensor, accumulate: bool = False
+) -> torch.Tensor:
     """put_(self, index, source, accumulate): self viewed as 1-d, written at `index`."""
     alert_not_deterministic("put_")
     if source.dtype != self.dtype:
@@ -485,7 +498,9 @@ def put_(self, index, source, accumulate=False):
 
 
 @kernel()
-def index_fill_(self, dim, index, value):
+def index_fill_(
+    self: torch.Tensor, dim: int, index: torch.Tensor, value: torch.Tensor | Scalar
+) -> torch.Tensor:
     """index_fill_.int_Scalar / .int_Tensor: self[..., index, ...] = value along dim."""
     if isinstance(value, torch.Tensor):
         if value.dim() != 0:
@@ -511,7 +526,7 @@ def index_fill_(self, dim, index, value):
 
 
 @kernel()
-def masked_scatter_(self, mask, source):
+def masked_scatter_(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
     """masked_scatter_(self, mask, source): the True positions of mask
     (broadcast to self), in order, take source's leading elements."""
     if mask.dtype != torch.bool:

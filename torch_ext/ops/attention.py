@@ -199,7 +199,26 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
 # fused-attention ops for out-of-tree backends, chosen by our _fused_sdp_choice
 # when dropout_p == 0. Plain convention (3).
 @kernel()
-def sdpa_overrideable(query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, scale):
+def sdpa_overrideable(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_bias: torch.Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    return_debug_mask: bool,
+    scale: float | None,
+) -> tuple[
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    int,
+    int,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+]:
     if dropout_p != 0.0:
         raise NotImplementedError(
             "torch_ext: the fused attention kernel has no dropout "
@@ -213,24 +232,24 @@ def sdpa_overrideable(query, key, value, attn_bias, dropout_p, is_causal, return
 
 @kernel()
 def sdpa_overrideable_backward(
-    grad_out,
-    query,
-    key,
-    value,
-    attn_bias,
-    grad_input_mask,
-    out,
-    logsumexp,
-    cum_seq_q,
-    cum_seq_k,
-    max_q,
-    max_k,
-    dropout_p,
-    is_causal,
-    philox_seed,
-    philox_offset,
-    scale,
-):
+    grad_out: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_bias: torch.Tensor,
+    grad_input_mask: list[bool],
+    out: torch.Tensor,
+    logsumexp: torch.Tensor,
+    cum_seq_q: torch.Tensor,
+    cum_seq_k: torch.Tensor,
+    max_q: int,
+    max_k: int,
+    dropout_p: float,
+    is_causal: bool,
+    philox_seed: torch.Tensor,
+    philox_offset: torch.Tensor,
+    scale: float | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     if grad_input_mask[3]:
         raise NotImplementedError("torch_ext: no gradient for attn_mask in the fused kernel")
     attn_bias = attn_bias if attn_bias is not None and attn_bias.numel() else None

@@ -393,20 +393,50 @@ def _copy_out(outs, results):
 
 
 @kernel()
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+def native_batch_norm(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor | None,
+    running_var: torch.Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return bn_forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 @kernel()
-def native_batch_norm_out(input, weight, bias, running_mean, running_var, training, momentum,
-                          eps, out, save_mean, save_invstd):  # fmt: skip
+def native_batch_norm_out(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor | None,
+    running_var: torch.Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    out: torch.Tensor,
+    save_mean: torch.Tensor,
+    save_invstd: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r = native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return _copy_out((out, save_mean, save_invstd), r)
 
 
 @kernel()
-def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
-                               save_invstd, train, eps, output_mask):  # fmt: skip
+def native_batch_norm_backward(
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    running_mean: torch.Tensor | None,
+    running_var: torch.Tensor | None,
+    save_mean: torch.Tensor | None,
+    save_invstd: torch.Tensor | None,
+    train: bool,
+    eps: float,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     return _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
                      train, eps, output_mask)  # fmt: skip
 
@@ -416,14 +446,33 @@ def _reserve(x):
 
 
 @kernel()
-def batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+def batch_norm_with_update(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    momentum: float,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     y, m, s = bn_forward(input, weight, bias, running_mean, running_var, True, momentum, eps)
     return y, m, s, _reserve(input)
 
 
 @kernel()
-def batch_norm_with_update_out(input, weight, bias, running_mean, running_var, momentum, eps,
-                               out, save_mean, save_invstd, reserve):  # fmt: skip
+def batch_norm_with_update_out(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    momentum: float,
+    eps: float,
+    out: torch.Tensor,
+    save_mean: torch.Tensor,
+    save_invstd: torch.Tensor,
+    reserve: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     r = bn_forward(input, weight, bias, running_mean, running_var, True, momentum, eps)
     reserve.resize_((0,))
     _copy_out((out, save_mean, save_invstd), r)
@@ -431,40 +480,94 @@ def batch_norm_with_update_out(input, weight, bias, running_mean, running_var, m
 
 
 @kernel()
-def batch_norm_no_update(input, weight, bias, running_mean, running_var, momentum, eps):
+def batch_norm_no_update(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor | None,
+    running_var: torch.Tensor | None,
+    momentum: float,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     training = running_mean is None or running_var is None
     y, m, s = bn_forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return y, m, s, _reserve(input)
 
 
 @kernel()
-def native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum,
-                            eps):  # fmt: skip
+def native_batch_norm_legit(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return bn_forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 @kernel()
-def native_batch_norm_legit_out(input, weight, bias, running_mean, running_var, training,
-                                momentum, eps, out, save_mean, save_invstd):  # fmt: skip
+def native_batch_norm_legit_out(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    training: bool,
+    momentum: float,
+    eps: float,
+    out: torch.Tensor,
+    save_mean: torch.Tensor,
+    save_invstd: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r = bn_forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return _copy_out((out, save_mean, save_invstd), r)
 
 
 @kernel()
-def native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
+def native_batch_norm_legit_no_stats(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return bn_forward(input, weight, bias, None, None, True, momentum, eps)
 
 
 @kernel()
-def native_batch_norm_legit_no_stats_out(input, weight, bias, training, momentum, eps, out,
-                                         save_mean, save_invstd):  # fmt: skip
+def native_batch_norm_legit_no_stats_out(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    out: torch.Tensor,
+    save_mean: torch.Tensor,
+    save_invstd: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r = bn_forward(input, weight, bias, None, None, True, momentum, eps)
     return _copy_out((out, save_mean, save_invstd), r)
 
 
 @kernel()
-def batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var,
-                        update, eps, output_mask, reserve):  # fmt: skip
+def batch_norm_backward(
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    running_mean: torch.Tensor | None,
+    running_var: torch.Tensor | None,
+    save_mean: torch.Tensor | None,
+    save_var: torch.Tensor | None,
+    update: bool,
+    eps: float,
+    output_mask: list[bool],
+    reserve: torch.Tensor,
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     # torch's save_var is the saved invstd (as native_batch_norm_backward's save_invstd);
     # `update` says whether batch statistics were used (training).
     return _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var,

@@ -377,7 +377,9 @@ def _as_tensors(out, ins, dtype):
 
 
 @kernel()
-def nextafter(outs, ins, common_dtype):
+def nextafter(
+    outs: tuple[torch.Tensor, ...], ins: tuple[torch.Tensor, ...], common_dtype: torch.dtype
+) -> None:
     """nextafter_stub(iter): operands cast to the common dtype first."""
     out = outs[0]
     same = _as_tensors(out, ins, common_dtype)
@@ -441,14 +443,18 @@ def _check_integer(name, dtype):
 
 
 @kernel()
-def gcd(outs, ins, common_dtype):
+def gcd(
+    outs: tuple[torch.Tensor, ...], ins: tuple[torch.Tensor, ...], common_dtype: torch.dtype
+) -> None:
     """gcd_stub(iter): integer types only, as PyTorch."""
     _check_integer("gcd", common_dtype)
     _gcd.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
 
 
 @kernel()
-def lcm(outs, ins, common_dtype):
+def lcm(
+    outs: tuple[torch.Tensor, ...], ins: tuple[torch.Tensor, ...], common_dtype: torch.dtype
+) -> None:
     """lcm_stub(iter): integer types only, as PyTorch."""
     _check_integer("lcm", common_dtype)
     _lcm.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)

@@ -249,8 +249,16 @@ def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
 
 @kernel()
 def convolution_overrideable(
-    input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
-):
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    transposed: bool,
+    output_padding: list[int],
+    groups: int,
+) -> torch.Tensor:
     _check(input, weight, groups, transposed)
     g = groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
@@ -270,17 +278,17 @@ def convolution_overrideable(
 
 @kernel()
 def convolution_backward_overrideable(
-    grad_output,
-    input,
-    weight,
-    stride,
-    padding,
-    dilation,
-    transposed,
-    output_padding,
-    groups,
-    output_mask,
-):
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    transposed: bool,
+    output_padding: list[int],
+    groups: int,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     g, in_sp = groups, list(input.shape[2:])
     gout = grad_output
     grad_input = grad_weight = grad_bias = None
@@ -377,13 +385,26 @@ def _im2col_into(self, kernel_size, dilation, padding, stride, grid):
 
 
 @kernel()
-def im2col(self, kernel_size, dilation, padding, stride):
+def im2col(
+    self: torch.Tensor,
+    kernel_size: list[int],
+    dilation: list[int],
+    padding: list[int],
+    stride: list[int],
+) -> torch.Tensor:
     grid = _im2col_shape(self, kernel_size, dilation, padding, stride)
     return _im2col_into(self, kernel_size, dilation, padding, stride, grid)
 
 
 @kernel()
-def im2col_out(self, kernel_size, dilation, padding, stride, out):
+def im2col_out(
+    self: torch.Tensor,
+    kernel_size: list[int],
+    dilation: list[int],
+    padding: list[int],
+    stride: list[int],
+    out: torch.Tensor,
+) -> torch.Tensor:
     cols = im2col(self, kernel_size, dilation, padding, stride)
     out.resize_(cols.shape)  # a plain out= op sizes its own out
     copy_kernel((out,), (cols,))
@@ -438,7 +459,14 @@ def _col2im_check(self, output_size, kernel_size, dilation, padding, stride):
 
 
 @kernel()
-def col2im(self, output_size, kernel_size, dilation, padding, stride):
+def col2im(
+    self: torch.Tensor,
+    output_size: list[int],
+    kernel_size: list[int],
+    dilation: list[int],
+    padding: list[int],
+    stride: list[int],
+) -> torch.Tensor:
     if not (self.dtype.is_floating_point or self.dtype == torch.bool):
         # as PyTorch's kernels (sums of integers would round through float32 here)
         raise NotImplementedError(f'"col2im" not implemented for {self.dtype}')
@@ -459,7 +487,15 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
 
 
 @kernel()
-def col2im_out(self, output_size, kernel_size, dilation, padding, stride, out):
+def col2im_out(
+    self: torch.Tensor,
+    output_size: list[int],
+    kernel_size: list[int],
+    dilation: list[int],
+    padding: list[int],
+    stride: list[int],
+    out: torch.Tensor,
+) -> torch.Tensor:
     im = col2im(self, output_size, kernel_size, dilation, padding, stride)
     out.resize_(im.shape)  # a plain out= op sizes its own out
     copy_kernel((out,), (im,))

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl  # noqa: F401  (the interpreter needs tl in scope)
 
 from ._pointwise import Pointwise
-from ._declare import kernel
+from ._declare import Scalar, kernel
 
 
 @triton.jit
@@ -28,12 +28,22 @@ _fill = Pointwise(_value, num_inputs=0, name="fill")
 
 
 @kernel("copy")
-def copy_kernel(outs, ins, common_dtype=None, non_blocking=False):
+def copy_kernel(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype | None = None,
+    non_blocking: bool = False,
+) -> None:
     copy.iter(outs, ins, outs[0].dtype)
 
 
 @kernel("fill")
-def fill_kernel(outs, ins, common_dtype, value):
+def fill_kernel(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    value: Scalar,
+) -> None:
     dtype = outs[0].dtype
     if dtype == torch.bool:
         value = bool(value)

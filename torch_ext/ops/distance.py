@@ -46,7 +46,9 @@ def _euclid_mm(x1, x2):
 
 
 @kernel()
-def cdist_forward(x1, x2, p, compute_mode=None):
+def cdist_forward(
+    x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: int | None = None
+) -> torch.Tensor:
     """_cdist_forward(x1, x2, p, compute_mode): (.., R1, M) x (.., R2, M) -> (.., R1, R2)."""
     _check_p(p, "cdist")
     if x1.dim() < 2 or x2.dim() < 2:
@@ -93,7 +95,9 @@ def _dist_grad(diff, dist, grad, p):
 
 
 @kernel()
-def cdist_backward(grad, x1, x2, p, cdist):
+def cdist_backward(
+    grad: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor, p: float, cdist: torch.Tensor
+) -> torch.Tensor:
     """_cdist_backward(grad, x1, x2, p, cdist): the gradient for x1 (autograd
     swaps the arguments for x2)."""
     if x1.shape[-2] == 0 or x2.shape[-2] == 0 or x1.shape[-1] == 0:
@@ -116,7 +120,7 @@ def _pairs(n, device):
 
 
 @kernel()
-def pdist_forward(self, p=2):
+def pdist_forward(self: torch.Tensor, p: float = 2) -> torch.Tensor:
     """_pdist_forward(self, p): distances between the rows i < j of an (N, M) matrix."""
     _check_p(p, "pdist")
     if self.dim() != 2:
@@ -129,7 +133,9 @@ def pdist_forward(self, p=2):
 
 
 @kernel()
-def pdist_backward(grad, self, p, pdist):
+def pdist_backward(
+    grad: torch.Tensor, self: torch.Tensor, p: float, pdist: torch.Tensor
+) -> torch.Tensor:
     n = self.shape[0]
     out = torch.zeros_like(self)
     if n < 2 or self.shape[1] == 0:

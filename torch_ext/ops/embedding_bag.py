@@ -38,16 +38,16 @@ def _bags(indices, offsets, include_last_offset):
 
 @kernel()
 def embedding_bag(
-    weight,
-    indices,
-    offsets,
-    scale_grad_by_freq=False,
-    mode=0,
-    sparse=False,
-    per_sample_weights=None,
-    include_last_offset=False,
-    padding_idx=-1,
-):
+    weight: torch.Tensor,
+    indices: torch.Tensor,
+    offsets: torch.Tensor,
+    scale_grad_by_freq: bool = False,
+    mode: int = 0,
+    sparse: bool = False,
+    per_sample_weights: torch.Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int = -1,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """_embedding_bag / _embedding_bag_forward_only."""
     if mode not in (SUM, MEAN, MAX):
         raise RuntimeError(f"embedding_bag: unknown mode {mode}")
@@ -98,17 +98,17 @@ def embedding_bag(
 
 @kernel()
 def embedding_bag_dense_backward(
-    grad,
-    indices,
-    offset2bag,
-    bag_size,
-    maximum_indices,
-    num_weights,
-    scale_grad_by_freq,
-    mode,
-    per_sample_weights,
-    padding_idx=-1,
-):
+    grad: torch.Tensor,
+    indices: torch.Tensor,
+    offset2bag: torch.Tensor,
+    bag_size: torch.Tensor,
+    maximum_indices: torch.Tensor,
+    num_weights: int,
+    scale_grad_by_freq: bool,
+    mode: int,
+    per_sample_weights: torch.Tensor | None,
+    padding_idx: int = -1,
+) -> torch.Tensor:
     D = grad.shape[1]
     dev = grad.device
     acc = float_acc(grad.dtype)
@@ -144,8 +144,14 @@ def embedding_bag_dense_backward(
 
 @kernel()
 def embedding_bag_per_sample_weights_backward(
-    grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1
-):
+    grad: torch.Tensor,
+    weight: torch.Tensor,
+    indices: torch.Tensor,
+    offsets: torch.Tensor,
+    offset2bag: torch.Tensor,
+    mode: int,
+    padding_idx: int = -1,
+) -> torch.Tensor:
     if mode != SUM:
         raise NotImplementedError(
             "embedding_bag_backward: per_sample_weights only supported for mode='sum'"

@@ -10,14 +10,20 @@ add/sub pass alpha to the body: from the schema (True) or fixed (1).
 
 from __future__ import annotations
 
+import torch
+
 from . import foreach
-from ._declare import kernel
+from ._declare import Scalar, kernel
+
+# What C++ passes a generated overload, in schema order: tensor lists, numbers,
+# number lists and tensors (csrc/launch/Launcher.h to_arg).
+_Operand = list[torch.Tensor] | torch.Tensor | list[Scalar] | Scalar
 
 
 def _pointwise(op, body, kinds, variant, alpha):
     n_ops = len(kinds)
 
-    def run(*args):
+    def run(*args: _Operand) -> list[torch.Tensor] | None:
         out = None
         if variant == "out":
             args, out = args[:-1], args[-1]
@@ -36,6 +42,8 @@ def _pointwise(op, body, kinds, variant, alpha):
         return foreach.apply(op, body, kinds_, operands, variant, out, extras)
 
     run.__name__ = op.replace(".", "_")
+    # What C++ takes back: the new tensors, or nothing (the in-place and out variants).
+    run.__annotations__["return"] = "list[torch.Tensor]" if variant == "functional" else "None"
     return run
 
 
@@ -376,22 +384,24 @@ kernel("foreach_frac_out")(_pointwise("_foreach_frac.out", "frac", "L", "out", N
 
 
 @kernel()
-def foreach_zero_(self):
+def foreach_zero_(self: list[torch.Tensor]) -> None:
     foreach.apply("_foreach_zero_", "zero", "L", [self], "inplace")
 
 
 @kernel()
-def foreach_zero(self):
+def foreach_zero(self: list[torch.Tensor]) -> list[torch.Tensor]:
     return foreach.apply("_foreach_zero", "zero", "L", [self], "functional")
 
 
 @kernel()
-def foreach_zero_out(self, out):
+def foreach_zero_out(self: list[torch.Tensor], out: list[torch.Tensor]) -> None:
     foreach.apply("_foreach_zero.out", "zero", "L", [self], "out", out=out)
 
 
 @kernel()
-def foreach_copy_(self, src, non_blocking=False):
+def foreach_copy_(
+    self: list[torch.Tensor], src: list[torch.Tensor], non_blocking: bool = False
+) -> None:
     if any(s.device != t.device for s, t in zip(src, self)):
         for t, s in zip(self, src):  # across devices: per tensor, as torch's slow path
             t.copy_(s, non_blocking)
@@ -400,32 +410,40 @@ def foreach_copy_(self, src, non_blocking=False):
 
 
 @kernel()
-def foreach_copy(self, src, non_blocking=False):
+def foreach_copy(
+    self: list[torch.Tensor], src: list[torch.Tensor], non_blocking: bool = False
+) -> list[torch.Tensor]:
     out = [t.clone() for t in self] if self else []
     foreach_copy_(out, src, non_blocking)
     return out
 
 
 @kernel()
-def foreach_copy_out(self, src, non_blocking, out):
+def foreach_copy_out(
+    self: list[torch.Tensor], src: list[torch.Tensor], non_blocking: bool, out: list[torch.Tensor]
+) -> None:
     foreach_copy_(out, src, non_blocking)
 
 
 @kernel()
-def foreach_norm(self, ord=2, dtype=None):
+def foreach_norm(
+    self: list[torch.Tensor], ord: Scalar = 2, dtype: torch.dtype | None = None
+) -> list[torch.Tensor]:
     return foreach.norm("_foreach_norm", self, ord, dtype)
 
 
 @kernel()
-def foreach_norm_out(self, ord, dtype, out):
+def foreach_norm_out(
+    self: list[torch.Tensor], ord: Scalar, dtype: torch.dtype | None, out: list[torch.Tensor]
+) -> None:
     foreach.norm("_foreach_norm.Scalar_out", self, ord, dtype, out)
 
 
 @kernel()
-def foreach_max(self):
+def foreach_max(self: list[torch.Tensor]) -> list[torch.Tensor]:
     return foreach.max_("_foreach_max", self)
 
 
 @kernel()
-def foreach_max_out(self, out):
+def foreach_max_out(self: list[torch.Tensor], out: list[torch.Tensor]) -> None:
     foreach.max_("_foreach_max.out", self, out)

@@ -28,17 +28,36 @@ from ._declare import kernel
 
 
 @kernel()
-def skip_layer_norm(x, residual, normalized_shape, weight, bias, eps):
+def skip_layer_norm(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    normalized_shape: list[int],
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return native_layer_norm(add(x, residual, 1), normalized_shape, weight, bias, eps)
 
 
 @kernel()
-def skip_rms_norm(x, residual, normalized_shape, weight, eps):
+def skip_rms_norm(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    normalized_shape: list[int],
+    weight: torch.Tensor | None,
+    eps: float | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     return rms_norm_fwd(add(x, residual, 1), normalized_shape, weight, eps)
 
 
 @kernel()
-def fused_add_rms_norm(x, residual, normalized_shape, weight, eps):
+def fused_add_rms_norm(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    normalized_shape: list[int],
+    weight: torch.Tensor | None,
+    eps: float | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     s = add(x, residual, 1)
     out, _ = rms_norm_fwd(s, normalized_shape, weight, eps)
     return out, s
@@ -98,13 +117,13 @@ def _tanh(approximate):
 
 
 @kernel()
-def gelu_and_mul(x, approximate="none"):
+def gelu_and_mul(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     a, b, _ = _halves(x)
     return (_gelu_tanh_mul if _tanh(approximate) else _gelu_mul)(a, b)
 
 
 @kernel()
-def silu_and_mul(x):
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     a, b, _ = _halves(x)
     return _silu_mul(a, b)
 
@@ -118,12 +137,14 @@ def _and_mul_backward(op, grad, x):
 
 
 @kernel()
-def gelu_and_mul_backward(grad, x, approximate="none"):
+def gelu_and_mul_backward(
+    grad: torch.Tensor, x: torch.Tensor, approximate: str = "none"
+) -> torch.Tensor:
     return _and_mul_backward(_gelu_tanh_mul_bwd if _tanh(approximate) else _gelu_mul_bwd, grad, x)
 
 
 @kernel()
-def silu_and_mul_backward(grad, x):
+def silu_and_mul_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return _and_mul_backward(_silu_mul_bwd, grad, x)
 
 
@@ -134,7 +155,9 @@ def _rotate(x1, x2, c, s):
 
 
 @kernel()
-def rotary_embedding(x, cos, sin, interleaved=False):
+def rotary_embedding(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool = False
+) -> torch.Tensor:
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if interleaved:
         x1, x2, o1, o2 = x[..., 0::2], x[..., 1::2], out[..., 0::2], out[..., 1::2]
@@ -147,7 +170,9 @@ def rotary_embedding(x, cos, sin, interleaved=False):
 
 
 @kernel()
-def rotary_embedding_backward(grad, cos, sin, interleaved=False):
+def rotary_embedding_backward(
+    grad: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool = False
+) -> torch.Tensor:
     from .unary import neg
 
     return rotary_embedding(grad, cos, neg(sin), interleaved)

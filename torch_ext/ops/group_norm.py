@@ -163,7 +163,16 @@ def _gn_bwd_kernel(
 
 
 @kernel()
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+def native_group_norm(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    N: int,
+    C: int,
+    HxW: int,
+    group: int,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     x = contiguous(input)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
@@ -187,7 +196,18 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
 
 @kernel()
-def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+def native_group_norm_backward(
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    mean: torch.Tensor,
+    rstd: torch.Tensor,
+    weight: torch.Tensor | None,
+    N: int,
+    C: int,
+    HxW: int,
+    group: int,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     x = contiguous(input)
     g = contiguous(grad_out)
     cpg = C // group

@@ -28,14 +28,16 @@ from . import _bounds
 from ._launch import cdiv, launch
 from .copy import copy_kernel, fill_kernel
 from ._common import contiguous
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from ._common import MAX_RANK, block_for, dot6, unravel6
 from ._common import pad_to_rank
 from . import deterministic
 
 
 @kernel()
-def index_copy_out(self, dim, index, source, out):
+def index_copy_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, out: torch.Tensor
+) -> None:
     """index_copy.out impl: out = self with out.select(dim, index[i]) = source.select(dim, i)."""
     if not (out.data_ptr() == self.data_ptr() and out.stride() == self.stride()):
         out.copy_(self)
@@ -214,7 +216,9 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
 
 
 @kernel("gather")
-def gather_out(self, dim, index, sparse_grad, out):
+def gather_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool, out: torch.Tensor
+) -> None:
     _gather_scatter(index, self, out, dim, 0)
 
 
@@ -227,31 +231,52 @@ _REDUCE_MODE = {None: 1, "add": 2, "sum": 2, "multiply": 3}
 
 
 @kernel("scatter_src")
-def scatter_src_out(self, dim, index, src, out):
+def scatter_src_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, out: torch.Tensor
+) -> None:
     _scatter_prepare(self, out)
     _gather_scatter(index, src, out, dim, 1)
 
 
 @kernel("scatter_value")
-def scatter_value_out(self, dim, index, value, out):
+def scatter_value_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, value: Scalar, out: torch.Tensor
+) -> None:
     _scatter_prepare(self, out)
     _gather_scatter(index, None, out, dim, 1, value)
 
 
 @kernel("scatter_reduce")
-def scatter_reduce_out(self, dim, index, src, reduce, out):
+def scatter_reduce_out(
+    self: torch.Tensor,
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str,
+    out: torch.Tensor,
+) -> None:
     _scatter_prepare(self, out)
     _gather_scatter(index, src, out, dim, _REDUCE_MODE[reduce])
 
 
 @kernel("scatter_value_reduce")
-def scatter_value_reduce_out(self, dim, index, value, reduce, out):
+def scatter_value_reduce_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, value: Scalar, reduce: str, out: torch.Tensor
+) -> None:
     _scatter_prepare(self, out)
     _gather_scatter(index, None, out, dim, _REDUCE_MODE[reduce], value)
 
 
 @kernel("scatter_reduce_two")
-def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
+def scatter_reduce_two_out(
+    self: torch.Tensor,
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str,
+    include_self: bool,
+    out: torch.Tensor,
+) -> None:
     """scatter_reduce.two_out impl: (self, dim, index, src, reduce, include_self, out);
     reduce in sum, prod, mean, amax, amin."""
     _scatter_prepare(self, out)
@@ -284,7 +309,9 @@ def scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out):
 
 
 @kernel("scatter_add")
-def scatter_add_out(self, dim, index, src, out):
+def scatter_add_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, out: torch.Tensor
+) -> None:
     _scatter_prepare(self, out)
     _gather_scatter(index, src, out, dim, 2)
 
@@ -315,7 +342,9 @@ def _index_select_kernel(src, index, out, n, L, S, B, flag, BLOCK: tl.constexpr)
 
 
 @kernel()
-def index_select_out(self, dim, index, out):
+def index_select_out(
+    self: torch.Tensor, dim: int, index: torch.Tensor, out: torch.Tensor
+) -> torch.Tensor:
     x = contiguous(self)
     if x.dim() == 0:
         x = x.reshape(1)
@@ -344,7 +373,7 @@ def index_select_out(self, dim, index, out):
 
 
 @kernel()
-def index_select(self, dim, index):
+def index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     shape = list(self.shape) if self.dim() else [1]
     shape[dim % len(shape)] = index.numel()
     if self.dim() == 0:
@@ -354,7 +383,13 @@ def index_select(self, dim, index):
 
 
 @kernel()
-def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+def embedding(
+    weight: torch.Tensor,
+    indices: torch.Tensor,
+    padding_idx: int = -1,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> torch.Tensor:
     out = torch.empty(
         list(indices.shape) + [weight.shape[1]], dtype=weight.dtype, device=weight.device
     )
@@ -379,7 +414,13 @@ def _embedding_bwd_kernel(
 
 
 @kernel()
-def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+def embedding_dense_backward(
+    grad_output: torch.Tensor,
+    indices: torch.Tensor,
+    num_weights: int,
+    padding_idx: int,
+    scale_grad_by_freq: bool,
+) -> torch.Tensor:
     D = grad_output.shape[-1]
     out_dtype = grad_output.dtype
     if scale_grad_by_freq:  # each row's gradient divided by how often its index occurs
@@ -430,7 +471,9 @@ def _masked_fill(x, m, value):
 
 
 @kernel()
-def masked_fill_(self, mask, value):
+def masked_fill_(
+    self: torch.Tensor, mask: torch.Tensor, value: torch.Tensor | Scalar
+) -> torch.Tensor:
     """masked_fill_.Scalar / .Tensor (value a number or 0-dim tensor)."""
     if isinstance(value, torch.Tensor):
         if value.dim() != 0:
@@ -468,7 +511,14 @@ def _index_add_kernel(
 
 
 @kernel("index_add")
-def index_add_out(self, dim, index, source, alpha, out):
+def index_add_out(
+    self: torch.Tensor,
+    dim: int,
+    index: torch.Tensor,
+    source: torch.Tensor,
+    alpha: Scalar,
+    out: torch.Tensor,
+) -> None:
     """index_add.out impl: (self, dim, index, source, alpha, out)."""
     if out.data_ptr() != self.data_ptr() or out.stride() != self.stride():
         copy_kernel((out,), (self,))

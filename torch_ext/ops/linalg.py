@@ -42,7 +42,9 @@ def _batched(t):
 
 
 @kernel()
-def lu_factor(LU, pivots, infos, compute_pivots):
+def lu_factor(
+    LU: torch.Tensor, pivots: torch.Tensor, infos: torch.Tensor, compute_pivots: bool
+) -> None:
     """In place: LU := L\\U of P A = L U (unit L below the diagonal), pivots
     (1-based, int32) and infos (the first zero pivot, 1-based; 0 if none)."""
     m, n = LU.shape[-2], LU.shape[-1]
@@ -112,7 +114,7 @@ def _swap_rows(X, piv, order):
 
 
 @kernel()
-def lu_solve(LU, pivots, B, trans):
+def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, trans: int) -> None:
     """In place: B := op(A)^-1 B with A = P L U from lu_factor; trans 0: A,
     1: A^T, 2: A^H (= A^T for real dtypes)."""
     if B.numel() == 0:
@@ -136,7 +138,9 @@ def lu_solve(LU, pivots, B, trans):
 
 
 @kernel()
-def triangular_solve(A, B, left, upper, trans, unitriangular):
+def triangular_solve(
+    A: torch.Tensor, B: torch.Tensor, left: bool, upper: bool, trans: int, unitriangular: bool
+) -> None:
     """In place: B := op(A)^-1 B (left) or B op(A)^-1 (right), A triangular
     (as LAPACK reads its memory, see _colmajor)."""
     _solve_triangular(_colmajor(A), B, left, upper, trans, unitriangular)
@@ -162,7 +166,7 @@ def _solve_triangular(A, B, left, upper, trans, unitriangular):
 
 
 @kernel()
-def cholesky(A, infos, upper):
+def cholesky(A: torch.Tensor, infos: torch.Tensor, upper: bool) -> None:
     """In place: A := L with A = L L^T (upper: U = L^T); infos: the order of
     the first non-positive leading minor (1-based), 0 if A is positive definite.
     Only the returned triangle is meaningful (the caller clears the other)."""
@@ -196,7 +200,7 @@ def cholesky(A, infos, upper):
 
 
 @kernel()
-def cholesky_solve_helper(self, A, upper):
+def cholesky_solve_helper(self: torch.Tensor, A: torch.Tensor, upper: bool) -> torch.Tensor:
     """_cholesky_solve_helper(self, A, upper): A is the Cholesky factor (lower
     L, or upper U = L^T) of the matrix; returns (L L^T)^-1 self."""
     batch = torch.broadcast_shapes(self.shape[:-2], A.shape[:-2])

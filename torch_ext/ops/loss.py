@@ -23,7 +23,7 @@ from ._common import contiguous
 from ._common import block_for
 from . import _math
 from ._pointwise import pointwise
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from .activation import _check_float, _outside_unit
 
 NONE, MEAN, SUM_RED = 0, 1, 2
@@ -138,7 +138,15 @@ _ONE_PROGRAM_ROWS = 16384
 
 
 @kernel("nll_loss_forward")
-def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
+def nll_loss_forward_out(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    ignore_index: int,
+    output: torch.Tensor,
+    total_weight: torch.Tensor,
+) -> None:
     x = contiguous(self)
     N = x.shape[0] if x.dim() == 2 else 1
     C = x.shape[-1]
@@ -212,8 +220,15 @@ def nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, 
 
 @kernel("nll_loss_backward")
 def nll_loss_backward_out(
-    grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    ignore_index: int,
+    total_weight: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> None:
     fill_kernel((grad_input,), (), grad_input.dtype, 0)
     N = self.shape[0] if self.dim() == 2 else 1
     C = self.shape[-1]
@@ -305,7 +320,15 @@ def _rows(self):
 
 
 @kernel()
-def nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight):
+def nll_loss2d_forward_out(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    ignore_index: int,
+    output: torch.Tensor,
+    total_weight: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     _check_2d(self, target, weight)
     shape = list(target.shape) if reduction == NONE else []
     if list(output.shape) != shape:
@@ -326,7 +349,13 @@ def nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output
 
 
 @kernel()
-def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+def nll_loss2d_forward(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    ignore_index: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
     output = torch.empty(0, dtype=self.dtype, device=self.device)
     total_weight = torch.empty([], dtype=self.dtype, device=self.device)
     return nll_loss2d_forward_out(
@@ -336,8 +365,15 @@ def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
 
 @kernel()
 def nll_loss2d_backward_out(
-    grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    ignore_index: int,
+    total_weight: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> torch.Tensor:
     _check_2d(self, target, weight)
     if list(grad_input.shape) != list(self.shape):
         grad_input.resize_(self.shape)
@@ -352,7 +388,15 @@ def nll_loss2d_backward_out(
 
 
 @kernel()
-def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+def nll_loss2d_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    ignore_index: int,
+    total_weight: torch.Tensor,
+) -> torch.Tensor:
     grad_input = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return nll_loss2d_backward_out(
         grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input
@@ -388,7 +432,14 @@ def _margin_terms(self, target, p, margin):
 
 
 @kernel()
-def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=MEAN):
+def multi_margin_loss(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    p: Scalar = 1,
+    margin: Scalar = 1,
+    weight: torch.Tensor | None = None,
+    reduction: int = MEAN,
+) -> torch.Tensor:
     x, y, m, keep = _margin_terms(self, target, int(p), margin)
     z = torch.where(keep, m * m if int(p) == 2 else m, torch.zeros_like(m))
     if weight is not None:
@@ -400,7 +451,15 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=MEAN):
 
 
 @kernel()
-def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
+def multi_margin_loss_out(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    p: Scalar,
+    margin: Scalar,
+    weight: torch.Tensor | None,
+    reduction: int,
+    out: torch.Tensor,
+) -> torch.Tensor:
     r = multi_margin_loss(self, target, p, margin, weight, reduction)
     out.resize_(r.shape)
     copy_kernel((out,), (r,))
@@ -408,7 +467,15 @@ def multi_margin_loss_out(self, target, p, margin, weight, reduction, out):
 
 
 @kernel()
-def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=MEAN):
+def multi_margin_loss_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    p: Scalar,
+    margin: Scalar,
+    weight: torch.Tensor | None = None,
+    reduction: int = MEAN,
+) -> torch.Tensor:
     x, y, m, keep = _margin_terms(self, target, int(p), margin)
     d = torch.where(keep, 2 * m if int(p) == 2 else torch.ones_like(m), torch.zeros_like(m))
     if weight is not None:
@@ -521,7 +588,13 @@ def _check_reduction(name, reduction):
 
 
 @kernel()
-def binary_cross_entropy_out(self, target, weight, reduction, out):
+def binary_cross_entropy_out(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    out: torch.Tensor,
+) -> torch.Tensor:
     name = "binary_cross_entropy"
     _check_reduction(name, reduction)
     target, w = _bce_operands(name, self, target, weight)
@@ -538,13 +611,25 @@ def binary_cross_entropy_out(self, target, weight, reduction, out):
 
 
 @kernel()
-def binary_cross_entropy(self, target, weight=None, reduction=MEAN):
+def binary_cross_entropy(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    reduction: int = MEAN,
+) -> torch.Tensor:
     out = torch.empty((), dtype=self.dtype, device=self.device)
     return binary_cross_entropy_out(self, target, weight, reduction, out)
 
 
 @kernel()
-def binary_cross_entropy_backward_out(grad_output, self, target, weight, reduction, grad_input):
+def binary_cross_entropy_backward_out(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    reduction: int,
+    grad_input: torch.Tensor,
+) -> torch.Tensor:
     name = "binary_cross_entropy_backward"
     _check_reduction(name, reduction)
     target, w = _bce_operands(name, self, target, weight)
@@ -555,6 +640,12 @@ def binary_cross_entropy_backward_out(grad_output, self, target, weight, reducti
 
 
 @kernel()
-def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=MEAN):
+def binary_cross_entropy_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    reduction: int = MEAN,
+) -> torch.Tensor:
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return binary_cross_entropy_backward_out(grad_output, self, target, weight, reduction, out)

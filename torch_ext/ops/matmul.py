@@ -16,12 +16,18 @@ import torch
 from ._common import tl_float_acc
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from ._common import sized_like
 
 
 @kernel()
-def addbmm(self, batch1, batch2, beta=1, alpha=1):
+def addbmm(
+    self: torch.Tensor,
+    batch1: torch.Tensor,
+    batch2: torch.Tensor,
+    beta: Scalar = 1,
+    alpha: Scalar = 1,
+) -> torch.Tensor:
     """Sum over the batch of batch1[i] @ batch2[i], as one matmul over the concatenated
     inner dimension (fp32 accumulation across batches, one launch)."""
     b, n, k = batch1.shape
@@ -32,18 +38,38 @@ def addbmm(self, batch1, batch2, beta=1, alpha=1):
 
 
 @kernel()
-def addbmm_out(self, batch1, batch2, beta, alpha, out):
+def addbmm_out(
+    self: torch.Tensor,
+    batch1: torch.Tensor,
+    batch2: torch.Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    out: torch.Tensor,
+) -> torch.Tensor:
     return sized_like(out, addbmm(self, batch1, batch2, beta, alpha))
 
 
 @kernel()
-def addbmm_(self, batch1, batch2, beta=1, alpha=1):
+def addbmm_(
+    self: torch.Tensor,
+    batch1: torch.Tensor,
+    batch2: torch.Tensor,
+    beta: Scalar = 1,
+    alpha: Scalar = 1,
+) -> torch.Tensor:
     self.copy_(addbmm(self, batch1, batch2, beta, alpha))
     return self
 
 
 @kernel()
-def addmv_out(self, mat, vec, beta, alpha, out):
+def addmv_out(
+    self: torch.Tensor,
+    mat: torch.Tensor,
+    vec: torch.Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    out: torch.Tensor,
+) -> None:
     """addmv.out impl: out = beta * self + alpha * (mat @ vec); beta == 0 ignores self."""
     n = mat.shape[0]
     res = torch.addmm(self.expand(n).unsqueeze(1), mat, vec.unsqueeze(1), beta=beta, alpha=alpha)
@@ -51,12 +77,12 @@ def addmv_out(self, mat, vec, beta, alpha, out):
 
 
 @kernel()
-def vdot(self, other):
+def vdot(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
     return torch.dot(self.conj(), other)
 
 
 @kernel()
-def vdot_out(self, other, out):
+def vdot_out(self: torch.Tensor, other: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return sized_like(out, vdot(self, other))
 
 
@@ -219,17 +245,24 @@ def _bias3(t, shape):
 
 
 @kernel("mm")
-def mm_out(self, mat2, out):
+def mm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
     _bmm(self.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0))
 
 
 @kernel("bmm")
-def bmm_out(self, mat2, out):
+def bmm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
     _bmm(self, mat2, out)
 
 
 @kernel("addmm")
-def addmm_out(self, mat1, mat2, beta, alpha, out):
+def addmm_out(
+    self: torch.Tensor,
+    mat1: torch.Tensor,
+    mat2: torch.Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    out: torch.Tensor,
+) -> None:
     shape = (1, mat1.shape[0], mat2.shape[1])
     if (
         beta != 0
@@ -245,26 +278,33 @@ def addmm_out(self, mat1, mat2, beta, alpha, out):
 
 
 @kernel("baddbmm")
-def baddbmm_out(self, batch1, batch2, beta, alpha, out):
+def baddbmm_out(
+    self: torch.Tensor,
+    batch1: torch.Tensor,
+    batch2: torch.Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    out: torch.Tensor,
+) -> None:
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
     _bmm(batch1, batch2, out, _bias3(self, shape), alpha, beta)
 
 
 @kernel()
-def mv_out(self, vec, out):
+def mv_out(self: torch.Tensor, vec: torch.Tensor, out: torch.Tensor) -> None:
     out.resize_((self.shape[0],))  # a plain out= op sizes its own out
     _bmm(self.unsqueeze(0), vec.view(-1, 1).unsqueeze(0), out.view(1, -1, 1))
 
 
 @kernel()
-def mv(self, vec):
+def mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
     out = torch.empty((self.shape[0],), dtype=self.dtype, device=self.device)
     mv_out(self, vec, out)
     return out
 
 
 @kernel()
-def dot(self, tensor):
+def dot(self: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
     out = torch.empty((), dtype=self.dtype, device=self.device)
     _bmm(self.view(1, 1, -1), tensor.view(1, -1, 1), out.view(1, 1, 1))
     return out

@@ -279,7 +279,13 @@ def _split(x, normalized_shape):
 
 
 @kernel()
-def native_layer_norm(input, normalized_shape, weight, bias, eps):
+def native_layer_norm(
+    input: torch.Tensor,
+    normalized_shape: list[int],
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -294,8 +300,15 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 @kernel()
 def native_layer_norm_backward(
-    grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask
-):
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    normalized_shape: list[int],
+    mean: torch.Tensor,
+    rstd: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     x = contiguous(input)
     dy = contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)
@@ -315,7 +328,12 @@ def native_layer_norm_backward(
 
 
 @kernel()
-def rms_norm_fwd(input, normalized_shape, weight, eps):
+def rms_norm_fwd(
+    input: torch.Tensor,
+    normalized_shape: list[int],
+    weight: torch.Tensor | None,
+    eps: float | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_ext::rms_norm_fwd -> (out, rstd); eps None means dtype eps."""
     x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
@@ -331,7 +349,14 @@ def rms_norm_fwd(input, normalized_shape, weight, eps):
 
 
 @kernel()
-def rms_norm_bwd(grad_out, input, normalized_shape, rstd, weight, output_mask):
+def rms_norm_bwd(
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    normalized_shape: list[int],
+    rstd: torch.Tensor,
+    weight: torch.Tensor | None,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     x = contiguous(input)
     dy = contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)

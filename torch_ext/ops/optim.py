@@ -165,22 +165,22 @@ def _fused_adam(
 
 @kernel("_fused_adamw_")
 def fused_adamw_(
-    self,
-    grads,
-    exp_avgs,
-    exp_avg_sqs,
-    max_exp_avg_sqs,
-    state_steps,
-    lr,
-    beta1,
-    beta2,
-    weight_decay,
-    eps,
-    amsgrad,
-    maximize,
-    grad_scale=None,
-    found_inf=None,
-):
+    self: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    max_exp_avg_sqs: list[torch.Tensor],
+    state_steps: list[torch.Tensor],
+    lr: torch.Tensor | float,
+    beta1: float,
+    beta2: float,
+    weight_decay: float,
+    eps: float,
+    amsgrad: bool,
+    maximize: bool,
+    grad_scale: torch.Tensor | None = None,
+    found_inf: torch.Tensor | None = None,
+) -> None:
     _fused_adam(
         "_fused_adamw_",
         True,
@@ -204,22 +204,22 @@ def fused_adamw_(
 
 @kernel("_fused_adam_")
 def fused_adam_(
-    self,
-    grads,
-    exp_avgs,
-    exp_avg_sqs,
-    max_exp_avg_sqs,
-    state_steps,
-    lr,
-    beta1,
-    beta2,
-    weight_decay,
-    eps,
-    amsgrad,
-    maximize,
-    grad_scale=None,
-    found_inf=None,
-):
+    self: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    max_exp_avg_sqs: list[torch.Tensor],
+    state_steps: list[torch.Tensor],
+    lr: torch.Tensor | float,
+    beta1: float,
+    beta2: float,
+    weight_decay: float,
+    eps: float,
+    amsgrad: bool,
+    maximize: bool,
+    grad_scale: torch.Tensor | None = None,
+    found_inf: torch.Tensor | None = None,
+) -> None:
     _fused_adam(
         "_fused_adam_",
         False,
@@ -278,19 +278,19 @@ def sgd_body(
 
 @kernel("_fused_sgd_")
 def fused_sgd_(
-    self,
-    grads,
-    momentum_buffer_list,
-    weight_decay,
-    momentum,
-    lr,
-    dampening,
-    nesterov,
-    maximize,
-    is_first_step,
-    grad_scale=None,
-    found_inf=None,
-):
+    self: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    momentum_buffer_list: list[torch.Tensor],
+    weight_decay: float,
+    momentum: float,
+    lr: torch.Tensor | float,
+    dampening: float,
+    nesterov: bool,
+    maximize: bool,
+    is_first_step: bool,
+    grad_scale: torch.Tensor | None = None,
+    found_inf: torch.Tensor | None = None,
+) -> None:
     op = "_fused_sgd_"
     has_momentum = momentum != 0
     lists = [self, grads] + ([momentum_buffer_list] if has_momentum else [])
@@ -351,7 +351,11 @@ def _check_scalar(op, name, t, device):
 
 
 @kernel("_amp_foreach_non_finite_check_and_unscale_")
-def amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
+def amp_foreach_non_finite_check_and_unscale_(
+    self: list[torch.Tensor],
+    found_inf: torch.Tensor,
+    inv_scale: torch.Tensor,
+) -> None:
     """Multiplies each tensor by inv_scale; sets found_inf to 1 where any value
     is inf or NaN (read before scaling)."""
     op = "_amp_foreach_non_finite_check_and_unscale_"
@@ -398,8 +402,13 @@ def _update_scale_kernel(scale, tracker, found_inf, growth, backoff, interval):
 
 @kernel("_amp_update_scale_")
 def amp_update_scale_(
-    self, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval
-):
+    self: torch.Tensor,
+    growth_tracker: torch.Tensor,
+    found_inf: torch.Tensor,
+    growth_factor: float,
+    backoff_factor: float,
+    growth_interval: int,
+) -> torch.Tensor:
     """GradScaler's scale update, on the device: back off after an inf/NaN step,
     grow after growth_interval clean steps."""
     op = "_amp_update_scale_"

@@ -143,22 +143,35 @@ def _fill_random(out, kind, a=0.0, b=1.0, p=None, generator=None):
 
 
 @kernel()
-def uniform(outs, ins, common_dtype, from_, to, generator=None):
+def uniform(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    from_: float,
+    to: float,
+    generator: torch.Generator | None = None,
+) -> None:
     _fill_random(outs[0], UNIFORM, float(from_), float(to), generator=generator)
 
 
 @kernel()
-def normal(self, mean, std, generator=None):
+def normal(
+    self: torch.Tensor, mean: float, std: float, generator: torch.Generator | None = None
+) -> None:
     _fill_random(self, NORMAL, float(mean), float(std), generator=generator)
 
 
 @kernel()
-def bernoulli_scalar(self, p, generator=None):
+def bernoulli_scalar(
+    self: torch.Tensor, p: float, generator: torch.Generator | None = None
+) -> None:
     _fill_random(self, BERNOULLI, float(p), generator=generator)
 
 
 @kernel()
-def bernoulli_tensor(self, p, generator=None):
+def bernoulli_tensor(
+    self: torch.Tensor, p: torch.Tensor, generator: torch.Generator | None = None
+) -> None:
     p = p.expand(self.shape)
     if not p.is_contiguous():
         pc = torch.empty(self.shape, dtype=p.dtype, device=p.device)
@@ -168,12 +181,24 @@ def bernoulli_tensor(self, p, generator=None):
 
 
 @kernel()
-def random_from_to(outs, ins, common_dtype, range_, base, generator=None):
+def random_from_to(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    range_: int,
+    base: int,
+    generator: torch.Generator | None = None,
+) -> None:
     _fill_random(outs[0], RANDOM_RANGE, int(base), int(range_), generator=generator)
 
 
 @kernel()
-def random(outs, ins, common_dtype, generator=None):
+def random(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    generator: torch.Generator | None = None,
+) -> None:
     dtype = outs[0].dtype
     if dtype.is_floating_point:
         hi = 2 ** {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24}.get(dtype, 53) + 1
@@ -185,22 +210,48 @@ def random(outs, ins, common_dtype, generator=None):
 
 
 @kernel()
-def exponential(outs, ins, common_dtype, lambd, generator=None):
+def exponential(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    lambd: float,
+    generator: torch.Generator | None = None,
+) -> None:
     _fill_random(outs[0], EXPONENTIAL, float(lambd), generator=generator)
 
 
 @kernel()
-def cauchy(outs, ins, common_dtype, median, sigma, generator=None):
+def cauchy(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    median: float,
+    sigma: float,
+    generator: torch.Generator | None = None,
+) -> None:
     _fill_random(outs[0], CAUCHY, float(median), float(sigma), generator=generator)
 
 
 @kernel()
-def log_normal(outs, ins, common_dtype, mean, std, generator=None):
+def log_normal(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    mean: float,
+    std: float,
+    generator: torch.Generator | None = None,
+) -> None:
     _fill_random(outs[0], LOG_NORMAL, float(mean), float(std), generator=generator)
 
 
 @kernel()
-def geometric(outs, ins, common_dtype, p, generator=None):
+def geometric(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    p: float,
+    generator: torch.Generator | None = None,
+) -> None:
     _fill_random(outs[0], GEOMETRIC, float(p), generator=generator)
 
 
@@ -215,7 +266,9 @@ def _dropout_kernel(x, out, keep, n, seed, offset, p, scale, BLOCK: tl.constexpr
 
 
 @kernel()
-def native_dropout(input, p, train):
+def native_dropout(
+    input: torch.Tensor, p: float, train: bool | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     from ._common import contiguous
 
     x = contiguous(input)
@@ -250,7 +303,9 @@ def native_dropout(input, p, train):
 
 
 @kernel()
-def native_dropout_backward(grad_output, mask, scale):
+def native_dropout_backward(
+    grad_output: torch.Tensor, mask: torch.Tensor, scale: float
+) -> torch.Tensor:
     from .binary import mul
 
     return mul(mul(grad_output, mask), scale)

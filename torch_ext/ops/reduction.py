@@ -328,26 +328,40 @@ def _numel(x, dims):
 
 
 @kernel("sum")
-def sum_out(self, dim, keepdim, dtype, out):
+def sum_out(
+    self: torch.Tensor,
+    dim: list[int] | None,
+    keepdim: bool,
+    dtype: torch.dtype | None,
+    out: torch.Tensor,
+) -> None:
     """sum.IntList_out impl: (self, dim?, keepdim, dtype?, out)."""
     src_dtype = dtype or (out.dtype if out.dtype.is_floating_point else self.dtype)
     reduce_into(self, dim, out, SUM, dtype=src_dtype)
 
 
 @kernel("mean")
-def mean_out(self, dim, keepdim, dtype, out):
+def mean_out(
+    self: torch.Tensor,
+    dim: list[int] | None,
+    keepdim: bool,
+    dtype: torch.dtype | None,
+    out: torch.Tensor,
+) -> None:
     n = _numel(self, dim)
     reduce_into(self, dim, out, SUM, scale=(1.0 / n) if n else math.nan, dtype=dtype or out.dtype)
 
 
 @kernel("prod")
-def prod_out(self, dim, keepdim, dtype, out):
+def prod_out(
+    self: torch.Tensor, dim: int, keepdim: bool, dtype: torch.dtype | None, out: torch.Tensor
+) -> None:
     """prod.int_out impl: (self, dim:int, keepdim, dtype?, out)."""
     reduce_into(self, [dim], out, PROD, dtype=dtype or out.dtype)
 
 
 @kernel()
-def prod_all(self, dtype=None):
+def prod_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """prod (plain): returns a 0-dim tensor."""
     dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
     out = torch.empty((), dtype=dt, device=self.device)
@@ -356,7 +370,7 @@ def prod_all(self, dtype=None):
 
 
 @kernel()
-def sum_all(self, dtype=None):
+def sum_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
     out = torch.empty((), dtype=dt, device=self.device)
     reduce_into(self, None, out, SUM, dtype=dt)
@@ -364,12 +378,12 @@ def sum_all(self, dtype=None):
 
 
 @kernel("amax")
-def amax_out(self, dim, keepdim, out):
+def amax_out(self: torch.Tensor, dim: list[int], keepdim: bool, out: torch.Tensor) -> None:
     reduce_into(self, dim, out, MAX)
 
 
 @kernel("amin")
-def amin_out(self, dim, keepdim, out):
+def amin_out(self: torch.Tensor, dim: list[int], keepdim: bool, out: torch.Tensor) -> None:
     reduce_into(self, dim, out, MIN)
 
 
@@ -382,7 +396,7 @@ def _check_nonempty(self, name):
 
 
 @kernel()
-def max_all(self):
+def max_all(self: torch.Tensor) -> torch.Tensor:
     _check_nonempty(self, "max")
     out = torch.empty((), dtype=self.dtype, device=self.device)
     reduce_into(self, None, out, MAX)
@@ -390,7 +404,7 @@ def max_all(self):
 
 
 @kernel()
-def min_all(self):
+def min_all(self: torch.Tensor) -> torch.Tensor:
     _check_nonempty(self, "min")
     out = torch.empty((), dtype=self.dtype, device=self.device)
     reduce_into(self, None, out, MIN)
@@ -398,23 +412,23 @@ def min_all(self):
 
 
 @kernel("all")
-def all_out(self, dim, keepdim, out):
+def all_out(self: torch.Tensor, dim: int, keepdim: bool, out: torch.Tensor) -> None:
     """all.dims_out / all.out (dim int) impls."""
     reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ALL, post=POST_EQ0)
 
 
 @kernel("any")
-def any_out(self, dim, keepdim, out):
+def any_out(self: torch.Tensor, dim: int, keepdim: bool, out: torch.Tensor) -> None:
     reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ANY, post=POST_GT0)
 
 
 @kernel("all_all")
-def all_all_out(self, out):
+def all_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
     reduce_into(self, None, out, ALL, post=POST_EQ0)
 
 
 @kernel("any_all")
-def any_all_out(self, out):
+def any_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
     reduce_into(self, None, out, ANY, post=POST_GT0)
 
 
@@ -516,24 +530,28 @@ def _arg_reduce(self, dim, values, indices, is_max):
 
 
 @kernel("max_dim")
-def max_dim_out(self, dim, keepdim, max, max_values):
+def max_dim_out(
+    self: torch.Tensor, dim: int, keepdim: bool, max: torch.Tensor, max_values: torch.Tensor
+) -> None:
     """max.dim_max impl: (self, dim, keepdim, max, max_values) -- values, indices."""
     _arg_reduce(self, dim, max, max_values, True)
 
 
 @kernel("min_dim")
-def min_dim_out(self, dim, keepdim, min, min_indices):
+def min_dim_out(
+    self: torch.Tensor, dim: int, keepdim: bool, min: torch.Tensor, min_indices: torch.Tensor
+) -> None:
     _arg_reduce(self, dim, min, min_indices, False)
 
 
 @kernel("argmax")
-def argmax_out(self, dim, keepdim, out):
+def argmax_out(self: torch.Tensor, dim: int | None, keepdim: bool, out: torch.Tensor) -> None:
     """argmax.out impl: (self, dim?, keepdim, out)."""
     vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
     _arg_reduce(self, dim, vals, out, True)
 
 
 @kernel("argmin")
-def argmin_out(self, dim, keepdim, out):
+def argmin_out(self: torch.Tensor, dim: int | None, keepdim: bool, out: torch.Tensor) -> None:
     vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
     _arg_reduce(self, dim, vals, out, False)

@@ -88,13 +88,13 @@ def _scan_out(self, dim, dtype, out, prod):
 
 
 @kernel("cumsum")
-def cumsum_out(self, dim, dtype, out):
+def cumsum_out(self: torch.Tensor, dim: int, dtype: torch.dtype | None, out: torch.Tensor) -> None:
     """cumsum.out impl: (self, dim, dtype?, out)."""
     _scan_out(contiguous(self), dim, dtype, out, False)
 
 
 @kernel("cumprod")
-def cumprod_out(self, dim, dtype, out):
+def cumprod_out(self: torch.Tensor, dim: int, dtype: torch.dtype | None, out: torch.Tensor) -> None:
     """cumprod.out impl: (self, dim, dtype?, out)."""
     _scan_out(contiguous(self), dim, dtype, out, True)
 
@@ -234,19 +234,23 @@ def _cum_ext(self, dim, values, indices, is_max):
 
 
 @kernel()
-def cummax_helper(self, values, indices, dim):
+def cummax_helper(
+    self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int
+) -> None:
     """_cummax_helper(self, values, indices, dim): running max and the index of
     its last occurrence; NaN propagates."""
     _cum_ext(self, dim, values, indices, True)
 
 
 @kernel()
-def cummin_helper(self, values, indices, dim):
+def cummin_helper(
+    self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int
+) -> None:
     _cum_ext(self, dim, values, indices, False)
 
 
 @kernel()
-def logcumsumexp_out(self, dim, out):
+def logcumsumexp_out(self: torch.Tensor, dim: int, out: torch.Tensor) -> torch.Tensor:
     """_logcumsumexp.out(self, dim, out)."""
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"torch_ext: logcumsumexp is not supported for {self.dtype}")
@@ -278,6 +282,6 @@ def logcumsumexp_out(self, dim, out):
 
 
 @kernel()
-def logcumsumexp(self, dim):
+def logcumsumexp(self: torch.Tensor, dim: int) -> torch.Tensor:
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     return logcumsumexp_out(self, dim, out)

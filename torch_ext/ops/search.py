@@ -8,7 +8,7 @@ import triton.language as tl
 
 from ._launch import cdiv, launch, next_pow2
 from ._common import alert_not_deterministic, contiguous
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from ._common import write_result
 
 # -- binary search: searchsorted / bucketize ---------------------------------
@@ -132,7 +132,14 @@ def _search(seq, values, out_int32, right, side, sorter, name):
 
 
 @kernel()
-def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None):
+def searchsorted(
+    sorted_sequence: torch.Tensor,
+    self: torch.Tensor | Scalar,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: torch.Tensor | None = None,
+) -> torch.Tensor:
     """searchsorted.Tensor / .Scalar (a Scalar `self` becomes a 0-d tensor)."""
     if not isinstance(self, torch.Tensor):
         if sorted_sequence.dim() != 1:
@@ -146,13 +153,26 @@ def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None,
 
 
 @kernel()
-def searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out):
+def searchsorted_out(
+    sorted_sequence: torch.Tensor,
+    self: torch.Tensor | Scalar,
+    out_int32: bool,
+    right: bool,
+    side: str | None,
+    sorter: torch.Tensor | None,
+    out: torch.Tensor,
+) -> torch.Tensor:
     write_result(out, searchsorted(sorted_sequence, self, out_int32, right, side, sorter))
     return out
 
 
 @kernel()
-def bucketize(self, boundaries, out_int32=False, right=False):
+def bucketize(
+    self: torch.Tensor | Scalar,
+    boundaries: torch.Tensor,
+    out_int32: bool = False,
+    right: bool = False,
+) -> torch.Tensor:
     """bucketize.Tensor / .Scalar: searchsorted over 1-d boundaries."""
     if boundaries.dim() != 1:
         raise RuntimeError(
@@ -164,7 +184,9 @@ def bucketize(self, boundaries, out_int32=False, right=False):
 
 
 @kernel()
-def bucketize_out(self, boundaries, out_int32, right, out):
+def bucketize_out(
+    self: torch.Tensor, boundaries: torch.Tensor, out_int32: bool, right: bool, out: torch.Tensor
+) -> torch.Tensor:
     write_result(out, bucketize(self, boundaries, out_int32, right))
     return out
 
@@ -185,7 +207,9 @@ def _bincount_kernel(x, w, out, n, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @kernel()
-def bincount(self, weights=None, minlength=0):
+def bincount(
+    self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0
+) -> torch.Tensor:
     """bincount(self, weights?, minlength): counts (int64), or sums of weights
     (float32 for float32 weights, float64 otherwise, as on CPU)."""
     if (
@@ -245,7 +269,9 @@ def _histc_kernel(x, out, n, lo, hi, bins, BLOCK: tl.constexpr):
 
 
 @kernel()
-def histc_out(self, bins, min, max, out):
+def histc_out(
+    self: torch.Tensor, bins: int, min: Scalar, max: Scalar, out: torch.Tensor
+) -> torch.Tensor:
     """histc.out(self, bins, min, max, out): `bins` equal-width bins over
     [min, max] (the data's range when min == max); elements outside are ignored.
     Integer inputs are counted too, as on CUDA (the CPU takes floats only), with the
@@ -280,7 +306,7 @@ def histc_out(self, bins, min, max, out):
 
 
 @kernel()
-def histc(self, bins=100, min=0, max=0):
+def histc(self: torch.Tensor, bins: int = 100, min: Scalar = 0, max: Scalar = 0) -> torch.Tensor:
     out = torch.empty(0, dtype=self.dtype, device=self.device)
     return histc_out(self, bins, min, max, out)
 
@@ -335,7 +361,12 @@ def _unique(self, return_inverse, return_counts, sort):
 
 
 @kernel()
-def unique2(self, sorted=True, return_inverse=False, return_counts=False):
+def unique2(
+    self: torch.Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """_unique2(self, sorted, return_inverse, return_counts): the distinct values
     in ascending order (always sorted, as on CUDA), the position of each input
     element among them, and how often each occurs."""
@@ -343,14 +374,21 @@ def unique2(self, sorted=True, return_inverse=False, return_counts=False):
 
 
 @kernel()
-def unique(self, sorted=True, return_inverse=False):
+def unique(
+    self: torch.Tensor, sorted: bool = True, return_inverse: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """_unique(self, sorted, return_inverse)."""
     values, inverse, _ = _unique(self, return_inverse, False, sort=True)
     return values, inverse
 
 
 @kernel()
-def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+def unique_consecutive(
+    self: torch.Tensor,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """unique_consecutive(self, return_inverse, return_counts, dim): collapses
     runs of equal neighbours (of the flattened tensor)."""
     if dim is not None:
@@ -361,7 +399,11 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
 
 
 @kernel()
-def nonzero_static(self, size, fill_value=-1):
+def nonzero_static(
+    self: torch.Tensor,
+    size: int,
+    fill_value: int = -1,
+) -> torch.Tensor:
     """nonzero_static(self, *, size, fill_value): nonzero's first `size` rows, padded
     with fill_value to exactly `size` rows (a shape known without looking at the data,
     for export and CUDA graphs; here nonzero itself syncs for the count)."""
@@ -379,7 +421,12 @@ def nonzero_static(self, size, fill_value=-1):
 
 
 @kernel()
-def nonzero_static_out(self, size, fill_value, out):
+def nonzero_static_out(
+    self: torch.Tensor,
+    size: int,
+    fill_value: int,
+    out: torch.Tensor,
+) -> torch.Tensor:
     res = nonzero_static(self, size, fill_value)
     out.resize_(res.shape)
     out.copy_(res)

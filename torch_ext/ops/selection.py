@@ -77,13 +77,17 @@ def _nanmedian_position(n, nan_count, s, d):
 
 
 @kernel("median_dim")
-def median_dim_values(self, dim, keepdim, values, indices):
+def median_dim_values(
+    self: torch.Tensor, dim: int, keepdim: bool, values: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """median.dim_values(self, dim, keepdim, values, indices)."""
     return _pick(self, dim, keepdim, values, indices, _median_position, "median")
 
 
 @kernel("nanmedian_dim")
-def nanmedian_dim_values(self, dim, keepdim, values, indices):
+def nanmedian_dim_values(
+    self: torch.Tensor, dim: int, keepdim: bool, values: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     return _pick(self, dim, keepdim, values, indices, _nanmedian_position, "nanmedian")
 
 
@@ -97,18 +101,20 @@ def _median_all(self, position, name):
 
 
 @kernel("median_all")
-def median(self):
+def median(self: torch.Tensor) -> torch.Tensor:
     """median(self) -> Tensor: the lower median of all elements, NaN if any is."""
     return _median_all(self, _median_position, "median")
 
 
 @kernel("nanmedian_all")
-def nanmedian(self):
+def nanmedian(self: torch.Tensor) -> torch.Tensor:
     return _median_all(self, _nanmedian_position, "nanmedian")
 
 
 @kernel("kthvalue")
-def kthvalue_values(self, k, dim, keepdim, values, indices):
+def kthvalue_values(
+    self: torch.Tensor, k: int, dim: int, keepdim: bool, values: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """kthvalue.values(self, k, dim, keepdim, values, indices): k-th smallest (1-based)."""
     n = self.shape[wrap_dim(dim, self.dim())] if self.dim() else 1
     if not 1 <= k <= n:
@@ -127,7 +133,9 @@ def kthvalue_values(self, k, dim, keepdim, values, indices):
 
 
 @kernel()
-def mode_values(self, dim, keepdim, values, indices):
+def mode_values(
+    self: torch.Tensor, dim: int, keepdim: bool, values: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """mode.values(self, dim, keepdim, values, indices): the most frequent value
     along dim (the smallest of equally frequent ones) and an index of it."""
     d = wrap_dim(dim, self.dim())
@@ -156,7 +164,9 @@ def mode_values(self, dim, keepdim, values, indices):
 
 
 @kernel()
-def mode(self, dim=-1, keepdim=False):
+def mode(
+    self: torch.Tensor, dim: int = -1, keepdim: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     values = torch.empty(0, dtype=self.dtype, device=self.device)
     indices = torch.empty(0, dtype=torch.long, device=self.device)
     return mode_values(self, dim, keepdim, values, indices)
@@ -166,20 +176,20 @@ def mode(self, dim=-1, keepdim=False):
 
 
 @kernel()
-def count_nonzero(self, dim):
+def count_nonzero(self: torch.Tensor, dim: list[int]) -> torch.Tensor:
     """count_nonzero.dim_IntList(self, dim[])."""
     return torch.sum(self != 0, dim=list(dim))
 
 
 @kernel()
-def trace(self):
+def trace(self: torch.Tensor) -> torch.Tensor:
     if self.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
     return torch.sum(torch.diagonal(self))
 
 
 @kernel()
-def equal(self, other):
+def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
     """equal(self, other) -> bool: same shape and all elements equal."""
     if self.device != other.device:
         raise RuntimeError(
@@ -192,21 +202,29 @@ def equal(self, other):
 
 
 @kernel()
-def aminmax_all(self, min, max):
+def aminmax_all(self: torch.Tensor, min: torch.Tensor, max: torch.Tensor) -> None:
     """aminmax_allreduce_stub(self, min, max)."""
     copy_kernel((min,), (torch.amin(self),))
     copy_kernel((max,), (torch.amax(self),))
 
 
 @kernel()
-def aminmax_dim(self, dim, keepdim, min, max):
+def aminmax_dim(
+    self: torch.Tensor, dim: int, keepdim: bool, min: torch.Tensor, max: torch.Tensor
+) -> None:
     """aminmax_stub(self, dim, keepdim, min, max)."""
     copy_kernel((min,), (torch.amin(self, dim, keepdim),))
     copy_kernel((max,), (torch.amax(self, dim, keepdim),))
 
 
 @kernel("isin")
-def isin_out(elements, test_elements, assume_unique, invert, out):
+def isin_out(
+    elements: torch.Tensor,
+    test_elements: torch.Tensor,
+    assume_unique: bool,
+    invert: bool,
+    out: torch.Tensor,
+) -> None:
     """isin.Tensor_Tensor_out impl: a broadcast comparison for few test elements,
     otherwise a binary search in the sorted test elements."""
     common = torch.result_type(elements, test_elements)
@@ -226,7 +244,7 @@ def isin_out(elements, test_elements, assume_unique, invert, out):
 
 
 @kernel()
-def cross(result, a, b, dim):
+def cross(result: torch.Tensor, a: torch.Tensor, b: torch.Tensor, dim: int) -> None:
     """cross_stub(result, a, b, dim): a and b broadcast to result's shape."""
     if a.dtype in (torch.float16, torch.bfloat16):  # one rounding, from float32
         a, b = a.float(), b.float()

@@ -10,7 +10,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import block_for
 from ._common import contiguous
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from ._common import dot6, unravel6
 from .search import _search
 from ._common import pad_to_rank
@@ -19,7 +19,7 @@ from ._common import pad_to_rank
 
 
 @kernel()
-def roll(self, shifts, dims):
+def roll(self: torch.Tensor, shifts: list[int], dims: list[int]) -> torch.Tensor:
     shifts, dims = list(shifts), list(dims)
     if not dims:
         if len(shifts) != 1:
@@ -41,15 +41,15 @@ def roll(self, shifts, dims):
 
 @kernel("cat")
 def cat_out(
-    tensors,
-    dim,
-    valid,
-    all_contiguous,
-    all_same_dtype,
-    all_same_sizes_and_stride,
-    memory_format,
-    out,
-):
+    tensors: list[torch.Tensor],
+    dim: int,
+    valid: int,
+    all_contiguous: bool,
+    all_same_dtype: bool,
+    all_same_sizes_and_stride: bool,
+    memory_format: torch.memory_format,
+    out: torch.Tensor,
+) -> None:
     offset = 0
     for t in tensors:
         if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
@@ -89,7 +89,7 @@ def _strided_copy_kernel(
 
 
 @kernel()
-def flip(self, dims):
+def flip(self: torch.Tensor, dims: list[int]) -> torch.Tensor:
     out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     n = self.numel()
     if n == 0:
@@ -119,7 +119,7 @@ def flip(self, dims):
 
 
 @kernel()
-def flip_out(self, dims, out):
+def flip_out(self: torch.Tensor, dims: list[int], out: torch.Tensor) -> None:
     out.resize_(self.shape)  # a plain out= op sizes its own out
     copy_kernel((out,), (flip(self, dims),))
 
@@ -155,12 +155,12 @@ def _tri(self, diagonal, out, lower):
 
 
 @kernel("tril")
-def tril_out(self, diagonal, out):
+def tril_out(self: torch.Tensor, diagonal: int, out: torch.Tensor) -> None:
     _tri(self, diagonal, out, True)
 
 
 @kernel("triu")
-def triu_out(self, diagonal, out):
+def triu_out(self: torch.Tensor, diagonal: int, out: torch.Tensor) -> None:
     _tri(self, diagonal, out, False)
 
 
@@ -174,7 +174,7 @@ def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @kernel("arange")
-def arange_out(start, end, step, out):
+def arange_out(start: Scalar, end: Scalar, step: Scalar, out: torch.Tensor) -> torch.Tensor:
     """arange.start_out (plain): out already has its size (the caller resizes it)."""
     n = out.numel()
     if n == 0:
@@ -203,7 +203,7 @@ def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.cons
 
 
 @kernel("linspace")
-def linspace_out(start, end, steps, out):
+def linspace_out(start: Scalar, end: Scalar, steps: int, out: torch.Tensor) -> torch.Tensor:
     """linspace.out (plain): out already has `steps` elements."""
     n = out.numel()
     if n == 0:
@@ -241,7 +241,7 @@ def _eye_kernel(out, n, M, s0, s1, BLOCK: tl.constexpr):
 
 
 @kernel("eye")
-def eye_out(n, m, out=None):
+def eye_out(n: int, m: int, out: torch.Tensor | None = None) -> torch.Tensor:
     """eye.m_out (n, m, out) and eye.out (n, out)."""
     if out is None:
         n, m, out = n, n, m
@@ -253,7 +253,7 @@ def eye_out(n, m, out=None):
 
 
 @kernel()
-def repeat_interleave(repeats, output_size=None):
+def repeat_interleave(repeats: torch.Tensor, output_size: int | None = None) -> torch.Tensor:
     """repeat_interleave.Tensor(repeats, output_size?): i repeated repeats[i] times."""
     if repeats.dim() != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
@@ -286,11 +286,27 @@ def _tri_indices(row, col, offset, dtype, device, upper):
 
 
 @kernel()
-def triu_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+def triu_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    dtype: torch.dtype | None = None,
+    layout: torch.layout | None = None,
+    device: torch.device | None = None,
+    pin_memory: bool | None = None,
+) -> torch.Tensor:
     """triu_indices(row, col, offset): (2, N) coordinates of the upper triangle, row-major."""
     return _tri_indices(row, col, offset, dtype, device, True)
 
 
 @kernel()
-def tril_indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+def tril_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    dtype: torch.dtype | None = None,
+    layout: torch.layout | None = None,
+    device: torch.device | None = None,
+    pin_memory: bool | None = None,
+) -> torch.Tensor:
     return _tri_indices(row, col, offset, dtype, device, False)

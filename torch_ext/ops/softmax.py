@@ -123,22 +123,34 @@ def _rowwise(kernel, tensors, out, dim, log):
 
 
 @kernel("softmax")
-def softmax_out(self, dim, half_to_float, out):
+def softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
     _rowwise(_softmax_kernel, [self], out, dim, False)
 
 
 @kernel("log_softmax")
-def log_softmax_out(self, dim, half_to_float, out):
+def log_softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
     _rowwise(_softmax_kernel, [self], out, dim, True)
 
 
 @kernel("softmax_backward_data")
-def softmax_backward_out(grad_output, output, dim, input_dtype, grad_input):
+def softmax_backward_out(
+    grad_output: torch.Tensor,
+    output: torch.Tensor,
+    dim: int,
+    input_dtype: torch.dtype,
+    grad_input: torch.Tensor,
+) -> None:
     _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, False)
 
 
 @kernel("log_softmax_backward_data")
-def log_softmax_backward_out(grad_output, output, dim, input_dtype, grad_input):
+def log_softmax_backward_out(
+    grad_output: torch.Tensor,
+    output: torch.Tensor,
+    dim: int,
+    input_dtype: torch.dtype,
+    grad_input: torch.Tensor,
+) -> None:
     _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, True)
 
 

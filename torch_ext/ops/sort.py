@@ -215,7 +215,14 @@ def _rank_sort(self, dim, descending, k, values, indices):
 
 
 @kernel("sort")
-def sort_out(self, stable, dim, descending, values, indices):
+def sort_out(
+    self: torch.Tensor,
+    stable: bool | None,
+    dim: int,
+    descending: bool,
+    values: torch.Tensor,
+    indices: torch.Tensor,
+) -> None:
     n = self.shape[dim] if self.dim() else 1
     _rank_sort(self, dim, descending, n, values, indices)
 
@@ -224,7 +231,15 @@ _CHUNK = 1024
 
 
 @kernel("topk")
-def topk_out(self, k, dim, largest, sorted, values, indices):
+def topk_out(
+    self: torch.Tensor,
+    k: int,
+    dim: int,
+    largest: bool,
+    sorted: bool,
+    values: torch.Tensor,
+    indices: torch.Tensor,
+) -> None:
     n = self.shape[dim] if self.dim() else 1
     if n > 4 * _CHUNK and k <= _CHUNK // 8:
         _chunked_topk(self, k, dim, largest, values, indices)

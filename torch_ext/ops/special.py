@@ -38,6 +38,7 @@ that polygamma(1, x) at negative integers is +inf (CPU returns a large finite
 number there from sin(pi x) rounding).
 """
 
+import torch
 import triton
 import triton.language as tl
 
@@ -434,7 +435,9 @@ def _polygamma(x, n, terms):
 
 
 @kernel()
-def polygamma(outs, ins, common_dtype, n):
+def polygamma(
+    outs: tuple[torch.Tensor, ...], ins: tuple[torch.Tensor, ...], common_dtype: torch.dtype, n: int
+) -> None:
     """polygamma_stub(iter, n): n = 0 is digamma."""
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -500,7 +503,9 @@ def _zeta(x, q):
 
 
 @kernel()
-def special_zeta(outs, ins, common_dtype):
+def special_zeta(
+    outs: tuple[torch.Tensor, ...], ins: tuple[torch.Tensor, ...], common_dtype: torch.dtype
+) -> None:
     """zeta_stub(iter): ins (x, q); a number operand (the Scalar overloads) as a tensor."""
     _zeta.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
 

@@ -8,7 +8,7 @@ import torch
 
 from ._pointwise import pointwise
 from .copy import copy_kernel
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from .reduction import (
     ABS_MAX,
     ABS_MIN,
@@ -40,13 +40,24 @@ def renorm_scale_factor(norm, maxnorm):
 
 
 @kernel()
-def nansum(self, dim=None, keepdim=False, dtype=None):
+def nansum(
+    self: torch.Tensor,
+    dim: list[int] | None = None,
+    keepdim: bool = False,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     x = torch.where(torch.isnan(self), 0, self) if self.is_floating_point() else self
     return torch.sum(x, dim, keepdim, dtype=dtype)
 
 
 @kernel()
-def nansum_out(self, dim, keepdim, dtype, out):
+def nansum_out(
+    self: torch.Tensor,
+    dim: list[int] | None,
+    keepdim: bool,
+    dtype: torch.dtype | None,
+    out: torch.Tensor,
+) -> torch.Tensor:
     return sized_like(out, nansum(self, dim, keepdim, dtype or out.dtype))
 
 
@@ -72,13 +83,23 @@ def _var_into(self, dim, correction, out_var, out_mean=None, take_sqrt=False):
 
 
 @kernel("var")
-def var_correction(self, dim=None, correction=None, keepdim=False):
+def var_correction(
+    self: torch.Tensor,
+    dim: list[int] | None = None,
+    correction: Scalar | None = None,
+    keepdim: bool = False,
+) -> torch.Tensor:
     """var.correction (plain): returns the result."""
     return _var_fn(self, dim, correction, keepdim, False)
 
 
 @kernel("std")
-def std_correction(self, dim=None, correction=None, keepdim=False):
+def std_correction(
+    self: torch.Tensor,
+    dim: list[int] | None = None,
+    correction: Scalar | None = None,
+    keepdim: bool = False,
+) -> torch.Tensor:
     return _var_fn(self, dim, correction, keepdim, True)
 
 
@@ -96,19 +117,36 @@ def _var_fn(self, dim, correction, keepdim, take_sqrt):
 
 
 @kernel("var_out")
-def var_correction_out(self, dim, correction, keepdim, out):
+def var_correction_out(
+    self: torch.Tensor,
+    dim: list[int] | None,
+    correction: Scalar | None,
+    keepdim: bool,
+    out: torch.Tensor,
+) -> None:
     out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
     _var_into(self, dim, _correction(correction), out)
 
 
 @kernel("std_out")
-def std_correction_out(self, dim, correction, keepdim, out):
+def std_correction_out(
+    self: torch.Tensor,
+    dim: list[int] | None,
+    correction: Scalar | None,
+    keepdim: bool,
+    out: torch.Tensor,
+) -> None:
     out.resize_(_reduced_shape(self, dim, keepdim))
     _var_into(self, dim, _correction(correction), out, take_sqrt=True)
 
 
 @kernel("var_mean")
-def var_mean_correction(self, dim=None, correction=None, keepdim=False):
+def var_mean_correction(
+    self: torch.Tensor,
+    dim: list[int] | None = None,
+    correction: Scalar | None = None,
+    keepdim: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """var_mean.correction (plain): returns (var, mean)."""
     shape = _reduced_shape(self, dim, keepdim)
     var = torch.empty(shape, dtype=self.dtype, device=self.device)
@@ -118,7 +156,12 @@ def var_mean_correction(self, dim=None, correction=None, keepdim=False):
 
 
 @kernel("std_mean")
-def std_mean_correction(self, dim=None, correction=None, keepdim=False):
+def std_mean_correction(
+    self: torch.Tensor,
+    dim: list[int] | None = None,
+    correction: Scalar | None = None,
+    keepdim: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     shape = _reduced_shape(self, dim, keepdim)
     std = torch.empty(shape, dtype=self.dtype, device=self.device)
     mean = torch.empty(shape, dtype=self.dtype, device=self.device)
@@ -127,7 +170,14 @@ def std_mean_correction(self, dim=None, correction=None, keepdim=False):
 
 
 @kernel("linalg_vector_norm")
-def linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out):
+def linalg_vector_norm_out(
+    self: torch.Tensor,
+    ord: Scalar,
+    dim: list[int] | None,
+    keepdim: bool,
+    dtype: torch.dtype | None,
+    out: torch.Tensor,
+) -> None:
     """linalg_vector_norm.out impl: (self, ord, dim?, keepdim, dtype?, out)."""
     x = self if dtype is None or dtype == self.dtype else _cast(self, dtype)
     ord = float(ord)
@@ -146,18 +196,32 @@ def linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out):
 
 
 @kernel("norm")
-def norm_out(self, p, dim, keepdim, out, dtype=None):
+def norm_out(
+    self: torch.Tensor,
+    p: Scalar | None,
+    dim: list[int],
+    keepdim: bool,
+    out: torch.Tensor,
+    dtype: torch.dtype | None = None,
+) -> None:
     """norm.out / norm.dtype_out impls: (self, p?, dim, keepdim[, dtype], out)."""
     linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
 
 
 @kernel("norm_dtype")
-def norm_dtype_out(self, p, dim, keepdim, dtype, out):
+def norm_dtype_out(
+    self: torch.Tensor,
+    p: Scalar | None,
+    dim: list[int],
+    keepdim: bool,
+    dtype: torch.dtype,
+    out: torch.Tensor,
+) -> None:
     linalg_vector_norm_out(self, 2.0 if p is None else p, dim, keepdim, dtype, out)
 
 
 @kernel()
-def logsumexp_out(self, dim, keepdim, out):
+def logsumexp_out(self: torch.Tensor, dim: list[int], keepdim: bool, out: torch.Tensor) -> None:
     """logsumexp.out (plain): (self, dim, keepdim, out)."""
     out.resize_(_reduced_shape(self, dim, keepdim))  # a plain out= op sizes its own out
     x = self if self.dtype.is_floating_point else _cast(self, torch.get_default_dtype())
@@ -170,7 +234,7 @@ def logsumexp_out(self, dim, keepdim, out):
 
 
 @kernel()
-def logsumexp(self, dim, keepdim=False):
+def logsumexp(self: torch.Tensor, dim: list[int], keepdim: bool = False) -> torch.Tensor:
     dt = self.dtype if self.dtype.is_floating_point else torch.get_default_dtype()
     out = torch.empty(_reduced_shape(self, dim, keepdim), dtype=dt, device=self.device)
     logsumexp_out(self, dim, keepdim, out)

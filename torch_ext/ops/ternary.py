@@ -16,7 +16,7 @@ import triton.language as tl
 
 from . import _math
 from ._pointwise import pointwise
-from ._declare import kernel
+from ._declare import Scalar, kernel
 
 
 @triton.jit
@@ -60,7 +60,11 @@ def _where(cond, a, b):
 
 
 @kernel()
-def where(outs, ins, common_dtype=None):
+def where(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype | None = None,
+) -> None:
     # where's iterator has no common dtype: the condition is bool.
     _where.iter(outs, ins, outs[0].dtype)
 
@@ -181,7 +185,12 @@ def _reciprocal(b):
 
 
 @kernel()
-def pow_tensor_scalar(outs, ins, common_dtype, exponent):
+def pow_tensor_scalar(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    exponent: Scalar,
+) -> None:
     """pow_tensor_scalar_stub(iter, Scalar exp); cheap exponents get their own kernel."""
     special = {2: _square, 3: _cube, 0.5: _sqrt, -0.5: _rsqrt, -1: _reciprocal}
     op = special.get(exponent)
@@ -213,7 +222,13 @@ def _addr_bool(s, a, b, beta, alpha):
 
 
 @kernel()
-def addr(outs, ins, common_dtype, beta, alpha):
+def addr(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    beta: Scalar,
+    alpha: Scalar,
+) -> None:
     """addr_stub: out = beta * self + alpha * outer(vec1, vec2), the iterator's
     inputs being self, vec1 as a column and vec2 as a row."""
     if common_dtype == torch.bool:

@@ -381,7 +381,14 @@ def _nan_to_num(x, nan, posinf, neginf):
 
 
 @kernel()
-def nan_to_num(outs, ins, common_dtype, nan=None, posinf=None, neginf=None):
+def nan_to_num(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    nan: float | None = None,
+    posinf: float | None = None,
+    neginf: float | None = None,
+) -> None:
     """nan_to_num_stub(iter, optional<double> nan, posinf, neginf)."""
     if not outs[0].dtype.is_floating_point:
         return copy_like(outs, ins)
@@ -404,7 +411,12 @@ def copy_like(outs, ins):
 
 
 @kernel("round_decimals")
-def round_decimals_kernel(outs, ins, common_dtype, decimals):
+def round_decimals_kernel(
+    outs: tuple[torch.Tensor, ...],
+    ins: tuple[torch.Tensor, ...],
+    common_dtype: torch.dtype,
+    decimals: int,
+) -> None:
     """round_decimals_stub(iter, int64 decimals)."""
     round_decimals.iter(
         outs, ins, common_dtype, float(10.0 ** builtins.abs(decimals)), decimals < 0
@@ -440,7 +452,11 @@ def _frexp(x):
 
 
 @kernel()
-def frexp_out(self, mantissa, exponent):
+def frexp_out(
+    self: torch.Tensor,
+    mantissa: torch.Tensor,
+    exponent: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """frexp.Tensor_out(self, *, mantissa, exponent): self = mantissa * 2**exponent with
     |mantissa| in [0.5, 1) (int32 exponents), with PyTorch's dtype checks."""
     if not self.dtype.is_floating_point:

@@ -182,7 +182,7 @@ def _memory_format(x):
 def _adaptive_avg_fns(nsp):
     name = f"adaptive_avg_pool{nsp}d"
 
-    def forward(self, output_size):
+    def forward(self: torch.Tensor, output_size: list[int]) -> torch.Tensor:
         _check_adaptive_input(name, self, output_size, nsp)
         out = torch.empty(
             _adaptive_out_shape(self, output_size),
@@ -193,7 +193,7 @@ def _adaptive_avg_fns(nsp):
         _adaptive_avg_into(self, nsp, out)
         return out
 
-    def forward_out(self, output_size, out):
+    def forward_out(self: torch.Tensor, output_size: list[int], out: torch.Tensor) -> torch.Tensor:
         _check_adaptive_input(name, self, output_size, nsp)
         if out.dtype != self.dtype:
             raise RuntimeError(
@@ -203,7 +203,7 @@ def _adaptive_avg_fns(nsp):
         _adaptive_avg_into(self, nsp, out)
         return out
 
-    def backward(grad_output, self):
+    def backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
         bname = name + "_backward"
         for d in range(1, grad_output.dim()):
             if grad_output.shape[d] <= 0:
@@ -256,7 +256,9 @@ def _adaptive_avg_fns(nsp):
 
 
 def _adaptive_max_fns(nsp):
-    def forward_out(self, output_size, out, indices):
+    def forward_out(
+        self: torch.Tensor, output_size: list[int], out: torch.Tensor, indices: torch.Tensor
+    ) -> None:
         x = contiguous(self)
         total = out.numel()
         if total == 0:
@@ -277,7 +279,12 @@ def _adaptive_max_fns(nsp):
         write_back(out, o_t)
         write_back(indices, i_t)
 
-    def backward_out(grad_output, self, indices, grad_input):
+    def backward_out(
+        grad_output: torch.Tensor,
+        self: torch.Tensor,
+        indices: torch.Tensor,
+        grad_input: torch.Tensor,
+    ) -> None:
         # Adds each gradient at its index (fp16/bf16 through float32).
         volume = math.prod(self.shape[self.dim() - nsp :])
         planes = self.numel() // volume if self.numel() else 0

@@ -172,8 +172,15 @@ def _avg_pool_backward_kernel(
 
 @kernel("max_pool2d_with_indices")
 def max_pool2d_with_indices_out(
-    self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
-):
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    ceil_mode: bool,
+    out: torch.Tensor,
+    indices: torch.Tensor,
+) -> None:
     kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     dh, dw = _pair(dilation)
     x, H, W = as_planes(self)
@@ -212,8 +219,16 @@ def max_pool2d_with_indices_out(
 
 @kernel("max_pool2d_with_indices_backward")
 def max_pool2d_with_indices_backward_out(
-    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    ceil_mode: bool,
+    indices: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> None:
     from ..copy import fill_
     from ..index import _gather_scatter
 
@@ -230,8 +245,18 @@ def max_pool2d_with_indices_backward_out(
 
 @kernel("avg_pool2d")
 def avg_pool2d_out(
-    self, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad, divisor_override, out
-):
+    self: torch.Tensor,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    ph: int,
+    pw: int,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+    out: torch.Tensor,
+) -> None:
     # The meta's precomputed kernel_size, stride and padding arrive as ints.
     x, H, W = as_planes(self)
     OH, OW = out.shape[-2], out.shape[-1]
@@ -267,16 +292,16 @@ def avg_pool2d_out(
 
 @kernel("avg_pool2d_backward")
 def avg_pool2d_backward_out(
-    grad_output,
-    self,
-    kernel_size,
-    stride,
-    padding,
-    ceil_mode,
-    count_include_pad,
-    divisor_override,
-    grad_input,
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+    grad_input: torch.Tensor,
+) -> None:
     kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     H, W = self.shape[-2], self.shape[-1]
     g = contiguous(grad_output)
@@ -312,7 +337,9 @@ def avg_pool2d_backward_out(
 
 
 @kernel()
-def max_unpool2d_out(self, indices, output_size, out):
+def max_unpool2d_out(
+    self: torch.Tensor, indices: torch.Tensor, output_size: list[int], out: torch.Tensor
+) -> torch.Tensor:
     """max_unpool2d.out(self, indices, output_size, out): zeros, with each value
     written at its index into the output plane (of max_pool2d's return_indices)."""
     if self.dim() not in (3, 4):
@@ -341,6 +368,6 @@ def max_unpool2d_out(self, indices, output_size, out):
 
 
 @kernel()
-def max_unpool2d(self, indices, output_size):
+def max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
     out = torch.empty(0, dtype=self.dtype, device=self.device)
     return max_unpool2d_out(self, indices, output_size, out)

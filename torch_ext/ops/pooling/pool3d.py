@@ -202,7 +202,14 @@ def _volumes(x):
 
 
 @kernel()
-def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool3d_with_indices(
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int] = (),
+    padding: list[int] = 0,
+    dilation: list[int] = 1,
+    ceil_mode: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     k, s, p, d = _pool3_params(self, kernel_size, stride, padding, dilation, "max_pool3d")
     x, D, H, W = _volumes(self)
     osz = [
@@ -246,8 +253,15 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
 
 @kernel()
 def max_pool3d_with_indices_out(
-    self, kernel_size, stride, padding, dilation, ceil_mode, out, indices
-):
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    ceil_mode: bool,
+    out: torch.Tensor,
+    indices: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     o, i = max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
     for dst, src in ((out, o), (indices, i)):
         dst.resize_(src.shape)
@@ -257,8 +271,15 @@ def max_pool3d_with_indices_out(
 
 @kernel()
 def max_pool3d_with_indices_backward(
-    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    ceil_mode: bool,
+    indices: torch.Tensor,
+) -> torch.Tensor:
     x, D, H, W = _volumes(self)
     acc = torch.zeros(self.shape, dtype=float_acc(self.dtype), device=self.device)
     g = contiguous(grad_output)
@@ -302,8 +323,16 @@ def max_pool3d_with_indices_backward(
 
 @kernel()
 def max_pool3d_with_indices_backward_out(
-    grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices, grad_input
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    ceil_mode: bool,
+    indices: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> torch.Tensor:
     r = max_pool3d_with_indices_backward(
         grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
     )
@@ -314,8 +343,15 @@ def max_pool3d_with_indices_backward_out(
 
 @kernel("avg_pool3d")
 def avg_pool3d_out(
-    self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out
-):
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+    out: torch.Tensor,
+) -> None:
     """avg_pool3d.out impl (PyTorch's meta has checked the arguments and sized out)."""
     k, s, p, _ = _pool3_params(self, kernel_size, stride, padding, None, "avg_pool3d")
     x, D, H, W = _volumes(self)
@@ -350,16 +386,16 @@ def avg_pool3d_out(
 
 @kernel("avg_pool3d_backward")
 def avg_pool3d_backward_out(
-    grad_output,
-    self,
-    kernel_size,
-    stride,
-    padding,
-    ceil_mode,
-    count_include_pad,
-    divisor_override,
-    grad_input,
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+    grad_input: torch.Tensor,
+) -> None:
     k, s, p, _ = _pool3_params(self, kernel_size, stride, padding, None, "avg_pool3d_backward")
     alert_not_deterministic("avg_pool3d_backward_privateuseone")
     x, D, H, W = _volumes(self)

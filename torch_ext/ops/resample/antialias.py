@@ -1,6 +1,7 @@
 """Antialiased bilinear and bicubic interpolation, 2-d (+ backward)."""
 
 import math
+import torch
 import triton
 import triton.language as tl
 
@@ -131,7 +132,14 @@ def _aa_args(in_shape, out_shape, align_corners, scales_h, scales_w, cubic):
 
 
 def _aa_fns(cubic):
-    def forward_out(self, output_size, align_corners, scales_h, scales_w, out):
+    def forward_out(
+        self: torch.Tensor,
+        output_size: list[int],
+        align_corners: bool,
+        scales_h: float | None,
+        scales_w: float | None,
+        out: torch.Tensor,
+    ) -> None:
         x = contiguous(self)
         total = out.numel()
         if total == 0:
@@ -153,8 +161,14 @@ def _aa_fns(cubic):
         write_back(out, o_t)
 
     def backward_out(
-        grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
-    ):
+        grad_output: torch.Tensor,
+        output_size: list[int],
+        input_size: list[int],
+        align_corners: bool,
+        scales_h: float | None,
+        scales_w: float | None,
+        grad_input: torch.Tensor,
+    ) -> None:
         name = "bicubic" if cubic else "bilinear"
         alert_not_deterministic(f"_upsample_{name}2d_aa_backward_out_privateuseone")
         g = contiguous(grad_output)

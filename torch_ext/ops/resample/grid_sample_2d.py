@@ -339,7 +339,13 @@ def _launch(inp, grid, out, gout, ginp, ggrid, mode, padding, align, backward, i
 
 
 @kernel()
-def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+def grid_sampler_2d(
+    input: torch.Tensor,
+    grid: torch.Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+) -> torch.Tensor:
     _check(input, grid, interpolation_mode, padding_mode)
     N, C = input.shape[:2]
     out = torch.empty(N, C, grid.shape[1], grid.shape[2], dtype=input.dtype, device=input.device)
@@ -361,8 +367,14 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
 
 @kernel()
 def grid_sampler_2d_backward(
-    grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
-):
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    grid: torch.Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor, torch.Tensor]:
     """-> (grad_input, grad_grid); output_mask says which are wanted."""
     alert_not_deterministic("grid_sampler_2d_backward_privateuseone")
     _check(input, grid, interpolation_mode, padding_mode)

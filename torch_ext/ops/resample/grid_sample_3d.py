@@ -222,7 +222,13 @@ def _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode):
 
 
 @kernel()
-def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+def grid_sampler_3d(
+    input: torch.Tensor,
+    grid: torch.Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+) -> torch.Tensor:
     _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
     x, gr = contiguous(input), contiguous(grid)
     N, C, D, H, W = x.shape
@@ -256,8 +262,14 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
 
 @kernel()
 def grid_sampler_3d_backward(
-    grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
-):
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    grid: torch.Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor]:
     _check_grid_sampler3d(input, grid, interpolation_mode, padding_mode)
     alert_not_deterministic("grid_sampler_3d_backward_privateuseone")
     x, gr, g = contiguous(input), contiguous(grid), contiguous(grad_output)

@@ -1,6 +1,7 @@
 """Linear, bilinear, trilinear and bicubic interpolation (+ backward)."""
 
 import struct
+import torch
 import triton
 import triton.language as tl
 
@@ -205,38 +206,77 @@ def _upsample_linear_backward(grad_output, grad_input, align_corners, scales):
 
 
 @kernel("upsample_linear1d")
-def upsample_linear1d_out(self, output_size, align_corners, scales, out):
+def upsample_linear1d_out(
+    self: torch.Tensor,
+    output_size: list[int],
+    align_corners: bool,
+    scales: float | None,
+    out: torch.Tensor,
+) -> None:
     _upsample_linear(self, out, align_corners, (scales,))
 
 
 @kernel("upsample_linear1d_backward")
 def upsample_linear1d_backward_out(
-    grad_output, output_size, input_size, align_corners, scales, grad_input
-):
+    grad_output: torch.Tensor,
+    output_size: list[int],
+    input_size: list[int],
+    align_corners: bool,
+    scales: float | None,
+    grad_input: torch.Tensor,
+) -> None:
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales,))
 
 
 @kernel("upsample_bilinear2d")
-def upsample_bilinear2d_out(self, output_size, align_corners, scales_h, scales_w, out):
+def upsample_bilinear2d_out(
+    self: torch.Tensor,
+    output_size: list[int],
+    align_corners: bool,
+    scales_h: float | None,
+    scales_w: float | None,
+    out: torch.Tensor,
+) -> None:
     _upsample_linear(self, out, align_corners, (scales_h, scales_w))
 
 
 @kernel("upsample_bilinear2d_backward")
 def upsample_bilinear2d_backward_out(
-    grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
-):
+    grad_output: torch.Tensor,
+    output_size: list[int],
+    input_size: list[int],
+    align_corners: bool,
+    scales_h: float | None,
+    scales_w: float | None,
+    grad_input: torch.Tensor,
+) -> None:
     _upsample_linear_backward(grad_output, grad_input, align_corners, (scales_h, scales_w))
 
 
 @kernel("upsample_trilinear3d")
-def upsample_trilinear3d_out(self, output_size, align_corners, scales_d, scales_h, scales_w, out):
+def upsample_trilinear3d_out(
+    self: torch.Tensor,
+    output_size: list[int],
+    align_corners: bool,
+    scales_d: float | None,
+    scales_h: float | None,
+    scales_w: float | None,
+    out: torch.Tensor,
+) -> None:
     _upsample_linear(self, out, align_corners, (scales_d, scales_h, scales_w))
 
 
 @kernel("upsample_trilinear3d_backward")
 def upsample_trilinear3d_backward_out(
-    grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w, grad_input
-):
+    grad_output: torch.Tensor,
+    output_size: list[int],
+    input_size: list[int],
+    align_corners: bool,
+    scales_d: float | None,
+    scales_h: float | None,
+    scales_w: float | None,
+    grad_input: torch.Tensor,
+) -> None:
     _upsample_linear_backward(
         grad_output, grad_input, align_corners, (scales_d, scales_h, scales_w)
     )
@@ -361,7 +401,14 @@ def _bicubic_args(in_shape, out_shape, align_corners, scales_h, scales_w):
 
 
 @kernel("upsample_bicubic2d")
-def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w, out):
+def upsample_bicubic2d_out(
+    self: torch.Tensor,
+    output_size: list[int],
+    align_corners: bool,
+    scales_h: float | None,
+    scales_w: float | None,
+    out: torch.Tensor,
+) -> None:
     x = contiguous(self)
     total = out.numel()
     if total == 0:
@@ -385,8 +432,14 @@ def upsample_bicubic2d_out(self, output_size, align_corners, scales_h, scales_w,
 
 @kernel("upsample_bicubic2d_backward")
 def upsample_bicubic2d_backward_out(
-    grad_output, output_size, input_size, align_corners, scales_h, scales_w, grad_input
-):
+    grad_output: torch.Tensor,
+    output_size: list[int],
+    input_size: list[int],
+    align_corners: bool,
+    scales_h: float | None,
+    scales_w: float | None,
+    grad_input: torch.Tensor,
+) -> None:
     alert_not_deterministic("upsample_bicubic2d_backward_out_privateuseone")
     g = contiguous(grad_output)
     acc = zeroed_accumulator(grad_input)

@@ -135,14 +135,25 @@ def upsample_nearest_backward(grad_output, grad_input, scales, exact=False):
 
 
 @kernel("upsample_nearest2d")
-def upsample_nearest2d_out(self, output_size, scales_h, scales_w, out):
+def upsample_nearest2d_out(
+    self: torch.Tensor,
+    output_size: list[int],
+    scales_h: float | None,
+    scales_w: float | None,
+    out: torch.Tensor,
+) -> None:
     upsample_nearest(self, out, (scales_h, scales_w))
 
 
 @kernel("upsample_nearest2d_backward")
 def upsample_nearest2d_backward_out(
-    grad_output, output_size, input_size, scales_h, scales_w, grad_input
-):
+    grad_output: torch.Tensor,
+    output_size: list[int],
+    input_size: list[int],
+    scales_h: float | None,
+    scales_w: float | None,
+    grad_input: torch.Tensor,
+) -> None:
     upsample_nearest_backward(grad_output, grad_input, (scales_h, scales_w))
 
 
@@ -156,11 +167,18 @@ def upsample_nearest2d_backward_out(
 
 
 def _nearest_fns(nsp, exact):
-    def forward_out(self, output_size, *scales_and_out):
+    def forward_out(
+        self: torch.Tensor, output_size: list[int], *scales_and_out: float | None | torch.Tensor
+    ) -> None:
         *scales, out = scales_and_out
         upsample_nearest(self, out, scales, exact=exact)
 
-    def backward_out(grad_output, output_size, input_size, *scales_and_grad):
+    def backward_out(
+        grad_output: torch.Tensor,
+        output_size: list[int],
+        input_size: list[int],
+        *scales_and_grad: float | None | torch.Tensor,
+    ) -> None:
         *scales, grad_input = scales_and_grad
         upsample_nearest_backward(grad_output, grad_input, scales, exact=exact)
 

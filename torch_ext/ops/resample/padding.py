@@ -168,7 +168,7 @@ def _check_pad_grad(name, grad_output, x, padding):
 
 
 @kernel()
-def reflection_pad2d_out(self, padding, out):
+def reflection_pad2d_out(self: torch.Tensor, padding: list[int], out: torch.Tensor) -> torch.Tensor:
     _check_pad("reflection_pad2d", self, padding, 2, True)
     out.resize_(_padded_shape(self.shape, padding))  # a plain out= op sizes its own out
     _pad(self, padding, out, True)
@@ -176,7 +176,7 @@ def reflection_pad2d_out(self, padding, out):
 
 
 @kernel()
-def reflection_pad2d(self, padding):
+def reflection_pad2d(self: torch.Tensor, padding: list[int]) -> torch.Tensor:
     _check_pad("reflection_pad2d", self, padding, 2, True)
     out = torch.empty(_padded_shape(self.shape, padding), dtype=self.dtype, device=self.device)
     _pad(self, padding, out, True)
@@ -184,14 +184,16 @@ def reflection_pad2d(self, padding):
 
 
 def _plain_pad_backward_fns(name, nsp, reflect):
-    def backward(grad_output, self, padding):
+    def backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int]) -> torch.Tensor:
         _check_pad(name, self, padding, nsp, reflect)
         _check_pad_grad(name, grad_output, self, padding)
         grad_input = torch.empty(self.shape, dtype=self.dtype, device=self.device)
         _pad_backward(grad_output, padding, grad_input, reflect)
         return grad_input
 
-    def backward_out(grad_output, self, padding, grad_input):
+    def backward_out(
+        grad_output: torch.Tensor, self: torch.Tensor, padding: list[int], grad_input: torch.Tensor
+    ) -> torch.Tensor:
         _check_pad(name, self, padding, nsp, reflect)
         _check_pad_grad(name, grad_output, self, padding)
         grad_input.resize_(self.shape)  # a plain out= op sizes its own out
@@ -202,10 +204,12 @@ def _plain_pad_backward_fns(name, nsp, reflect):
 
 
 def _structured_pad_fns(reflect):
-    def forward_out(self, padding, out):
+    def forward_out(self: torch.Tensor, padding: list[int], out: torch.Tensor) -> None:
         _pad(self, padding, out, reflect)
 
-    def backward_out(grad_output, self, padding, grad_input):
+    def backward_out(
+        grad_output: torch.Tensor, self: torch.Tensor, padding: list[int], grad_input: torch.Tensor
+    ) -> None:
         _pad_backward(grad_output, padding, grad_input, reflect)
 
     return forward_out, backward_out
