@@ -31,7 +31,10 @@ namespace torch_ext::launch {
 namespace torch_ext::launch::plan {
 namespace {
 
-constexpr size_t kMaxParams = 256;
+// Multi-tensor kernels take a pointer, a size and a first block per slot (110 slots for
+// one list: 330 parameters and more); at 256 the optimizers' foreach launches stayed
+// on Python ("launch not replayable", "parameter layout" in _plan_stats()'s reasons).
+constexpr size_t kMaxParams = 1024;
 constexpr size_t kMaxSteps = 4096;
 constexpr size_t kMaxEntries = 16384;
 
