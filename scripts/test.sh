@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds torch_ext if needed, then runs the whole test suite with the CPU
-# fallback turned into an error (tests/conftest.py sets TORCH_EXT_FALLBACK=error).
+# fallback turned into an error (tests/conftest.py sets TORCH_EXT_FALLBACK=error),
+# in TEST_WORKERS processes (pytest-xdist; default 2, one per core of CI's machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider "$@"
+exec "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" "$@"
