@@ -253,6 +253,16 @@ VARIABLES: tuple[Variable, ...] = (
         ("scripts/setup.sh",),
     ),
     Variable(
+        "TEST_WORKERS",
+        "test",
+        "text",
+        None,
+        "`2`",
+        "processes `scripts/test.sh` runs the suite in (pytest-xdist's `-n`; `auto`: one per "
+        "core, the default of `tests_gpu/run_all.sh`)",
+        ("scripts/test.sh", "tests_gpu/run_all.sh"),
+    ),
+    Variable(
         "TORCH_EXT_TEST_DEVICE",
         "test",
         "choice",
