@@ -277,3 +277,16 @@ def run_python(code: str, timeout: float = 300, **env) -> subprocess.CompletedPr
         text=True,
         timeout=timeout,
     )
+
+
+def some_grads(fn, *inputs, **kw):
+    """`grads` (device against CPU), asserting there were gradients to compare."""
+    gs, ref_gs = grads(fn, *inputs, **kw)
+    assert len(gs) == len(ref_gs) and gs
+
+
+def edge(dtype, *extra):
+    """Signed zeros, +-1, large magnitudes, infinities and NaN (and `extra`), in `dtype`."""
+    inf, nan = float("inf"), float("nan")
+    values = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, inf, -inf, nan, *extra]
+    return torch.tensor(values, dtype=torch.float64).to(dtype)

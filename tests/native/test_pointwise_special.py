@@ -1,6 +1,7 @@
 """Dispatcher-level tests (torch.* on privateuseone against CPU) of the
-pointwise family's special functions and activations beyond the basic set
-(mish, logsigmoid, prelu, glu, clamp with tensor bounds, shifts, special.*,
+pointwise family's special functions beyond the basic set (activations:
+test_pointwise_activation.py)
+(clamp with tensor bounds, shifts, special.*,
 polygamma, nextafter, gcd/lcm, zeta, mvlgamma, erfcx/log_ndtr/ndtri)."""
 
 import math
@@ -8,10 +9,9 @@ import math
 import pytest
 
 import torch
-import torch.nn.functional as F
 
 from helpers import DEV, REGISTERED, assert_close, check, rand, to_dev
-from helpers import grads as _grads
+from helpers import edge, some_grads
 
 
 @pytest.fixture(autouse=True)
@@ -29,18 +29,6 @@ INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 
 
 INF, NAN = math.inf, math.nan
-
-
-def some_grads(fn, *inputs, **kw):
-    gs, ref_gs = _grads(fn, *inputs, **kw)
-    assert len(gs) == len(ref_gs) and gs
-
-
-def edge(dtype, *extra):
-    return torch.tensor(
-        [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, INF, -INF, NAN, *extra],
-        dtype=torch.float64,
-    ).to(dtype)
 
 
 UNARY_SPECIAL = {
@@ -159,103 +147,6 @@ def test_registered():
         "special_zeta.out",
     }
     assert sorted(names - REGISTERED) == []
-
-
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_mish(dtype):
-    x = rand((9, 7), dtype, -6, 6, noncontig=True)
-    check(F.mish, x)
-    check(F.mish, edge(dtype))
-    some_grads(F.mish, x, dtype=dtype)
-    some_grads(F.mish, edge(dtype)[:10], dtype=dtype)
-    # out= and in-place
-    out = torch.empty(0, dtype=dtype, device=DEV)
-    assert torch.ops.aten.mish.out(x.to(DEV), out=out) is out
-    assert_close(out, F.mish(x.double()), dtype, ref_same=F.mish(x))
-    y = x.to(DEV)
-    F.mish(y, inplace=True)
-    assert_close(y, F.mish(x.double()), dtype, ref_same=F.mish(x))
-    g = rand((9, 7), dtype)
-    check(torch.ops.aten.mish_backward, g, x)
-
-
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_logsigmoid(dtype):
-    x = rand((8, 5), dtype, -10, 10, noncontig=True)
-    check(F.logsigmoid, x)
-    check(F.logsigmoid, edge(dtype, 1000.0, -1000.0) if dtype != F16 else edge(dtype))
-    some_grads(F.logsigmoid, x, dtype=dtype)
-    some_grads(F.logsigmoid, edge(dtype)[:10], dtype=dtype)
-    # the aten overloads directly; the buffer is not needed by our backward
-    out, buf = torch.ops.aten.log_sigmoid_forward(x.to(DEV))
-    assert_close(out, F.logsigmoid(x.double()), dtype, ref_same=F.logsigmoid(x))
-    o, b = torch.empty(0, dtype=dtype, device=DEV), torch.empty(3, dtype=dtype, device=DEV)
-    r = torch.ops.aten.log_sigmoid_forward.output(x.to(DEV), output=o, buffer=b)
-    assert r[0] is o and r[1] is b
-    assert_close(o, F.logsigmoid(x.double()), dtype, ref_same=F.logsigmoid(x))
-    g = rand((8, 5), dtype)
-    _, cpu_buf = torch.ops.aten.log_sigmoid_forward(x)
-    ref = torch.ops.aten.log_sigmoid_backward(
-        g.double(), x.double(), torch.ops.aten.log_sigmoid_forward(x.double())[1]
-    )
-    gi = torch.empty(0, dtype=dtype, device=DEV)
-    res = torch.ops.aten.log_sigmoid_backward.grad_input(g.to(DEV), x.to(DEV), buf, grad_input=gi)
-    assert res is gi
-    assert_close(gi, ref, dtype, ref_same=torch.ops.aten.log_sigmoid_backward(g, x, cpu_buf))
-    with pytest.raises(RuntimeError, match="floating"):
-        torch.ops.aten.log_sigmoid_forward(torch.arange(3, device=DEV))
-
-
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_prelu(dtype):
-    x = rand((4, 3, 5, 2), dtype, -3, 3, noncontig=True)
-    w = rand((3,), dtype, -1, 1)
-    check(F.prelu, x, w)
-    some_grads(F.prelu, x, w, dtype=dtype, reduce=40)
-    some_grads(
-        F.prelu, rand((6, 7), dtype), torch.tensor([0.25], dtype=dtype), dtype=dtype, reduce=42
-    )
-    some_grads(F.prelu, rand((5,), dtype), rand((1,), dtype), dtype=dtype, reduce=5)
-    check(F.prelu, edge(dtype).reshape(1, -1), torch.tensor([0.1], dtype=dtype))
-    # the aten kernels with a weight broadcast over self
-    g = rand((4, 3, 5, 2), dtype)
-    wb = w.view(1, 3, 1, 1)
-    check(torch.ops.aten._prelu_kernel, x, wb)
-    check(torch.ops.aten._prelu_kernel_backward, g, x, wb)
-
-
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_glu(dtype):
-    x = rand((4, 6, 8), dtype, -4, 4)
-    for dim in (0, 1, -1, 2):
-        check(F.glu, x, dim)
-        some_grads(lambda t: F.glu(t, dim), x, dtype=dtype)
-    xt = rand((8, 6), dtype).t()  # non-contiguous
-    check(F.glu, xt, 0)
-    some_grads(lambda t: F.glu(t, 0), xt, dtype=dtype)
-    check(F.glu, edge(dtype, 2.0), 0)
-    out = torch.empty(0, dtype=dtype, device=DEV)
-    assert torch.ops.aten.glu.out(x.to(DEV), 1, out=out) is out
-    assert_close(out, F.glu(x.double(), 1), dtype, ref_same=F.glu(x, 1))
-    g = rand((4, 3, 8), dtype)
-    check(torch.ops.aten.glu_backward, g, x, 1)
-    gi = torch.empty(0, dtype=dtype, device=DEV)
-    assert torch.ops.aten.glu_backward.grad_input(g.to(DEV), x.to(DEV), 1, grad_input=gi) is gi
-    assert_close(
-        gi,
-        torch.ops.aten.glu_backward(g.double(), x.double(), 1),
-        dtype,
-        ref_same=torch.ops.aten.glu_backward(g, x, 1),
-    )
-
-
-def test_glu_errors():
-    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
-        F.glu(torch.randn(3, 5, device=DEV), -1)
-    with pytest.raises(RuntimeError, match="scalars"):
-        F.glu(torch.tensor(1.0, device=DEV))
-    with pytest.raises(RuntimeError, match="does not match"):
-        torch.ops.aten.glu_backward(torch.randn(3, 3, device=DEV), torch.randn(3, 4, device=DEV), 1)
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8])

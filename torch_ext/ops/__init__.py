@@ -48,6 +48,7 @@ from . import (  # noqa: F401
     index,
     linalg,
     loss,
+    loss_nll,
     matmul,
     normalization,
     optim,
