@@ -1,5 +1,6 @@
 #include "launch/Plan.h"
 
+#include "launch/PlanImpl.h"
 #include "launch/PlanKey.h"
 #include "runtime/Config.h"
 #include "runtime/CudaApi.h"
@@ -27,118 +28,14 @@ namespace py = pybind11;
 namespace torch_ext::launch {
 [[noreturn]] void rethrow_python(const char* name, py::error_already_set& e);  // Launcher.cpp
 }
-
 namespace torch_ext::launch::plan {
-namespace {
+namespace detail {
 
-// Multi-tensor kernels take a pointer, a size and a first block per slot (110 slots for
-// one list: 330 parameters and more); at 256 the optimizers' foreach launches stayed
-// on Python ("launch not replayable", "parameter layout" in _plan_stats()'s reasons).
-constexpr size_t kMaxParams = 1024;
-constexpr size_t kMaxSteps = 4096;
-constexpr size_t kMaxEntries = 16384;
-
-// Where a pointer points: operand, temporary or persistent region `index`,
-// plus bytes from its start (an operand's: its data pointer).
-struct Ref {
-  enum class Base : uint8_t { Operand, Temp, Persistent } base = Base::Operand;
-  int16_t index = -1;
-  int64_t delta = 0;
-  bool temp() const { return base == Base::Temp; }
-};
-
-// Memory that outlives every plan (e.g. the bounds-check flag ring):
-// registered by Python, kept alive here.
 std::mutex persistent_mutex;
 std::vector<at::Tensor>& persistent() {
   static auto* regions = new std::vector<at::Tensor>();
   return *regions;
 }
-
-// A Python object owned by a plan; released with the GIL, leaked at exit.
-struct PyRef {
-  PyObject* p;
-  explicit PyRef(py::handle h) : p(h.inc_ref().ptr()) {}
-  PyRef(const PyRef&) = delete;
-  PyRef& operator=(const PyRef&) = delete;
-  ~PyRef() {
-    if (Py_IsInitialized()) {
-      py::gil_scoped_acquire gil;
-      Py_DECREF(p);
-    }
-  }
-};
-
-// A tensor rebuilt at replay: a view of an operand's or a temporary's storage.
-struct View {
-  Ref ref;  // index -1: an empty tensor (no memory), rebuilt as a new one
-  c10::DeviceIndex device = 0;
-  at::ScalarType dtype = at::kFloat;
-  std::vector<int64_t> sizes, strides;
-};
-
-struct Param {  // one raw kernel parameter (cuda driver)
-  uint8_t size = 8;
-  bool is_ref = false;
-  Ref ref;
-  uint64_t bits = 0;
-  int8_t philox = -1;  // 0: the seed, 1: the offset of Philox draw `ordinal`
-  int16_t ordinal = 0;
-};
-
-struct Step {
-  enum class Kind : uint8_t { Cuda, Host, Copy, Memset, Callback, Philox } kind = Kind::Cuda;
-  std::string name;  // the kernel, for profiler ranges
-  // Cuda: cuLaunchKernel(function, grid, threads, shared, params).
-  void* function = nullptr;
-  unsigned grid[3] = {1, 1, 1};
-  unsigned threads = 0, shared = 0;
-  std::vector<Param> params;
-  // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
-  // Callback: kernel(*args) (e.g. the host driver's bounds check).
-  std::shared_ptr<PyRef> kernel, py_grid, args, kwargs;
-  std::vector<View> tensors;
-  // Philox: reserve `bytes` counter values of the device's default generator.
-  c10::DeviceIndex device = 0;
-  // Copy / Memset.
-  Ref dst, src;
-  size_t bytes = 0;
-  int value = 0;
-};
-
-struct Result {
-  enum class Kind : uint8_t { Constant, Operand, View, Tuple } kind = Kind::Constant;
-  c10::IValue constant;
-  int16_t operand = -1;
-  View view;
-  std::vector<Result> elems;
-};
-
-struct Plan {
-  std::vector<size_t> temps;  // bytes of each temporary
-  std::vector<Step> steps;
-  Result result;
-  int64_t launches = 0;
-};
-
-struct Temp {
-  char* ptr;
-  size_t bytes;
-  bool live;
-};
-
-struct Recording {
-  const std::vector<Operand>* operands;
-  std::vector<Temp> temps;
-  std::vector<Step> steps;
-  bool ok = true;
-  bool retry = false;
-  int paused = 0;
-  std::string why;
-  // Philox draws so far, and whether a launch took each one's seed and offset.
-  std::vector<std::pair<bool, bool>> philox;
-};
-
 thread_local Recording* active = nullptr;
 
 void fail(Recording& r, const char* why) noexcept {
@@ -148,11 +45,7 @@ void fail(Recording& r, const char* why) noexcept {
   }
   r.ok = false;
 }
-
-struct Stats {
-  std::atomic<int64_t> replayed{0}, recorded{0}, uncacheable{0}, slow{0}, launched{0}, retried{0};
-} stats;
-
+Stats stats;
 std::mutex cache_mutex;
 // nullptr: calls with this key stay on Python.
 std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
@@ -497,125 +390,6 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   return result;
 }
 
-// ---- observers (Python side, GIL held) ----
-
-uint8_t param_size(const std::string& type) {
-  if (type[0] == '*') return 8;
-  if (type == "i1" || type == "i8" || type == "u1" || type == "u8") return 1;
-  if (type == "i16" || type == "u16" || type == "fp16" || type == "bf16") return 2;
-  if (type == "i32" || type == "u32" || type == "fp32") return 4;
-  if (type == "i64" || type == "u64" || type == "fp64") return 8;
-  return 0;
-}
-
-// From the cuda driver's Triton launcher (backends/cuda/triton_driver.py).
-// Marks a parameter as Philox draw `ordinal`'s seed (0) or offset (1).
-bool mark_philox(Recording& rec, int8_t which, int16_t ordinal) {
-  if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec.philox.size()) return false;
-  (which == 0 ? rec.philox[ordinal].first : rec.philox[ordinal].second) = true;
-  return true;
-}
-
-void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned shared,
-                  py::object types, py::list values, std::string name,
-                  std::vector<std::tuple<int, int, int>> marks) {
-  Recording* rec = active;
-  if (!rec || !rec->ok || rec->paused) return;
-  if (types.is_none()) return fail(*rec, "launch not replayable");
-  auto type_list = types.cast<std::vector<std::string>>();
-  auto g = grid.cast<std::vector<int64_t>>();
-  if (type_list.size() != values.size() || type_list.size() > kMaxParams || g.size() != 3) {
-    return fail(*rec, "launch not replayable");
-  }
-  Step s;
-  s.kind = Step::Kind::Cuda;
-  s.name = "triton:" + name;
-  s.function = reinterpret_cast<void*>(function);
-  for (int d = 0; d < 3; ++d) s.grid[d] = static_cast<unsigned>(g[d]);
-  s.threads = threads;
-  s.shared = shared;
-  for (size_t k = 0; k < type_list.size(); ++k) {
-    const std::string& type = type_list[k];
-    const uint8_t size = type.empty() ? 0 : param_size(type);
-    if (size == 0) return fail(*rec, "parameter type");
-    py::handle v = values[k];
-    Param p;
-    p.size = size;
-    if (type[0] == '*') {
-      const auto ptr = v.cast<uint64_t>();
-      if (ptr != 0) {
-        if (!resolve(*rec, reinterpret_cast<const void*>(ptr), p.ref)) {
-          return fail(*rec, "foreign pointer");
-        }
-        p.is_ref = true;
-      }
-    } else if (type == "fp32") {
-      const float f = v.cast<float>();
-      std::memcpy(&p.bits, &f, sizeof(f));
-    } else if (type == "fp64") {
-      const double d = v.cast<double>();
-      std::memcpy(&p.bits, &d, sizeof(d));
-    } else if (type == "fp16" || type == "bf16") {
-      return fail(*rec, "parameter type");
-    } else if (type == "u64") {  // may exceed int64 (random_'s full 64-bit range)
-      const auto u = v.cast<uint64_t>();
-      std::memcpy(&p.bits, &u, sizeof(u));
-    } else {
-      const auto i = v.cast<int64_t>();
-      std::memcpy(&p.bits, &i, sizeof(i));  // little-endian: the low `size` bytes
-    }
-    s.params.push_back(p);
-  }
-  for (const auto& [index, which, ordinal] : marks) {
-    if (index < 0 || static_cast<size_t>(index) >= s.params.size() || s.params[index].is_ref ||
-        !mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
-      return fail(*rec, "random");
-    }
-    s.params[index].philox = static_cast<int8_t>(which);
-    s.params[index].ordinal = static_cast<int16_t>(ordinal);
-  }
-  rec->steps.push_back(std::move(s));
-}
-
-// From ops/_launch.py on the host driver: kernel[grid](*args, **kwargs) with
-// the tensors taken out of args/kwargs (slots the replay fills).
-void observe_host(py::object kernel, py::object grid, py::object args, py::object kwargs,
-                  std::vector<at::Tensor> tensors, std::string name,
-                  std::vector<std::tuple<int, int>> marks) {
-  Recording* rec = active;
-  if (!rec || !rec->ok || rec->paused) return;
-  Step s;
-  s.kind = Step::Kind::Host;
-  s.name = "triton:" + name;
-  s.kernel = std::make_shared<PyRef>(kernel);
-  s.py_grid = std::make_shared<PyRef>(grid);
-  s.args = std::make_shared<PyRef>(args);
-  s.kwargs = std::make_shared<PyRef>(kwargs);
-  for (const auto& t : tensors) {
-    View v;
-    if (!make_view(*rec, t, v)) return fail(*rec, "foreign pointer");
-    s.tensors.push_back(std::move(v));
-  }
-  for (const auto& [which, ordinal] : marks) {
-    if (!mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
-      return fail(*rec, "random");
-    }
-  }
-  rec->steps.push_back(std::move(s));
-}
-
-// A Python call the replay repeats after the steps recorded so far.
-void observe_callback(py::object fn, py::tuple args, std::string name) {
-  Recording* rec = active;
-  if (!rec || !rec->ok) return;
-  Step s;
-  s.kind = Step::Kind::Callback;
-  s.name = std::move(name);
-  s.kernel = std::make_shared<PyRef>(fn);
-  s.args = std::make_shared<PyRef>(args);
-  rec->steps.push_back(std::move(s));
-}
-
 // A call whose arguments make no key (e.g. a CPU tensor of several elements).
 void note_unkeyed(const char* name) {
   stats.slow++;
@@ -623,7 +397,9 @@ void note_unkeyed(const char* name) {
   reasons[std::string(name) + ": arguments make no key"]++;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 bool recording() noexcept { return active != nullptr && active->paused == 0; }
 
@@ -732,89 +508,6 @@ int note_philox(bool default_generator, c10::DeviceIndex device, uint64_t increm
 void note_unreplayable(const char* why) noexcept {
   Recording* r = active;
   if (r && !r->paused) fail(*r, why);
-}
-
-void register_bindings(py::module_& m) {
-  m.def("_plan_recording", []() { return active != nullptr && active->paused == 0; });
-  m.def("_plan_pause", [](bool on) {
-    if (active) active->paused += on ? 1 : -1;
-  });
-  m.def("_plan_retry", []() {
-    if (active) active->retry = true;
-  });
-  m.def("_plan_unreplayable", [](const std::string& why) { note_unreplayable(why.c_str()); });
-  m.def("_plan_observe_cuda", &observe_cuda, py::arg("grid"), py::arg("function"),
-        py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"), py::arg("name"),
-        py::arg("marks") = std::vector<std::tuple<int, int, int>>());
-  m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
-        py::arg("kwargs"), py::arg("tensors"), py::arg("name"),
-        py::arg("marks") = std::vector<std::tuple<int, int>>());
-  m.def("_plan_philox_draws", []() {
-    return active && active->paused == 0 ? static_cast<int64_t>(active->philox.size()) : -1;
-  });
-  m.def("_plan_observe_callback", &observe_callback, py::arg("fn"), py::arg("args"),
-        py::arg("name"));
-  m.def("_plan_persistent", [](const at::Tensor& region) {
-    TORCH_CHECK(region.device().type() == c10::DeviceType::PrivateUse1 && region.is_contiguous(),
-                "_plan_persistent: a contiguous privateuseone tensor");
-    std::lock_guard<std::mutex> lock(persistent_mutex);
-    persistent().push_back(region);
-  });
-  m.def("_plan_enabled", []() { return enabled(); });
-  m.def("_plan_stats", []() {
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    py::dict d;
-    d["replayed"] = stats.replayed.load();
-    d["recorded"] = stats.recorded.load();
-    d["uncacheable"] = stats.uncacheable.load();
-    d["slow"] = stats.slow.load();
-    d["launched"] = stats.launched.load();
-    d["retried"] = stats.retried.load();
-    d["entries"] = cache.size();
-    py::dict why;
-    for (const auto& [k, v] : reasons) why[py::str(k)] = v;
-    d["reasons"] = why;
-    return d;
-  });
-  m.def("_plan_clear", []() {
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    cache.clear();
-    reasons.clear();
-  });
-  // The cached plans whose key contains `needle`: (key, temporaries' bytes, steps), each
-  // step (kind, kernel, grid, [(operand/temp/persistent or value, index, delta/bits)]).
-  m.def("_plan_describe", [](const std::string& needle) {
-    static const char* kinds[] = {"cuda", "host", "copy", "memset", "callback", "philox"};
-    static const char* bases[] = {"operand", "temp", "persistent"};
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    py::list out;
-    for (const auto& [key, plan] : cache) {
-      if (!plan || key.find(needle) == std::string::npos) continue;
-      py::list steps;
-      auto ref = [](const Ref& r) {
-        return py::make_tuple(bases[static_cast<int>(r.base)], r.index, r.delta);
-      };
-      for (const Step& s : plan->steps) {
-        py::list params;
-        for (const Param& p : s.params) {
-          if (p.is_ref) {
-            params.append(ref(p.ref));
-          } else {
-            params.append(py::make_tuple("value", p.size, p.bits));
-          }
-        }
-        if (s.kind == Step::Kind::Copy || s.kind == Step::Kind::Memset) {
-          params.append(ref(s.dst));
-          if (s.kind == Step::Kind::Copy) params.append(ref(s.src));
-          params.append(py::make_tuple("bytes", s.bytes, s.value));
-        }
-        steps.append(py::make_tuple(kinds[static_cast<int>(s.kind)], s.name,
-                                    py::make_tuple(s.grid[0], s.grid[1], s.grid[2]), params));
-      }
-      out.append(py::make_tuple(py::bytes(key), plan->temps, steps));
-    }
-    return out;
-  });
 }
 
 }  // namespace torch_ext::launch::plan

@@ -1,0 +1,149 @@
+#pragma once
+// Launch plans' internals (launch/Plan.h), shared by Plan.cpp (keys to plans,
+// recording, replay) and PlanPython.cpp (what Python calls: the observers of
+// launches, and the _plan_* functions of torch_ext._C).
+
+#include "launch/PlanKey.h"
+
+#include <torch/csrc/utils/pybind.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace torch_ext::launch::plan::detail {
+
+namespace py = pybind11;
+
+// Multi-tensor kernels take a pointer, a size and a first block per slot (110 slots for
+// one list: 330 parameters and more); at 256 the optimizers' foreach launches stayed
+// on Python ("launch not replayable", "parameter layout" in _plan_stats()'s reasons).
+constexpr size_t kMaxParams = 1024;
+constexpr size_t kMaxSteps = 4096;
+constexpr size_t kMaxEntries = 16384;
+
+// Where a pointer points: operand, temporary or persistent region `index`,
+// plus bytes from its start (an operand's: its data pointer).
+struct Ref {
+  enum class Base : uint8_t { Operand, Temp, Persistent } base = Base::Operand;
+  int16_t index = -1;
+  int64_t delta = 0;
+  bool temp() const { return base == Base::Temp; }
+};
+
+// Memory that outlives every plan (e.g. the bounds-check flag ring):
+// registered by Python, kept alive here.
+extern std::mutex persistent_mutex;
+std::vector<at::Tensor>& persistent();
+
+// A Python object owned by a plan; released with the GIL, leaked at exit.
+struct PyRef {
+  PyObject* p;
+  explicit PyRef(py::handle h) : p(h.inc_ref().ptr()) {}
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  ~PyRef() {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      Py_DECREF(p);
+    }
+  }
+};
+
+// A tensor rebuilt at replay: a view of an operand's or a temporary's storage.
+struct View {
+  Ref ref;  // index -1: an empty tensor (no memory), rebuilt as a new one
+  c10::DeviceIndex device = 0;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> sizes, strides;
+};
+
+struct Param {  // one raw kernel parameter (cuda driver)
+  uint8_t size = 8;
+  bool is_ref = false;
+  Ref ref;
+  uint64_t bits = 0;
+  int8_t philox = -1;  // 0: the seed, 1: the offset of Philox draw `ordinal`
+  int16_t ordinal = 0;
+};
+
+struct Step {
+  enum class Kind : uint8_t { Cuda, Host, Copy, Memset, Callback, Philox } kind = Kind::Cuda;
+  std::string name;  // the kernel, for profiler ranges
+  // Cuda: cuLaunchKernel(function, grid, threads, shared, params).
+  void* function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned threads = 0, shared = 0;
+  std::vector<Param> params;
+  // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
+  // Callback: kernel(*args) (e.g. the host driver's bounds check).
+  std::shared_ptr<PyRef> kernel, py_grid, args, kwargs;
+  std::vector<View> tensors;
+  // Philox: reserve `bytes` counter values of the device's default generator.
+  c10::DeviceIndex device = 0;
+  // Copy / Memset.
+  Ref dst, src;
+  size_t bytes = 0;
+  int value = 0;
+};
+
+struct Result {
+  enum class Kind : uint8_t { Constant, Operand, View, Tuple } kind = Kind::Constant;
+  c10::IValue constant;
+  int16_t operand = -1;
+  View view;
+  std::vector<Result> elems;
+};
+
+struct Plan {
+  std::vector<size_t> temps;  // bytes of each temporary
+  std::vector<Step> steps;
+  Result result;
+  int64_t launches = 0;
+};
+
+struct Temp {
+  char* ptr;
+  size_t bytes;
+  bool live;
+};
+
+struct Recording {
+  const std::vector<Operand>* operands;
+  std::vector<Temp> temps;
+  std::vector<Step> steps;
+  bool ok = true;
+  bool retry = false;
+  int paused = 0;
+  std::string why;
+  // Philox draws so far, and whether a launch took each one's seed and offset.
+  std::vector<std::pair<bool, bool>> philox;
+};
+
+extern thread_local Recording* active;
+
+void fail(Recording& r, const char* why) noexcept;
+
+struct Stats {
+  std::atomic<int64_t> replayed{0}, recorded{0}, uncacheable{0}, slow{0}, launched{0}, retried{0};
+};
+extern Stats stats;
+
+extern std::mutex cache_mutex;
+// nullptr: calls with this key stay on Python.
+extern std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
+extern std::map<std::string, int64_t> reasons;  // why keys stayed on Python (under cache_mutex)
+
+bool enabled();
+bool is_cuda();
+// The operand, temporary or persistent region `p` points into (false: none).
+bool resolve(const Recording& r, const void* p, Ref& out);
+at::Tensor persistent_region(int16_t index);
+// `t` as a view to rebuild at replay (false: its memory is foreign to the recording).
+bool make_view(const Recording& r, const at::Tensor& t, View& v);
+
+}  // namespace torch_ext::launch::plan::detail

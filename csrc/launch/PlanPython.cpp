@@ -1,0 +1,224 @@
+// What Python calls of the launch plans (launch/Plan.h): the observers through
+// which a recording sees launches (the cuda driver's Triton launcher, ops/_launch.py on
+// the host driver, callbacks), and the _plan_* functions of torch_ext._C.
+
+#include "launch/Plan.h"
+#include "launch/PlanImpl.h"
+
+#include <torch/csrc/utils/pybind.h>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace torch_ext::launch::plan {
+namespace {
+
+using namespace detail;
+
+// ---- observers (Python side, GIL held) ----
+
+uint8_t param_size(const std::string& type) {
+  if (type[0] == '*') return 8;
+  if (type == "i1" || type == "i8" || type == "u1" || type == "u8") return 1;
+  if (type == "i16" || type == "u16" || type == "fp16" || type == "bf16") return 2;
+  if (type == "i32" || type == "u32" || type == "fp32") return 4;
+  if (type == "i64" || type == "u64" || type == "fp64") return 8;
+  return 0;
+}
+
+// From the cuda driver's Triton launcher (backends/cuda/triton_driver.py).
+// Marks a parameter as Philox draw `ordinal`'s seed (0) or offset (1).
+bool mark_philox(Recording& rec, int8_t which, int16_t ordinal) {
+  if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec.philox.size()) return false;
+  (which == 0 ? rec.philox[ordinal].first : rec.philox[ordinal].second) = true;
+  return true;
+}
+
+void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned shared,
+                  py::object types, py::list values, std::string name,
+                  std::vector<std::tuple<int, int, int>> marks) {
+  Recording* rec = active;
+  if (!rec || !rec->ok || rec->paused) return;
+  if (types.is_none()) return fail(*rec, "launch not replayable");
+  auto type_list = types.cast<std::vector<std::string>>();
+  auto g = grid.cast<std::vector<int64_t>>();
+  if (type_list.size() != values.size() || type_list.size() > kMaxParams || g.size() != 3) {
+    return fail(*rec, "launch not replayable");
+  }
+  Step s;
+  s.kind = Step::Kind::Cuda;
+  s.name = "triton:" + name;
+  s.function = reinterpret_cast<void*>(function);
+  for (int d = 0; d < 3; ++d) s.grid[d] = static_cast<unsigned>(g[d]);
+  s.threads = threads;
+  s.shared = shared;
+  for (size_t k = 0; k < type_list.size(); ++k) {
+    const std::string& type = type_list[k];
+    const uint8_t size = type.empty() ? 0 : param_size(type);
+    if (size == 0) return fail(*rec, "parameter type");
+    py::handle v = values[k];
+    Param p;
+    p.size = size;
+    if (type[0] == '*') {
+      const auto ptr = v.cast<uint64_t>();
+      if (ptr != 0) {
+        if (!resolve(*rec, reinterpret_cast<const void*>(ptr), p.ref)) {
+          return fail(*rec, "foreign pointer");
+        }
+        p.is_ref = true;
+      }
+    } else if (type == "fp32") {
+      const float f = v.cast<float>();
+      std::memcpy(&p.bits, &f, sizeof(f));
+    } else if (type == "fp64") {
+      const double d = v.cast<double>();
+      std::memcpy(&p.bits, &d, sizeof(d));
+    } else if (type == "fp16" || type == "bf16") {
+      return fail(*rec, "parameter type");
+    } else if (type == "u64") {  // may exceed int64 (random_'s full 64-bit range)
+      const auto u = v.cast<uint64_t>();
+      std::memcpy(&p.bits, &u, sizeof(u));
+    } else {
+      const auto i = v.cast<int64_t>();
+      std::memcpy(&p.bits, &i, sizeof(i));  // little-endian: the low `size` bytes
+    }
+    s.params.push_back(p);
+  }
+  for (const auto& [index, which, ordinal] : marks) {
+    if (index < 0 || static_cast<size_t>(index) >= s.params.size() || s.params[index].is_ref ||
+        !mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
+      return fail(*rec, "random");
+    }
+    s.params[index].philox = static_cast<int8_t>(which);
+    s.params[index].ordinal = static_cast<int16_t>(ordinal);
+  }
+  rec->steps.push_back(std::move(s));
+}
+
+// From ops/_launch.py on the host driver: kernel[grid](*args, **kwargs) with
+// the tensors taken out of args/kwargs (slots the replay fills).
+void observe_host(py::object kernel, py::object grid, py::object args, py::object kwargs,
+                  std::vector<at::Tensor> tensors, std::string name,
+                  std::vector<std::tuple<int, int>> marks) {
+  Recording* rec = active;
+  if (!rec || !rec->ok || rec->paused) return;
+  Step s;
+  s.kind = Step::Kind::Host;
+  s.name = "triton:" + name;
+  s.kernel = std::make_shared<PyRef>(kernel);
+  s.py_grid = std::make_shared<PyRef>(grid);
+  s.args = std::make_shared<PyRef>(args);
+  s.kwargs = std::make_shared<PyRef>(kwargs);
+  for (const auto& t : tensors) {
+    View v;
+    if (!make_view(*rec, t, v)) return fail(*rec, "foreign pointer");
+    s.tensors.push_back(std::move(v));
+  }
+  for (const auto& [which, ordinal] : marks) {
+    if (!mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
+      return fail(*rec, "random");
+    }
+  }
+  rec->steps.push_back(std::move(s));
+}
+
+// A Python call the replay repeats after the steps recorded so far.
+void observe_callback(py::object fn, py::tuple args, std::string name) {
+  Recording* rec = active;
+  if (!rec || !rec->ok) return;
+  Step s;
+  s.kind = Step::Kind::Callback;
+  s.name = std::move(name);
+  s.kernel = std::make_shared<PyRef>(fn);
+  s.args = std::make_shared<PyRef>(args);
+  rec->steps.push_back(std::move(s));
+}
+
+}  // namespace
+
+void register_bindings(py::module_& m) {
+  m.def("_plan_recording", []() { return active != nullptr && active->paused == 0; });
+  m.def("_plan_pause", [](bool on) {
+    if (active) active->paused += on ? 1 : -1;
+  });
+  m.def("_plan_retry", []() {
+    if (active) active->retry = true;
+  });
+  m.def("_plan_unreplayable", [](const std::string& why) { note_unreplayable(why.c_str()); });
+  m.def("_plan_observe_cuda", &observe_cuda, py::arg("grid"), py::arg("function"),
+        py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"), py::arg("name"),
+        py::arg("marks") = std::vector<std::tuple<int, int, int>>());
+  m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
+        py::arg("kwargs"), py::arg("tensors"), py::arg("name"),
+        py::arg("marks") = std::vector<std::tuple<int, int>>());
+  m.def("_plan_philox_draws", []() {
+    return active && active->paused == 0 ? static_cast<int64_t>(active->philox.size()) : -1;
+  });
+  m.def("_plan_observe_callback", &observe_callback, py::arg("fn"), py::arg("args"),
+        py::arg("name"));
+  m.def("_plan_persistent", [](const at::Tensor& region) {
+    TORCH_CHECK(region.device().type() == c10::DeviceType::PrivateUse1 && region.is_contiguous(),
+                "_plan_persistent: a contiguous privateuseone tensor");
+    std::lock_guard<std::mutex> lock(persistent_mutex);
+    persistent().push_back(region);
+  });
+  m.def("_plan_enabled", []() { return enabled(); });
+  m.def("_plan_stats", []() {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    py::dict d;
+    d["replayed"] = stats.replayed.load();
+    d["recorded"] = stats.recorded.load();
+    d["uncacheable"] = stats.uncacheable.load();
+    d["slow"] = stats.slow.load();
+    d["launched"] = stats.launched.load();
+    d["retried"] = stats.retried.load();
+    d["entries"] = cache.size();
+    py::dict why;
+    for (const auto& [k, v] : reasons) why[py::str(k)] = v;
+    d["reasons"] = why;
+    return d;
+  });
+  m.def("_plan_clear", []() {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    cache.clear();
+    reasons.clear();
+  });
+  // The cached plans whose key contains `needle`: (key, temporaries' bytes, steps), each
+  // step (kind, kernel, grid, [(operand/temp/persistent or value, index, delta/bits)]).
+  m.def("_plan_describe", [](const std::string& needle) {
+    static const char* kinds[] = {"cuda", "host", "copy", "memset", "callback", "philox"};
+    static const char* bases[] = {"operand", "temp", "persistent"};
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    py::list out;
+    for (const auto& [key, plan] : cache) {
+      if (!plan || key.find(needle) == std::string::npos) continue;
+      py::list steps;
+      auto ref = [](const Ref& r) {
+        return py::make_tuple(bases[static_cast<int>(r.base)], r.index, r.delta);
+      };
+      for (const Step& s : plan->steps) {
+        py::list params;
+        for (const Param& p : s.params) {
+          if (p.is_ref) {
+            params.append(ref(p.ref));
+          } else {
+            params.append(py::make_tuple("value", p.size, p.bits));
+          }
+        }
+        if (s.kind == Step::Kind::Copy || s.kind == Step::Kind::Memset) {
+          params.append(ref(s.dst));
+          if (s.kind == Step::Kind::Copy) params.append(ref(s.src));
+          params.append(py::make_tuple("bytes", s.bytes, s.value));
+        }
+        steps.append(py::make_tuple(kinds[static_cast<int>(s.kind)], s.name,
+                                    py::make_tuple(s.grid[0], s.grid[1], s.grid[2]), params));
+      }
+      out.append(py::make_tuple(py::bytes(key), plan->temps, steps));
+    }
+    return out;
+  });
+}
+
+}  // namespace torch_ext::launch::plan
