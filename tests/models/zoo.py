@@ -21,6 +21,7 @@ class Entry:
     build: Callable[[], torch.nn.Module]
     batch: Callable[[torch.Generator], dict]
     decoder: bool = False  # a causal LM that generates with a KV cache
+    steps: int = 3  # AdamW steps compared with the CPU
 
 
 def _lm_batch(gen: torch.Generator) -> dict:
@@ -262,6 +263,11 @@ VISION = [
             )
         ),
         _image_batch(),
+        # One step: this tiny MobileNetV2 (batch norms over 2-8 values in its last
+        # stages) is chaotic under training, so later steps compare amplified rounding,
+        # not kernels: on the CPU alone, float32 and float64 losses differ by 2% at the
+        # second AdamW step (4% with batch 4, 0.03% at 64x64 by the third).
+        steps=1,
     ),
     Entry(
         "clip",
@@ -290,9 +296,5 @@ VISION = [
     ),
 ]
 
-# Not yet in the zoo's run: MobileNetV2's depthwise convolutions take minutes in the
-# interpreter as per-group matmuls (issue 16's implicit-GEMM convolution fixes that), and
-# at 32x32 its last batch norms see two values per channel.
-PENDING = ("mobilenet_v2",)
-ALL = [e for e in TEXT + VISION if e.name not in PENDING]
+ALL = TEXT + VISION
 BY_NAME = {e.name: e for e in TEXT + VISION}

@@ -104,3 +104,22 @@ def test_linalg_gradients():
         same(ad.grad, ac.grad, rtol=1e-7, atol=1e-8)
         if yc.grad is not None:
             same(yd.grad, yc.grad, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_inverse_and_gradient(upper):
+    """(L L^T)^-1 from the factor, batched and out=, the factor's gradient; errors as
+    PyTorch's."""
+    torch.manual_seed(4)
+    M = torch.randn(2, 5, 5, dtype=torch.float64)
+    L = torch.linalg.cholesky(M @ M.mT + 5 * torch.eye(5, dtype=torch.float64), upper=upper)
+    same(torch.cholesky_inverse(L.to(DEV), upper=upper), torch.cholesky_inverse(L, upper=upper))
+    out = torch.empty(0, device=DEV, dtype=torch.float64)
+    torch.cholesky_inverse(L[0].to(DEV), upper=upper, out=out)
+    same(out, torch.cholesky_inverse(L[0], upper=upper))
+    lc, ld = L.clone().requires_grad_(), L.to(DEV).requires_grad_()
+    torch.cholesky_inverse(lc, upper=upper).sin().sum().backward()
+    torch.cholesky_inverse(ld, upper=upper).sin().sum().backward()
+    same(ld.grad, lc.grad, rtol=1e-7, atol=1e-8)
+    with pytest.raises(RuntimeError, match="square"):
+        torch.cholesky_inverse(torch.randn(3, 4, device=DEV))

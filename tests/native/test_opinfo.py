@@ -86,16 +86,24 @@ repeat_interleave equal cdist nn.functional.pdist nn.functional.max_unpool2d nn.
 nn.functional.channel_shuffle tril_indices triu_indices
 linalg.det linalg.slogdet logdet linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.lu_factor linalg.lu_factor_ex
 linalg.lu_solve linalg.cholesky linalg.cholesky_ex linalg.solve_triangular triangular_solve cholesky_solve
-cholesky lu_solve linalg.tensorsolve linalg.tensorinv linalg.matrix_power nn.functional.grid_sample
+cholesky cholesky_inverse lu_solve linalg.tensorsolve linalg.tensorinv linalg.matrix_power nn.functional.grid_sample
 nn.functional.embedding_bag nn.functional.max_pool3d nn.functional.avg_pool3d
 nn.functional.local_response_norm nn.functional.max_pool1d nn.functional.avg_pool1d nn.functional.max_pool2d
 nn.functional.avg_pool2d nn.functional.multi_margin_loss
 """.split()
-OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION
+# Issue 17 item 6: segmented reductions, histograms, losses, pools, LU.
+OPS_ISSUE17 = """
+index_reduce.prod index_reduce.mean index_reduce.amax index_reduce.amin _segment_reduce.lengths
+_segment_reduce.offsets histogram histogramdd nn.functional.multilabel_margin_loss
+nn.functional.max_unpool3d nn.functional.max_unpool3d.grad lu_unpack linalg.lu matrix_exp
+linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve nn.functional.ctc_loss
+""".split()
+OPS += OPS_SPATIAL + OPS_SPECIAL + OPS_SELECTION + OPS_ISSUE17
 # Random ops: shape, dtype and device only (distributions in test_random.py).
 RANDOM = """exponential normal normal.number_mean nn.functional.rrelu normal.in_place uniform bernoulli multinomial randn_like rand_like randint_like
 nn.functional.dropout nn.functional.dropout2d nn.functional.dropout3d nn.functional.alpha_dropout
-nn.functional.feature_alpha_dropout.with_train""".split()
+nn.functional.feature_alpha_dropout.with_train nn.functional.fractional_max_pool2d
+nn.functional.fractional_max_pool3d""".split()
 # Reductions over the whole of a dimension: atol scaled by the reduced size.
 REDUCING = {
     "addbmm",
@@ -173,6 +181,12 @@ SORTS = {"sort": (0, 1), "topk": (0, 1), "argsort": (None, 0)}
 SELECTS = {"median", "nanmedian", "kthvalue", "mode"}
 # Mean and rstd in float32 for fp16/bf16 inputs (as on CUDA; CPU keeps the input dtype).
 FLOAT32_STATS = {"native_layer_norm", "native_group_norm"}
+
+
+# Ill-conditioned in float32 (the exponential of matrices of norm ~30, entries to 1e5):
+# PyTorch's own CPU float32 result is 2.4e-3 (relative) off float64, ours 1.2e-4; the
+# float32 run is held to this relative tolerance against float64.
+ILL_CONDITIONED = {"matrix_exp": 1e-3}
 
 
 # Failing, not fixed here (see the tests/native report); left out of the run:
@@ -293,6 +307,11 @@ def test_opinfo(op, dtype):
                 ref = op(*to_f64(args), **to_f64(kwargs))
             except (RuntimeError, TypeError):
                 pass
+        if name in ILL_CONDITIONED and dtype == torch.float32:
+            assert res.device.type == "privateuseone" and res.dtype == dtype
+            tol = ILL_CONDITIONED[name]
+            torch.testing.assert_close(res.cpu().double(), ref.double(), rtol=tol, atol=tol)
+            continue
         assert_close(
             res,
             ref,

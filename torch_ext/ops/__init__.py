@@ -40,22 +40,29 @@ from . import (  # noqa: F401
     binary,
     convolution,
     copy,
+    ctc_loss,
     distance,
     embedding_bag,
     foreach_ops,
     fused,
     group_norm,
+    histogram,
     index,
     linalg,
+    linalg_ldl,
+    linalg_lu,
     loss,
+    loss_multilabel,
     loss_nll,
     matmul,
+    matrix_exp,
     normalization,
     optim,
     random,
     reduction,
     scan,
     search,
+    segment,
     selection,
     shape,
     softmax,
@@ -68,7 +75,7 @@ from . import (  # noqa: F401
     ternary,
     unary,
 )
-from .pooling import adaptive, pool2d, pool3d  # noqa: F401
+from .pooling import adaptive, fractional, pool2d, pool3d  # noqa: F401
 from .resample import antialias, grid_sample_2d, grid_sample_3d, linear, nearest, padding  # noqa: F401
 from ._declare import KERNELS, KERNEL_INFO, kernel
 

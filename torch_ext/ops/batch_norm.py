@@ -47,10 +47,11 @@ class _Plan:
         N, C = x.shape[0], x.shape[1]
         S = math.prod(x.shape[2:])
         host = active_driver() == "host"
-        tile = 256 if host else 4096
+        # The interpreter's cost is per program and per loop step: big tiles on the host.
+        tile = 1 << 14 if host else 4096
         _, sC, sS = st
         if sC == 1 and C > 1 and (S == 1 or sS != 1):  # channels_last: C is fastest
-            bc = min(next_pow2(C), 64)
+            bc = min(next_pow2(C), 1024 if host and S == 1 else 64)
             br = max(1, min(next_pow2(S), tile // bc))
         else:
             br = min(next_pow2(S), tile)

@@ -17,6 +17,7 @@ import triton.language as tl
 from ._common import pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
 from .conv_igemm import _memory_format, _pad_strides
+from ..backends import spec
 
 
 @triton.jit
@@ -132,8 +133,12 @@ def _geom(w_shape, stride, padding, dilation):
     return k, pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
 
 
-def _block_c(c, channels_last):
-    return max(16 if channels_last else 4, min(64, triton.next_power_of_2(c)))
+def _blocks(c, channels_last):
+    """(channel block, rows block) of a (rows x channels) tile; a driver may widen
+    both (spec "direct_conv_blocks": channel cap, tile elements, rows cap)."""
+    c_cap, tile, rows_cap = spec("direct_conv_blocks") or (64, 2048, 256)
+    bc = max(16 if channels_last else 4, min(c_cap, triton.next_power_of_2(c)))
+    return bc, max(16, min(tile // bc, rows_cap))
 
 
 def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
@@ -146,8 +151,7 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
     im, o = pad3(x.shape[2:], 1), pad3(out_sp, 1)
     OP = math.prod(o)
     M = N * OP
-    bc = _block_c(CO, fmt != torch.contiguous_format)
-    bm = max(16, min(2048 // bc, 256))
+    bc, bm = _blocks(CO, fmt != torch.contiguous_format)
     ws = list(w.stride())
     launch(
         _dw_fwd_kernel, (cdiv(M, bm), cdiv(CO, bc)),
@@ -168,8 +172,7 @@ def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
     im, g = pad3(in_shape[2:], 1), pad3(dy.shape[2:], 1)
     IP = math.prod(im)
     M = N * IP
-    bc = _block_c(C, fmt != torch.contiguous_format)
-    bm = max(16, min(2048 // bc, 256))
+    bc, bm = _blocks(C, fmt != torch.contiguous_format)
     ws = list(w.stride())
     launch(
         _dw_dgrad_kernel, (cdiv(M, bm), cdiv(C, bc)),
@@ -186,7 +189,7 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
     im, o = pad3(x.shape[2:], 1), pad3(dy.shape[2:], 1)
     KP, OP = math.prod(k), math.prod(o)
     R = N * OP
-    bc = _block_c(CO, _memory_format(x) != torch.contiguous_format)
+    bc, rows = _blocks(CO, _memory_format(x) != torch.contiguous_format)
     bufs = cdiv(CO, bc) * KP
     split = 1 if R < 8192 or bufs >= 512 else max(1, min(32, R // 4096, 512 // bufs))
     RS = cdiv(R, split)
@@ -195,7 +198,7 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
     buf = torch.empty((split, CO, KP), dtype=acc_dt, device=dy.device)
     if R == 0:
         return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)
-    br = max(16, min(1024 // bc, 128))
+    br = max(16, rows // 2)  # two loads per row: half the forward tile
     launch(
         _dw_wgrad_kernel, (KP, cdiv(CO, bc), split),
         dy, x, buf, R, RS, CO, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,

@@ -209,3 +209,31 @@ def cholesky_solve_helper(self: torch.Tensor, A: torch.Tensor, upper: bool) -> t
     _solve_triangular(L, X, True, False, 0, False)
     _solve_triangular(L, X, True, False, 1, False)
     return X
+
+
+def _check_cholesky_inverse(self):
+    if self.dim() < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    if self.shape[-1] != self.shape[-2]:
+        raise RuntimeError(
+            f"cholesky_inverse: A must be batches of square matrices, but they are "
+            f"{self.shape[-2]} by {self.shape[-1]} matrices"
+        )
+
+
+@kernel()
+def cholesky_inverse(self, upper=False):
+    """cholesky_inverse(self, upper): (L L^T)^-1 from the factor L (or U = L^T): the
+    identity solved through the two triangular systems, as cholesky_solve."""
+    _check_cholesky_inverse(self)
+    eye = torch.zeros(self.shape, dtype=self.dtype, device=self.device)
+    eye.diagonal(dim1=-2, dim2=-1).fill_(1)
+    return cholesky_solve_helper(eye, self, upper)
+
+
+@kernel()
+def cholesky_inverse_out(self, upper, out):
+    res = cholesky_inverse(self, upper)
+    out.resize_(res.shape)
+    copy_kernel((out,), (res,))
+    return out

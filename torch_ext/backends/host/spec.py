@@ -34,6 +34,25 @@ def mm_config(
     return 128, 128, 128, 4, 1
 
 
+def _clamp_pow2(v: int, lo: int, hi: int) -> int:
+    p = 1
+    while p < v:
+        p *= 2
+    return max(lo, min(p, hi))
+
+
+def conv_config(m: int, n: int, k: int, dtype: Any) -> tuple[int, int, int, int, int]:
+    # Implicit-GEMM convolution: a tile as large as the problem (up to a bound), so
+    # that the programs and their K loops are few; numpy does each tl.dot at once.
+    return _clamp_pow2(m, 16, 512), _clamp_pow2(n, 16, 128), _clamp_pow2(k, 16, 256), 4, 1
+
+
+def direct_conv_blocks() -> tuple[int, int, int]:
+    # Depthwise convolution's direct kernels: (channel block cap, tile elements,
+    # rows cap); one program covers up to 16Ki (position, channel) pairs.
+    return 256, 1 << 14, 1 << 14
+
+
 def dot_needs_fp32_inputs(dtype: Any) -> bool:
     # The interpreter's tl.dot goes through numpy, which has no bfloat16.
     import torch

@@ -7,7 +7,7 @@ import triton.language as tl
 from .._launch import cdiv, launch
 from .._common import dense_out, split4, store_masked, write_back
 from ..copy import copy_kernel
-from .._common import block_for
+from .._common import block_for, write_result
 from .._common import contiguous
 from .._declare import kernel
 from .._common import tl_float_acc
@@ -426,3 +426,40 @@ def avg_pool3d_backward_out(
             BLOCK=block,
         )
     copy_kernel((grad_input,), (acc,))
+
+
+@kernel()
+def max_unpool3d_out(self, indices, output_size, stride, padding, out):
+    """max_unpool3d.out(self, indices, output_size, stride, padding, out): zeros, with
+    each value written at its index into the output volume (of max_pool3d's indices)."""
+    if self.dim() not in (4, 5):
+        raise RuntimeError(
+            f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with "
+            f"{self.dim()} dimensions."
+        )
+    if len(output_size) != 3 or len(stride) != 3 or len(padding) != 3:
+        raise RuntimeError("max_unpooling3d: output_size, stride and padding must have 3 elements")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {list(stride)}")
+    if list(indices.shape) != list(self.shape):
+        raise RuntimeError(
+            f"Expected shape of indices to be same as that of the input tensor "
+            f"({list(self.shape)}) but got indices tensor with shape: {list(indices.shape)}"
+        )
+    if indices.dtype != torch.long:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
+    od, oh, ow = (int(v) for v in output_size)
+    shape = [*self.shape[:-3], od, oh, ow]
+    vol = torch.zeros(shape, dtype=self.dtype, device=self.device)
+    flat = vol.view(*shape[:-3], od * oh * ow)
+    if self.numel():
+        idx = indices.reshape(*self.shape[:-3], -1)  # scatter_ checks the bounds
+        flat.scatter_(-1, idx, self.reshape(*self.shape[:-3], -1))
+    write_result(out, vol)
+    return out
+
+
+@kernel()
+def max_unpool3d(self, indices, output_size, stride, padding):
+    out = torch.empty(0, dtype=self.dtype, device=self.device)
+    return max_unpool3d_out(self, indices, output_size, stride, padding, out)
