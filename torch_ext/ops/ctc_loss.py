@@ -161,7 +161,14 @@ def _setup(log_probs, targets, input_lengths, target_lengths, blank):
 
 
 @kernel("ctc_loss")
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+def ctc_loss(
+    log_probs: torch.Tensor,
+    targets: torch.Tensor,
+    input_lengths: list[int],
+    target_lengths: list[int],
+    blank: int = 0,
+    zero_infinity: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     lp, tg, meta, stride, T, N, C, smax = _setup(log_probs, targets, input_lengths, target_lengths, blank)  # fmt: skip
     nll = torch.empty(N, dtype=log_probs.dtype, device=log_probs.device)
     alpha = torch.full((N, T, smax), float("-inf"), dtype=log_probs.dtype, device=log_probs.device)
@@ -178,8 +185,17 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_in
 
 
 @kernel("ctc_loss_backward")
-def ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths,
-                      neg_log_likelihood, log_alpha, blank, zero_infinity=False):  # fmt: skip
+def ctc_loss_backward(
+    grad: torch.Tensor,
+    log_probs: torch.Tensor,
+    targets: torch.Tensor,
+    input_lengths: list[int],
+    target_lengths: list[int],
+    neg_log_likelihood: torch.Tensor,
+    log_alpha: torch.Tensor,
+    blank: int,
+    zero_infinity: bool = False,
+) -> torch.Tensor:
     lp, tg, meta, stride, T, N, C, smax = _setup(log_probs, targets, input_lengths, target_lengths, blank)  # fmt: skip
     out = torch.empty(lp.shape, dtype=log_probs.dtype, device=log_probs.device)
     if N and T and C:

@@ -154,7 +154,13 @@ def _points(self):
 
 
 @kernel()
-def histogramdd_bin_edges(self, bins, range=None, weight=None, density=False):
+def histogramdd_bin_edges(
+    self: torch.Tensor,
+    bins: list[int],
+    range: list[float] | None = None,
+    weight: torch.Tensor | None = None,
+    density: bool = False,
+) -> list[torch.Tensor]:
     name = "torch.histogramdd"
     pts = _points(self)
     D = pts.shape[1]
@@ -170,14 +176,25 @@ def histogramdd_bin_edges(self, bins, range=None, weight=None, density=False):
 
 
 @kernel()
-def histogramdd_from_bin_cts(self, bins, range=None, weight=None, density=False):
+def histogramdd_from_bin_cts(
+    self: torch.Tensor,
+    bins: list[int],
+    range: list[float] | None = None,
+    weight: torch.Tensor | None = None,
+    density: bool = False,
+) -> torch.Tensor:
     _check(self, weight, "torch.histogramdd")
     edges = histogramdd_bin_edges(self, bins, range, weight, density)
     return _histogramdd(_points(self), edges, weight, density, True)
 
 
 @kernel()
-def histogramdd_from_bin_tensors(self, bins, weight=None, density=False):
+def histogramdd_from_bin_tensors(
+    self: torch.Tensor,
+    bins: list[torch.Tensor],
+    weight: torch.Tensor | None = None,
+    density: bool = False,
+) -> torch.Tensor:
     _check(self, weight, "torch.histogramdd")
     for b in bins:
         if b.dtype != self.dtype:
@@ -198,7 +215,13 @@ def _flat(self, weight):
 
 
 @kernel()
-def histogram_bin_ct(self, bins=100, range=None, weight=None, density=False):
+def histogram_bin_ct(
+    self: torch.Tensor,
+    bins: int = 100,
+    range: list[float] | None = None,
+    weight: torch.Tensor | None = None,
+    density: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     pts, w = _flat(self, weight)
     _check(pts, w, "torch.histogram")
     (edges,) = histogramdd_bin_edges(pts, [bins], range, w, density)
@@ -206,14 +229,27 @@ def histogram_bin_ct(self, bins=100, range=None, weight=None, density=False):
 
 
 @kernel()
-def histogram_bins_tensor(self, bins, weight=None, density=False):
+def histogram_bins_tensor(
+    self: torch.Tensor,
+    bins: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    density: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     pts, w = _flat(self, weight)
     hist = histogramdd_from_bin_tensors(pts, [bins], w, density)
     return hist, bins.clone()
 
 
 @kernel()
-def histogram_bin_ct_out(self, bins, range, weight, density, hist, bin_edges):
+def histogram_bin_ct_out(
+    self: torch.Tensor,
+    bins: int,
+    range: list[float] | None,
+    weight: torch.Tensor | None,
+    density: bool,
+    hist: torch.Tensor,
+    bin_edges: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     h, e = histogram_bin_ct(self, bins, range, weight, density)
     write_result(hist, h)
     write_result(bin_edges, e)
@@ -221,7 +257,14 @@ def histogram_bin_ct_out(self, bins, range, weight, density, hist, bin_edges):
 
 
 @kernel()
-def histogram_bins_tensor_out(self, bins, weight, density, hist, bin_edges):
+def histogram_bins_tensor_out(
+    self: torch.Tensor,
+    bins: torch.Tensor,
+    weight: torch.Tensor | None,
+    density: bool,
+    hist: torch.Tensor,
+    bin_edges: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     h, e = histogram_bins_tensor(self, bins, weight, density)
     write_result(hist, h)
     write_result(bin_edges, e)

@@ -222,7 +222,7 @@ def _check_cholesky_inverse(self):
 
 
 @kernel()
-def cholesky_inverse(self, upper=False):
+def cholesky_inverse(self: torch.Tensor, upper: bool = False) -> torch.Tensor:
     """cholesky_inverse(self, upper): (L L^T)^-1 from the factor L (or U = L^T): the
     identity solved through the two triangular systems, as cholesky_solve."""
     _check_cholesky_inverse(self)
@@ -232,7 +232,7 @@ def cholesky_inverse(self, upper=False):
 
 
 @kernel()
-def cholesky_inverse_out(self, upper, out):
+def cholesky_inverse_out(self: torch.Tensor, upper: bool, out: torch.Tensor) -> torch.Tensor:
     res = cholesky_inverse(self, upper)
     out.resize_(res.shape)
     copy_kernel((out,), (res,))

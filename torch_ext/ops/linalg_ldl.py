@@ -189,7 +189,9 @@ def _check(LD, name):
 
 
 @kernel()
-def ldl_factor(LD, pivots, info, upper, hermitian):
+def ldl_factor(
+    LD: torch.Tensor, pivots: torch.Tensor, info: torch.Tensor, upper: bool, hermitian: bool
+) -> None:
     if upper:
         raise NotImplementedError("torch_ext: ldl_factor with upper=True")
     n = _check(LD, "linalg.ldl_factor")
@@ -208,7 +210,9 @@ def ldl_factor(LD, pivots, info, upper, hermitian):
 
 
 @kernel()
-def ldl_solve(LD, pivots, B, upper, hermitian):
+def ldl_solve(
+    LD: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, upper: bool, hermitian: bool
+) -> None:
     if upper:
         raise NotImplementedError("torch_ext: ldl_solve with upper=True")
     n = _check(LD, "linalg.ldl_solve")

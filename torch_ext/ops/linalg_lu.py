@@ -48,7 +48,15 @@ def pivots_to_permutation(pivots, m):
 
 
 @kernel()
-def lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots, P, L, U):
+def lu_unpack(
+    LU_data: torch.Tensor,
+    LU_pivots: torch.Tensor,
+    unpack_data: bool,
+    unpack_pivots: bool,
+    P: torch.Tensor,
+    L: torch.Tensor,
+    U: torch.Tensor,
+) -> None:
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     if unpack_data:
         # linalg.lu passes L (m > n) or U (m <= n) as LU_data: the other one first.

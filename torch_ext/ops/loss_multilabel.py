@@ -78,7 +78,9 @@ def _rows(self, target):
 
 
 @kernel()
-def multilabel_margin_loss_forward(self, target, reduction):
+def multilabel_margin_loss_forward(
+    self: torch.Tensor, target: torch.Tensor, reduction: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     N, C = _rows(self, target)
     x = contiguous(self)
     tgt = contiguous(target.to(torch.int64))
@@ -103,7 +105,13 @@ def multilabel_margin_loss_forward(self, target, reduction):
 
 
 @kernel()
-def multilabel_margin_loss_forward_out(self, target, reduction, output, is_target):
+def multilabel_margin_loss_forward_out(
+    self: torch.Tensor,
+    target: torch.Tensor,
+    reduction: int,
+    output: torch.Tensor,
+    is_target: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     out, is_t = multilabel_margin_loss_forward(self, target, reduction)
     write_result(output, out)
     write_result(is_target, is_t)
@@ -111,7 +119,13 @@ def multilabel_margin_loss_forward_out(self, target, reduction, output, is_targe
 
 
 @kernel()
-def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
+def multilabel_margin_loss_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    reduction: int,
+    is_target: torch.Tensor,
+) -> torch.Tensor:
     N, C = _rows(self, target)
     gin = torch.empty(self.shape, dtype=self.dtype, device=self.device)
     if N == 0 or C == 0:
@@ -126,6 +140,13 @@ def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_tar
 
 
 @kernel()
-def multilabel_margin_loss_backward_out(grad_output, self, target, reduction, is_target, grad_input):  # fmt: skip
+def multilabel_margin_loss_backward_out(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    target: torch.Tensor,
+    reduction: int,
+    is_target: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> torch.Tensor:
     write_result(grad_input, multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target))  # fmt: skip
     return grad_input

@@ -18,7 +18,7 @@ _DEGREE = 18
 
 
 @kernel()
-def linalg_matrix_exp(self):
+def linalg_matrix_exp(self: torch.Tensor) -> torch.Tensor:
     if self.dim() < 2 or self.shape[-1] != self.shape[-2]:
         raise RuntimeError(
             "linalg.matrix_exp: A must be batches of square matrices, but they are "

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from ._common import block_for, contiguous, tl_float_acc
-from ._declare import kernel
+from ._declare import Scalar, kernel
 from ._launch import cdiv, launch
 from .index import scatter_reduce_two_out
 
@@ -29,7 +29,15 @@ _REDUCE = {"sum": 0, "mean": 1, "max": 2, "min": 3, "prod": 4}
 
 
 @kernel("index_reduce")
-def index_reduce_out(self, dim, index, source, reduce, include_self, out):
+def index_reduce_out(
+    self: torch.Tensor,
+    dim: int,
+    index: torch.Tensor,
+    source: torch.Tensor,
+    reduce: str,
+    include_self: bool,
+    out: torch.Tensor,
+) -> None:
     """index_reduce.out impl (PyTorch's meta checked the shapes, dtypes and reduce)."""
     if source.dim() == 0:
         source = source.reshape(1)
@@ -174,8 +182,15 @@ def _check_dtype(data, name):
 
 @kernel()
 def segment_reduce(
-    data, reduce, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None
-):
+    data: torch.Tensor,
+    reduce: str,
+    lengths: torch.Tensor | None = None,
+    indices: torch.Tensor | None = None,
+    offsets: torch.Tensor | None = None,
+    axis: int = 0,
+    unsafe: bool = False,
+    initial: Scalar | None = None,
+) -> torch.Tensor:
     name = "segment_reduce"
     axis = axis % max(data.dim(), 1)
     if indices is not None:
@@ -208,8 +223,15 @@ def segment_reduce(
 
 @kernel()
 def segment_reduce_backward(
-    grad, output, data, reduce, lengths=None, offsets=None, axis=0, initial=None
-):
+    grad: torch.Tensor,
+    output: torch.Tensor,
+    data: torch.Tensor,
+    reduce: str,
+    lengths: torch.Tensor | None = None,
+    offsets: torch.Tensor | None = None,
+    axis: int = 0,
+    initial: Scalar | None = None,
+) -> torch.Tensor:
     axis = axis % max(data.dim(), 1)
     mode = _reduction(reduce)
     offs, S = _offsets(data, axis, lengths, offsets, "_segment_reduce_backward")

@@ -115,7 +115,14 @@ def _check_samples(self, samples, n, name):
 
 
 @kernel()
-def fractional_max_pool2d(self, kernel_size, output_size, random_samples, output, indices):
+def fractional_max_pool2d(
+    self: torch.Tensor,
+    kernel_size: list[int],
+    output_size: list[int],
+    random_samples: torch.Tensor,
+    output: torch.Tensor,
+    indices: torch.Tensor,
+) -> None:
     _check_samples(self, random_samples, 2, "fractional_max_pool2d")
     pool = [1, int(kernel_size[0]), int(kernel_size[1])]
     outs = [1, int(output_size[0]), int(output_size[1])]
@@ -124,8 +131,22 @@ def fractional_max_pool2d(self, kernel_size, output_size, random_samples, output
 
 @kernel()
 def fractional_max_pool3d(
-    self, pT, pH, pW, oT, oH, oW, random_samples, nb, npl, iT, iH, iW, output, indices
-):
+    self: torch.Tensor,
+    pT: int,
+    pH: int,
+    pW: int,
+    oT: int,
+    oH: int,
+    oW: int,
+    random_samples: torch.Tensor,
+    nb: int,
+    npl: int,
+    iT: int,
+    iH: int,
+    iW: int,
+    output: torch.Tensor,
+    indices: torch.Tensor,
+) -> None:
     _check_samples(self, random_samples, 3, "fractional_max_pool3d")
     _run(self, [pT, pH, pW], [oT, oH, oW], random_samples, output, indices, (0, 1, 2))
 
@@ -145,14 +166,26 @@ def _backward(grad_output, self, indices, nsp, grad_input):
 
 
 @kernel()
-def fractional_max_pool2d_backward(grad_output, self, kernel_size, output_size, indices, grad_input):  # fmt: skip
+def fractional_max_pool2d_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    output_size: list[int],
+    indices: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> None:
     _backward(grad_output, self, indices, 2, grad_input)
 
 
 @kernel()
 def fractional_max_pool3d_backward_out(
-    grad_output, self, kernel_size, output_size, indices, grad_input
-):
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    output_size: list[int],
+    indices: torch.Tensor,
+    grad_input: torch.Tensor,
+) -> torch.Tensor:
     if list(grad_output.shape) != list(indices.shape):
         raise RuntimeError(
             f"fractional_max_pool3d_backward_out(): gradOutput sizes unexpected: "
@@ -162,7 +195,13 @@ def fractional_max_pool3d_backward_out(
 
 
 @kernel()
-def fractional_max_pool3d_backward(grad_output, self, kernel_size, output_size, indices):
+def fractional_max_pool3d_backward(
+    grad_output: torch.Tensor,
+    self: torch.Tensor,
+    kernel_size: list[int],
+    output_size: list[int],
+    indices: torch.Tensor,
+) -> torch.Tensor:
     gi = torch.empty(0, dtype=self.dtype, device=self.device)
     return fractional_max_pool3d_backward_out(
         grad_output, self, kernel_size, output_size, indices, gi

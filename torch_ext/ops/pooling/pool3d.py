@@ -429,7 +429,14 @@ def avg_pool3d_backward_out(
 
 
 @kernel()
-def max_unpool3d_out(self, indices, output_size, stride, padding, out):
+def max_unpool3d_out(
+    self: torch.Tensor,
+    indices: torch.Tensor,
+    output_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    out: torch.Tensor,
+) -> torch.Tensor:
     """max_unpool3d.out(self, indices, output_size, stride, padding, out): zeros, with
     each value written at its index into the output volume (of max_pool3d's indices)."""
     if self.dim() not in (4, 5):
@@ -460,6 +467,12 @@ def max_unpool3d_out(self, indices, output_size, stride, padding, out):
 
 
 @kernel()
-def max_unpool3d(self, indices, output_size, stride, padding):
+def max_unpool3d(
+    self: torch.Tensor,
+    indices: torch.Tensor,
+    output_size: list[int],
+    stride: list[int],
+    padding: list[int],
+) -> torch.Tensor:
     out = torch.empty(0, dtype=self.dtype, device=self.device)
     return max_unpool3d_out(self, indices, output_size, stride, padding, out)
