@@ -12,6 +12,8 @@ from ._declare import kernel
 from ._pointwise import pointwise
 from .special import _bessel_i
 
+# tl.constexpr, as Triton's compiler requires of globals; kept on the right of a tensor
+# in arithmetic (the interpreter cannot put a constexpr left of a tensor).
 _GAMMA = tl.constexpr(0.5772156649015329)  # Euler's constant
 _TWO_OVER_PI = tl.constexpr(0.6366197723675814)
 _J_SWITCH = tl.constexpr(12.0)  # J, Y: series below, asymptotic above
@@ -77,7 +79,7 @@ def _j(x, ORDER1: tl.constexpr):
     else:
         p, q = _hankel(big, 0.0, True, 26)
         chi = big - 0.7853981633974483
-    ja = tl.sqrt(_TWO_OVER_PI / big) * (p * tl.cos(chi) - q * tl.sin(chi))
+    ja = tl.sqrt((1.0 / big) * _TWO_OVER_PI) * (p * tl.cos(chi) - q * tl.sin(chi))
     r = tl.where(a < _J_SWITCH, js, ja)
     if ORDER1:
         r = tl.where(x < 0, r * -1.0, r)
@@ -91,9 +93,9 @@ def _y(x, ORDER1: tl.constexpr):
     js, ys = _jy_series(s, ORDER1)
     lg = tl.log(0.5 * s)
     if ORDER1:
-        small = _TWO_OVER_PI * (lg * js - 1.0 / s) - ys / 3.141592653589793
+        small = (lg * js - 1.0 / s) * _TWO_OVER_PI - ys / 3.141592653589793
     else:
-        small = _TWO_OVER_PI * ((lg + _GAMMA) * js + ys)
+        small = ((lg + _GAMMA) * js + ys) * _TWO_OVER_PI
     big = tl.maximum(a, _J_SWITCH)
     if ORDER1:
         p, q = _hankel(big, 4.0, True, 26)
@@ -101,7 +103,7 @@ def _y(x, ORDER1: tl.constexpr):
     else:
         p, q = _hankel(big, 0.0, True, 26)
         chi = big - 0.7853981633974483
-    ya = tl.sqrt(_TWO_OVER_PI / big) * (p * tl.sin(chi) + q * tl.cos(chi))
+    ya = tl.sqrt((1.0 / big) * _TWO_OVER_PI) * (p * tl.sin(chi) + q * tl.cos(chi))
     r = tl.where(a < _J_SWITCH, small, ya)
     r = tl.where(x == 0, float("-inf"), r)
     return tl.where((x < 0) | (x != x), float("nan"), r)
