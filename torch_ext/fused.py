@@ -16,13 +16,10 @@ from typing import Any, Optional, Sequence
 import torch
 from torch import Tensor
 
+from torch_ext.ops._common import stat_dtype
 from torch_ext.ops.normalization import rms_norm_fwd
 
 ops = torch.ops.torch_ext
-
-
-def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _stat_shape(x: Tensor, normalized_shape: Sequence[int]) -> list[int]:
@@ -42,7 +39,7 @@ def rms_norm_fake(
 ) -> tuple[Tensor, Tensor]:
     return (
         _like(input),
-        input.new_empty(_stat_shape(input, normalized_shape), dtype=_stat_dtype(input.dtype)),
+        input.new_empty(_stat_shape(input, normalized_shape), dtype=stat_dtype(input.dtype)),
     )
 
 
@@ -66,7 +63,7 @@ def skip_layer_norm_fake(
     bias: Optional[Tensor],
     eps: float,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    stat = x.new_empty(_stat_shape(x, normalized_shape), dtype=_stat_dtype(x.dtype))
+    stat = x.new_empty(_stat_shape(x, normalized_shape), dtype=stat_dtype(x.dtype))
     return _like(x), stat, _like(stat)
 
 

@@ -210,3 +210,18 @@ def zeroed_accumulator(like):
     acc = torch.empty(like.shape, dtype=float_acc(like.dtype), device=like.device)
     fill_(acc, 0)
     return acc
+
+
+def suggest_memory_format(x):
+    """channels_last(_3d) for a batched input laid out so (and not also contiguous), as
+    PyTorch's suggest_memory_format, else contiguous."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
+    if fmt is not None and not x.is_contiguous() and x.is_contiguous(memory_format=fmt):
+        return fmt
+    return torch.contiguous_format
+
+
+def stat_dtype(dtype):
+    """The dtype of normalization statistics (mean, rstd) PyTorch saves: float32 for half
+    types, the input's dtype otherwise."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -12,14 +12,10 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import contiguous, tl_float_acc
+from ._common import contiguous, stat_dtype, tl_float_acc
 from ._declare import kernel
 from ._launch import cdiv, launch, next_pow2
 from ..backends import active_driver
-
-
-def _stat_dtype(dtype):
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _ncs(t):
@@ -287,7 +283,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     _check(input)
     x, st = _view(input)
     p = _Plan(x, st)
-    sd = _stat_dtype(x.dtype)
+    sd = stat_dtype(x.dtype)
     y, yst = _empty_like(x)
     C = p.C
     acc = tl_float_acc(x.dtype)

@@ -14,9 +14,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import pad3, split3, tl_float_acc
+from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
-from .conv_igemm import _memory_format, _pad_strides
+from .conv_igemm import padded_strides
 from ..backends import spec
 
 
@@ -143,7 +143,7 @@ def _blocks(c, channels_last):
 
 def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
     N, C, CO = x.shape[0], x.shape[1], w.shape[0]
-    fmt = _memory_format(x)
+    fmt = suggest_memory_format(x)
     y = torch.empty([N, CO] + list(out_sp), dtype=x.dtype, device=x.device, memory_format=fmt)
     if y.numel() == 0:
         return y
@@ -156,7 +156,7 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
     launch(
         _dw_fwd_kernel, (cdiv(M, bm), cdiv(CO, bc)),
         x, w, bias if bias is not None else y, y, M, C, CO // C, math.prod(k), OP, o[1], o[2],
-        *im, k[1], k[2], *s, *p, *d, *_pad_strides(x), ws[0], *pad3(ws[2:], 0), *_pad_strides(y),
+        *im, k[1], k[2], *s, *p, *d, *padded_strides(x), ws[0], *pad3(ws[2:], 0), *padded_strides(y),
         HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm, BC=bc,
     )  # fmt: skip
     return y
@@ -164,7 +164,7 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
 
 def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
     N, C = in_shape[0], in_shape[1]
-    fmt = _memory_format(dy)
+    fmt = suggest_memory_format(dy)
     gx = torch.empty(list(in_shape), dtype=dy.dtype, device=dy.device, memory_format=fmt)
     if gx.numel() == 0:
         return gx
@@ -177,7 +177,7 @@ def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
     launch(
         _dw_dgrad_kernel, (cdiv(M, bm), cdiv(C, bc)),
         dy, w, gx, M, C, w.shape[0] // C, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
-        *s, *p, *d, *_pad_strides(dy), ws[0], *pad3(ws[2:], 0), *_pad_strides(gx),
+        *s, *p, *d, *padded_strides(dy), ws[0], *pad3(ws[2:], 0), *padded_strides(gx),
         ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc,
     )  # fmt: skip
     return gx
@@ -189,7 +189,7 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
     im, o = pad3(x.shape[2:], 1), pad3(dy.shape[2:], 1)
     KP, OP = math.prod(k), math.prod(o)
     R = N * OP
-    bc, rows = _blocks(CO, _memory_format(x) != torch.contiguous_format)
+    bc, rows = _blocks(CO, suggest_memory_format(x) != torch.contiguous_format)
     bufs = cdiv(CO, bc) * KP
     split = 1 if R < 8192 or bufs >= 512 else max(1, min(32, R // 4096, 512 // bufs))
     RS = cdiv(R, split)
@@ -202,7 +202,7 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
     launch(
         _dw_wgrad_kernel, (KP, cdiv(CO, bc), split),
         dy, x, buf, R, RS, CO, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
-        *_pad_strides(dy), *_pad_strides(x), buf.stride(0), buf.stride(1),
+        *padded_strides(dy), *padded_strides(x), buf.stride(0), buf.stride(1),
         ACC=tl_float_acc(dy.dtype), BR=br, BC=bc,
     )  # fmt: skip
     gw = buf[0] if split == 1 else buf.sum(0)

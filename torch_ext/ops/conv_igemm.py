@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import pad3, split3, tl_float_acc
+from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
 from ..backends import spec
 
@@ -79,7 +79,7 @@ def _conv_fwd_kernel(
     tl.store(y + y_off[:, None] + co[None, :] * ysc, v.to(y.dtype.element_ty), mask=out_ok)
 
 
-def _tiles(M, N, K, dtype):
+def conv_tiles(M, N, K, dtype):
     """(BM, BN, BK, num_warps, num_stages) by a cheap heuristic over a few tile
     shapes (no autotuning); a driver may override it with spec("conv_config")."""
     cfg = spec("conv_config", M, N, K, dtype)
@@ -91,14 +91,14 @@ def _tiles(M, N, K, dtype):
     bn = 128 if N >= 128 else 64 if N >= 64 else 32 if N >= 32 else 16
     half = dtype in (torch.float16, torch.bfloat16)
     bk = 64 if half and K >= 64 else 32 if K >= 32 else 16
-    return bm, bn, bk, _warps(bm, bn), 3
+    return bm, bn, bk, conv_warps(bm, bn), 3
 
 
-def _warps(bm, bn):
+def conv_warps(bm, bn):
     return 8 if bm * bn >= 128 * 128 else 4
 
 
-def _precision(dtype):
+def conv_precision(dtype):
     """(upcast, input_precision): tf32 for float32 where cudnn.allow_tf32 says so."""
     upcast = bool(spec("dot_needs_fp32_inputs", dtype))
     if dtype in (torch.float32, torch.float64) or upcast:
@@ -107,15 +107,7 @@ def _precision(dtype):
     return upcast, None
 
 
-def _memory_format(x):
-    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
-        return torch.channels_last if not x.is_contiguous() else torch.contiguous_format
-    if x.dim() == 5 and x.is_contiguous(memory_format=torch.channels_last_3d):
-        return torch.channels_last_3d if not x.is_contiguous() else torch.contiguous_format
-    return torch.contiguous_format
-
-
-def _pad_strides(t):
+def padded_strides(t):
     st = list(t.stride())
     return st[:2] + pad3(st[2:], 0)
 
@@ -123,9 +115,9 @@ def _pad_strides(t):
 def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
     """The plain convolution's forward (output in the input's memory format)."""
     N, cout = x.shape[0], weight.shape[0]
-    fmt = _memory_format(x)
+    fmt = suggest_memory_format(x)
     if fmt == torch.contiguous_format:
-        fmt = _memory_format(weight)  # as torch: a channels_last weight gives channels_last
+        fmt = suggest_memory_format(weight)  # as torch: a channels_last weight gives channels_last
     y = torch.empty([N, cout] + list(out_sp), dtype=x.dtype, device=x.device, memory_format=fmt)
     if y.numel() == 0:
         return y
@@ -135,8 +127,8 @@ def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, OP = math.prod(k), math.prod(o)
     M, K = N * OP, cig * KP
-    bm, bn, bk, warps, stages = _tiles(M, cog, K, x.dtype)
-    upcast, precision = _precision(x.dtype)
+    bm, bn, bk, warps, stages = conv_tiles(M, cog, K, x.dtype)
+    upcast, precision = conv_precision(x.dtype)
     has_bias = bias is not None
     launch(
         _conv_fwd_kernel,
@@ -158,9 +150,9 @@ def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
         *s,
         *p,
         *d,
-        *_pad_strides(x),
-        *_pad_strides(weight),
-        *_pad_strides(y),
+        *padded_strides(x),
+        *padded_strides(weight),
+        *padded_strides(y),
         HAS_BIAS=has_bias,
         UPCAST=upcast,
         PRECISION=precision,

@@ -23,9 +23,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import pad3, split3, tl_float_acc
+from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
-from .conv_igemm import _memory_format, _pad_strides, _precision, _tiles, _warps
+from .conv_igemm import conv_precision, conv_tiles, conv_warps, padded_strides
 
 
 @triton.jit
@@ -84,9 +84,9 @@ def conv_scatter(src, w, bias, stride, padding, dilation, groups, im_sp, out_dty
     """out (N, groups*w.shape[1], *im_sp) in src's memory format (see module doc)."""
     N = src.shape[0]
     cr, co = w.shape[0] // groups, w.shape[1]
-    fmt = _memory_format(src)
+    fmt = suggest_memory_format(src)
     if fmt == torch.contiguous_format:
-        fmt = _memory_format(w)
+        fmt = suggest_memory_format(w)
     y = torch.empty([N, groups * co] + list(im_sp), dtype=src.dtype, device=src.device, memory_format=fmt)  # fmt: skip
     if y.numel() == 0:
         return y
@@ -96,14 +96,14 @@ def conv_scatter(src, w, bias, stride, padding, dilation, groups, im_sp, out_dty
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, IP = math.prod(k), math.prod(im)
     M = N * IP
-    bm, bn, bk, warps, stages = _tiles(M, co, cr * KP, src.dtype)
-    upcast, precision = _precision(src.dtype)
+    bm, bn, bk, warps, stages = conv_tiles(M, co, cr * KP, src.dtype)
+    upcast, precision = conv_precision(src.dtype)
     launch(
         _conv_scatter_kernel,
         (cdiv(M, bm), cdiv(co, bn), groups),
         src, w, bias if bias is not None else y, y,
         M, co, cr, KP, IP, im[1], im[2], *gr, k[1], k[2], *s, *p, *d,
-        *_pad_strides(src), *_pad_strides(w), *_pad_strides(y),
+        *padded_strides(src), *padded_strides(w), *padded_strides(y),
         HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
         ACC=tl_float_acc(src.dtype), BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
@@ -174,7 +174,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, OP = math.prod(k), math.prod(o)
     R = N * OP
-    bm, bn, bk, warps, stages = _tiles(ca, cb * KP, R, dy.dtype)
+    bm, bn, bk, warps, stages = conv_tiles(ca, cb * KP, R, dy.dtype)
     bm, bn = min(bm, 64), min(bn, 64)
     acc = tl_float_acc(dy.dtype)
     tiles = cdiv(ca, bm) * cdiv(cb * KP, bn)
@@ -185,14 +185,14 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
     if R == 0:
         return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)
-    upcast, precision = _precision(dy.dtype)
+    upcast, precision = conv_precision(dy.dtype)
     launch(
         _conv_wgrad_kernel,
         (tiles, split, groups),
         dy, im, buf, R, RS, ca, cb, KP, OP, o[1], o[2], *i, k[1], k[2], *s, *p, *d,
-        *_pad_strides(dy), *_pad_strides(im), *buf.stride(),
+        *padded_strides(dy), *padded_strides(im), *buf.stride(),
         UPCAST=upcast, PRECISION=precision, ACC=acc, BM=bm, BN=bn, BK=bk,
-        num_warps=_warps(bm, bn), num_stages=stages,
+        num_warps=conv_warps(bm, bn), num_stages=stages,
     )  # fmt: skip
     gw = buf[0] if split == 1 else buf.sum(0)
     return gw.to(dy.dtype).reshape(w_shape)

@@ -11,7 +11,8 @@ from ._common import contiguous, tl_float_acc
 from ._declare import kernel
 from ._launch import cdiv, launch, next_pow2
 from ..backends import active_driver
-from .batch_norm import _stat_dtype, float_acc_t
+from ._common import stat_dtype
+from .batch_norm import float_acc_t
 
 
 def _plan(R, D):
@@ -175,8 +176,8 @@ def native_group_norm(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     x = contiguous(input)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    mean = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
-    rstd = torch.empty((N, group), dtype=_stat_dtype(x.dtype), device=x.device)
+    mean = torch.empty((N, group), dtype=stat_dtype(x.dtype), device=x.device)
+    rstd = torch.empty((N, group), dtype=stat_dtype(x.dtype), device=x.device)
     R, cpg = N * group, C // group
     D = cpg * HxW
     if R == 0:

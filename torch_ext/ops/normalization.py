@@ -12,7 +12,7 @@ from ._common import contiguous
 from ..backends import spec
 from ._launch import next_pow2
 from ._declare import kernel
-from .batch_norm import _stat_dtype
+from ._common import stat_dtype
 
 
 @triton.jit
@@ -290,8 +290,8 @@ def native_layer_norm(
     axis, M, D = _split(x, normalized_shape)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     stat_shape = list(x.shape[:axis]) + [1] * (x.dim() - axis)
-    mean = torch.empty(stat_shape, dtype=_stat_dtype(x.dtype), device=x.device)
-    rstd = torch.empty(stat_shape, dtype=_stat_dtype(x.dtype), device=x.device)
+    mean = torch.empty(stat_shape, dtype=stat_dtype(x.dtype), device=x.device)
+    rstd = torch.empty(stat_shape, dtype=stat_dtype(x.dtype), device=x.device)
     w = contiguous(weight) if weight is not None else None
     b = contiguous(bias) if bias is not None else None
     _norm_forward(x, w, b, M, D, 1, D, 1, eps, False, y, mean, rstd)
@@ -341,7 +341,7 @@ def rms_norm_fwd(
         eps = torch.finfo(x.dtype).eps
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     rstd = torch.empty(
-        list(x.shape[:axis]) + [1] * (x.dim() - axis), dtype=_stat_dtype(x.dtype), device=x.device
+        list(x.shape[:axis]) + [1] * (x.dim() - axis), dtype=stat_dtype(x.dtype), device=x.device
     )
     w = contiguous(weight) if weight is not None else None
     _norm_forward(x, w, None, M, D, 1, D, 1, eps, True, y, None, rstd)

@@ -130,7 +130,7 @@ def _lgamma_pos(x):
 
 
 @triton.jit
-def _lgamma64(x):
+def lgamma64(x):
     refl = x < 0.5
     lg = _lgamma_pos(tl.where(refl, 1.0 - x, x))
     s = tl.abs(_sinpi(x))
@@ -281,7 +281,7 @@ def _zeta64(s, q):
 
 
 @triton.jit
-def _bessel_i(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
+def bessel_i(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
     """I0 / I1 (ORDER1), times exp(-|x|) when SCALED; float64."""
     a = tl.abs(x)
     # Power series, |x| <= 20.
@@ -418,7 +418,7 @@ def _ndtri64(p):
 @pointwise(promotion="int_to_float")
 @triton.jit
 def lgamma(x):
-    return _lgamma64(x.to(tl.float64))
+    return lgamma64(x.to(tl.float64))
 
 
 @kernel()
@@ -451,28 +451,28 @@ def polygamma(
 @pointwise(promotion="int_to_float")
 @triton.jit
 def i0(x):
-    return _bessel_i(x.to(tl.float64), False, False)
+    return bessel_i(x.to(tl.float64), False, False)
 
 
 @kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_i0e(x):
-    return _bessel_i(x.to(tl.float64), False, True)
+    return bessel_i(x.to(tl.float64), False, True)
 
 
 @kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_i1(x):
-    return _bessel_i(x.to(tl.float64), True, False)
+    return bessel_i(x.to(tl.float64), True, False)
 
 
 @kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_i1e(x):
-    return _bessel_i(x.to(tl.float64), True, True)
+    return bessel_i(x.to(tl.float64), True, True)
 
 
 @kernel()

@@ -10,7 +10,7 @@ import triton.language as tl
 
 from ._declare import kernel
 from ._pointwise import pointwise
-from .special import _bessel_i
+from .special import bessel_i
 
 # tl.constexpr, as Triton's compiler requires of globals; kept on the right of a tensor
 # in arithmetic (the interpreter cannot put a constexpr left of a tensor).
@@ -124,14 +124,14 @@ def _k(x, ORDER1: tl.constexpr, SCALED: tl.constexpr):
             term = term * y / (k * (k + 1))
             h += 1.0 / k
             acc += term * (2.0 * h + 1.0 / (k + 1) - 2.0 * _GAMMA)
-        small = 1.0 / s + lg * _bessel_i(s, True, False) - 0.25 * s * acc
+        small = 1.0 / s + lg * bessel_i(s, True, False) - 0.25 * s * acc
     else:
         acc = tl.zeros_like(s)
         for k in tl.static_range(1, 40):
             term = term * y / (k * k)
             h += 1.0 / k
             acc += term * h
-        small = acc - (lg + _GAMMA) * _bessel_i(s, False, False)
+        small = acc - (lg + _GAMMA) * bessel_i(s, False, False)
     big = tl.maximum(a, _K_SWITCH)
     if ORDER1:
         p, q = _hankel(big, 4.0, False, 24)
@@ -178,14 +178,14 @@ def special_bessel_y1(x):
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_modified_bessel_i0(x):
-    return _bessel_i(x.to(tl.float64), False, False)
+    return bessel_i(x.to(tl.float64), False, False)
 
 
 @kernel()
 @pointwise(promotion="int_to_float")
 @triton.jit
 def special_modified_bessel_i1(x):
-    return _bessel_i(x.to(tl.float64), True, False)
+    return bessel_i(x.to(tl.float64), True, False)
 
 
 @kernel()

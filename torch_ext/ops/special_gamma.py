@@ -9,7 +9,7 @@ import triton.language as tl
 
 from ._declare import kernel
 from ._pointwise import pointwise
-from .special import _lgamma64
+from .special import lgamma64
 
 _SERIES_TERMS = tl.constexpr(400)
 _CF_TERMS = tl.constexpr(300)
@@ -20,7 +20,7 @@ _TINY = tl.constexpr(1e-300)
 def _igamma_pq(a, x):
     """(P, Q) for finite a > 0, x > 0."""
     series = x < a + 1.0
-    pre = tl.exp(a * tl.log(x) - x - _lgamma64(a))
+    pre = tl.exp(a * tl.log(x) - x - lgamma64(a))
     # P = pre / a * (1 + x / (a + 1) + x^2 / ((a + 1)(a + 2)) + ...)
     xs = tl.where(series, x, 0.0)
     ap = a

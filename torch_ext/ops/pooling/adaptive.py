@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import tl_float_acc
+from .._common import suggest_memory_format, tl_float_acc
 from .._launch import cdiv, launch
 from .._common import dense_out, spatial3, split4, store_masked, write_back
 from ..copy import fill_
@@ -170,15 +170,6 @@ def _adaptive_out_shape(self, output_size):
     return list(self.shape[: self.dim() - len(output_size)]) + [int(o) for o in output_size]
 
 
-def _memory_format(x):
-    """channels_last(_3d) for such a batched input (as PyTorch's
-    suggest_memory_format), else contiguous."""
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
-    if fmt is not None and not x.is_contiguous() and x.is_contiguous(memory_format=fmt):
-        return fmt
-    return torch.contiguous_format
-
-
 def _adaptive_avg_fns(nsp):
     name = f"adaptive_avg_pool{nsp}d"
 
@@ -188,7 +179,7 @@ def _adaptive_avg_fns(nsp):
             _adaptive_out_shape(self, output_size),
             dtype=self.dtype,
             device=self.device,
-            memory_format=_memory_format(self),
+            memory_format=suggest_memory_format(self),
         )
         _adaptive_avg_into(self, nsp, out)
         return out
@@ -228,7 +219,10 @@ def _adaptive_avg_fns(nsp):
             )
         g = contiguous(grad_output)
         gi = torch.empty(
-            self.shape, dtype=self.dtype, device=self.device, memory_format=_memory_format(self)
+            self.shape,
+            dtype=self.dtype,
+            device=self.device,
+            memory_format=suggest_memory_format(self),
         )
         total = gi.numel()
         if total:
