@@ -244,15 +244,13 @@ def _resolve(entry: dict[str, Any]) -> Any:
     """The JITFunction an entry names, in this process."""
     from triton.runtime.jit import JITFunction
 
+    from torch_ext.ops import _pointwise
+
     generated = entry.get("pointwise")
     if generated is not None:
-        from torch_ext.ops import _pointwise
-
         return _pointwise.kernel_for_warmup(generated)
     module_name, _, qualname = entry["kernel"].partition(":")
     if entry.get("source") is not None:
-        from torch_ext.ops import _pointwise
-
         stem, source = entry["source"]
         obj: Any = _pointwise.load_generated(source, stem)
     else:
