@@ -42,8 +42,10 @@ def test_trains_like_cpu(name):
     try:
         torch.manual_seed(0)
         model = MODELS[name]()
-        for m in model.modules():  # every dropout off: the two sides draw different numbers
-            if isinstance(m, torch.nn.Dropout):
+        # every random drop off (Dropout, EfficientNet's StochasticDepth): the two
+        # sides draw different numbers
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
                 m.p = 0.0
         x, y = torch.randn(2, 3, 64, 64), torch.randint(0, 10, (2,))
         ref = _step(copy.deepcopy(model), x, y)

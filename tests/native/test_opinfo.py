@@ -186,7 +186,10 @@ FLOAT32_STATS = {"native_layer_norm", "native_group_norm"}
 # Ill-conditioned in float32 (the exponential of matrices of norm ~30, entries to 1e5):
 # PyTorch's own CPU float32 result is 2.4e-3 (relative) off float64, ours 1.2e-4; the
 # float32 run is held to this relative tolerance against float64.
-ILL_CONDITIONED = {"matrix_exp": 1e-3}
+# LDL^T with Bunch-Kaufman pivoting in float32: on the H100 (fused multiply-adds) the
+# factor of OpInfo's 5x5 samples is 1.4e-5 (8e-6 relative) off float64, above the
+# default float32 atol of 1e-5; the CPU's own float32 factor is of the same order.
+ILL_CONDITIONED = {"matrix_exp": 1e-3, "linalg.ldl_factor": 1e-4, "linalg.ldl_factor_ex": 1e-4}
 
 
 # Failing, not fixed here (see the tests/native report); left out of the run:
@@ -308,9 +311,14 @@ def test_opinfo(op, dtype):
             except (RuntimeError, TypeError):
                 pass
         if name in ILL_CONDITIONED and dtype == torch.float32:
-            assert res.device.type == "privateuseone" and res.dtype == dtype
             tol = ILL_CONDITIONED[name]
-            torch.testing.assert_close(res.cpu().double(), ref.double(), rtol=tol, atol=tol)
+            for r, e in zip(res, ref) if isinstance(res, tuple) else [(res, ref)]:
+                assert r.device.type == "privateuseone"
+                if r.dtype.is_floating_point:  # the factor; pivots and info exactly
+                    assert r.dtype == dtype
+                    torch.testing.assert_close(r.cpu().double(), e.double(), rtol=tol, atol=tol)
+                else:
+                    assert torch.equal(r.cpu(), e)
             continue
         assert_close(
             res,

@@ -151,6 +151,10 @@ def test_histc():
     same(
         torch.histc(dev(torch.full((4,), 2.0)), bins=4), torch.histc(torch.full((4,), 2.0), bins=4)
     )
+    # float64 data whose minimum fp32 rounds up: the range reaches the kernel exactly
+    y = torch.tensor([0.1, 0.30000000000000004, 0.7, 1 / 3], dtype=torch.float64)
+    same(torch.histc(dev(y), bins=3), torch.histc(y, bins=3))
+    assert torch.histc(dev(y), bins=3).sum().item() == 4
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         torch.histc(dev(x), bins=0)
     with pytest.raises(RuntimeError, match="max must be larger than min"):

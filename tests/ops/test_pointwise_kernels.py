@@ -404,3 +404,13 @@ def test_fill(dtype, device):
     value = {torch.bool: True, torch.int64: 2**40 + 3}.get(dtype, 0.1)
     copy.fill_(t, value)
     assert_close(t, torch.full(t.shape, value, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_clamp_both_bounds_and_nan(dtype, device):
+    # float64 with two Python-number bounds failed in Triton's interpreter (`|` of
+    # 0-d values); NaN in the input or in either bound gives NaN, as torch does.
+    x = torch.tensor([-2.0, -0.05, 0.05, 2.0, float("nan")], dtype=dtype)
+    for lo, hi in ((-0.1, 0.1), (-1, 1), (float("nan"), 1.0), (0.5, -0.5)):
+        got = ternary.clamp_scalar(x.to(device), lo, hi)
+        torch.testing.assert_close(got.cpu(), x.clamp(lo, hi), equal_nan=True)

@@ -48,11 +48,15 @@ def test_arange(device):
         (1.5, 5, 0.5, torch.float32),
         (10, -3, -3, torch.int32),
         (0, 1, 0.1, torch.float64),
+        (-2.123456789012345, 1.0000000001, 0.3, torch.float64),  # beyond fp32's 24 bits
+        (2**40, 2**40 + 7, 1, torch.int64),
     ]:
         ref = torch.arange(start, end, step, dtype=dtype)
         out = torch.empty(ref.shape, dtype=dtype, device=device)
         shape.arange_out(start, end, step, out)
-        assert_close(out, ref, atol=1e-6 if dtype == torch.float64 else None)
+        # float64 to the last bits (a fused multiply-add may round once less): Triton
+        # would pass the Python floats as fp32 (f64_words)
+        torch.testing.assert_close(out.cpu(), ref, rtol=1e-15, atol=1e-15)
 
 
 def test_index_add_linspace_eye(device):
@@ -72,12 +76,17 @@ def test_index_add_linspace_eye(device):
         (0, 1, 11, torch.float32),
         (-3, 7, 1, torch.float64),
         (2, -2, 7, torch.float64),
+        (-2.123456789012345, 1.0000000001, 7, torch.float64),
         (0, 10, 6, torch.int64),
     ]:
         ref = torch.linspace(start, end, steps, dtype=dtype)
         out = torch.empty(ref.shape, dtype=dtype, device=device)
         shape.linspace_out(start, end, steps, out)
-        assert_close(out, ref, atol=1e-6 if dtype.is_floating_point else None)
+        if dtype == torch.float64:  # endpoints exactly (an histogram's outer edges)
+            torch.testing.assert_close(out.cpu()[[0, -1]], ref[[0, -1]], rtol=0, atol=0)
+            torch.testing.assert_close(out.cpu(), ref, rtol=1e-15, atol=1e-15)
+        else:
+            assert_close(out, ref, atol=1e-6 if dtype.is_floating_point else None)
     out = torch.empty(3, 5, device=device)
     shape.eye_out(3, 5, out)
     assert_close(out, torch.eye(3, 5))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 import math
+import struct
 import torch
 
 from ..backends import spec
@@ -194,6 +195,25 @@ def float_acc(dtype):
     """The one accumulator rule: float64 stays float64, every other float (fp16, bf16,
     fp32) accumulates in float32."""
     return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def f64_words(x) -> tuple[int, int]:
+    """A float as the two signed 32-bit halves of its IEEE-754 double.
+
+    Triton passes a Python float to a kernel as fp32 (the interpreter too), which
+    loses float64's last 29 bits (an arange's start, a histogram's edge). The two
+    words travel exactly; the kernel rebuilds the double with `f64_from_words`.
+    Declare the word parameters `do_not_specialize`."""
+    bits = struct.unpack("<q", struct.pack("<d", float(x)))[0]
+    lo = bits & 0xFFFFFFFF
+    return bits >> 32, lo - (1 << 32) if lo >= 1 << 31 else lo
+
+
+@triton.jit
+def f64_from_words(hi, lo):
+    """The double whose halves `f64_words` made."""
+    bits = (hi.to(tl.int64) << 32) | (lo.to(tl.int64) & 0xFFFFFFFF)
+    return bits.to(tl.float64, bitcast=True)
 
 
 def tl_float_acc(dtype):

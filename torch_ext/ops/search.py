@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch, next_pow2
-from ._common import alert_not_deterministic, contiguous
+from ._common import alert_not_deterministic, contiguous, f64_from_words, f64_words
 from ._declare import Scalar, kernel
 from ._common import write_result
 
@@ -257,10 +257,12 @@ def bincount(
     return acc if acc.dtype == dtype else acc.to(dtype)
 
 
-@triton.jit
-def _histc_kernel(x, out, n, lo, hi, bins, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["lo_hi", "lo_lo", "hi_hi", "hi_lo"])
+def _histc_kernel(x, out, n, lo_hi, lo_lo, hi_hi, hi_lo, bins, BLOCK: tl.constexpr):
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < n
+    lo = f64_from_words(lo_hi, lo_lo)  # the range exactly (f64_words)
+    hi = f64_from_words(hi_hi, hi_lo)
     v = tl.load(x + e, mask=mask, other=0).to(tl.float64)
     inside = mask & (v >= lo) & (v <= hi)
     b = ((v - lo) * bins / (hi - lo)).to(tl.int64)
@@ -299,8 +301,9 @@ def histc_out(
     if n:
         block = builtins.min(1024, next_pow2(n))
         launch(
-            _histc_kernel, (cdiv(n, block),), contiguous(self), acc, n, lo, hi, bins, BLOCK=block
-        )
+            _histc_kernel, (cdiv(n, block),), contiguous(self), acc, n,
+            *f64_words(lo), *f64_words(hi), bins, BLOCK=block,
+        )  # fmt: skip
     write_result(out, acc.to(self.dtype))
     return out
 

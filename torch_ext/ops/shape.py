@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import tl_float_acc
+from ._common import f64_from_words, f64_words, tl_float_acc
 from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import block_for
@@ -164,10 +164,14 @@ def triu_out(self: torch.Tensor, diagonal: int, out: torch.Tensor) -> None:
     _tri(self, diagonal, out, False)
 
 
-@triton.jit
-def _arange_kernel(out, n, start, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["a_hi", "a_lo", "s_hi", "s_lo"])
+def _arange_kernel(out, n, a_hi, a_lo, s_hi, s_lo, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    # Floating: start and step as f64_words (exact); integer: in a_hi and s_hi.
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    v = tl.cast(start, ACC) + o.to(ACC) * tl.cast(step, ACC)
+    if ACC == tl.float64:
+        v = f64_from_words(a_hi, a_lo) + o.to(ACC) * f64_from_words(s_hi, s_lo)
+    else:
+        v = tl.cast(a_hi, ACC) + o.to(ACC) * tl.cast(s_hi, ACC)
     if out.dtype.element_ty == tl.bfloat16:
         v = v.to(tl.float32)  # Triton's interpreter casts float64 to bfloat16 bitwise
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
@@ -184,21 +188,28 @@ def arange_out(start: Scalar, end: Scalar, step: Scalar, out: torch.Tensor) -> t
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
     block = block_for(n)
-    launch(_arange_kernel, (cdiv(n, block),), target, n, start, step, ACC=acc, BLOCK=block)
+    if acc == tl.float64:
+        words = (*f64_words(start), *f64_words(step))
+    else:
+        words = (int(start), 0, int(step), 0)
+    launch(_arange_kernel, (cdiv(n, block),), target, n, *words, ACC=acc, BLOCK=block)
     if target is not out:
         copy_kernel((out,), (target,))
     return out
 
 
-@triton.jit
-def _linspace_kernel(out, n, start, end, step, ACC: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["a_hi", "a_lo", "b_hi", "b_lo", "s_hi", "s_lo"])
+def _linspace_kernel(
+    out, n, a_hi, a_lo, b_hi, b_lo, s_hi, s_lo, ACC: tl.constexpr, BLOCK: tl.constexpr
+):
     # PyTorch's symmetric form: from start for the first half, from end after.
+    # start, end and step arrive as f64_words (exact).
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     i = o.to(ACC)
-    s = tl.cast(step, ACC)
-    v = tl.where(
-        o < n // 2, tl.cast(start, ACC) + s * i, tl.cast(end, ACC) - s * (n - 1 - o).to(ACC)
-    )
+    s = f64_from_words(s_hi, s_lo).to(ACC)
+    start = f64_from_words(a_hi, a_lo).to(ACC)
+    end = f64_from_words(b_hi, b_lo).to(ACC)
+    v = tl.where(o < n // 2, start + s * i, end - s * (n - 1 - o).to(ACC))
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
 
 
@@ -221,9 +232,9 @@ def linspace_out(start: Scalar, end: Scalar, steps: int, out: torch.Tensor) -> t
         (cdiv(n, block),),
         target,
         n,
-        start,
-        end,
-        step,
+        *f64_words(start),
+        *f64_words(end),
+        *f64_words(step),
         ACC=tl_float_acc(out.dtype),
         BLOCK=block,
     )

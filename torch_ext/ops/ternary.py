@@ -80,7 +80,10 @@ def _clamp_one(x, lo, hi):
     r = tl.where(x < lo, lo, x)
     r = tl.where(r > hi, hi, r)
     if x.dtype.is_floating():
-        r = tl.where((x != x) | (lo != lo) | (hi != hi), x + lo + hi, r)
+        # NaN anywhere gives NaN (three selects: `|` of 0-d scalars fails in the interpreter)
+        r = tl.where(x != x, x, r)
+        r = tl.where(lo != lo, lo, r)
+        r = tl.where(hi != hi, hi, r)
     return r
 
 
