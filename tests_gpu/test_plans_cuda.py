@@ -101,3 +101,22 @@ def test_replay_runs_on_the_current_stream():
         out = torch.add(da, db)
     s.synchronize()
     torch.testing.assert_close(out.cpu(), a + b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_per_call_numbers_replay_with_each_calls_values(dtype):
+    # _foreach_addcdiv_.ScalarList (Adam's step sizes): one plan, each call's numbers
+    # written into the fp32/fp64 kernel parameters at replay
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(300 + 7 * i, generator=g, dtype=dtype) for i in range(5)]
+    ys = [torch.randn_like(x) for x in xs]
+    zs = [torch.rand_like(x) + 1 for x in xs]
+    dx, dy, dz = ([t.to(DEV) for t in lst] for lst in (xs, ys, zs))
+    for step in range(1, 5):
+        numbers = [-0.013 * step / (i + 1) for i in range(5)]
+        torch._foreach_addcdiv_(dx, dy, dz, numbers)
+        torch._foreach_addcdiv_(xs, ys, zs, numbers)
+    for a, b in zip(dx, xs):
+        torch.testing.assert_close(a.cpu(), b)
+    s = stats()
+    assert s["recorded"] == 1 and s["replayed"] == 3, C._plan_stats()["reasons"]

@@ -16,6 +16,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -217,8 +218,15 @@ py::object& host_replay_fn() {
   return *fn;
 }
 
-c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::DeviceIndex device) {
+c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::DeviceIndex device,
+                   const std::vector<Arg>* args) {
   runtime::Driver& drv = runtime::driver();
+  // The per-call numbers, from this call's arguments (the key has their types).
+  std::vector<double> numbers(plan.numbers.size());
+  for (size_t k = 0; k < plan.numbers.size(); ++k) {
+    TORCH_CHECK(args && number_value(*args, plan.numbers[k], numbers[k]),
+                "torch_ext: a launch plan's per-call number is missing from the call");
+  }
   std::vector<c10::Storage> temps;
   temps.reserve(plan.temps.size());
   if (!plan.temps.empty()) {
@@ -258,6 +266,15 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
           if (p.philox >= 0) {
             const auto& draw = philox[p.ordinal];
             values[k] = p.philox == 0 ? draw.first : draw.second;
+          } else if (p.number >= 0) {
+            const double d = numbers[p.number];
+            if (p.size == 4) {
+              const float f = static_cast<float>(d);
+              values[k] = 0;
+              std::memcpy(&values[k], &f, sizeof(f));
+            } else {
+              std::memcpy(&values[k], &d, sizeof(d));
+            }
           }
           pointers[k] = &values[k];
         }
@@ -276,7 +293,7 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
                 THPVariable_Wrap(build(s.tensors[k], ops, temps)));
           }
           host_replay_fn()(py::handle(s.kernel->p), py::handle(s.py_grid->p), py::handle(s.args->p),
-                           py::handle(s.kwargs->p), tensors, py::cast(philox));
+                           py::handle(s.kwargs->p), tensors, py::cast(philox), py::cast(numbers));
         } catch (py::error_already_set& e) {
           rethrow_python(s.name.c_str(), e);
         }
@@ -325,7 +342,8 @@ bool check_layout(Step& l) {
 }
 
 c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& ops,
-                c10::DeviceIndex device, const std::function<c10::IValue()>& slow) {
+                c10::DeviceIndex device, const std::function<c10::IValue()>& slow,
+                const std::vector<Arg>* args) {
   std::shared_ptr<const Plan> plan;
   bool known = false;
   {
@@ -341,7 +359,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   if (plan && !active) {
     stats.replayed++;
     stats.launched += plan->launches;
-    return replay(*plan, ops, device);
+    return replay(*plan, ops, device, args);
   }
   if (known || active) {  // stays on Python, or nested inside a recording
     stats.slow++;
@@ -349,6 +367,8 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   }
   Recording rec;
   rec.operands = &ops;
+  rec.args = args;
+  rec.number_args = args ? call_numbers(name) : 0;
   active = &rec;
   c10::IValue result;
   try {
@@ -374,12 +394,14 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   for (const auto& [seed, offset] : rec.philox) {
     if (!(seed && offset)) fail(rec, "random");  // a draw no launch took as marked
   }
+  if (rec.ok && !all_numbers_marked(rec)) fail(rec, "per-call number not marked");
   for (auto& s : rec.steps) {
     if (rec.ok && s.kind == Step::Kind::Cuda && !check_layout(s)) fail(rec, "parameter layout");
     if (s.kind == Step::Kind::Cuda || s.kind == Step::Kind::Host) made->launches++;
   }
   if (rec.ok) {
     for (const Temp& t : rec.temps) made->temps.push_back(t.bytes);
+    made->numbers = rec.numbers;
     made->steps = std::move(rec.steps);
   }
   (rec.ok ? stats.recorded : stats.uncacheable)++;
@@ -414,7 +436,7 @@ c10::IValue call(const char* name, const std::vector<Arg>& args,
     return slow();
   }
   if (device < 0) device = runtime::getCurrentStream().device_index();
-  return run(name, key, ops, device, slow);
+  return run(name, key, ops, device, slow, &args);
 }
 
 void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
@@ -430,7 +452,7 @@ void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector
     note_unkeyed(name);
     return slow();
   }
-  run(name, key, ops, iter.device(0).index(), as_call);
+  run(name, key, ops, iter.device(0).index(), as_call, nullptr);
 }
 
 void note_alloc(void* ptr, size_t bytes) noexcept {

@@ -20,7 +20,10 @@
 // The key holds everything the Python can depend on: the op's name, each
 // tensor's dtype, device, sizes, strides, 16-byte alignment and aliasing,
 // the values of CPU scalars, numbers, lists and strings, and the global flags
-// kernels read (fp32 matmul precision, cuDNN TF32, deterministic mode).
+// kernels read (fp32 matmul precision, cuDNN TF32, deterministic mode) --
+// except an op's declared per-call numbers (launch/PlanKey.h: e.g. the step
+// sizes of _foreach_addcdiv_.ScalarList), which the launches took marked and
+// each replay reads from its own call.
 //
 // A call stays on Python (its key remembered as such) when it did something a
 // plan cannot repeat: a host<->device copy (a value read on the host), a

@@ -69,6 +69,7 @@ struct Param {  // one raw kernel parameter (cuda driver)
   uint64_t bits = 0;
   int8_t philox = -1;  // 0: the seed, 1: the offset of Philox draw `ordinal`
   int16_t ordinal = 0;
+  int16_t number = -1;  // >= 0: per-call number `number` of the plan (fp32 or fp64)
 };
 
 struct Step {
@@ -99,8 +100,17 @@ struct Result {
   std::vector<Result> elems;
 };
 
+// A per-call number: argument `arg` of the call, element `elem` of a list (-1: the
+// argument itself).
+struct Number {
+  int16_t arg;
+  int32_t elem;
+  bool operator==(const Number& o) const { return arg == o.arg && elem == o.elem; }
+};
+
 struct Plan {
-  std::vector<size_t> temps;  // bytes of each temporary
+  std::vector<size_t> temps;    // bytes of each temporary
+  std::vector<Number> numbers;  // read from each replay's arguments
   std::vector<Step> steps;
   Result result;
   int64_t launches = 0;
@@ -122,6 +132,11 @@ struct Recording {
   std::string why;
   // Philox draws so far, and whether a launch took each one's seed and offset.
   std::vector<std::pair<bool, bool>> philox;
+  // The call's arguments (call(), not pointwise()), which of them hold per-call
+  // numbers (set_call_numbers), and the numbers the launches took so far.
+  const std::vector<Arg>* args = nullptr;
+  uint32_t number_args = 0;
+  std::vector<Number> numbers;
 };
 
 extern thread_local Recording* active;
@@ -145,5 +160,12 @@ bool resolve(const Recording& r, const void* p, Ref& out);
 at::Tensor persistent_region(int16_t index);
 // `t` as a view to rebuild at replay (false: its memory is foreign to the recording).
 bool make_view(const Recording& r, const at::Tensor& t, View& v);
+// The floating-point value of `n` in `args` (false: not there, or not a float).
+bool number_value(const std::vector<Arg>& args, const Number& n, double& out);
+// The ordinal of per-call number (arg, elem) in the recording, added if new; -1 when
+// the argument is not declared per-call or the value is not a float.
+int note_number(Recording& r, int arg, int elem);
+// Every float of the recording's per-call arguments reached a launch marked.
+bool all_numbers_marked(const Recording& r);
 
 }  // namespace torch_ext::launch::plan::detail

@@ -55,6 +55,7 @@ struct Keyer {
   std::string& key;
   std::vector<Operand>& ops;
   c10::DeviceIndex& device;
+  bool numbers = false;  // this argument's floating-point values are per-call numbers
 
   bool tensor(const at::Tensor& t) {
     if (!t.defined()) {
@@ -78,6 +79,16 @@ struct Keyer {
     return true;
   }
 
+  // An element of a list or tuple: per-call numbers are the argument's own floats
+  // and its elements', not deeper ones (Plan.cpp number_value reads those two).
+  bool element(const c10::IValue& e) {
+    const bool saved = numbers;
+    if (e.isList() || e.isTuple() || e.isDoubleList()) numbers = false;
+    const bool ok = value(e);
+    numbers = saved;
+    return ok;
+  }
+
   bool value(const c10::IValue& v) {
     if (v.isTensor()) return tensor(v.toTensor());
     if (v.isNone()) {
@@ -90,7 +101,7 @@ struct Keyer {
       put(key, v.toInt());
     } else if (v.isDouble()) {
       put(key, 'd');
-      put(key, v.toDouble());
+      if (!numbers) put(key, v.toDouble());
     } else if (v.isComplexDouble()) {
       put(key, 'z');
       put(key, v.toComplexDouble());
@@ -107,7 +118,9 @@ struct Keyer {
       put(key, 'D');
       const auto list = v.toDoubleList();
       put(key, static_cast<int32_t>(list.size()));
-      for (double x : list) put(key, x);
+      if (!numbers) {
+        for (double x : list) put(key, x);
+      }
     } else if (v.isBoolList()) {
       put(key, 'B');
       const auto list = v.toBoolList();
@@ -125,14 +138,14 @@ struct Keyer {
       const auto list = v.toListRef();
       put(key, static_cast<int32_t>(list.size()));
       for (const auto& e : list) {
-        if (!value(e)) return false;
+        if (!element(e)) return false;
       }
     } else if (v.isTuple()) {
       put(key, 'P');
       const auto& elems = v.toTupleRef().elements();
       put(key, static_cast<int32_t>(elems.size()));
       for (const auto& e : elems) {
-        if (!value(e)) return false;
+        if (!element(e)) return false;
       }
     } else {
       return false;
@@ -150,9 +163,11 @@ bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
   key.push_back('\0');
   put_flags(key);
   Keyer k{key, ops, device};
-  for (const Arg& a : args) {
-    put(key, static_cast<int8_t>(a.kind));
-    if (!k.value(a.value)) return false;
+  const uint32_t numbers = call_numbers(name);
+  for (size_t i = 0; i < args.size(); ++i) {
+    put(key, static_cast<int8_t>(args[i].kind));
+    k.numbers = i < 32 && (numbers >> i) & 1u;
+    if (!k.value(args[i].value)) return false;
   }
   return !ops.empty();
 }

@@ -19,6 +19,13 @@ struct Operand {
   at::Tensor tensor;
 };
 
+// Per-call numbers: the arguments (a bit per index) of op `name` whose floating-point
+// values are not part of its key. The op's Python passes them to kernels marked
+// (ops/_launch.py CallNumber) and a replay reads them from the call; declared by
+// `@kernel(..., numbers=(index, ...))`.
+void set_call_numbers(const std::string& name, uint32_t mask);
+uint32_t call_numbers(const char* name);
+
 // false: this call cannot be keyed (it stays on Python).
 bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
               std::vector<Operand>& ops, c10::DeviceIndex& device);

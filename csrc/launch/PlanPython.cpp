@@ -28,6 +28,9 @@ uint8_t param_size(const std::string& type) {
   return 0;
 }
 
+// A mark's `which` for a per-call number (0 and 1: a Philox seed and offset).
+constexpr int kNumberMark = 2;
+
 // From the cuda driver's Triton launcher (backends/cuda/triton_driver.py).
 // Marks a parameter as Philox draw `ordinal`'s seed (0) or offset (1).
 bool mark_philox(Recording& rec, int8_t which, int16_t ordinal) {
@@ -87,8 +90,19 @@ void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned
     s.params.push_back(p);
   }
   for (const auto& [index, which, ordinal] : marks) {
-    if (index < 0 || static_cast<size_t>(index) >= s.params.size() || s.params[index].is_ref ||
-        !mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
+    if (index < 0 || static_cast<size_t>(index) >= s.params.size() || s.params[index].is_ref) {
+      return fail(*rec, "random");
+    }
+    if (which == kNumberMark) {  // a per-call number: an fp32 or fp64 parameter
+      const std::string& type = type_list[index];
+      if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec->numbers.size() ||
+          (type != "fp32" && type != "fp64")) {
+        return fail(*rec, "per-call number not marked");
+      }
+      s.params[index].number = static_cast<int16_t>(ordinal);
+      continue;
+    }
+    if (!mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
       return fail(*rec, "random");
     }
     s.params[index].philox = static_cast<int8_t>(which);
@@ -117,6 +131,12 @@ void observe_host(py::object kernel, py::object grid, py::object args, py::objec
     s.tensors.push_back(std::move(v));
   }
   for (const auto& [which, ordinal] : marks) {
+    if (which == kNumberMark) {
+      if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec->numbers.size()) {
+        return fail(*rec, "per-call number not marked");
+      }
+      continue;
+    }
     if (!mark_philox(*rec, static_cast<int8_t>(which), static_cast<int16_t>(ordinal))) {
       return fail(*rec, "random");
     }
@@ -153,6 +173,18 @@ void register_bindings(py::module_& m) {
   m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
         py::arg("kwargs"), py::arg("tensors"), py::arg("name"),
         py::arg("marks") = std::vector<std::tuple<int, int>>());
+  // Per-call numbers (launch/PlanKey.h): declare an op's, and mark one in a recording.
+  m.def("_plan_numbers", [](const std::string& name, const std::vector<int>& args) {
+    uint32_t mask = 0;
+    for (int a : args) {
+      TORCH_CHECK(a >= 0 && a < 32, "_plan_numbers: argument index ", a, " out of range");
+      mask |= 1u << a;
+    }
+    set_call_numbers(name, mask);
+  });
+  m.def("_plan_number", [](int arg, int elem) {
+    return active && active->paused == 0 && active->ok ? note_number(*active, arg, elem) : -1;
+  });
   m.def("_plan_philox_draws", []() {
     return active && active->paused == 0 ? static_cast<int64_t>(active->philox.size()) : -1;
   });

@@ -82,4 +82,19 @@ from ._declare import KERNELS, KERNEL_INFO, kernel
 # Importing a family declares its kernels (@kernel) into KERNELS.
 
 
+def _declare_call_numbers():
+    """Tells the launch-plan layer which arguments are per-call numbers."""
+    import sys
+
+    c_ext = sys.modules.get("torch_ext._C")
+    if c_ext is None or not hasattr(c_ext, "_plan_numbers"):
+        return
+    for name, info in KERNEL_INFO.items():
+        if info.get("numbers"):
+            c_ext._plan_numbers(name, list(info["numbers"]))
+
+
+_declare_call_numbers()
+
+
 __all__ = ["KERNELS", "KERNEL_INFO", "kernel"]

@@ -25,7 +25,9 @@ KERNEL_INFO: dict[str, dict[str, Any]] = {}
 
 def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
     """Declare the decorated callable as kernel `name` (default: its own name). A
-    `Pointwise` registers its TensorIterator form (`.iter`, the stub convention)."""
+    `Pointwise` registers its TensorIterator form (`.iter`, the stub convention).
+    `numbers=(i, ...)` (or the callable's `call_numbers`): arguments whose floats are
+    per-call numbers, left out of the launch-plan key (ops/_launch.py CallNumber)."""
 
     def register(fn: Any) -> Any:
         key = name or getattr(fn, "name", None) or fn.__name__
@@ -34,6 +36,10 @@ def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
         iterator = getattr(fn, "iter", None)
         KERNELS[key] = iterator if callable(iterator) else fn
         KERNEL_INFO[key] = dict(info)
+        # per-call numbers (ops/_launch.py CallNumber): `numbers=` or the callable's own
+        numbers = tuple(info.get("numbers", getattr(fn, "call_numbers", ())))
+        if numbers:
+            KERNEL_INFO[key]["numbers"] = numbers
         return fn
 
     return register

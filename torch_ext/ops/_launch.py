@@ -115,6 +115,8 @@ def launch(kernel, grid, *args, philox=None, **kwargs):
     that a launch plan replaying this launch passes a fresh draw."""
     global launch_count
     launch_count += 1
+    if any(type(a) is CallNumber for a in args):
+        args, philox = _take_numbers(kernel, args, philox)
     if _profiling():  # a named range under the aten op, for torch_ext.profiler
         with torch.profiler.record_function(f"triton:{_name(kernel)}"):
             return _launch(kernel, grid, args, kwargs, philox)
@@ -138,12 +140,62 @@ class _Slot:
 
 
 class _Philox:
-    """Where a recorded launch's Philox seed (which 0) or offset (1) goes."""
+    """Where a recorded launch's Philox seed (which 0) or offset (1) goes, or
+    (which 2) per-call number `ordinal`."""
 
     __slots__ = ("which", "ordinal")
 
     def __init__(self, which, ordinal):
         self.which, self.ordinal = which, ordinal
+
+
+# ---- per-call numbers ---------------------------------------------------------
+# An op declared `@kernel(..., numbers=(i, ...))` has the floats of those arguments
+# left out of its launch-plan key: its Python passes each to a kernel as a
+# CallNumber (call_numbers), and a replay reads the value from the call's arguments
+# (csrc/launch/PlanKey.h). The recording fails unless every float of them reached a
+# launch that way; a value computed with (1 / x) or branched on must not be declared.
+
+
+class CallNumber(float):
+    """A float argument `arg` (element `elem` of a list; -1: the argument itself) of
+    the op running now, passed to a kernel as it is."""
+
+    __slots__ = ("arg", "elem")
+
+    def __new__(cls, value=0.0, arg=-1, elem=-1):
+        self = super().__new__(cls, value)
+        self.arg, self.elem = arg, elem
+        return self
+
+
+def call_numbers(values, arg):
+    """The numbers of argument `arg` (a list of them, or one) as CallNumbers; other
+    types (ints, bools: in the key) are returned as they are."""
+    if isinstance(values, (list, tuple)):
+        return [CallNumber(v, arg, i) if type(v) is float else v for i, v in enumerate(values)]
+    return CallNumber(values, arg, -1) if type(values) is float else values
+
+
+_NUMBER_MARK = 2  # a mark's `which` for a per-call number (0, 1: a Philox seed, offset)
+
+
+def _take_numbers(kernel, args, philox):
+    """The arguments with CallNumbers as plain floats (Triton takes those), and the
+    marks: {parameter name: (2, ordinal)} beside the Philox ones while recording."""
+    c_ext = _c_ext()
+    names = arg_names(kernel)
+    marks = dict(philox or {})
+    plain = []
+    for i, a in enumerate(args):
+        if type(a) is CallNumber:
+            if i < len(names) and c_ext is not None and hasattr(c_ext, "_plan_number"):
+                ordinal = c_ext._plan_number(a.arg, a.elem)
+                if ordinal >= 0:
+                    marks[names[i]] = (_NUMBER_MARK, ordinal)
+            a = float(a)
+        plain.append(a)
+    return tuple(plain), (marks or None)
 
 
 def arg_names(kernel):
@@ -171,14 +223,17 @@ def _observe(c_ext, kernel, grid, args, kwargs, philox):
     c_ext._plan_observe_host(kernel, grid, args, kwargs, tensors, _name(kernel), marks)
 
 
-def replay_recorded(kernel, grid, args, kwargs, tensors, philox):
+def replay_recorded(kernel, grid, args, kwargs, tensors, philox, numbers=()):
     """A recorded launch, replayed by C++ on the host driver (`philox`: the
-    replay's Philox draws, (seed, offset) each; counted in _C._plan_stats())."""
+    replay's Philox draws, (seed, offset) each; `numbers`: the call's per-call
+    numbers; counted in _C._plan_stats())."""
 
     def fill(a):
         if isinstance(a, _Slot):
             return tensors[a.index]
         if isinstance(a, _Philox):
+            if a.which == _NUMBER_MARK:
+                return numbers[a.ordinal]
             return philox[a.ordinal][a.which]
         return a
 

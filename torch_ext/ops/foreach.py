@@ -354,7 +354,7 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
         desc = [_describe(lst[i]) for lst in lists]
         for o, c in zip(operands, kinds):
             if c == "P":
-                desc.append(type(o[i]))
+                desc.append(float if isinstance(o[i], float) else type(o[i]))
         desc += [_describe(s) for s in scal]
         if promotion == "keep":
             res = (out[i] if out is not None else lists[0][i]).dtype

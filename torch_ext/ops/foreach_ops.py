@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from . import foreach
+from . import _launch, foreach
 from ._declare import Scalar, kernel
 
 # What C++ passes a generated overload, in schema order: tensor lists, numbers,
@@ -22,6 +22,8 @@ _Operand = list[torch.Tensor] | torch.Tensor | list[Scalar] | Scalar
 
 def _pointwise(op, body, kinds, variant, alpha):
     n_ops = len(kinds)
+    # number lists (P) are per-call numbers: not in the launch-plan key
+    numbers = tuple(j for j, c in enumerate(kinds) if c == "P")
 
     def run(*args: _Operand) -> list[torch.Tensor] | None:
         out = None
@@ -33,6 +35,8 @@ def _pointwise(op, body, kinds, variant, alpha):
             j = kinds.index("V")
             operands[j] = operands[j].tolist()
             kinds_ = kinds.replace("V", "P")
+        for j in numbers:  # a plan replays with the call's own (an optimizer's step sizes)
+            operands[j] = _launch.call_numbers(operands[j], j)
         if alpha is True:
             extras = (args[n_ops],)
         elif alpha is None:
@@ -42,6 +46,7 @@ def _pointwise(op, body, kinds, variant, alpha):
         return foreach.apply(op, body, kinds_, operands, variant, out, extras)
 
     run.__name__ = op.replace(".", "_")
+    run.call_numbers = numbers
     # What C++ takes back: the new tensors, or nothing (the in-place and out variants).
     run.__annotations__["return"] = "list[torch.Tensor]" if variant == "functional" else "None"
     return run
