@@ -92,15 +92,27 @@ def test_unmarked_numbers_keep_the_op_on_python(monkeypatch):
     assert stats["reasons"] == {"foreach_mul__ScalarList: per-call number not marked": 1}
 
 
-@pytest.mark.parametrize("foreach_kind", ["adam", "adamw"])
-def test_adam_steps_replay_one_plan_per_op(foreach_kind):
+OPTIMIZERS = {
+    "adam": lambda p: torch.optim.Adam(p, lr=1e-2, foreach=True),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1, foreach=True),
+    "sgd_momentum": lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, foreach=True),
+    "sgd_nesterov_wd": lambda p: torch.optim.SGD(
+        p, lr=1e-2, momentum=0.9, nesterov=True, weight_decay=1e-3, foreach=True
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_steps_with_a_schedule_replay_one_plan_per_op(name):
+    # a learning-rate schedule changes lr (SGD's alpha, AdamW's decay factor, Adam's
+    # step sizes) every step: all per-call numbers
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
-    ref = model
-    dev = copy.deepcopy(model).to(DEVICE)
-    make = torch.optim.Adam if foreach_kind == "adam" else torch.optim.AdamW
-    opt_ref = make(ref.parameters(), lr=1e-2, foreach=True)
-    opt_dev = make(dev.parameters(), lr=1e-2, foreach=True)
+    ref = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    dev = copy.deepcopy(ref).to(DEVICE)
+    opt_ref, opt_dev = OPTIMIZERS[name](ref.parameters()), OPTIMIZERS[name](dev.parameters())
+    schedules = [
+        torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1 / (1 + s)) for o in (opt_ref, opt_dev)
+    ]
     x = torch.randn(4, 6)
     entries = []
     for _ in range(6):
@@ -108,6 +120,8 @@ def test_adam_steps_replay_one_plan_per_op(foreach_kind):
             opt.zero_grad()
             m(inp).square().mean().backward()
             opt.step()
+        for sched in schedules:
+            sched.step()
         entries.append(C._plan_stats()["entries"])
     for a, b in zip(dev.parameters(), ref.parameters()):
         torch.testing.assert_close(a.detach().cpu(), b.detach(), rtol=1e-5, atol=1e-6)

@@ -267,7 +267,7 @@ PROMOTION = {
 def _describe(x):
     if isinstance(x, torch.Tensor):
         return (x.dtype, x.dim() == 0)
-    return type(x)
+    return float if isinstance(x, float) else type(x)  # a CallNumber is a float
 
 
 @functools.lru_cache(maxsize=None)
@@ -354,7 +354,7 @@ def apply(op, body, kinds, operands, variant, out=None, extras=()):
         desc = [_describe(lst[i]) for lst in lists]
         for o, c in zip(operands, kinds):
             if c == "P":
-                desc.append(float if isinstance(o[i], float) else type(o[i]))
+                desc.append(_describe(o[i]))
         desc += [_describe(s) for s in scal]
         if promotion == "keep":
             res = (out[i] if out is not None else lists[0][i]).dtype

@@ -22,8 +22,9 @@ _Operand = list[torch.Tensor] | torch.Tensor | list[Scalar] | Scalar
 
 def _pointwise(op, body, kinds, variant, alpha):
     n_ops = len(kinds)
-    # number lists (P) are per-call numbers: not in the launch-plan key
-    numbers = tuple(j for j, c in enumerate(kinds) if c == "P")
+    # Numbers (S), number lists (P) and alpha are per-call numbers, out of the
+    # launch-plan key: optimizers' step sizes and learning rates change every step.
+    numbers = tuple(j for j, c in enumerate(kinds) if c in "SP")
 
     def run(*args: _Operand) -> list[torch.Tensor] | None:
         out = None
@@ -38,7 +39,7 @@ def _pointwise(op, body, kinds, variant, alpha):
         for j in numbers:  # a plan replays with the call's own (an optimizer's step sizes)
             operands[j] = _launch.call_numbers(operands[j], j)
         if alpha is True:
-            extras = (args[n_ops],)
+            extras = (_launch.call_numbers(args[n_ops], n_ops),)
         elif alpha is None:
             extras = ()
         else:
@@ -46,7 +47,7 @@ def _pointwise(op, body, kinds, variant, alpha):
         return foreach.apply(op, body, kinds_, operands, variant, out, extras)
 
     run.__name__ = op.replace(".", "_")
-    run.call_numbers = numbers
+    run.call_numbers = numbers + ((n_ops,) if alpha is True else ())
     # What C++ takes back: the new tensors, or nothing (the in-place and out variants).
     run.__annotations__["return"] = "list[torch.Tensor]" if variant == "functional" else "None"
     return run
