@@ -120,3 +120,29 @@ def test_per_call_numbers_replay_with_each_calls_values(dtype):
         torch.testing.assert_close(a.cpu(), b)
     s = stats()
     assert s["recorded"] == 1 and s["replayed"] == 3, C._plan_stats()["reasons"]
+
+
+def test_replay_on_a_thread_new_to_the_device():
+    # The autograd engine runs backward ops on its own device thread: a replay there
+    # must make the device's context current (CLIP's backward failed with
+    # CUDA_ERROR_INVALID_CONTEXT before).
+    import threading
+
+    a, b = torch.randn(1000), torch.randn(1000)
+    da, db = a.to(DEV), b.to(DEV)
+    torch.add(da, db)  # recorded on this thread
+    torch.add(da, db)  # and replayed (its memory now cached for the thread's call)
+    out, errors = [], []
+
+    def work():  # device tensors only: no copy that would set the context first
+        try:
+            out.append(torch.add(da, db))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
+    torch.testing.assert_close(out[0].cpu(), a + b)
+    assert stats()["replayed"] >= 2

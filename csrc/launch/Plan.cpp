@@ -247,6 +247,9 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
     }
     return nullptr;
   };
+  // The replaying thread may be new to the device (the autograd engine's device
+  // thread runs backward ops): cuLaunchKernel needs the device's context current.
+  if (is_cuda()) runtime::make_current(drv, device);
   auto stream = runtime::driverStream(runtime::getCurrentStream(device));
   const bool profiling = at::hasCallbacks();
   std::vector<std::pair<uint64_t, uint64_t>> philox;
