@@ -4,8 +4,13 @@ installed on the GPU machine; PyPI's wheel does not import beside the CPU build 
 (tests/models/zoo.py) and this set runs in the GPU command.
 
 Each model, built on the CPU from one seed and copied to the device, takes one AdamW step
-on both: the first loss, every gradient and the loss after the step are compared (float32,
-TF32 off)."""
+there, on the CPU in float32 and on the CPU in float64 (TF32 off). Batch norm over a
+batch of 2 at 64x64 (2x2 maps in the last stages) is ill-conditioned: the CPU's own
+float32 gradients are up to 0.1 of a tensor's largest off the float64 ones (ResNet-50),
+and some gradients are rounding noise around zero (a batch-norm bias before another
+normalisation: 1e-9). So each gradient is held to float64: no further from it than 4x
+the CPU's float32 error or 1e-3 of the tensor's largest (floored at 1e-6 of the model's
+largest gradient). Measured on the host driver, ours are at or below the CPU's error."""
 
 import copy
 
@@ -48,17 +53,27 @@ def test_trains_like_cpu(name):
             if isinstance(m, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
                 m.p = 0.0
         x, y = torch.randn(2, 3, 64, 64), torch.randint(0, 10, (2,))
+        exact = _step(copy.deepcopy(model).double(), x.double(), y)
         ref = _step(copy.deepcopy(model), x, y)
         got = _step(model.to(DEV), x.to(DEV), y.to(DEV))
     finally:
         torch.backends.cudnn.allow_tf32 = old
-    assert got[0] == pytest.approx(ref[0], rel=1e-4), (got[0], ref[0])
-    assert set(got[1]) == set(ref[1])
+    assert got[0] == pytest.approx(exact[0], rel=1e-4), (got[0], ref[0], exact[0])
+    assert set(got[1]) == set(exact[1])
+    floor = 1e-6 * max(g.abs().max().item() for g in exact[1].values())
     rows = []
-    for n, g in ref[1].items():
-        scale = max(g.abs().max().item(), 1e-12)
-        rows.append(((got[1][n] - g).abs().max().item() / scale, n, scale))
+    for n, g in exact[1].items():
+        g = g.double()
+        scale = max(g.abs().max().item(), floor)
+        ours = (got[1][n].double() - g).abs().max().item() / scale
+        cpu = (ref[1][n].double() - g).abs().max().item() / scale
+        rows.append((ours - max(4 * cpu, 1e-3), ours, cpu, n))
     rows.sort(reverse=True)
-    worst = ", ".join(f"{n} {d:.2e} (largest {s:.1e})" for d, n, s in rows[:5])
-    assert rows[0][0] <= 1e-3, f"{name}: gradient differences of their tensors' largest: {worst}"
-    assert got[2] == pytest.approx(ref[2], rel=1e-3), (got[2], ref[2])
+    worst = ", ".join(f"{n} {o:.1e} (CPU float32 {c:.1e})" for _, o, c, n in rows[:5])
+    assert rows[0][0] <= 0, f"{name}: gradients off float64, of their tensors' largest: {worst}"
+    # after the step: the loss as close to float64's as the CPU's float32 (or 1e-3)
+    assert abs(got[2] - exact[2]) <= max(4 * abs(ref[2] - exact[2]), 1e-3 * abs(exact[2])), (
+        got[2],
+        ref[2],
+        exact[2],
+    )

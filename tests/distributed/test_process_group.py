@@ -92,8 +92,7 @@ def _faults(rank, ws):
 
 
 @pytest.mark.slow
-@pytest.mark.two_devices
-def test_fault_errors(monkeypatch):
+def test_fault_errors(monkeypatch):  # the two-device case where there are two devices
     monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")
     run(_faults, 2)
 

@@ -43,6 +43,39 @@ def test_index_add_with_alpha_and_duplicates():
     torch.testing.assert_close(d.cpu(), expected)
 
 
+@pytest.mark.parametrize("dtype", [F32, BF16, torch.int64])
+def test_index_copy_is_one_launch_with_strided_source(dtype):
+    # a static KV cache: cache.index_copy_(2, positions, states) with states a
+    # transposed view, (batch, heads, new, head_dim) of (batch, new, heads, head_dim)
+    from torch_ext.ops import _launch
+
+    cache = (torch.randn(2, 4, 16, 8) * 10).to(dtype)
+    states = (torch.randn(2, 3, 4, 8) * 10).to(dtype).transpose(1, 2)
+    pos = torch.tensor([5, 6, 11])
+    expected = cache.clone().index_copy_(2, pos, states)
+    d, ds, dp = cache.to(DEV), states.to(DEV), pos.to(DEV)
+    assert not ds.is_contiguous()
+    d.clone().index_copy_(2, dp, ds)  # once before counting (first use of the bounds flags)
+    before = _launch.launches()
+    d.index_copy_(2, dp, ds)
+    assert _launch.launches() - before == 1
+    assert torch.equal(d.cpu(), expected)
+    assert torch.equal(cache.to(DEV).index_copy(-2, dp, ds).cpu(), expected)
+    # every dim, and a 0-dim source into a 1-d tensor
+    for dim in range(4):
+        src = torch.randn(*[2 if i == dim else n for i, n in enumerate(cache.shape)]).to(dtype)
+        idx = torch.tensor([1, 0])
+        ref = cache.index_copy(dim, idx, src)
+        assert torch.equal(cache.to(DEV).index_copy(dim, idx.to(DEV), src.to(DEV)).cpu(), ref)
+    one = torch.zeros(5, dtype=dtype)
+    ref = one.index_copy(0, torch.tensor([3]), torch.tensor(7, dtype=dtype))
+    got = one.to(DEV).index_copy(0, torch.tensor([3]).to(DEV), torch.tensor(7, dtype=dtype).to(DEV))
+    assert torch.equal(got.cpu(), ref)
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+        cache.to(DEV).index_copy_(2, torch.tensor([5, 16, 1]).to(DEV), ds)
+        torch.privateuseone.synchronize()  # the cuda driver reports at the next sync
+
+
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce_two(reduce, include_self):

@@ -45,8 +45,19 @@ def index_copy_out(
         if index.numel():
             out.copy_(source.reshape(()))
         return
-    where = (slice(None),) * dim + (index.reshape(-1),)
-    out[where] = source
+    d = dim % out.dim()
+    if source.dim() != out.dim() or deterministic.enabled(out.dtype):
+        # a 0-dim source, or the deterministic order (last duplicate wins, as
+        # torch's CUDA index_copy takes index_put_ there)
+        where = (slice(None),) * d + (index.reshape(-1),)
+        out[where] = source
+        return
+    # one launch: a scatter (store) whose index is `index` broadcast along source's
+    # other dims (stride 0); a static KV cache writes each layer's K and V this way
+    shape = [1] * out.dim()
+    shape[d] = -1
+    spread = index.reshape(shape).expand(source.shape)
+    _gather_scatter(spread, source, out, d, 1)
 
 
 @triton.jit
