@@ -96,3 +96,35 @@ def test_building_ops():
         check(lambda t: t.to(dt), rand((5, 3), F32, -5, 5))
         check(lambda t: t.t().to(dt), rand((5, 3), F32, -5, 5))
         check(lambda t: t.to(F32), rand((5, 3), dt if dt != torch.uint8 else torch.int32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_cat_launches_once_per_four_inputs(dtype):
+    # torch's CUDA cat copies a batch of inputs per launch; so does ours (4 per launch),
+    # reading strided inputs in place, any dim, into a strided result
+    from torch_ext.ops import _launch
+
+    g = torch.Generator().manual_seed(0)
+
+    def make(*shape):
+        return (torch.randn(*shape, generator=g) * 5).to(dtype)
+
+    x = make(4, 6).to(DEV)
+    torch.cat([x, x], 1)  # first use out of the count
+    for dim in range(3):
+        xs = [
+            make(*[k if i == dim else n for i, n in enumerate((3, 4, 5))]) for k in (1, 3, 2, 4, 5)
+        ]
+        ds = [t.to(DEV) for t in xs]
+        ds[1] = ds[1].transpose(0, 2).contiguous().transpose(0, 2)  # strided on the device
+        before = _launch.launches()
+        got = torch.cat(ds, dim)
+        assert _launch.launches() - before == 2  # inputs 1-4, then input 5
+        assert torch.equal(got.cpu(), torch.cat(xs, dim))
+    out = torch.empty(10, 3, dtype=dtype, device=DEV).t()  # a strided result
+    a, b = make(3, 4), make(3, 6)
+    torch.cat([a.to(DEV), b.to(DEV)], 1, out=out)
+    assert torch.equal(out.cpu(), torch.cat([a, b], 1))
+    c = make(2)
+    mixed = torch.cat([torch.arange(3).to(DEV), c.to(DEV)])  # promoted
+    assert torch.equal(mixed.cpu(), torch.cat([torch.arange(3), c]))

@@ -13,7 +13,7 @@ from ._common import contiguous
 from ._declare import Scalar, kernel
 from ._common import dot6, unravel6
 from .search import _search
-from ._common import pad_to_rank
+from ._common import MAX_RANK, pad_to_rank
 
 # -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
 
@@ -50,14 +50,104 @@ def cat_out(
     memory_format: torch.memory_format,
     out: torch.Tensor,
 ) -> None:
-    offset = 0
+    if out.numel() == 0:
+        return
+    parts, offset = [], 0
     for t in tensors:
         if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
             continue  # legacy empty tensors are skipped by cat
-        size = t.shape[dim]
         if t.numel():
-            copy_kernel((out.narrow(dim, offset, size),), (t,))
-        offset += size
+            parts.append((t, offset))
+        offset += t.shape[dim]
+    if out.dim() > MAX_RANK:
+        for t, off in parts:
+            copy_kernel((out.narrow(dim, off, t.shape[dim]),), (t,))
+        return
+    # up to _CAT_SLOTS inputs per launch (torch's CUDA cat batches them likewise)
+    for k in range(0, len(parts), _CAT_SLOTS):
+        group = parts[k : k + _CAT_SLOTS]
+        first, last = group[0][1], group[-1][1] + group[-1][0].shape[dim]
+        _cat_launch(group, out.narrow(dim, first, last - first), dim, first)
+
+
+_CAT_SLOTS = 4
+
+
+@triton.jit
+def _cat_slot(v, k, SLOT: tl.constexpr, p, base, i0, i1, i2, i3, i4, i5,
+              t0, t1, t2, t3, t4, t5, mask):  # fmt: skip
+    here = mask & (k == SLOT)
+    x = tl.load(p + base + dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5), mask=here)
+    if v.dtype == tl.bfloat16:
+        x = x.to(tl.float32)  # Triton's interpreter casts int64/float64 to bfloat16 bitwise
+    return tl.where(here, x.to(v.dtype), v)
+
+
+@triton.jit(do_not_specialize=["e1", "e2", "e3"])
+def _cat_kernel(
+    out, n, s1, s2, s3, s4, s5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5,
+    p0, p1, p2, p3, b0, b1, b2, b3, e1, e2, e3,
+    a0, a1, a2, a3, a4, a5, c0, c1, c2, c3, c4, c5,
+    d0, d1, d2, d3, d4, d5, f0, f1, f2, f3, f4, f5,
+    DIM: tl.constexpr, NUM: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    # out[i] = input k [i with dim := i_dim - start_k], k the input whose slice
+    # along DIM holds i_dim (starts e1 < e2 < e3; base_k = -start_k * stride_k[DIM])
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    i0, i1, i2, i3, i4, i5 = unravel6(o, s1, s2, s3, s4, s5)
+    if DIM == 0:
+        c = i0
+    elif DIM == 1:
+        c = i1
+    elif DIM == 2:
+        c = i2
+    elif DIM == 3:
+        c = i3
+    elif DIM == 4:
+        c = i4
+    else:
+        c = i5
+    k = (c >= e1).to(tl.int32) + (c >= e2).to(tl.int32) + (c >= e3).to(tl.int32)
+    dt = out.dtype.element_ty
+    v = tl.zeros((BLOCK,), dt)
+    v = _cat_slot(v, k, 0, p0, b0, i0, i1, i2, i3, i4, i5, a0, a1, a2, a3, a4, a5, mask)
+    if NUM > 1:
+        v = _cat_slot(v, k, 1, p1, b1, i0, i1, i2, i3, i4, i5, c0, c1, c2, c3, c4, c5, mask)
+    if NUM > 2:
+        v = _cat_slot(v, k, 2, p2, b2, i0, i1, i2, i3, i4, i5, d0, d1, d2, d3, d4, d5, mask)
+    if NUM > 3:
+        v = _cat_slot(v, k, 3, p3, b3, i0, i1, i2, i3, i4, i5, f0, f1, f2, f3, f4, f5, mask)
+    tl.store(out + dot6(i0, i1, i2, i3, i4, i5, o_t0, o_t1, o_t2, o_t3, o_t4, o_t5), v, mask=mask)
+
+
+def _cat_launch(group, out, dim, first):
+    """One launch writing `out` (the slice of cat's result the group covers) from
+    the group's inputs, (tensor, offset along dim in the whole result) each."""
+    rank = max(out.dim(), 1)
+    pad = MAX_RANK - rank
+    n = out.numel()
+    ptrs, bases, starts, strides = [], [], [], []
+    for t, off in group:
+        st = pad_to_rank(t.stride() if t.dim() else [0], 0)
+        ptrs.append(t)
+        starts.append(off - first)
+        bases.append(-(off - first) * st[dim + pad])
+        strides += st
+    num = len(group)
+    big = 1 << 62  # slots past NUM: no coordinate reaches them
+    while len(ptrs) < _CAT_SLOTS:
+        ptrs.append(group[0][0])
+        bases.append(0)
+        starts.append(big)
+        strides += [0] * MAX_RANK
+    shape = pad_to_rank(out.shape, 1)
+    block = block_for(n)
+    launch(
+        _cat_kernel, (cdiv(n, block),), out, n, *shape[1:],
+        *pad_to_rank(out.stride(), 0), *ptrs, *bases, *starts[1:], *strides,
+        DIM=dim + pad, NUM=num, BLOCK=block,
+    )  # fmt: skip
 
 
 def cat(tensors, dim=0):
