@@ -99,6 +99,9 @@ OPTIMIZERS = {
     "sgd_nesterov_wd": lambda p: torch.optim.SGD(
         p, lr=1e-2, momentum=0.9, nesterov=True, weight_decay=1e-3, foreach=True
     ),
+    # fused: lr is the per-call number of _fused_adamw_ / _fused_sgd_
+    "adamw_fused": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1, fused=True),
+    "sgd_fused": lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, fused=True),
 }
 
 

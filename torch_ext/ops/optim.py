@@ -24,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import call_numbers, launch
 from ._multi_tensor import (
     chunks,
     module_source,
@@ -141,7 +141,8 @@ def _fused_adam(
     for dtype, idx in _groups(self):
         kinds = "LLLL" + ("L" if amsgrad else "S") + "Q" + ("T" if lr_tensor else "S")
         kinds += "T" if grad_scale is not None else "S"
-        common = ([] if amsgrad else [0.0]) + [lr if lr_tensor else float(lr)]
+        # lr a per-call number (argument 6): a schedule changes it every step
+        common = ([] if amsgrad else [0.0]) + [lr if lr_tensor else call_numbers(float(lr), 6)]
         common.append(grad_scale if grad_scale is not None else 1.0)
         has_scale = grad_scale is not None
         run_pointwise(
@@ -163,7 +164,7 @@ def _fused_adam(
         )
 
 
-@kernel("_fused_adamw_")
+@kernel("_fused_adamw_", numbers=(6,))
 def fused_adamw_(
     self: list[torch.Tensor],
     grads: list[torch.Tensor],
@@ -202,7 +203,7 @@ def fused_adamw_(
     )
 
 
-@kernel("_fused_adam_")
+@kernel("_fused_adam_", numbers=(6,))
 def fused_adam_(
     self: list[torch.Tensor],
     grads: list[torch.Tensor],
@@ -276,7 +277,7 @@ def sgd_body(
     return p, g_store, buf
 
 
-@kernel("_fused_sgd_")
+@kernel("_fused_sgd_", numbers=(5,))
 def fused_sgd_(
     self: list[torch.Tensor],
     grads: list[torch.Tensor],
@@ -300,7 +301,8 @@ def fused_sgd_(
     for dtype, idx in _groups(self):
         kinds = "LL" + ("L" if has_momentum else "S") + ("T" if lr_tensor else "S")
         kinds += "T" if has_scale else "S"
-        common = ([] if has_momentum else [0.0]) + [lr if lr_tensor else float(lr)]
+        # lr a per-call number (argument 5)
+        common = ([] if has_momentum else [0.0]) + [lr if lr_tensor else call_numbers(float(lr), 5)]
         common.append(grad_scale if has_scale else 1.0)
         run_pointwise(
             f"{_HERE}:sgd_body",
