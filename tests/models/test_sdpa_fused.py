@@ -4,10 +4,14 @@
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_ext  # noqa: F401
 from torch_ext.coverage import calls_during
+from torch_ext.ops._launch import launch
+from torch_ext.ops.attention_kernels import _dropout_keep
 
 from helpers import DEV
 
@@ -52,10 +56,76 @@ def test_grouped_query_heads():
     torch.testing.assert_close(yd.cpu(), y, atol=2e-5, rtol=1e-4)
 
 
-def test_dropout_and_disabled_backend_take_the_math_path():
+def test_disabled_backend_takes_the_math_path():
     q, k, v = [t.to(DEV) for t in qkv()]
-    calls = calls_during(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
-    assert FUSED not in calls and "aten::_softmax" in calls, calls
     with sdpa_kernel(SDPBackend.MATH):
         calls = calls_during(lambda: F.scaled_dot_product_attention(q, k, v))
     assert FUSED not in calls, calls
+
+
+@triton.jit
+def _mask_kernel(out, seed, offset, Lq, Lk, p, BM: tl.constexpr, BN: tl.constexpr):
+    # the kernels' dropout mask of one (batch*head) as 0/1, for the reference
+    bh = tl.program_id(0).to(tl.int64)
+    rm = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p)
+    ok = (rm < Lq)[:, None] & (cols < Lk)[None, :]
+    tl.store(out + bh * Lq * Lk + rm[:, None] * Lk + cols[None, :], keep.to(tl.int8), mask=ok)
+
+
+def _mask(seed, offset, shape, p):
+    B, H, Lq, Lk = shape
+    out = torch.empty(shape, dtype=torch.int8, device=DEV)
+    bm, bn = triton.next_power_of_2(Lq), triton.next_power_of_2(Lk)
+    launch(_mask_kernel, (B * H,), out, seed, offset, Lq, Lk, p, BM=bm, BN=bn)
+    return out.cpu().bool()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("hk", [4, 2])
+def test_dropout_is_fused_and_exact_against_its_mask(causal, hk):
+    # SDPA with dropout (HF models train with attention dropout) runs the fused kernel;
+    # forward and gradients equal float64 attention with the kernel's own mask
+    p = 0.3
+    q, k, v = qkv(hq=4, hk=hk, lq=21, lk=29)
+    torch.manual_seed(7)
+    masks = []
+    for _ in range(3):  # recorded, then replayed by launch plans with each call's draw
+        dev = [t.to(DEV).requires_grad_() for t in (q, k, v)]
+        res = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+            *dev, None, p, causal, False
+        )
+        out, seed, offset = res[0], int(res[6].item()), int(res[7].item())
+        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+        out.backward(g.to(DEV))
+        keep = _mask(seed, offset, (2, 4, 21, 29), p)
+        ref = [t.double().requires_grad_() for t in (q, k, v)]
+        kk, vv = (t.repeat_interleave(4 // hk, 1) for t in ref[1:])
+        s = ref[0] @ kk.transpose(-1, -2) / 4.0  # scale 1/sqrt(16)
+        if causal:
+            s = s.masked_fill(torch.ones(21, 29, dtype=torch.bool).triu(1), float("-inf"))
+        expected = (torch.softmax(s, -1) * keep / (1 - p)) @ vv
+        expected.backward(g.double())
+        got = out.detach().cpu().double()
+        torch.testing.assert_close(got, expected.detach(), atol=2e-5, rtol=1e-4)
+        for a, b in zip(dev, ref):
+            torch.testing.assert_close(a.grad.cpu().double(), b.grad, atol=5e-5, rtol=1e-4)
+        kept = keep.float().mean().item()  # 17,000 Philox draws
+        assert abs(kept - (1 - p)) < 0.02, kept
+        masks.append(keep)
+    assert not torch.equal(masks[1], masks[2])  # a fresh draw each call
+
+
+def test_dropout_through_sdpa_reproduces_under_manual_seed():
+    q, k, v = [t.to(DEV) for t in qkv()]
+    calls = calls_during(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5))
+    assert FUSED in calls and "aten::_softmax" not in calls, calls
+    outs = []
+    for seed in (1, 1, 2):
+        torch.manual_seed(seed)
+        outs.append(F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).cpu())
+    assert torch.equal(outs[0], outs[1]) and not torch.equal(outs[0], outs[2])
+    # p = 1 drops everything (as torch: zeros, not NaN)
+    zero = F.scaled_dot_product_attention(q, k, v, dropout_p=1.0).cpu()
+    assert torch.equal(zero, torch.zeros_like(zero))

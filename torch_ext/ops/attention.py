@@ -9,7 +9,9 @@ multiple of Hkv (grouped-query attention: query head h reads kv head h // (H/Hkv
 broadcastable to (B, H, Lq, Lk), bool (True = attend) or additive float;
 is_causal masks key j > query i (PyTorch's top-left alignment).  lse (B, H, Lq)
 float32 is the row log-sum-exp of the scaled scores, kept for backward.
-Dropout is not fused (p must be 0).
+dropout: (p, seed, offset) of a Philox draw (random.philox_draw), or None; the
+forward writes seed and offset to device tensors, from which the backward's kernels
+read them to regenerate the mask.
 """
 
 import math
@@ -18,6 +20,7 @@ import torch
 from ..backends import spec
 from ._launch import cdiv, launch, next_pow2
 from ._declare import kernel
+from .random import philox_draw
 from .attention_kernels import _attn_fwd_kernel, _attn_bwd_delta_kernel, _attn_bwd_kernel
 
 
@@ -75,7 +78,21 @@ def _empty_like_layout(q, shape):
     return buf.permute([order.index(i) for i in range(len(shape))])
 
 
-def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
+def _dropout_args(dropout, dummy):
+    """The kernels' (seed, offset, p, 1 / (1 - p)) arguments and the DROPOUT flag.
+    dropout: (p, seed, offset), ints for the forward, the 0-dim int64 tensors it
+    wrote for the backward; None: no dropout (`dummy` fills the pointers)."""
+    if dropout is None or dropout[0] == 0.0:
+        return (0, 0, 0.0, 1.0) if dummy is None else (dummy, dummy, 0.0, 1.0), False
+    p, seed, offset = dropout
+    return (seed, offset, float(p), 0.0 if p >= 1.0 else 1.0 / (1.0 - p)), True
+
+
+def flash_attention_fwd(
+    q, k, v, attn_mask=None, is_causal=False, scale=None, dropout=None, philox=None, draw=None
+):
+    """(out, lse); with dropout (p, seed, offset) the kernel also writes seed and
+    offset into `draw`, two 0-dim int64 device tensors, for the backward."""
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv) = (
         _setup(q, k, v, attn_mask, scale)
     )
@@ -83,6 +100,8 @@ def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
     lse = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
     if out.numel() == 0:
         return out, lse
+    drop_args, has_dropout = _dropout_args(dropout, None)
+    draw = draw if draw is not None else (lse, lse)
     launch(
         _attn_fwd_kernel,
         (cdiv(Lq, bm), B * H),
@@ -104,11 +123,15 @@ def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
         *out.stride(),
         *mst,
         scale,
+        *drop_args,
+        *draw,
+        philox=philox,
         CAUSAL=bool(is_causal),
         HAS_MASK=attn_mask is not None,
         BOOL_MASK=bool_mask,
         UPCAST=upcast,
         PRECISION=precision,
+        DROPOUT=has_dropout,
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_D=bd,
@@ -117,7 +140,9 @@ def flash_attention_fwd(q, k, v, attn_mask=None, is_causal=False, scale=None):
     return out, lse
 
 
-def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=False, scale=None):
+def flash_attention_bwd(
+    grad_out, q, k, v, out, lse, attn_mask=None, is_causal=False, scale=None, dropout=None
+):
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv) = (
         _setup(q, k, v, attn_mask, scale)
     )
@@ -147,12 +172,14 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
         BLOCK_M=bm,
         BLOCK_DV=bdv,
     )
+    drop_args, has_dropout = _dropout_args(dropout, lse)
     flags = dict(
         CAUSAL=bool(is_causal),
         HAS_MASK=attn_mask is not None,
         BOOL_MASK=bool_mask,
         UPCAST=upcast,
         PRECISION=precision,
+        DROPOUT=has_dropout,
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_D=bd,
@@ -184,6 +211,7 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
         *dk_h.stride(),
         *dv_h.stride(),
         scale,
+        *drop_args,
     )
     launch(_attn_bwd_kernel, (cdiv(Lk, bn), B * H), *common, FOR_DQ=False, **flags)
     launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, **flags)
@@ -197,7 +225,7 @@ def flash_attention_bwd(grad_out, q, k, v, out, lse, attn_mask=None, is_causal=F
 
 # aten::_scaled_dot_product_fused_attention_overrideable(_backward): PyTorch's
 # fused-attention ops for out-of-tree backends, chosen by our _fused_sdp_choice
-# when dropout_p == 0. Plain convention (3).
+# (dropout included). Plain convention (3).
 @kernel()
 def sdpa_overrideable(
     query: torch.Tensor,
@@ -219,13 +247,20 @@ def sdpa_overrideable(
     torch.Tensor,
     torch.Tensor,
 ]:
-    if dropout_p != 0.0:
-        raise NotImplementedError(
-            "torch_ext: the fused attention kernel has no dropout "
-            "(scaled_dot_product_attention takes the math path then)"
-        )
-    out, lse = flash_attention_fwd(query, key, value, attn_bias, is_causal, scale)
     none = torch.empty(0, device=query.device)
+    if dropout_p != 0.0:
+        # one Philox number per (batch*head, query, key); the kernel writes the draw's
+        # seed and offset into two device tensors for the backward, so that replays
+        # of both (launch plans) carry each call's draw
+        B, H, Lq = query.shape[:3]
+        count = B * H * Lq * key.shape[2]
+        seed, offset, marks = philox_draw(None, query.device, -(-count // 4) * 4)
+        draw = [torch.empty((), dtype=torch.int64, device=query.device) for _ in range(2)]
+        out, lse = flash_attention_fwd(
+            query, key, value, attn_bias, is_causal, scale, (dropout_p, seed, offset), marks, draw
+        )
+        return out, lse, none, none, Lq, key.shape[2], draw[0], draw[1], none
+    out, lse = flash_attention_fwd(query, key, value, attn_bias, is_causal, scale)
     seeds = torch.empty(0, dtype=torch.int64, device=query.device)
     return out, lse, none, none, query.shape[2], key.shape[2], seeds, seeds, none
 
@@ -253,7 +288,20 @@ def sdpa_overrideable_backward(
     if grad_input_mask[3]:
         raise NotImplementedError("torch_ext: no gradient for attn_mask in the fused kernel")
     attn_bias = attn_bias if attn_bias is not None and attn_bias.numel() else None
+    dropout = None
+    if dropout_p != 0.0:  # the forward's draw, read by the kernels from device memory
+        seed, offset = (t.to(query.device, torch.int64) for t in (philox_seed, philox_offset))
+        dropout = (dropout_p, seed, offset)
     dq, dk, dv = flash_attention_bwd(
-        grad_out.contiguous(), query, key, value, out, logsumexp, attn_bias, is_causal, scale
+        grad_out.contiguous(),
+        query,
+        key,
+        value,
+        out,
+        logsumexp,
+        attn_bias,
+        is_causal,
+        scale,
+        dropout,
     )
     return dq, dk, dv, None

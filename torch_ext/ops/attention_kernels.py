@@ -1,5 +1,7 @@
 """The flash-attention Triton kernels of attention.py: the forward (online softmax, one
 program per query tile) and the backward (delta = rowsum(dO * O), then dQ, dK, dV).
+Dropout (DROPOUT) drops probabilities after the softmax's normaliser, from a Philox
+number per (batch*head, query, key) that the backward regenerates.
 """
 
 import triton
@@ -43,6 +45,14 @@ def _scores(
 
 
 @triton.jit
+def _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop):
+    # Philox number of element (bh, row, col) of the (B*H, Lq, Lk) probabilities: the
+    # forward and both backward kernels draw the same one, so the mask is regenerated
+    idx = (bh * Lq + rm[:, None].to(tl.int64)) * Lk + cols[None, :].to(tl.int64)
+    return tl.rand(seed, offset + idx) >= p_drop
+
+
+@triton.jit(do_not_specialize=["seed", "offset"])
 def _attn_fwd_kernel(
     q,
     k,
@@ -77,11 +87,18 @@ def _attn_fwd_kernel(
     sml,
     smn,
     scale,
+    seed,
+    offset,
+    p_drop,
+    keep_scale,
+    seed_out,
+    offset_out,
     CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr,
     UPCAST: tl.constexpr,
     PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -89,6 +106,10 @@ def _attn_fwd_kernel(
 ):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
+    if DROPOUT:  # the draw, for the backward (device tensors: replays write theirs)
+        if (pid_m == 0) & (bh == 0):
+            tl.store(seed_out, seed.to(tl.int64))
+            tl.store(offset_out, offset.to(tl.int64))
     b = bh // H
     h = bh % H
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -141,6 +162,9 @@ def _attn_fwd_kernel(
         )
         if UPCAST:
             v_t = v_t.to(tl.float32)
+        if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
+            keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
+            p = tl.where(keep, p * keep_scale, 0.0)
         acc = acc * alpha[:, None] + tl.dot(
             p.to(v_t.dtype), v_t, input_precision=PRECISION, out_dtype=tl.float32
         )
@@ -284,11 +308,16 @@ def _attn_bwd_kernel(
     dvl,
     dvd,
     scale,
+    seed_ptr,
+    offset_ptr,
+    p_drop,
+    keep_scale,
     CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr,
     UPCAST: tl.constexpr,
     PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr,
     FOR_DQ: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -299,6 +328,11 @@ def _attn_bwd_kernel(
     # otherwise it owns BLOCK_N keys and loops over queries (dk, dv).
     pid = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
+    seed = 0
+    offset = 0
+    if DROPOUT:  # the forward's draw, from the tensors it wrote
+        seed = tl.load(seed_ptr)
+        offset = tl.load(offset_ptr)
     b = bh // H
     h = bh % H
     rd = tl.arange(0, BLOCK_D)
@@ -364,6 +398,9 @@ def _attn_bwd_kernel(
             if UPCAST:
                 vT = vT.to(tl.float32)
             dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
+            if DROPOUT:
+                keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
+                dp = tl.where(keep, dp * keep_scale, 0.0)
             ds = p * (dp - dl_t[:, None])
             k_n = tl.load(
                 k + b * skb + (h // G) * skh + cols[:, None] * skl + rd[None, :] * skd,
@@ -439,10 +476,16 @@ def _attn_bwd_kernel(
                 PRECISION,
             )
             p = tl.exp(s - lse_t[:, None])
+            pd = p
+            if DROPOUT:
+                keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
+                pd = tl.where(keep, p * keep_scale, 0.0)
             dv_acc += tl.dot(
-                tl.trans(p).to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32
+                tl.trans(pd).to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32
             )
             dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
+            if DROPOUT:
+                dp = tl.where(keep, dp * keep_scale, 0.0)
             ds = p * (dp - dl_t[:, None])
             dk_acc += tl.dot(
                 tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
