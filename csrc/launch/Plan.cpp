@@ -51,6 +51,20 @@ std::mutex cache_mutex;
 // nullptr: calls with this key stay on Python.
 std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
 std::map<std::string, int64_t> reasons;  // why keys stayed on Python (under cache_mutex)
+size_t max_entries = kMaxEntries;
+
+void evict() {
+  const size_t before = cache.size();
+  for (auto it = cache.begin(); it != cache.end();) {
+    if (!it->second || !it->second->used.load(std::memory_order_relaxed)) {
+      it = cache.erase(it);
+    } else {
+      it->second->used.store(false, std::memory_order_relaxed);
+      ++it;
+    }
+  }
+  if (cache.size() > before - before / 4) cache.clear();  // (nearly) all in use
+}
 
 bool enabled() {
   static const bool on = config::fast_launch();  // TORCH_EXT_FAST_LAUNCH
@@ -360,6 +374,8 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   // Nested inside a recording, an op runs its Python even where it has a plan: a
   // replay's cuda launches bypass Triton's launcher, so the recording would miss them.
   if (plan && !active) {
+    if (!plan->used.load(std::memory_order_relaxed))
+      plan->used.store(true, std::memory_order_relaxed);
     stats.replayed++;
     stats.launched += plan->launches;
     return replay(*plan, ops, device, args);
@@ -410,7 +426,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   (rec.ok ? stats.recorded : stats.uncacheable)++;
   std::lock_guard<std::mutex> lock(cache_mutex);
   if (!rec.ok) reasons[std::string(name) + ": " + rec.why]++;
-  if (cache.size() >= kMaxEntries) cache.clear();
+  if (cache.size() >= max_entries) evict();
   cache.emplace(std::move(key), rec.ok ? std::shared_ptr<const Plan>(std::move(made)) : nullptr);
   return result;
 }

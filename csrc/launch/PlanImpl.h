@@ -24,7 +24,7 @@ namespace py = pybind11;
 // on Python ("launch not replayable", "parameter layout" in _plan_stats()'s reasons).
 constexpr size_t kMaxParams = 1024;
 constexpr size_t kMaxSteps = 4096;
-constexpr size_t kMaxEntries = 16384;
+constexpr size_t kMaxEntries = 16384;  // cached keys before an eviction (max_entries)
 
 // Where a pointer points: operand, temporary or persistent region `index`,
 // plus bytes from its start (an operand's: its data pointer).
@@ -109,6 +109,8 @@ struct Number {
 };
 
 struct Plan {
+  // Replayed since the last eviction: kept by the next one (second chance).
+  mutable std::atomic<bool> used{false};
   std::vector<size_t> temps;    // bytes of each temporary
   std::vector<Number> numbers;  // read from each replay's arguments
   std::vector<Step> steps;
@@ -152,6 +154,10 @@ extern std::mutex cache_mutex;
 // nullptr: calls with this key stay on Python.
 extern std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
 extern std::map<std::string, int64_t> reasons;  // why keys stayed on Python (under cache_mutex)
+extern size_t max_entries;  // kMaxEntries; _plan_set_capacity changes it (tests)
+// A full cache (under cache_mutex): drops the keys kept on Python and the plans not
+// replayed since the last eviction; clears it all if that frees less than a quarter.
+void evict();
 
 bool enabled();
 bool is_cuda();

@@ -7,6 +7,7 @@
 
 #include <torch/csrc/utils/pybind.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -197,6 +198,14 @@ void register_bindings(py::module_& m) {
     persistent().push_back(region);
   });
   m.def("_plan_enabled", []() { return enabled(); });
+  // The number of cached keys that triggers an eviction (default kMaxEntries); returns
+  // the previous one. For tests.
+  m.def("_plan_set_capacity", [](size_t n) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    const size_t old = max_entries;
+    max_entries = std::max<size_t>(n, 1);
+    return old;
+  });
   m.def("_plan_stats", []() {
     std::lock_guard<std::mutex> lock(cache_mutex);
     py::dict d;

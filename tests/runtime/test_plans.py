@@ -282,3 +282,23 @@ def test_ops_inside_a_recording_run_python_even_with_plans():
     for lu, piv, info in got:
         assert lu.cpu().tolist() == [[2.0, 4.0], [0.5, 0.0]] and piv.cpu().tolist() == [2, 2]
         assert info.item() == 2
+
+
+def test_a_full_cache_evicts_what_is_not_replayed():
+    # second chance: at capacity, plans not replayed since the last eviction go (and
+    # keys kept on Python); a hot plan stays and is never recorded again
+    old = C._plan_set_capacity(8)
+    try:
+        hot_in = torch.randn(16).to(DEVICE)
+        cold_in = [torch.randn(n).to(DEVICE) for n in range(1, 30)]
+        before = stats()
+        ref = hot_in.cpu() * 3
+        for x in cold_in:
+            torch.testing.assert_close((hot_in * 3).cpu(), ref)  # hot: replayed
+            x * 5  # cold: a new key every time
+            assert stats()["entries"] <= 8
+        d = delta(before)
+        assert d["recorded"] == 1 + len(cold_in), d  # the hot plan recorded once
+        assert d["replayed"] == len(cold_in) - 1
+    finally:
+        C._plan_set_capacity(old)
