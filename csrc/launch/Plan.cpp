@@ -54,6 +54,7 @@ std::map<std::string, int64_t> reasons;  // why keys stayed on Python (under cac
 size_t max_entries = kMaxEntries;
 
 void evict() {
+  clear_generic();  // shape classes are learnt again from the plans that stay
   const size_t before = cache.size();
   for (auto it = cache.begin(); it != cache.end();) {
     if (!it->second || !it->second->used.load(std::memory_order_relaxed)) {
@@ -131,11 +132,34 @@ bool make_view(const Recording& r, const at::Tensor& t, View& v) {
   return true;
 }
 
+// A size-generic view's sizes and strides at this call (syms: the plan's expressions'
+// values); a pointer-only view is one element at its place.
+void geometry(const View& v, const std::vector<int64_t>* syms, std::vector<int64_t>& sizes,
+              std::vector<int64_t>& strides) {
+  if (v.pointer_only) {
+    sizes.assign(1, 1);
+    strides.assign(1, 1);
+    return;
+  }
+  sizes = v.sizes;
+  strides = v.strides;
+  if (!syms) return;
+  for (size_t d = 0; d < v.size_syms.size() && d < sizes.size(); ++d) {
+    if (v.size_syms[d] >= 0) sizes[d] = (*syms)[v.size_syms[d]];
+  }
+  for (size_t d = 0; d < v.stride_syms.size() && d < strides.size(); ++d) {
+    if (v.stride_syms[d] >= 0) strides[d] = (*syms)[v.stride_syms[d]];
+  }
+}
+
 // The storage a view lives in at replay and its element offset there.
 at::Tensor build(const View& v, const std::vector<Operand>& ops,
-                 const std::vector<c10::Storage>& temps) {
+                 const std::vector<c10::Storage>& temps,
+                 const std::vector<int64_t>* syms = nullptr) {
+  std::vector<int64_t> sizes, strides;
+  geometry(v, syms, sizes, strides);
   if (v.ref.index < 0) {
-    return at::empty_strided(v.sizes, v.strides,
+    return at::empty_strided(sizes, strides,
                              at::TensorOptions().dtype(v.dtype).device(
                                  c10::Device(c10::DeviceType::PrivateUse1, v.device)));
   }
@@ -162,7 +186,7 @@ at::Tensor build(const View& v, const std::vector<Operand>& ops,
   at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::scalarTypeToTypeMeta(v.dtype));
-  t.unsafeGetTensorImpl()->set_sizes_and_strides(v.sizes, v.strides, (at_ - base) / item);
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, (at_ - base) / item);
   return t;
 }
 
@@ -192,6 +216,13 @@ bool make_result(const Recording& r, const c10::IValue& v, Result& out) {
   }
   out.kind = Result::Kind::View;
   if (!make_view(r, t, out.view)) return false;
+  if (r.symbolic()) {  // a tensor ops/_symbolic.py made: its sizes and strides traced
+    auto it = r.sym_tensors.find(t.unsafeGetTensorImpl());
+    if (it != r.sym_tensors.end()) {
+      out.view.size_syms = it->second.first;
+      out.view.stride_syms = it->second.second;
+    }
+  }
   if (out.view.ref.index < 0) return true;
   // A new tensor must own exactly a temporary (or view an operand's storage).
   const char* base = static_cast<const char*>(t.storage().data());
@@ -208,18 +239,19 @@ bool make_result(const Recording& r, const c10::IValue& v, Result& out) {
 }
 
 c10::IValue rebuild(const Result& res, const std::vector<Operand>& ops,
-                    const std::vector<c10::Storage>& temps) {
+                    const std::vector<c10::Storage>& temps, const std::vector<int64_t>* syms) {
   switch (res.kind) {
     case Result::Kind::Constant:
+      if (syms && res.sym >= 0) return c10::IValue((*syms)[res.sym]);
       return res.constant;
     case Result::Kind::Operand:
       return c10::IValue(ops[res.operand].tensor);
     case Result::Kind::View:
-      return c10::IValue(build(res.view, ops, temps));
+      return c10::IValue(build(res.view, ops, temps, syms));
     case Result::Kind::Tuple: {
       std::vector<c10::IValue> elems;
       elems.reserve(res.elems.size());
-      for (const auto& e : res.elems) elems.push_back(rebuild(e, ops, temps));
+      for (const auto& e : res.elems) elems.push_back(rebuild(e, ops, temps, syms));
       return c10::ivalue::Tuple::create(std::move(elems));
     }
   }
@@ -241,11 +273,22 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
     TORCH_CHECK(args && number_value(*args, plan.numbers[k], numbers[k]),
                 "torch_ext: a launch plan's per-call number is missing from the call");
   }
+  // A size-generic plan's expressions at this call's sizes and strides.
+  std::vector<int64_t> sym_values;
+  const std::vector<int64_t>* syms = nullptr;
+  if (plan.symbolic) {
+    TORCH_CHECK(eval_all(plan.exprs, shape_vars(ops), sym_values),
+                "torch_ext: a size-generic launch plan's expression failed");
+    syms = &sym_values;
+  }
   std::vector<c10::Storage> temps;
   temps.reserve(plan.temps.size());
   if (!plan.temps.empty()) {
     c10::Allocator* alloc = c10::GetAllocator(c10::DeviceType::PrivateUse1);
-    for (size_t bytes : plan.temps) {
+    for (size_t j = 0; j < plan.temps.size(); ++j) {
+      size_t bytes = plan.temps[j];
+      if (syms && plan.temp_syms[j] >= 0)
+        bytes = static_cast<size_t>(sym_values[plan.temp_syms[j]]);
       temps.emplace_back(c10::Storage::use_byte_size_t(), bytes, alloc->allocate(bytes), alloc,
                          /*resizable=*/true);
     }
@@ -293,12 +336,21 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
               std::memcpy(&values[k], &d, sizeof(d));
             }
           }
+          if (p.sym >= 0 && syms) {  // little-endian: the low `size` bytes
+            const int64_t v = sym_values[p.sym];
+            std::memcpy(&values[k], &v, sizeof(v));
+          }
           pointers[k] = &values[k];
+        }
+        unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
+        for (int d = 0; d < 3; ++d) {
+          if (s.grid_syms[d] >= 0 && syms)
+            grid[d] = static_cast<unsigned>(sym_values[s.grid_syms[d]]);
         }
         const auto& a = *cuda::api();
         TORCH_EXT_CUDA_CHECK(a.cuLaunchKernel(
-            static_cast<cuda::CUfunction>(s.function), s.grid[0], s.grid[1], s.grid[2], s.threads,
-            1, 1, s.shared, static_cast<cuda::CUstream>(stream), pointers, nullptr));
+            static_cast<cuda::CUfunction>(s.function), grid[0], grid[1], grid[2], s.threads, 1, 1,
+            s.shared, static_cast<cuda::CUstream>(stream), pointers, nullptr));
         break;
       }
       case Step::Kind::Host: {
@@ -310,7 +362,8 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
                 THPVariable_Wrap(build(s.tensors[k], ops, temps)));
           }
           host_replay_fn()(py::handle(s.kernel->p), py::handle(s.py_grid->p), py::handle(s.args->p),
-                           py::handle(s.kwargs->p), tensors, py::cast(philox), py::cast(numbers));
+                           py::handle(s.kwargs->p), tensors, py::cast(philox), py::cast(numbers),
+                           py::cast(sym_values));
         } catch (py::error_already_set& e) {
           rethrow_python(s.name.c_str(), e);
         }
@@ -337,7 +390,7 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
         break;
     }
   }
-  return rebuild(plan.result, ops, temps);
+  return rebuild(plan.result, ops, temps, syms);
 }
 
 // Completes a cuda launch's parameters against the compiled function: Triton
@@ -355,6 +408,20 @@ bool check_layout(Step& l) {
   }
   if (count < l.params.size() || count > l.params.size() + 2 || count > kMaxParams) return false;
   while (l.params.size() < count) l.params.push_back(Param{});
+  return true;
+}
+
+std::atomic<uint64_t> serials{0};
+
+// The shape-class key and variables of a call to an op declared size-generic, for a
+// call whose exact key has no plan (false: none: not declared, or nested).
+bool shape_class(const char* name, const std::vector<Arg>* args, const std::vector<Operand>& ops,
+                 std::string& ckey, std::vector<int64_t>& vars) {
+  if (!args || active || !shapes_declared(name)) return false;
+  std::vector<Operand> unused;
+  c10::DeviceIndex device = -1;
+  if (!call_key(name, *args, ckey, unused, device, /*sizes=*/false)) return false;
+  vars = shape_vars(ops);
   return true;
 }
 
@@ -384,10 +451,30 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
     stats.slow++;
     return slow();
   }
+  std::string ckey;
+  std::vector<int64_t> vars;
+  const bool generic = shape_class(name, args, ops, ckey, vars);
+  if (generic) {  // a plan recorded at other sizes of this shape class
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex);
+      plan = find_generic(ckey, vars);
+      if (plan) {
+        if (cache.size() >= max_entries) evict();
+        cache.emplace(std::move(key), plan);
+      }
+    }
+    if (plan) {
+      stats.replayed++;
+      stats.generalized++;
+      stats.launched += plan->launches;
+      return replay(*plan, ops, device, args);
+    }
+  }
   Recording rec;
   rec.operands = &ops;
   rec.args = args;
   rec.number_args = args ? call_numbers(name) : 0;
+  if (generic) rec.serial = ++serials;
   active = &rec;
   c10::IValue result;
   try {
@@ -422,12 +509,16 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
     for (const Temp& t : rec.temps) made->temps.push_back(t.bytes);
     made->numbers = rec.numbers;
     made->steps = std::move(rec.steps);
+    if (rec.symbolic() && !finish_symbolic(rec, *made)) fail(rec, "symbolic sizes");
   }
   (rec.ok ? stats.recorded : stats.uncacheable)++;
+  std::shared_ptr<const Plan> kept =
+      rec.ok ? std::shared_ptr<const Plan>(std::move(made)) : nullptr;
   std::lock_guard<std::mutex> lock(cache_mutex);
   if (!rec.ok) reasons[std::string(name) + ": " + rec.why]++;
   if (cache.size() >= max_entries) evict();
-  cache.emplace(std::move(key), rec.ok ? std::shared_ptr<const Plan>(std::move(made)) : nullptr);
+  if (kept && kept->symbolic) learn_generic(name, ckey, vars, kept);
+  cache.emplace(std::move(key), std::move(kept));
   return result;
 }
 

@@ -26,6 +26,33 @@ constexpr size_t kMaxParams = 1024;
 constexpr size_t kMaxSteps = 4096;
 constexpr size_t kMaxEntries = 16384;  // cached keys before an eviction (max_entries)
 
+// ---- shape classes (PlanShapes.cpp) ----
+// A size-generic plan's integers are expressions over the call's sizes and strides:
+// variable 16 k + d is operand k's size d, 16 k + 8 + d its stride d (d < 8).
+constexpr int kVarsPerOperand = 16;
+constexpr int kVarDims = 8;
+constexpr size_t kMaxCandidates = 16;  // plans of one shape class (guard regions)
+
+// Postfix code over int64: Const pushes `arg`, Var pushes variable `arg`; the others pop
+// their operands. FloorDiv and Mod round as Python's // and %.
+struct Expr {
+  enum Op : uint8_t { Const, Var, Add, Sub, Mul, FloorDiv, Mod, Neg };
+  std::vector<std::pair<uint8_t, int64_t>> code;
+  bool operator==(const Expr& o) const { return code == o.code; }
+};
+
+// A fact the op's Python relied on: `expr < 0` (kind Negative) or `expr == 0` (kind
+// Zero) had the value `holds`. A plan replays only where all its guards still hold.
+struct Guard {
+  enum Kind : uint8_t { Negative, Zero };
+  int16_t expr;
+  uint8_t kind;
+  bool holds;
+  bool operator==(const Guard& o) const {
+    return expr == o.expr && kind == o.kind && holds == o.holds;
+  }
+};
+
 // Where a pointer points: operand, temporary or persistent region `index`,
 // plus bytes from its start (an operand's: its data pointer).
 struct Ref {
@@ -60,6 +87,10 @@ struct View {
   c10::DeviceIndex device = 0;
   at::ScalarType dtype = at::kFloat;
   std::vector<int64_t> sizes, strides;
+  // Size-generic plans: each size's and stride's expression (-1: the recorded value);
+  // empty: all recorded. A kernel argument's view keeps only its pointer (pointer_only).
+  std::vector<int16_t> size_syms, stride_syms;
+  bool pointer_only = false;
 };
 
 struct Param {  // one raw kernel parameter (cuda driver)
@@ -70,6 +101,7 @@ struct Param {  // one raw kernel parameter (cuda driver)
   int8_t philox = -1;  // 0: the seed, 1: the offset of Philox draw `ordinal`
   int16_t ordinal = 0;
   int16_t number = -1;  // >= 0: per-call number `number` of the plan (fp32 or fp64)
+  int16_t sym = -1;     // >= 0: the value of expression `sym` (size-generic plans)
 };
 
 struct Step {
@@ -78,6 +110,7 @@ struct Step {
   // Cuda: cuLaunchKernel(function, grid, threads, shared, params).
   void* function = nullptr;
   unsigned grid[3] = {1, 1, 1};
+  int16_t grid_syms[3] = {-1, -1, -1};  // expressions of the grid (size-generic plans)
   unsigned threads = 0, shared = 0;
   std::vector<Param> params;
   // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
@@ -95,6 +128,7 @@ struct Step {
 struct Result {
   enum class Kind : uint8_t { Constant, Operand, View, Tuple } kind = Kind::Constant;
   c10::IValue constant;
+  int16_t sym = -1;  // a Constant int that is expression `sym` (size-generic plans)
   int16_t operand = -1;
   View view;
   std::vector<Result> elems;
@@ -116,12 +150,19 @@ struct Plan {
   std::vector<Step> steps;
   Result result;
   int64_t launches = 0;
+  // Size-generic plans (an op declared shapes=True): expressions over the call's sizes
+  // and strides, the guards under which the plan holds, each temporary's size.
+  bool symbolic = false;
+  std::vector<Expr> exprs;
+  std::vector<Guard> guards;
+  std::vector<int16_t> temp_syms;  // -1: the recorded size
 };
 
 struct Temp {
   char* ptr;
   size_t bytes;
   bool live;
+  int16_t sym = -1;
 };
 
 struct Recording {
@@ -139,6 +180,16 @@ struct Recording {
   const std::vector<Arg>* args = nullptr;
   uint32_t number_args = 0;
   std::vector<Number> numbers;
+  // A size-generic recording (PlanShapes.cpp): its serial (Python keys its expression
+  // table by it), the expressions and guards Python sent, the tensors it made with
+  // symbolic sizes and strides, and the result's symbolic ints (by tuple position).
+  uint64_t serial = 0;
+  std::vector<Expr> exprs;
+  std::vector<Guard> guards;
+  std::unordered_map<const void*, std::pair<std::vector<int16_t>, std::vector<int16_t>>>
+      sym_tensors;
+  std::vector<std::pair<int, int16_t>> sym_results;
+  bool symbolic() const { return serial != 0; }
 };
 
 extern thread_local Recording* active;
@@ -147,6 +198,7 @@ void fail(Recording& r, const char* why) noexcept;
 
 struct Stats {
   std::atomic<int64_t> replayed{0}, recorded{0}, uncacheable{0}, slow{0}, launched{0}, retried{0};
+  std::atomic<int64_t> generalized{0};  // calls replayed from a plan recorded at other sizes
 };
 extern Stats stats;
 
@@ -173,5 +225,31 @@ bool number_value(const std::vector<Arg>& args, const Number& n, double& out);
 int note_number(Recording& r, int arg, int elem);
 // Every float of the recording's per-call arguments reached a launch marked.
 bool all_numbers_marked(const Recording& r);
+
+// ---- shape classes (PlanShapes.cpp) ----
+// Ops declared size-generic (`@kernel(..., shapes=True)`).
+void set_shapes(const std::string& name);
+bool shapes_declared(const char* name);
+// The call's variables: each operand's sizes and strides (kVarsPerOperand each).
+std::vector<int64_t> shape_vars(const std::vector<Operand>& ops);
+// Each expression's value at `vars` (false: a division by zero).
+bool eval_all(const std::vector<Expr>& exprs, const std::vector<int64_t>& vars,
+              std::vector<int64_t>& out);
+bool guards_hold(const Plan& plan, const std::vector<int64_t>& vars);
+// A plan of shape class `ckey` that holds at `vars` (nullptr: none); under cache_mutex.
+std::shared_ptr<const Plan> find_generic(const std::string& ckey, const std::vector<int64_t>& vars);
+// A recording of shape class `ckey` made at `vars`: verifies the class's plan for that
+// region (the same plan, expressions included: the sizes that differ are traced), or
+// becomes a new candidate; a mismatch ends the class (its op's Python used a size it
+// did not trace). Under cache_mutex.
+void learn_generic(const char* name, const std::string& ckey, const std::vector<int64_t>& vars,
+                   const std::shared_ptr<const Plan>& plan);
+void clear_generic();  // under cache_mutex
+// (class key, ended, [(verified variables, [(guard code, kind, holds, evaluates, value at
+// the candidate's own sizes)], variables)]) of each shape class; under cache_mutex.
+py::list describe_generic();
+size_t generic_classes();
+// The recording's symbolic parts moved into `plan` (false: they do not fit it).
+bool finish_symbolic(Recording& r, Plan& plan);
 
 }  // namespace torch_ext::launch::plan::detail

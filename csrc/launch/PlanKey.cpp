@@ -56,6 +56,7 @@ struct Keyer {
   std::vector<Operand>& ops;
   c10::DeviceIndex& device;
   bool numbers = false;  // this argument's floating-point values are per-call numbers
+  bool sizes = true;     // false: a shape-class key (ranks, not sizes and strides)
 
   bool tensor(const at::Tensor& t) {
     if (!t.defined()) {
@@ -71,8 +72,16 @@ struct Keyer {
     put(key, static_cast<int8_t>(t.device().index()));
     put(key, static_cast<int8_t>(t.scalar_type()));
     put(key, static_cast<int8_t>(t.dim()));
-    for (auto s : t.sizes()) put(key, s);
-    for (auto s : t.strides()) put(key, s);
+    if (sizes) {
+      for (auto s : t.sizes()) put(key, s);
+      for (auto s : t.strides()) put(key, s);
+    } else {
+      // What C++ and Python branch on without reading a size: empty and broadcastable
+      // dimensions, contiguity.
+      for (auto s : t.sizes()) put(key, static_cast<char>(s == 0 ? 'z' : s == 1 ? 'o' : 'n'));
+      put(key, static_cast<char>(t.is_contiguous() ? 'c' : '-'));
+      put(key, static_cast<char>(t.is_contiguous(at::MemoryFormat::ChannelsLast) ? 'l' : '-'));
+    }
     put(key, static_cast<char>(reinterpret_cast<uintptr_t>(data) % 16 == 0 ? 'a' : 'u'));
     put_sharing(key, ops, data, t.storage());
     ops.push_back(Operand{data, t.storage(), t.unsafeGetTensorImpl(), t});
@@ -157,12 +166,14 @@ struct Keyer {
 }  // namespace
 
 bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
-              std::vector<Operand>& ops, c10::DeviceIndex& device) {
+              std::vector<Operand>& ops, c10::DeviceIndex& device, bool sizes) {
   key.reserve(256);
+  if (!sizes) key.push_back('\2');  // a shape-class key
   key.append(name);
   key.push_back('\0');
   put_flags(key);
   Keyer k{key, ops, device};
+  k.sizes = sizes;
   const uint32_t numbers = call_numbers(name);
   for (size_t i = 0; i < args.size(); ++i) {
     put(key, static_cast<int8_t>(args[i].kind));

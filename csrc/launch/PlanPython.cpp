@@ -29,8 +29,14 @@ uint8_t param_size(const std::string& type) {
   return 0;
 }
 
-// A mark's `which` for a per-call number (0 and 1: a Philox seed and offset).
+// A mark's `which` for a per-call number (0 and 1: a Philox seed and offset), and for
+// an integer that is an expression over the call's sizes (ops/_symbolic.py).
 constexpr int kNumberMark = 2;
+constexpr int kSymMark = 3;
+
+bool valid_sym(const Recording& rec, int id) {
+  return rec.symbolic() && id >= 0 && static_cast<size_t>(id) < rec.exprs.size();
+}
 
 // From the cuda driver's Triton launcher (backends/cuda/triton_driver.py).
 // Marks a parameter as Philox draw `ordinal`'s seed (0) or offset (1).
@@ -42,7 +48,7 @@ bool mark_philox(Recording& rec, int8_t which, int16_t ordinal) {
 
 void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned shared,
                   py::object types, py::list values, std::string name,
-                  std::vector<std::tuple<int, int, int>> marks) {
+                  std::vector<std::tuple<int, int, int>> marks, std::vector<int> grid_syms) {
   Recording* rec = active;
   if (!rec || !rec->ok || rec->paused) return;
   if (types.is_none()) return fail(*rec, "launch not replayable");
@@ -56,6 +62,11 @@ void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned
   s.name = "triton:" + name;
   s.function = reinterpret_cast<void*>(function);
   for (int d = 0; d < 3; ++d) s.grid[d] = static_cast<unsigned>(g[d]);
+  for (size_t d = 0; d < grid_syms.size() && d < 3; ++d) {
+    if (grid_syms[d] < 0) continue;
+    if (!valid_sym(*rec, grid_syms[d])) return fail(*rec, "symbolic sizes");
+    s.grid_syms[d] = static_cast<int16_t>(grid_syms[d]);
+  }
   s.threads = threads;
   s.shared = shared;
   for (size_t k = 0; k < type_list.size(); ++k) {
@@ -94,6 +105,14 @@ void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned
     if (index < 0 || static_cast<size_t>(index) >= s.params.size() || s.params[index].is_ref) {
       return fail(*rec, "random");
     }
+    if (which == kSymMark) {  // an integer parameter computed from sizes
+      const std::string& type = type_list[index];
+      if (!valid_sym(*rec, ordinal) || type[0] == '*' || type[0] == 'f') {
+        return fail(*rec, "symbolic sizes");
+      }
+      s.params[index].sym = static_cast<int16_t>(ordinal);
+      continue;
+    }
     if (which == kNumberMark) {  // a per-call number: an fp32 or fp64 parameter
       const std::string& type = type_list[index];
       if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec->numbers.size() ||
@@ -129,9 +148,15 @@ void observe_host(py::object kernel, py::object grid, py::object args, py::objec
   for (const auto& t : tensors) {
     View v;
     if (!make_view(*rec, t, v)) return fail(*rec, "foreign pointer");
+    // A kernel takes a pointer: in a size-generic plan the view's sizes are not kept.
+    v.pointer_only = rec->symbolic() && v.ref.index >= 0;
     s.tensors.push_back(std::move(v));
   }
   for (const auto& [which, ordinal] : marks) {
+    if (which == kSymMark) {
+      if (!valid_sym(*rec, ordinal)) return fail(*rec, "symbolic sizes");
+      continue;
+    }
     if (which == kNumberMark) {
       if (ordinal < 0 || static_cast<size_t>(ordinal) >= rec->numbers.size()) {
         return fail(*rec, "per-call number not marked");
@@ -157,6 +182,103 @@ void observe_callback(py::object fn, py::tuple args, std::string name) {
   rec->steps.push_back(std::move(s));
 }
 
+// ---- shape classes (PlanShapes.cpp): what ops/_symbolic.py sends while recording ----
+
+Recording* symbolic_recording() {
+  Recording* rec = active;
+  return rec && rec->paused == 0 && rec->ok && rec->symbolic() ? rec : nullptr;
+}
+
+void register_shape_bindings(py::module_& m) {
+  m.def("_plan_shapes", [](const std::string& name) { set_shapes(name); });
+  m.def("_plan_classes", []() {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    return describe_generic();
+  });
+  // The serial of the size-generic recording in progress (0: none).
+  m.def("_plan_symbolic", []() -> uint64_t {
+    Recording* rec = symbolic_recording();
+    return rec ? rec->serial : 0;
+  });
+  m.def("_plan_sym_operand", [](const at::Tensor& t) -> int {
+    Recording* rec = symbolic_recording();
+    if (!rec) return -1;
+    const auto& ops = *rec->operands;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].impl == t.unsafeGetTensorImpl()) return static_cast<int>(k);
+    }
+    return -1;
+  });
+  m.def("_plan_sym_expr", [](const std::vector<std::pair<int, int64_t>>& code) -> int {
+    Recording* rec = symbolic_recording();
+    if (!rec) return -1;
+    if (rec->exprs.size() >= 30000) {
+      fail(*rec, "symbolic sizes");
+      return -1;
+    }
+    Expr e;
+    for (const auto& [op, arg] : code) {
+      if (op < Expr::Const || op > Expr::Neg) {
+        fail(*rec, "symbolic sizes");
+        return -1;
+      }
+      e.code.emplace_back(static_cast<uint8_t>(op), arg);
+    }
+    rec->exprs.push_back(std::move(e));
+    return static_cast<int>(rec->exprs.size()) - 1;
+  });
+  m.def("_plan_sym_guard", [](int expr, int kind, bool holds) {
+    Recording* rec = symbolic_recording();
+    if (!rec) return;
+    if (!valid_sym(*rec, expr) || (kind != Guard::Negative && kind != Guard::Zero)) {
+      return fail(*rec, "symbolic sizes");
+    }
+    rec->guards.push_back(Guard{static_cast<int16_t>(expr), static_cast<uint8_t>(kind), holds});
+  });
+  // The temporary allocated at `ptr` has expression `expr` bytes.
+  m.def("_plan_sym_alloc", [](uint64_t ptr, int expr) {
+    Recording* rec = symbolic_recording();
+    if (!rec) return;
+    if (!valid_sym(*rec, expr)) return fail(*rec, "symbolic sizes");
+    for (size_t j = rec->temps.size(); j-- > 0;) {
+      if (rec->temps[j].live && reinterpret_cast<uint64_t>(rec->temps[j].ptr) == ptr) {
+        rec->temps[j].sym = static_cast<int16_t>(expr);
+        return;
+      }
+    }
+    fail(*rec, "symbolic sizes");
+  });
+  // Tensor `t` (a result, say) has these sizes' and strides' expressions (-1: as it is).
+  m.def("_plan_sym_tensor",
+        [](const at::Tensor& t, std::vector<int> sizes, std::vector<int> strides) {
+          Recording* rec = symbolic_recording();
+          if (!rec) return;
+          if (static_cast<int64_t>(sizes.size()) != t.dim() ||
+              static_cast<int64_t>(strides.size()) != t.dim()) {
+            return fail(*rec, "symbolic sizes");
+          }
+          std::vector<int16_t> a, b;
+          for (int x : sizes) {
+            if (x >= 0 && !valid_sym(*rec, x)) return fail(*rec, "symbolic sizes");
+            a.push_back(static_cast<int16_t>(x));
+          }
+          for (int x : strides) {
+            if (x >= 0 && !valid_sym(*rec, x)) return fail(*rec, "symbolic sizes");
+            b.push_back(static_cast<int16_t>(x));
+          }
+          rec->sym_tensors[t.unsafeGetTensorImpl()] = {std::move(a), std::move(b)};
+        });
+  // The op's result's ints that are expressions: (position among its leaves, expression).
+  m.def("_plan_sym_results", [](const std::vector<std::pair<int, int>>& results) {
+    Recording* rec = symbolic_recording();
+    if (!rec) return;
+    for (const auto& [position, expr] : results) {
+      if (!valid_sym(*rec, expr)) return fail(*rec, "symbolic sizes");
+      rec->sym_results.emplace_back(position, static_cast<int16_t>(expr));
+    }
+  });
+}
+
 }  // namespace
 
 void register_bindings(py::module_& m) {
@@ -170,7 +292,9 @@ void register_bindings(py::module_& m) {
   m.def("_plan_unreplayable", [](const std::string& why) { note_unreplayable(why.c_str()); });
   m.def("_plan_observe_cuda", &observe_cuda, py::arg("grid"), py::arg("function"),
         py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"), py::arg("name"),
-        py::arg("marks") = std::vector<std::tuple<int, int, int>>());
+        py::arg("marks") = std::vector<std::tuple<int, int, int>>(),
+        py::arg("grid_syms") = std::vector<int>());
+  register_shape_bindings(m);
   m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
         py::arg("kwargs"), py::arg("tensors"), py::arg("name"),
         py::arg("marks") = std::vector<std::tuple<int, int>>());
@@ -215,7 +339,9 @@ void register_bindings(py::module_& m) {
     d["slow"] = stats.slow.load();
     d["launched"] = stats.launched.load();
     d["retried"] = stats.retried.load();
+    d["generalized"] = stats.generalized.load();
     d["entries"] = cache.size();
+    d["shape_classes"] = generic_classes();
     py::dict why;
     for (const auto& [k, v] : reasons) why[py::str(k)] = v;
     d["reasons"] = why;
@@ -224,6 +350,7 @@ void register_bindings(py::module_& m) {
   m.def("_plan_clear", []() {
     std::lock_guard<std::mutex> lock(cache_mutex);
     cache.clear();
+    clear_generic();
     reasons.clear();
   });
   // The cached plans whose key contains `needle`: (key, temporaries' bytes, steps), each
@@ -244,6 +371,8 @@ void register_bindings(py::module_& m) {
         for (const Param& p : s.params) {
           if (p.is_ref) {
             params.append(ref(p.ref));
+          } else if (p.sym >= 0) {
+            params.append(py::make_tuple("sym", p.size, p.sym));
           } else {
             params.append(py::make_tuple("value", p.size, p.bits));
           }

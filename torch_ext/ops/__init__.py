@@ -83,7 +83,8 @@ from ._declare import KERNELS, KERNEL_INFO, kernel
 
 
 def _declare_call_numbers():
-    """Tells the launch-plan layer which arguments are per-call numbers."""
+    """Tells the launch-plan layer which arguments are per-call numbers, and which ops
+    are size-generic."""
     import sys
 
     c_ext = sys.modules.get("torch_ext._C")
@@ -92,6 +93,8 @@ def _declare_call_numbers():
     for name, info in KERNEL_INFO.items():
         if info.get("numbers"):
             c_ext._plan_numbers(name, list(info["numbers"]))
+        if info.get("shapes") and hasattr(c_ext, "_plan_shapes"):
+            c_ext._plan_shapes(name)
 
 
 _declare_call_numbers()

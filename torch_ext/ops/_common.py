@@ -11,7 +11,7 @@ import struct
 import torch
 
 from ..backends import spec
-from ._launch import cdiv, next_pow2
+from ._launch import cdiv, next_pow2, pow2_at_most
 from .copy import copy_kernel, fill_
 
 MAX_SPATIAL = 3
@@ -101,7 +101,9 @@ def pad_to_rank(values, fill):
 
 
 def block_for(n):
-    return min(spec("pointwise_block", n) or 1024, next_pow2(max(n, 1)))
+    # The cap is a power of two: min(cap, next_pow2(n)), deciding on n >= cap alone (a
+    # size-generic plan then holds for every n past the cap: ops/_symbolic.py).
+    return pow2_at_most(max(n, 1), spec("pointwise_block", n) or 1024)
 
 
 @triton.jit

@@ -27,7 +27,9 @@ def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
     """Declare the decorated callable as kernel `name` (default: its own name). A
     `Pointwise` registers its TensorIterator form (`.iter`, the stub convention).
     `numbers=(i, ...)` (or the callable's `call_numbers`): arguments whose floats are
-    per-call numbers, left out of the launch-plan key (ops/_launch.py CallNumber)."""
+    per-call numbers, left out of the launch-plan key (ops/_launch.py CallNumber).
+    `shapes=True`: the wrapper reads sizes through ops/_symbolic.py, so one launch plan
+    serves every size of a shape class (csrc/launch/PlanShapes.cpp)."""
 
     def register(fn: Any) -> Any:
         key = name or getattr(fn, "name", None) or fn.__name__
@@ -35,6 +37,10 @@ def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
             raise ValueError(f"kernel '{key}' is declared twice")
         iterator = getattr(fn, "iter", None)
         KERNELS[key] = iterator if callable(iterator) else fn
+        if info.get("shapes"):  # size-generic launch plans (ops/_symbolic.py)
+            from ._symbolic import traced
+
+            KERNELS[key] = traced(KERNELS[key])
         KERNEL_INFO[key] = dict(info)
         # per-call numbers (ops/_launch.py CallNumber): `numbers=` or the callable's own
         numbers = tuple(info.get("numbers", getattr(fn, "call_numbers", ())))

@@ -11,6 +11,7 @@ import sys
 import torch
 
 from ..backends import spec
+from . import _symbolic
 
 
 def _c_ext():
@@ -117,10 +118,15 @@ def launch(kernel, grid, *args, philox=None, **kwargs):
     launch_count += 1
     if any(type(a) is CallNumber for a in args):
         args, philox = _take_numbers(kernel, args, philox)
+    grid_syms = None
+    if _symbolic.has_syms(grid, args, kwargs):  # sizes as expressions (ops/_symbolic.py)
+        grid, args, kwargs, grid_syms, marks = _symbolic.launch_args(kernel, grid, args, kwargs)
+        if marks:
+            philox = {**(philox or {}), **{n: (_SYM_MARK, e) for n, e in marks.items()}}
     if _profiling():  # a named range under the aten op, for torch_ext.profiler
         with torch.profiler.record_function(f"triton:{_name(kernel)}"):
-            return _launch(kernel, grid, args, kwargs, philox)
-    return _launch(kernel, grid, args, kwargs, philox)
+            return _launch(kernel, grid, args, kwargs, philox, grid_syms)
+    return _launch(kernel, grid, args, kwargs, philox, grid_syms)
 
 
 _profiling = torch._C._autograd._profiler_enabled
@@ -138,15 +144,28 @@ class _Slot:
     def __init__(self, index):
         self.index = index
 
+    def __eq__(self, other):
+        return type(other) is _Slot and self.index == other.index
+
+    def __hash__(self):
+        return hash(self.index)
+
 
 class _Philox:
     """Where a recorded launch's Philox seed (which 0) or offset (1) goes, or
-    (which 2) per-call number `ordinal`."""
+    (which 2) per-call number `ordinal`, or (which 3) the value of size expression
+    `ordinal` (ops/_symbolic.py)."""
 
     __slots__ = ("which", "ordinal")
 
     def __init__(self, which, ordinal):
         self.which, self.ordinal = which, ordinal
+
+    def __eq__(self, other):  # recordings of one shape class compare their launches
+        return type(other) is _Philox and (self.which, self.ordinal) == (other.which, other.ordinal)
+
+    def __hash__(self):
+        return hash((self.which, self.ordinal))
 
 
 # ---- per-call numbers ---------------------------------------------------------
@@ -178,6 +197,7 @@ def call_numbers(values, arg):
 
 
 _NUMBER_MARK = 2  # a mark's `which` for a per-call number (0, 1: a Philox seed, offset)
+_SYM_MARK = 3  # and for an int that is an expression over the call's sizes
 
 
 def _take_numbers(kernel, args, philox):
@@ -202,10 +222,13 @@ def arg_names(kernel):
     return list(getattr(kernel, "arg_names", None) or getattr(kernel.fn, "arg_names", ()))
 
 
-def _observe(c_ext, kernel, grid, args, kwargs, philox):
+def _observe(c_ext, kernel, grid, args, kwargs, philox, grid_syms=None):
     tensors = []
     marks = []
     names = arg_names(kernel) if philox else []
+    if grid_syms and any(g >= 0 for g in grid_syms):
+        grid = tuple(_Philox(_SYM_MARK, e) if e >= 0 else g for g, e in zip(grid, grid_syms))
+        marks += [(_SYM_MARK, e) for e in grid_syms if e >= 0]
 
     def slot(a, name):
         if name in philox:
@@ -223,10 +246,11 @@ def _observe(c_ext, kernel, grid, args, kwargs, philox):
     c_ext._plan_observe_host(kernel, grid, args, kwargs, tensors, _name(kernel), marks)
 
 
-def replay_recorded(kernel, grid, args, kwargs, tensors, philox, numbers=()):
+def replay_recorded(kernel, grid, args, kwargs, tensors, philox, numbers=(), syms=()):
     """A recorded launch, replayed by C++ on the host driver (`philox`: the
     replay's Philox draws, (seed, offset) each; `numbers`: the call's per-call
-    numbers; counted in _C._plan_stats())."""
+    numbers; `syms`: a size-generic plan's expressions at this call; counted in
+    _C._plan_stats())."""
 
     def fill(a):
         if isinstance(a, _Slot):
@@ -234,15 +258,21 @@ def replay_recorded(kernel, grid, args, kwargs, tensors, philox, numbers=()):
         if isinstance(a, _Philox):
             if a.which == _NUMBER_MARK:
                 return numbers[a.ordinal]
+            if a.which == _SYM_MARK:
+                return syms[a.ordinal]
             return philox[a.ordinal][a.which]
         return a
 
+    if isinstance(grid, tuple):
+        grid = tuple(fill(g) for g in grid)
     _launch(kernel, grid, tuple(fill(a) for a in args), {k: fill(v) for k, v in kwargs.items()})
 
 
-# {parameter name: (which, ordinal)} of the launch in progress, for the cuda
-# driver's launcher (backends/cuda/triton_driver.py) while a plan records.
+# {parameter name: (which, ordinal)} of the launch in progress, and its grid's size
+# expressions (-1: none; ops/_symbolic.py), for the cuda driver's launcher
+# (backends/cuda/triton_driver.py) while a plan records.
 pending_philox = None
+pending_grid = None
 
 
 def recording():
@@ -286,15 +316,16 @@ def unreplayable(why):
         c_ext._plan_unreplayable(why)
 
 
-def _launch(kernel, grid, args, kwargs, philox=None):
-    global pending_philox
+def _launch(kernel, grid, args, kwargs, philox=None, grid_syms=None):
+    global pending_philox, pending_grid
     _check_dtypes(kernel, args, kwargs)
     alias, lock, record = _setup()
     recording = record is not None and record._plan_recording()
     if recording:
-        _observe(record, kernel, grid, args, kwargs, philox)
+        _observe(record, kernel, grid, args, kwargs, philox, grid_syms)
         record._plan_pause(True)  # what the launch itself does is part of its step
     pending_philox = philox
+    pending_grid = grid_syms
     tuned = getattr(kernel, "cache", None) if hasattr(kernel, "configs") else None
     before = len(tuned) if tuned is not None else 0
     try:
@@ -307,7 +338,7 @@ def _launch(kernel, grid, args, kwargs, philox=None):
         with lock:
             return kernel[grid](*args, **kwargs)
     finally:
-        pending_philox = None
+        pending_philox = pending_grid = None
         if recording:
             record._plan_pause(False)
         if tuned is not None and len(tuned) != before:
@@ -326,3 +357,8 @@ def cdiv(a, b):
 
 def next_pow2(n):
     return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def pow2_at_most(n, cap):
+    """min(cap, next_pow2(n)) for a power-of-two cap, deciding on n >= cap first."""
+    return cap if n >= cap else next_pow2(n)

@@ -18,34 +18,41 @@ import math
 import torch
 
 from ..backends import spec
-from ._launch import cdiv, launch, next_pow2
+from . import _symbolic
+from ._launch import cdiv, launch, next_pow2, pow2_at_most
+from ._symbolic import expand_strides, numel, sizes, strides
 from ._declare import kernel
 from .random import philox_draw
 from .attention_kernels import _attn_fwd_kernel, _attn_bwd_delta_kernel, _attn_bwd_kernel
 
 
 def _setup(q, k, v, attn_mask, scale):
+    # Sizes and strides through _symbolic: the forward's launch plan serves every KV
+    # length of a decode (sdpa_overrideable is declared shapes=True).
     if q.dim() != 4:
         raise NotImplementedError("torch_ext: flash attention takes (B, H, L, D) tensors")
-    B, H, Lq, D = q.shape
-    HK, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
-    if k.shape[0] != B or v.shape[:3] != (B, HK, Lk) or H % HK:
+    B, H, Lq, D = sizes(q)
+    k_shape, v_shape = sizes(k), sizes(v)
+    HK, Lk, DV = k_shape[1], k_shape[2], v_shape[3]
+    if k_shape[0] != B or v_shape[:3] != (B, HK, Lk) or H % HK:
         raise ValueError(
             "torch_ext: flash attention shapes: q (B, H, Lq, D), k (B, Hkv, Lk, D), "
             "v (B, Hkv, Lk, Dv) with H a multiple of Hkv"
         )
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     if attn_mask is not None:
-        mask = attn_mask.expand(B, H, Lq, Lk)
-        mstrides = mask.stride()
+        if attn_mask.dim() > 4:
+            raise ValueError("torch_ext: flash attention's mask broadcasts to (B, H, Lq, Lk)")
+        # the mask read in place, broadcast by its strides (as expand would)
+        mask, mstrides = attn_mask, expand_strides(attn_mask, (B, H, Lq, Lk))
         bool_mask = mask.dtype == torch.bool
     else:
         mask, mstrides, bool_mask = q, (0, 0, 0, 0), False
     upcast = bool(spec("dot_needs_fp32_inputs", q.dtype))
     precision = "ieee" if q.dtype in (torch.float32, torch.float64) or upcast else None
     bm, bn = spec("attention_blocks", Lq, Lk, D) or (64, 64)
-    bm = max(16, min(bm, next_pow2(Lq)))
-    bn = max(16, min(bn, next_pow2(Lk)))
+    bm = max(16, pow2_at_most(Lq, bm))
+    bn = max(16, pow2_at_most(Lk, bn))
     bd = max(16, next_pow2(D))
     bdv = max(16, next_pow2(DV))
     return (
@@ -78,6 +85,13 @@ def _empty_like_layout(q, shape):
     return buf.permute([order.index(i) for i in range(len(shape))])
 
 
+def _empty_in_layout(q, shape, dtype=None):
+    """_empty_like_layout with sizes and strides that stay expressions in a recording."""
+    qs = strides(q)
+    order = sorted(range(len(shape)), key=lambda i: (-qs[i], i))
+    return _symbolic.empty(shape, dtype or q.dtype, q.device, order)
+
+
 def _dropout_args(dropout, dummy):
     """The kernels' (seed, offset, p, 1 / (1 - p)) arguments and the DROPOUT flag.
     dropout: (p, seed, offset), ints for the forward, the 0-dim int64 tensors it
@@ -96,9 +110,9 @@ def flash_attention_fwd(
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv) = (
         _setup(q, k, v, attn_mask, scale)
     )
-    out = _empty_like_layout(q, (B, H, Lq, DV))
-    lse = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
-    if out.numel() == 0:
+    out = _empty_in_layout(q, (B, H, Lq, DV))
+    lse = _symbolic.empty((B, H, Lq), torch.float32, q.device)
+    if numel(out) == 0:
         return out, lse
     drop_args, has_dropout = _dropout_args(dropout, None)
     draw = draw if draw is not None else (lse, lse)
@@ -117,10 +131,10 @@ def flash_attention_fwd(
         Lk,
         D,
         DV,
-        *q.stride(),
-        *k.stride(),
-        *v.stride(),
-        *out.stride(),
+        *strides(q),
+        *strides(k),
+        *strides(v),
+        *strides(out),
         *mst,
         scale,
         *drop_args,
@@ -226,7 +240,7 @@ def flash_attention_bwd(
 # aten::_scaled_dot_product_fused_attention_overrideable(_backward): PyTorch's
 # fused-attention ops for out-of-tree backends, chosen by our _fused_sdp_choice
 # (dropout included). Plain convention (3).
-@kernel()
+@kernel(shapes=True)
 def sdpa_overrideable(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -248,21 +262,22 @@ def sdpa_overrideable(
     torch.Tensor,
 ]:
     none = torch.empty(0, device=query.device)
+    Lq, Lk = sizes(query)[2], sizes(key)[2]
     if dropout_p != 0.0:
         # one Philox number per (batch*head, query, key); the kernel writes the draw's
         # seed and offset into two device tensors for the backward, so that replays
         # of both (launch plans) carry each call's draw
-        B, H, Lq = query.shape[:3]
-        count = B * H * Lq * key.shape[2]
+        B, H = query.shape[:2]
+        count = _symbolic.plain(B * H * Lq * Lk)
         seed, offset, marks = philox_draw(None, query.device, -(-count // 4) * 4)
         draw = [torch.empty((), dtype=torch.int64, device=query.device) for _ in range(2)]
         out, lse = flash_attention_fwd(
             query, key, value, attn_bias, is_causal, scale, (dropout_p, seed, offset), marks, draw
         )
-        return out, lse, none, none, Lq, key.shape[2], draw[0], draw[1], none
+        return out, lse, none, none, Lq, Lk, draw[0], draw[1], none
     out, lse = flash_attention_fwd(query, key, value, attn_bias, is_causal, scale)
     seeds = torch.empty(0, dtype=torch.int64, device=query.device)
-    return out, lse, none, none, query.shape[2], key.shape[2], seeds, seeds, none
+    return out, lse, none, none, Lq, Lk, seeds, seeds, none
 
 
 @kernel()

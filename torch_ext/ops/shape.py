@@ -14,6 +14,7 @@ from ._declare import Scalar, kernel
 from ._common import dot6, unravel6
 from .search import _search
 from ._common import MAX_RANK, pad_to_rank
+from ._symbolic import numel, sizes, strides
 
 # -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
 
@@ -39,7 +40,8 @@ def roll(self: torch.Tensor, shifts: list[int], dims: list[int]) -> torch.Tensor
 # -- cat / flip / tril / triu / arange --------------------------------------
 
 
-@kernel("cat")
+# Sizes read through _symbolic: one launch plan serves a KV cache's every length.
+@kernel("cat", shapes=True)
 def cat_out(
     tensors: list[torch.Tensor],
     dim: int,
@@ -50,15 +52,16 @@ def cat_out(
     memory_format: torch.memory_format,
     out: torch.Tensor,
 ) -> None:
-    if out.numel() == 0:
+    if numel(out) == 0:
         return
     parts, offset = [], 0
     for t in tensors:
-        if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
+        shape = sizes(t)
+        if t.dim() == 1 and shape[0] == 0 and out.dim() != 1:
             continue  # legacy empty tensors are skipped by cat
-        if t.numel():
+        if numel(t):
             parts.append((t, offset))
-        offset += t.shape[dim]
+        offset += shape[dim]
     if out.dim() > MAX_RANK:
         for t, off in parts:
             copy_kernel((out.narrow(dim, off, t.shape[dim]),), (t,))
@@ -66,8 +69,9 @@ def cat_out(
     # up to _CAT_SLOTS inputs per launch (torch's CUDA cat batches them likewise)
     for k in range(0, len(parts), _CAT_SLOTS):
         group = parts[k : k + _CAT_SLOTS]
-        first, last = group[0][1], group[-1][1] + group[-1][0].shape[dim]
-        _cat_launch(group, out.narrow(dim, first, last - first), dim, first)
+        first, last = group[0][1], group[-1][1] + sizes(group[-1][0])[dim]
+        whole = first == 0 and last == sizes(out)[dim]
+        _cat_launch(group, out if whole else out.narrow(dim, first, last - first), dim, first)
 
 
 _CAT_SLOTS = 4
@@ -126,26 +130,26 @@ def _cat_launch(group, out, dim, first):
     the group's inputs, (tensor, offset along dim in the whole result) each."""
     rank = max(out.dim(), 1)
     pad = MAX_RANK - rank
-    n = out.numel()
-    ptrs, bases, starts, strides = [], [], [], []
+    n = numel(out)
+    ptrs, bases, starts, in_strides = [], [], [], []
     for t, off in group:
-        st = pad_to_rank(t.stride() if t.dim() else [0], 0)
+        st = pad_to_rank(strides(t) if t.dim() else [0], 0)
         ptrs.append(t)
         starts.append(off - first)
         bases.append(-(off - first) * st[dim + pad])
-        strides += st
+        in_strides += st
     num = len(group)
     big = 1 << 62  # slots past NUM: no coordinate reaches them
     while len(ptrs) < _CAT_SLOTS:
         ptrs.append(group[0][0])
         bases.append(0)
         starts.append(big)
-        strides += [0] * MAX_RANK
-    shape = pad_to_rank(out.shape, 1)
+        in_strides += [0] * MAX_RANK
+    shape = pad_to_rank(sizes(out), 1)
     block = block_for(n)
     launch(
         _cat_kernel, (cdiv(n, block),), out, n, *shape[1:],
-        *pad_to_rank(out.stride(), 0), *ptrs, *bases, *starts[1:], *strides,
+        *pad_to_rank(strides(out), 0), *ptrs, *bases, *starts[1:], *in_strides,
         DIM=dim + pad, NUM=num, BLOCK=block,
     )  # fmt: skip
 

@@ -60,6 +60,7 @@ def _observing(launcher_cls: type) -> type:
                     values or [],
                     self._fast_name,
                     marks,
+                    _launch.pending_grid or [],
                 )
             return super().__call__(gridX, gridY, gridZ, stream, function, *rest)
 

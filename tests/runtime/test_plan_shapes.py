@@ -1,0 +1,185 @@
+"""Shape classes of launch plans (csrc/launch/PlanShapes.cpp, ops/_symbolic.py): an op
+declared `shapes=True` records its launches with sizes as expressions, and one plan
+replays for every size of its class where the guards its Python decided on still hold
+(a growing KV cache replays instead of recording each length)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_ext
+from helpers import DEV
+from torch_ext.ops import _symbolic, shape
+from torch_ext.ops._symbolic import Sym
+
+C = torch_ext._C
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    assert C._plan_enabled()
+    C._plan_clear()
+
+
+def stats():
+    return dict(C._plan_stats())
+
+
+def delta(before, keys=("recorded", "replayed", "generalized", "slow", "uncacheable")):
+    now = stats()
+    return {k: now[k] - before[k] for k in keys}
+
+
+def classes(name):
+    """[(ended, [(verified variables, guards)])] of `name`'s shape classes."""
+    out = []
+    for ckey, ended, cands in C._plan_classes():
+        if ckey.split(b"\0")[0].lstrip(b"\2").decode() == name:
+            out.append((ended, [(v, g) for v, g, _ in cands]))
+    return out
+
+
+def decode_steps(lengths, heads=2, kv_heads=2, dim=16, mask=False, dtype=torch.float32):
+    """A KV cache grown one position per step (cat) and attended by one query (SDPA), on
+    the device and on the CPU; yields (length, device result, CPU result, plan deltas)."""
+    g = torch.Generator().manual_seed(0)
+    first = lengths[0] - 1
+    k = torch.randn(1, kv_heads, first, dim, generator=g, dtype=dtype)
+    v = torch.randn(1, kv_heads, first, dim, generator=g, dtype=dtype)
+    kd, vd = k.to(DEV), v.to(DEV)
+    for length in lengths:
+        kn, vn = (torch.randn(1, kv_heads, 1, dim, generator=g, dtype=dtype) for _ in range(2))
+        q = torch.randn(1, heads, 1, dim, generator=g, dtype=dtype)
+        m = torch.randn(1, 1, 1, length, generator=g, dtype=dtype) if mask else None
+        before = stats()
+        kd, vd = torch.cat([kd, kn.to(DEV)], 2), torch.cat([vd, vn.to(DEV)], 2)
+        got = F.scaled_dot_product_attention(
+            q.to(DEV), kd, vd, attn_mask=None if m is None else m.to(DEV),
+            enable_gqa=heads != kv_heads,
+        )  # fmt: skip
+        counts = delta(before)
+        k, v = torch.cat([k, kn], 2), torch.cat([v, vn], 2)
+        ref = F.scaled_dot_product_attention(
+            q.double(), k.double(), v.double(), attn_mask=None if m is None else m.double(),
+            enable_gqa=heads != kv_heads,
+        )  # fmt: skip
+        assert torch.equal(kd.cpu(), k) and torch.equal(vd.cpu(), v)
+        yield length, got.cpu(), ref, counts
+
+
+def test_growing_kv_cache_replays_one_plan():
+    """Ten lengths: cat and SDPA each record twice (the plan, then its verification at
+    another length) and replay the other eight lengths from the one plan."""
+    recorded = generalized = 0
+    for _, got, ref, counts in decode_steps(list(range(18, 28))):
+        torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-5)
+        assert counts["slow"] == counts["uncacheable"] == 0
+        recorded += counts["recorded"]
+        generalized += counts["generalized"]
+    assert recorded == 4  # cat (K; V replays K's plan) and SDPA, twice each
+    # 8 lengths x (cat K, SDPA); cat V then replays the exact key cat K's call cached
+    assert generalized == 8 * 2
+    for op in ("cat", "sdpa_overrideable"):
+        (ended, candidates), *rest = classes(op)
+        assert not rest and not ended and len(candidates) == 1
+        assert candidates[0][0] > 0  # variables verified by the second recording
+
+
+def test_lengths_across_guard_regions_stay_correct():
+    """Lengths 1..40 cross Triton's specialisations (1, multiples of 16) and the block
+    sizes' powers of two: each region gets its own plan, every length is right, and
+    most lengths still replay. Grouped-query heads and an additive mask too."""
+    lengths = list(range(2, 42))
+    recorded = 0
+    for _, got, ref, counts in decode_steps(lengths, heads=4, kv_heads=2, mask=True):
+        torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-5)
+        recorded += counts["recorded"]
+    # exact keys recorded 2 per length (cat K and V share one), 80 in all; the regions
+    # of small lengths (powers of two, multiples of 16) record twice each here: 28
+    assert recorded <= 30, recorded
+    assert stats()["generalized"] >= 40
+
+
+def test_batch_of_another_size_replays():
+    """The batch dimension is a variable too: cat along dim 0 at five batch sizes."""
+    recorded = 0
+    for b in range(6, 11):  # one power-of-two block size (the host's cap is 65536)
+        a, c = torch.randn(b, 5, 7), torch.randn(2, 5, 7)
+        before = stats()
+        got = torch.cat([a.to(DEV), c.to(DEV)], 0)
+        recorded += delta(before)["recorded"]
+        assert torch.equal(got.cpu(), torch.cat([a, c], 0))
+    assert recorded == 2
+
+
+def test_class_key_keeps_dtype_and_layout():
+    """dtype, rank, contiguity and size-1 dimensions are part of the class: a transposed
+    input or another dtype records its own plan, and each is right."""
+    for L in (5, 6, 7):
+        a, b = torch.randn(3, L), torch.randn(3, 2)
+        assert torch.equal(torch.cat([a.to(DEV), b.to(DEV)], 1).cpu(), torch.cat([a, b], 1))
+        at = torch.randn(L, 3).t()  # non-contiguous, same sizes
+        assert torch.equal(
+            torch.cat([at.to(DEV).t().t(), b.to(DEV)], 1).cpu(), torch.cat([at, b], 1)
+        )
+        ah = a.half()
+        assert torch.equal(
+            torch.cat([ah.to(DEV), b.half().to(DEV)], 1).cpu(), torch.cat([ah, b.half()], 1)
+        )
+    assert len(classes("cat")) == 3  # float32 contiguous or not, float16
+
+
+def test_transposed_input_is_its_own_class():
+    for L in (9, 10, 11):
+        a = torch.randn(L, 4)
+        src = a.to(DEV).t()  # (4, L) with strides (1, 4): not contiguous
+        got = torch.cat([src, src], 1)
+        assert torch.equal(got.cpu(), torch.cat([a.t(), a.t()], 1))
+    for L in (9, 10, 11):
+        a = torch.randn(4, L)
+        got = torch.cat([a.to(DEV), a.to(DEV)], 1)
+        assert torch.equal(got.cpu(), torch.cat([a, a], 1))
+    assert len(classes("cat")) == 2
+
+
+def test_sdpa_ints_and_outputs_follow_the_call():
+    """The fused op returns max_q and max_k as ints and its output's sizes: replayed at
+    another length they are that length's."""
+    op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    for Lk in (18, 19, 20, 21):
+        q, k, v = torch.randn(1, 2, 3, 16), torch.randn(1, 2, Lk, 16), torch.randn(1, 2, Lk, 16)
+        out = op(q.to(DEV), k.to(DEV), v.to(DEV))
+        assert (out[4], out[5]) == (3, Lk)
+        assert out[0].shape == (1, 2, 3, 16) and out[1].shape == (1, 2, 3)
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
+        torch.testing.assert_close(out[0].cpu().double(), ref, rtol=1e-5, atol=1e-5)
+    assert stats()["generalized"] >= 2
+
+
+def test_size_read_around_the_expressions_ends_the_class(monkeypatch):
+    """An op whose Python reads a size without tracing it (here: cat's inputs' sizes as
+    plain ints) makes a different plan at the verifying length: the class ends, the op
+    keeps exact keys, and every length stays right."""
+    monkeypatch.setattr(
+        shape,
+        "sizes",
+        lambda t: tuple(t.shape) if t.dim() == 4 and t.shape[2] != 1 else _symbolic.sizes(t),
+    )
+    for _, got, ref, _ in decode_steps(list(range(18, 24))):
+        torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-5)
+    assert any("cat: a size not traced" in r for r in stats()["reasons"])
+    ((ended, candidates),) = classes("cat")
+    assert ended and not candidates
+
+
+def test_sym_int_arithmetic_and_decisions():
+    """Sym ints compute as ints (Python's floor division and modulo included); outside a
+    recording their guards go nowhere."""
+    x = Sym(7, ("v", 0))
+    assert isinstance(x, int) and x == 7 and int(x) == 7
+    assert (x + 3, x - 10, 2 * x, x // 2, -x // 2, x % 3, -x % 3) == (10, -3, 14, 3, -4, 1, 2)
+    assert type(x + 3) is Sym and type(-(-x // 4)) is Sym  # cdiv keeps the expression
+    assert x.bit_length() == 3 and bool(x) and (x < 8) and not (x >= 8)
+    assert max(x, 9) == 9 and min(x, 9) is x
+    assert _symbolic.plain([x, (x, 2)]) == [7, (7, 2)] and type(_symbolic.plain(x)) is int
+    assert f"{x}" == "7" and float(x) == 7.0 and x / 2 == 3.5
