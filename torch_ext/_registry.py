@@ -8,6 +8,7 @@ that function.
 """
 
 import importlib
+import sys
 
 import triton
 
@@ -46,8 +47,19 @@ def resolve(name: str, iterator: bool = False):
     obj = getattr(importlib.import_module(module), attr)
     if _is_jit(obj):
         if iterator:
+            _size_generic(name)
             return _iterator_kernel(obj, pointwise)
         obj = pointwise()(obj)
     if isinstance(obj, Pointwise):
+        if iterator:
+            _size_generic(name)
         return obj.iter if iterator else obj
     return obj
+
+
+def _size_generic(name):
+    """Pointwise kernels read sizes through ops/_symbolic.py: their launch plans on the
+    TensorIterator path serve every size of a shape class."""
+    c_ext = sys.modules.get("torch_ext._C")
+    if c_ext is not None and hasattr(c_ext, "_plan_shapes"):
+        c_ext._plan_shapes(name, iterator=True)

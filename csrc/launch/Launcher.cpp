@@ -118,6 +118,7 @@ void pointwise_python(at::TensorIteratorBase& iter, const char* name, std::vecto
     const int64_t offset = (static_cast<const char*>(iter.data_ptr(i)) - start) / itemsize;
     at::Tensor view = at::empty({0}, base.options().dtype(iter.dtype(i)));
     view.set_(base.storage(), offset, shape, strides);
+    plan::note_operand_view(i, view);  // its sizes and strides: operand i's variables
     return c10::IValue(std::move(view));
   };
   std::vector<c10::IValue> outs, ins;

@@ -265,7 +265,7 @@ py::object& host_replay_fn() {
 }
 
 c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::DeviceIndex device,
-                   const std::vector<Arg>* args) {
+                   const std::vector<Arg>* args, const std::vector<int64_t>& vars) {
   runtime::Driver& drv = runtime::driver();
   // The per-call numbers, from this call's arguments (the key has their types).
   std::vector<double> numbers(plan.numbers.size());
@@ -277,7 +277,7 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
   std::vector<int64_t> sym_values;
   const std::vector<int64_t>* syms = nullptr;
   if (plan.symbolic) {
-    TORCH_CHECK(eval_all(plan.exprs, shape_vars(ops), sym_values),
+    TORCH_CHECK(eval_all(plan.exprs, vars, sym_values),
                 "torch_ext: a size-generic launch plan's expression failed");
     syms = &sym_values;
   }
@@ -413,21 +413,17 @@ bool check_layout(Step& l) {
 
 std::atomic<uint64_t> serials{0};
 
-// The shape-class key and variables of a call to an op declared size-generic, for a
-// call whose exact key has no plan (false: none: not declared, or nested).
-bool shape_class(const char* name, const std::vector<Arg>* args, const std::vector<Operand>& ops,
-                 std::string& ckey, std::vector<int64_t>& vars) {
-  if (!args || active || !shapes_declared(name)) return false;
-  std::vector<Operand> unused;
-  c10::DeviceIndex device = -1;
-  if (!call_key(name, *args, ckey, unused, device, /*sizes=*/false)) return false;
-  vars = shape_vars(ops);
-  return true;
-}
+// How a call finds its shape class (PlanShapes.cpp): whether its op is declared
+// size-generic, its class key, and its variables (sizes and strides).
+struct ShapeInfo {
+  std::function<bool()> declared;
+  std::function<bool(std::string&)> class_key;
+  std::function<std::vector<int64_t>()> vars;
+};
 
 c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& ops,
                 c10::DeviceIndex device, const std::function<c10::IValue()>& slow,
-                const std::vector<Arg>* args) {
+                const std::vector<Arg>* args, const ShapeInfo& shapes) {
   std::shared_ptr<const Plan> plan;
   bool known = false;
   {
@@ -445,7 +441,8 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
       plan->used.store(true, std::memory_order_relaxed);
     stats.replayed++;
     stats.launched += plan->launches;
-    return replay(*plan, ops, device, args);
+    return replay(*plan, ops, device, args,
+                  plan->symbolic ? shapes.vars() : std::vector<int64_t>());
   }
   if (known || active) {  // stays on Python, or nested inside a recording
     stats.slow++;
@@ -453,7 +450,8 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   }
   std::string ckey;
   std::vector<int64_t> vars;
-  const bool generic = shape_class(name, args, ops, ckey, vars);
+  const bool generic = shapes.declared() && shapes.class_key(ckey);
+  if (generic) vars = shapes.vars();
   if (generic) {  // a plan recorded at other sizes of this shape class
     {
       std::lock_guard<std::mutex> lock(cache_mutex);
@@ -467,7 +465,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
       stats.replayed++;
       stats.generalized++;
       stats.launched += plan->launches;
-      return replay(*plan, ops, device, args);
+      return replay(*plan, ops, device, args, vars);
     }
   }
   Recording rec;
@@ -535,6 +533,16 @@ using namespace detail;
 
 bool recording() noexcept { return active != nullptr && active->paused == 0; }
 
+void note_operand_view(int k, const at::Tensor& view) noexcept {
+  Recording* r = active;
+  if (!r || r->paused || !r->symbolic()) return;
+  try {
+    r->operand_views[view.unsafeGetTensorImpl()] = k;
+  } catch (...) {
+    r->ok = false;
+  }
+}
+
 c10::IValue call(const char* name, const std::vector<Arg>& args,
                  const std::function<c10::IValue()>& slow) {
   if (!enabled()) return slow();
@@ -546,7 +554,14 @@ c10::IValue call(const char* name, const std::vector<Arg>& args,
     return slow();
   }
   if (device < 0) device = runtime::getCurrentStream().device_index();
-  return run(name, key, ops, device, slow, &args);
+  const ShapeInfo shapes{[&] { return shapes_declared(name, /*iterator=*/false); },
+                         [&](std::string& ckey) {
+                           std::vector<Operand> unused;
+                           c10::DeviceIndex d = -1;
+                           return call_key(name, args, ckey, unused, d, /*sizes=*/false);
+                         },
+                         [&] { return shape_vars(ops); }};
+  return run(name, key, ops, device, slow, &args, shapes);
 }
 
 void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
@@ -562,7 +577,13 @@ void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector
     note_unkeyed(name);
     return slow();
   }
-  run(name, key, ops, iter.device(0).index(), as_call, nullptr);
+  const ShapeInfo shapes{[&] { return shapes_declared(name, /*iterator=*/true); },
+                         [&](std::string& ckey) {
+                           std::vector<Operand> unused;
+                           return iterator_key(iter, name, extra, ckey, unused, /*sizes=*/false);
+                         },
+                         [&] { return iterator_vars(iter); }};
+  run(name, key, ops, iter.device(0).index(), as_call, nullptr, shapes);
 }
 
 void note_alloc(void* ptr, size_t bytes) noexcept {

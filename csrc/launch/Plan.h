@@ -68,6 +68,9 @@ int note_philox(bool default_generator, c10::DeviceIndex device, uint64_t increm
 void note_unreplayable(const char* why) noexcept;
 // Whether this thread is recording a call now.
 bool recording() noexcept;
+// The iterator path's view of operand `k` (its sizes and strides are that operand's
+// variables while a size-generic plan records).
+void note_operand_view(int k, const at::Tensor& view) noexcept;
 
 // _plan_* functions on torch_ext._C.
 void register_bindings(pybind11::module_& m);

@@ -189,6 +189,8 @@ struct Recording {
   std::unordered_map<const void*, std::pair<std::vector<int16_t>, std::vector<int16_t>>>
       sym_tensors;
   std::vector<std::pair<int, int16_t>> sym_results;
+  // Tensors that stand for operand k (the iterator path's views of its operands).
+  std::unordered_map<const void*, int> operand_views;
   bool symbolic() const { return serial != 0; }
 };
 
@@ -227,11 +229,14 @@ int note_number(Recording& r, int arg, int elem);
 bool all_numbers_marked(const Recording& r);
 
 // ---- shape classes (PlanShapes.cpp) ----
-// Ops declared size-generic (`@kernel(..., shapes=True)`).
-void set_shapes(const std::string& name);
-bool shapes_declared(const char* name);
-// The call's variables: each operand's sizes and strides (kVarsPerOperand each).
+// Ops declared size-generic (`@kernel(..., shapes=True)`; every pointwise kernel on the
+// TensorIterator path): by name, for call() or for the iterator path.
+void set_shapes(const std::string& name, bool iterator);
+bool shapes_declared(const char* name, bool iterator);
+// The call's variables: each operand's sizes and strides (kVarsPerOperand each); on the
+// iterator path the iterator's shape and each operand's strides in elements.
 std::vector<int64_t> shape_vars(const std::vector<Operand>& ops);
+std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter);
 // Each expression's value at `vars` (false: a division by zero).
 bool eval_all(const std::vector<Expr>& exprs, const std::vector<int64_t>& vars,
               std::vector<int64_t>& out);

@@ -184,9 +184,9 @@ bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
 }
 
 bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
-                  std::string& key, std::vector<Operand>& ops) {
+                  std::string& key, std::vector<Operand>& ops, bool sizes) {
   key.reserve(256);
-  key.push_back('\1');  // not a call() key
+  key.push_back(sizes ? '\1' : '\3');  // not a call() key; a shape-class key
   key.append(name);
   key.push_back('\0');
   put_flags(key);
@@ -195,7 +195,13 @@ bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vec
   put(key, static_cast<int8_t>(n));
   put(key, static_cast<int8_t>(iter.noutputs()));
   put(key, static_cast<int8_t>(iter.ndim()));
-  for (auto s : iter.shape()) put(key, s);
+  for (auto s : iter.shape()) {
+    if (sizes) {
+      put(key, s);
+    } else {
+      put(key, static_cast<char>(s == 0 ? 'z' : s == 1 ? 'o' : 'n'));
+    }
+  }
   ops.reserve(n);
   for (int i = 0; i < n; ++i) {
     put(key, static_cast<int8_t>(iter.dtype(i)));
@@ -211,7 +217,13 @@ bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vec
     put(key, static_cast<char>(reinterpret_cast<uintptr_t>(ptr) % 16 == 0 ? 'a' : 'u'));
     const c10::Storage& storage = iter.tensor_base(i).storage();
     put_sharing(key, ops, ptr, storage);
-    for (auto s : iter.strides(i)) put(key, s);
+    for (auto s : iter.strides(i)) {
+      if (sizes) {
+        put(key, s);
+      } else {
+        put(key, static_cast<char>(s == 0 ? '0' : '+'));  // broadcast dimensions
+      }
+    }
     ops.push_back(Operand{ptr, storage, nullptr, at::Tensor()});
   }
   c10::DeviceIndex unused = -1;

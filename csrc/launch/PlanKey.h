@@ -31,6 +31,6 @@ uint32_t call_numbers(const char* name);
 bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
               std::vector<Operand>& ops, c10::DeviceIndex& device, bool sizes = true);
 bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
-                  std::string& key, std::vector<Operand>& ops);
+                  std::string& key, std::vector<Operand>& ops, bool sizes = true);
 
 }  // namespace torch_ext::launch::plan

@@ -190,7 +190,9 @@ Recording* symbolic_recording() {
 }
 
 void register_shape_bindings(py::module_& m) {
-  m.def("_plan_shapes", [](const std::string& name) { set_shapes(name); });
+  m.def(
+      "_plan_shapes", [](const std::string& name, bool iterator) { set_shapes(name, iterator); },
+      py::arg("name"), py::arg("iterator") = false);
   m.def("_plan_classes", []() {
     std::lock_guard<std::mutex> lock(cache_mutex);
     return describe_generic();
@@ -207,7 +209,8 @@ void register_shape_bindings(py::module_& m) {
     for (size_t k = 0; k < ops.size(); ++k) {
       if (ops[k].impl == t.unsafeGetTensorImpl()) return static_cast<int>(k);
     }
-    return -1;
+    auto view = rec->operand_views.find(t.unsafeGetTensorImpl());
+    return view != rec->operand_views.end() ? view->second : -1;
   });
   m.def("_plan_sym_expr", [](const std::vector<std::pair<int, int64_t>>& code) -> int {
     Recording* rec = symbolic_recording();

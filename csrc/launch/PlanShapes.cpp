@@ -24,37 +24,56 @@ namespace torch_ext::launch::plan {
 namespace {
 
 std::mutex shapes_mutex;
-std::unordered_set<std::string> shapes_ops;
+std::unordered_set<std::string> shapes_ops[2];  // call(), TensorIterator kernels
 std::atomic<uint32_t> shapes_generation{0};
 
 }  // namespace
 
 namespace detail {
 
-void set_shapes(const std::string& name) {
+void set_shapes(const std::string& name, bool iterator) {
   std::lock_guard<std::mutex> lock(shapes_mutex);
-  shapes_ops.insert(name);
+  shapes_ops[iterator].insert(name);
   shapes_generation++;
 }
 
-bool shapes_declared(const char* name) {
+bool shapes_declared(const char* name, bool iterator) {
   const uint32_t generation = shapes_generation.load(std::memory_order_relaxed);
   if (generation == 0) return false;
-  thread_local std::unordered_map<const char*, bool> seen;  // call sites pass literals
+  // call sites pass literals: a per-thread cache by address
+  thread_local std::unordered_map<const char*, bool> seen[2];
   thread_local uint32_t seen_generation = 0;
   if (seen_generation != generation) {
-    seen.clear();
+    seen[0].clear();
+    seen[1].clear();
     seen_generation = generation;
   }
-  auto it = seen.find(name);
-  if (it != seen.end()) return it->second;
+  auto it = seen[iterator].find(name);
+  if (it != seen[iterator].end()) return it->second;
   bool declared;
   {
     std::lock_guard<std::mutex> lock(shapes_mutex);
-    declared = shapes_ops.count(name) != 0;
+    declared = shapes_ops[iterator].count(name) != 0;
   }
-  seen.emplace(name, declared);
+  seen[iterator].emplace(name, declared);
   return declared;
+}
+
+std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
+  const int n = iter.ntensors();
+  std::vector<int64_t> vars(static_cast<size_t>(n) * kVarsPerOperand, 0);
+  const auto shape = iter.shape();
+  const int64_t dims = std::min<int64_t>(static_cast<int64_t>(shape.size()), kVarDims);
+  for (int i = 0; i < n; ++i) {
+    if (iter.is_cpu_scalar(i)) continue;
+    const auto item = static_cast<int64_t>(c10::elementSize(iter.dtype(i)));
+    const auto strides = iter.strides(i);
+    for (int64_t d = 0; d < dims; ++d) {
+      vars[i * kVarsPerOperand + d] = shape[d];
+      vars[i * kVarsPerOperand + kVarDims + d] = strides[d] / item;
+    }
+  }
+  return vars;
 }
 
 std::vector<int64_t> shape_vars(const std::vector<Operand>& ops) {

@@ -183,3 +183,20 @@ def test_sym_int_arithmetic_and_decisions():
     assert max(x, 9) == 9 and min(x, 9) is x
     assert _symbolic.plain([x, (x, 2)]) == [7, (7, 2)] and type(_symbolic.plain(x)) is int
     assert f"{x}" == "7" and float(x) == 7.0 and x / 2 == 3.5
+
+
+def test_pointwise_ops_replay_across_sizes():
+    """TensorIterator kernels (every Pointwise, and wrappers such as gelu that hand
+    their operands to one) are size-generic: a new sequence length replays. Broadcast
+    operands included (the iterator's shape and strides are the variables)."""
+    recorded = generalized = 0
+    for L in range(33, 40):  # one region: 2L never a multiple of 16, 48L in [1024, 2048)
+        a, b = torch.randn(2, L, 24), torch.randn(24)
+        before = stats()
+        got = F.gelu(a.to(DEV) * 2 + b.to(DEV))
+        counts = delta(before)
+        recorded += counts["recorded"]
+        generalized += counts["generalized"]
+        torch.testing.assert_close(got.cpu(), F.gelu(a * 2 + b), rtol=1e-5, atol=1e-6)
+    assert recorded == 3 * 2  # mul, add, gelu: the plan, then its verification
+    assert generalized == 3 * 5

@@ -290,12 +290,13 @@ def test_a_full_cache_evicts_what_is_not_replayed():
     old = C._plan_set_capacity(8)
     try:
         hot_in = torch.randn(16).to(DEVICE)
-        cold_in = [torch.randn(n).to(DEVICE) for n in range(1, 30)]
+        x = torch.randn(7).to(DEVICE)
+        cold_in = [float(n) for n in range(5, 34)]  # a scalar's value is in the key
         before = stats()
         ref = hot_in.cpu() * 3
-        for x in cold_in:
+        for c in cold_in:
             torch.testing.assert_close((hot_in * 3).cpu(), ref)  # hot: replayed
-            x * 5  # cold: a new key every time
+            x * c  # cold: a new key every time
             assert stats()["entries"] <= 8
         d = delta(before)
         assert d["recorded"] == 1 + len(cold_in), d  # the hot plan recorded once

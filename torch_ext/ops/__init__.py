@@ -78,6 +78,7 @@ from . import (  # noqa: F401
 from .pooling import adaptive, fractional, pool2d, pool3d  # noqa: F401
 from .resample import antialias, grid_sample_2d, grid_sample_3d, linear, nearest, padding  # noqa: F401
 from ._declare import KERNELS, KERNEL_INFO, kernel
+from ._pointwise import is_pointwise_iter
 
 # Importing a family declares its kernels (@kernel) into KERNELS.
 
@@ -90,11 +91,15 @@ def _declare_call_numbers():
     c_ext = sys.modules.get("torch_ext._C")
     if c_ext is None or not hasattr(c_ext, "_plan_numbers"):
         return
+    shapes = hasattr(c_ext, "_plan_shapes")
     for name, info in KERNEL_INFO.items():
         if info.get("numbers"):
             c_ext._plan_numbers(name, list(info["numbers"]))
-        if info.get("shapes") and hasattr(c_ext, "_plan_shapes"):
+        if info.get("shapes") and shapes:  # whichever path C++ calls it from
             c_ext._plan_shapes(name)
+            c_ext._plan_shapes(name, iterator=True)
+        if shapes and is_pointwise_iter(KERNELS[name]):
+            c_ext._plan_shapes(name, iterator=True)
 
 
 _declare_call_numbers()

@@ -39,7 +39,8 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dty
 
 from .. import config as _config
 from ..backends import spec
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch, pow2_at_most
+from ._symbolic import sizes, strides
 
 _DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
@@ -306,10 +307,12 @@ class Pointwise:
 
     # -- TensorIterator convention ---------------------------------------
     def iter(self, outs, ins, common_dtype, *extra):
-        """outs/ins share one shape; an input may be a Python number."""
+        """outs/ins share one shape; an input may be a Python number. Sizes and strides
+        are read through _symbolic: one launch plan serves every size of a shape class
+        (the TensorIterator path declares every Pointwise size-generic)."""
         assert len(outs) == self.num_outputs and len(ins) == self.num_inputs, self.name
-        shape = list(outs[0].shape)
-        numel = outs[0].numel()
+        shape = list(sizes(outs[0]))
+        numel = math.prod(shape)
         if numel == 0:
             return
         tensors = [t for t in ins if isinstance(t, torch.Tensor)] + list(outs)
@@ -318,7 +321,7 @@ class Pointwise:
                 f"{self.name}: operands of the iterator convention must share "
                 f"one shape, got {[tuple(t.shape) for t in tensors]}"
             )
-        cshape, cstrides = coalesce(shape, [list(t.stride()) for t in tensors])
+        cshape, cstrides = coalesce(shape, [list(strides(t)) for t in tensors])
         rank = len(cshape)
         contig = rank <= 1 and all(st == [1] or not st for st in cstrides)
         max_off = (
@@ -330,8 +333,7 @@ class Pointwise:
         in_kinds = ["t" if isinstance(t, torch.Tensor) else "s" for t in ins]
         cdt = compute_dtype(common_dtype)
         kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
-        block = spec("pointwise_block", numel) or 1024
-        block = min(block, next_pow2(numel))
+        block = pow2_at_most(numel, spec("pointwise_block", numel) or 1024)
         scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
         if cdt == torch.float64:
             args = [part for x in scalars for part in _split_f64(x)]
@@ -380,6 +382,11 @@ class Pointwise:
             outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         self.iter(outs, tuple(ins), common, *extra)
         return outs[0] if self.num_outputs == 1 else outs
+
+
+def is_pointwise_iter(fn) -> bool:
+    """fn is a Pointwise's TensorIterator form (its launch plans are size-generic)."""
+    return isinstance(getattr(fn, "__self__", None), Pointwise) and fn.__func__ is Pointwise.iter
 
 
 def _split_f64(x):

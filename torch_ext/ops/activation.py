@@ -89,7 +89,7 @@ def _is_tanh(approximate):
     return approximate in (1, "tanh")
 
 
-@kernel()
+@kernel(shapes=True)  # a Pointwise's iterator form: sizes traced there
 def gelu(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],
@@ -99,7 +99,7 @@ def gelu(
     (gelu_tanh if _is_tanh(approximate) else gelu_none).iter(outs, ins, common_dtype)
 
 
-@kernel()
+@kernel(shapes=True)
 def gelu_backward(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],
@@ -252,7 +252,7 @@ def mse_backward(x, target, grad, norm):
 # -- plain (non-structured) activation ops, convention (3) ------------------
 
 
-@kernel("elu_backward")
+@kernel("elu_backward", shapes=True)
 def _elu_backward(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],

@@ -27,7 +27,7 @@ copy = Pointwise(_identity, num_inputs=1, cast=[False], name="copy")
 _fill = Pointwise(_value, num_inputs=0, name="fill")
 
 
-@kernel("copy")
+@kernel("copy", shapes=True)  # Pointwise iterator forms: sizes traced there
 def copy_kernel(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],
@@ -37,7 +37,7 @@ def copy_kernel(
     copy.iter(outs, ins, outs[0].dtype)
 
 
-@kernel("fill")
+@kernel("fill", shapes=True)
 def fill_kernel(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],

@@ -59,7 +59,7 @@ def _where(cond, a, b):
     return tl.where(cond != 0, a, b)
 
 
-@kernel()
+@kernel(shapes=True)  # a Pointwise's iterator form: sizes traced there
 def where(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],
@@ -187,7 +187,7 @@ def _reciprocal(b):
     return 1.0 / b
 
 
-@kernel()
+@kernel(shapes=True)
 def pow_tensor_scalar(
     outs: tuple[torch.Tensor, ...],
     ins: tuple[torch.Tensor, ...],
