@@ -146,3 +146,33 @@ def test_replay_on_a_thread_new_to_the_device():
     assert not errors, errors
     torch.testing.assert_close(out[0].cpu(), a + b)
     assert stats()["replayed"] >= 2
+
+
+def test_shape_classes_replay_a_growing_kv_cache():
+    """cat and SDPA (size-generic: csrc/launch/PlanShapes.cpp) over 100 KV lengths: the
+    compiled kernels replay with each length's sizes, grids and strides, and every
+    length is right; guard regions (multiples of 16, block sizes) record again."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    k = torch.randn(1, 4, 16, 64, generator=g)
+    kd = k.to(DEV)
+    for _ in range(100):
+        kn = torch.randn(1, 4, 1, 64, generator=g)
+        q = torch.randn(1, 8, 1, 64, generator=g)
+        k, kd = torch.cat([k, kn], 2), torch.cat([kd, kn.to(DEV)], 2)
+        got = F.scaled_dot_product_attention(q.to(DEV), kd, kd, enable_gqa=True)
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), k.double(), enable_gqa=True)
+        assert torch.equal(kd.cpu(), k)
+        torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-4, atol=1e-4)
+    s = stats()
+    assert s["generalized"] >= 150 and s["recorded"] <= 30, s
+
+
+def test_shape_classes_pointwise_sizes():
+    for n in range(5000, 5040):
+        a, b = torch.randn(3, n), torch.randn(n)
+        got = torch.nn.functional.gelu(a.to(DEV) + b.to(DEV))
+        torch.testing.assert_close(got.cpu(), torch.nn.functional.gelu(a + b))
+    s = stats()
+    assert s["generalized"] >= 40 and s["recorded"] <= 16, s
