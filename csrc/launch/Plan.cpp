@@ -472,7 +472,10 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   rec.operands = &ops;
   rec.args = args;
   rec.number_args = args ? call_numbers(name) : 0;
-  if (generic) rec.serial = ++serials;
+  if (generic) {
+    rec.serial = ++serials;
+    rec.vars = &vars;
+  }
   active = &rec;
   c10::IValue result;
   try {

@@ -189,8 +189,10 @@ struct Recording {
   std::unordered_map<const void*, std::pair<std::vector<int16_t>, std::vector<int16_t>>>
       sym_tensors;
   std::vector<std::pair<int, int16_t>> sym_results;
-  // Tensors that stand for operand k (the iterator path's views of its operands).
+  // Tensors that stand for operand k (the iterator path's views of its operands), and
+  // the call's variables (an integer CPU scalar's value is one on the iterator path).
   std::unordered_map<const void*, int> operand_views;
+  const std::vector<int64_t>* vars = nullptr;
   bool symbolic() const { return serial != 0; }
 };
 

@@ -208,9 +208,12 @@ bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vec
     auto* ptr = static_cast<char*>(iter.data_ptr(i));
     if (iter.is_cpu_scalar(i)) {
       put(key, 's');
-      uint64_t bits[2] = {0, 0};
-      std::memcpy(bits, ptr, std::min<size_t>(sizeof(bits), c10::elementSize(iter.dtype(i))));
-      put(key, bits);
+      // In a shape class an integer scalar is a variable (PlanShapes.cpp iterator_vars).
+      if (sizes || !scalar_is_variable(iter.dtype(i))) {
+        uint64_t bits[2] = {0, 0};
+        std::memcpy(bits, ptr, std::min<size_t>(sizeof(bits), c10::elementSize(iter.dtype(i))));
+        put(key, bits);
+      }
       ops.push_back(Operand{});
       continue;
     }

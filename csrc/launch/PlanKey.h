@@ -33,4 +33,10 @@ bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
 bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
                   std::string& key, std::vector<Operand>& ops, bool sizes = true);
 
+// A CPU scalar of this dtype on the iterator path is a shape-class variable (integers:
+// `arange(n) + past_length` replays for every length), not part of the class key.
+inline bool scalar_is_variable(at::ScalarType t) {
+  return at::isIntegralType(t, /*includeBool=*/false);
+}
+
 }  // namespace torch_ext::launch::plan

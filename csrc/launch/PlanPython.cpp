@@ -212,6 +212,16 @@ void register_shape_bindings(py::module_& m) {
     auto view = rec->operand_views.find(t.unsafeGetTensorImpl());
     return view != rec->operand_views.end() ? view->second : -1;
   });
+  // The variable of the iterator's operand k, an integer CPU scalar of this value (-1:
+  // none: not such a scalar, or not the iterator path).
+  m.def("_plan_sym_scalar", [](int k, int64_t value) -> int {
+    Recording* rec = symbolic_recording();
+    if (!rec || !rec->vars || k < 0 || static_cast<size_t>(k) >= rec->operands->size()) return -1;
+    const Operand& op = (*rec->operands)[k];
+    const size_t var = static_cast<size_t>(k) * kVarsPerOperand;
+    if (op.data != nullptr || op.tensor.defined() || var >= rec->vars->size()) return -1;
+    return (*rec->vars)[var] == value ? static_cast<int>(var) : -1;
+  });
   m.def("_plan_sym_expr", [](const std::vector<std::pair<int, int64_t>>& code) -> int {
     Recording* rec = symbolic_recording();
     if (!rec) return -1;

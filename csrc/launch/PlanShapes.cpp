@@ -65,7 +65,12 @@ std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
   const auto shape = iter.shape();
   const int64_t dims = std::min<int64_t>(static_cast<int64_t>(shape.size()), kVarDims);
   for (int i = 0; i < n; ++i) {
-    if (iter.is_cpu_scalar(i)) continue;
+    if (iter.is_cpu_scalar(i)) {
+      if (scalar_is_variable(iter.dtype(i))) {
+        vars[i * kVarsPerOperand] = at::Tensor(iter.tensor_base(i)).item().toLong();
+      }
+      continue;
+    }
     const auto item = static_cast<int64_t>(c10::elementSize(iter.dtype(i)));
     const auto strides = iter.strides(i);
     for (int64_t d = 0; d < dims; ++d) {

@@ -12,6 +12,7 @@ import torch
 
 from ..backends import spec
 from ._launch import cdiv, next_pow2, pow2_at_most
+from ._symbolic import empty, sizes
 from .copy import copy_kernel, fill_
 
 MAX_SPATIAL = 3
@@ -145,9 +146,10 @@ def as_arb(x, dims):
     if ndim == 0:
         return x.reshape(1), 1, 1, 1
     if x.is_contiguous() and dims == list(range(dims[0], dims[-1] + 1)):
-        A = math.prod(x.shape[: dims[0]])
-        R = math.prod(x.shape[dims[0] : dims[-1] + 1])
-        B = math.prod(x.shape[dims[-1] + 1 :])
+        shape = sizes(x)  # expressions while a size-generic plan records (_symbolic)
+        A = math.prod(shape[: dims[0]])
+        R = math.prod(shape[dims[0] : dims[-1] + 1])
+        B = math.prod(shape[dims[-1] + 1 :])
         return x, A, R, B
     keep = [d for d in range(ndim) if d not in dims]
     xp = x.permute(keep + dims)
@@ -157,19 +159,21 @@ def as_arb(x, dims):
 
 
 def reduce_blocks(O, R, B):
+    # Caps are powers of two: pow2_at_most decides on O >= cap first (a size-generic
+    # plan then holds for every O past the cap: _symbolic).
     budget = spec("reduction_block", R) or 4096
     if B > 1:
-        bo = min(next_pow2(O), 64)
+        bo = pow2_at_most(O, 64)
     else:
-        bo = min(next_pow2(O), max(1, budget // next_pow2(max(R, 1))))
-    br = max(1, min(next_pow2(max(R, 1)), budget // bo))
+        bo = pow2_at_most(O, max(1, budget // next_pow2(max(R, 1))))
+    br = max(1, pow2_at_most(max(R, 1), max(1, budget // bo)))
     return bo, br
 
 
 def contiguous(x):
     if x.is_contiguous():
         return x
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    y = empty(sizes(x), x.dtype, x.device)  # sizes stay expressions in a recording
     copy_kernel((y,), (x,))
     return y
 

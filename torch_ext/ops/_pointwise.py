@@ -40,7 +40,7 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dty
 from .. import config as _config
 from ..backends import spec
 from ._launch import cdiv, launch, pow2_at_most
-from ._symbolic import sizes, strides
+from ._symbolic import scalar_operand, sizes, strides
 
 _DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
@@ -322,6 +322,11 @@ class Pointwise:
                 f"one shape, got {[tuple(t.shape) for t in tensors]}"
             )
         cshape, cstrides = coalesce(shape, [list(strides(t)) for t in tensors])
+        if any(type(x) is int for x in ins):  # an integer CPU scalar: a variable too
+            n = len(outs)
+            ins = tuple(
+                scalar_operand(n + j, x) if type(x) is int else x for j, x in enumerate(ins)
+            )
         rank = len(cshape)
         contig = rank <= 1 and all(st == [1] or not st for st in cstrides)
         max_off = (

@@ -310,6 +310,16 @@ def strides(t: torch.Tensor) -> tuple:
     return tuple(t.stride()) if stride is None else stride
 
 
+def scalar_operand(k: int, value: int) -> int:
+    """The value of the TensorIterator's operand k, an integer CPU scalar: a variable of
+    the iterator path's shape class (arange(n) + past_length replays for every length)."""
+    ctx = context()
+    if ctx is None:
+        return value
+    var = ctx.c_ext._plan_sym_scalar(k, value)
+    return Sym(value, ("v", var)) if var >= 0 else value
+
+
 def numel(t: torch.Tensor) -> int:
     return math.prod(sizes(t))
 

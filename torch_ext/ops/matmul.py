@@ -9,13 +9,16 @@ Any strides are accepted (a broadcast bias has stride 0).  float32 uses
 input_precision="ieee" (no TF32) so results match PyTorch's CPU reference.
 """
 
+import math
+
 import triton
 import triton.language as tl
 import torch
 
 from ._common import tl_float_acc
 from ..backends import spec
-from ._launch import cdiv, launch, next_pow2
+from ._launch import cdiv, launch, pow2_at_most
+from ._symbolic import expand_strides, numel, sizes, strides
 from ._declare import Scalar, kernel
 from ._common import sized_like
 
@@ -172,12 +175,30 @@ def _check_dtype(dtype):
         raise NotImplementedError(f"torch_ext: matrix products of {dtype} are not supported")
 
 
+def as3(t, shape=None):
+    """(t, sizes, strides) of t seen as a batch of matrices: a matrix is a batch of one
+    (as t.unsqueeze(0)); with `shape`, t broadcast to it (a bias: stride 0 where
+    expanded). Sizes and strides through _symbolic, so that mm, bmm, addmm and baddbmm
+    replay for every size of a shape class."""
+    if shape is not None:
+        st = expand_strides(t, shape) if t.dim() == 3 else (0, *expand_strides(t, shape[1:]))
+        return (t, tuple(shape), st)
+    size, st = sizes(t), strides(t)
+    if t.dim() == 2:  # one batch: its stride is never used (0 keeps it out of the guards)
+        return (t, (1, *size), (0, *st))
+    return (t, size, st)
+
+
 def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
-    """c[i] = alpha * a[i] @ b[i] + beta * bias[i]; 3-d operands, any strides."""
+    """c[i] = alpha * a[i] @ b[i] + beta * bias[i]; 3-d operands, any strides. Each of
+    a, b, c, bias: a 3-d tensor, or (tensor, sizes, strides) from as3."""
+    (a, a_shape, a_st), (b, b_shape, b_st), (c, c_shape, c_st) = (
+        x if isinstance(x, tuple) else as3(x) for x in (a, b, c)
+    )
     _check_dtype(a.dtype)
-    Bt, M, K = a.shape
-    N = b.shape[2]
-    if c.numel() == 0:
+    Bt, M, K = a_shape
+    N = b_shape[2]
+    if math.prod(c_shape) == 0:
         return
     if K == 0 and bias is None:
         from .copy import fill_
@@ -185,19 +206,19 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         fill_(c, 0)
         return
     # "n" (rows contiguous) or "t" (columns contiguous) per operand, as BLAS says.
-    layout = ("t" if a.stride(1) != 1 else "n") + ("t" if b.stride(2) != 1 else "n")
+    layout = ("t" if a_st[1] != 1 else "n") + ("t" if b_st[2] != 1 else "n")
     bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype, layout) or _default_config(
         M, N, K, a.dtype
     )
-    bm = max(16, min(bm, next_pow2(M)))
-    bn = max(16, min(bn, next_pow2(N)))
-    bk = max(16, min(bk, next_pow2(max(K, 1))))
+    bm = max(16, pow2_at_most(M, bm))
+    bn = max(16, pow2_at_most(N, bn))
+    bk = max(16, pow2_at_most(max(K, 1), bk))
     acc = tl_float_acc(a.dtype)
     # A driver whose tl.dot lacks a dtype (the interpreter: bfloat16) gets fp32 tiles.
     upcast = bool(spec("dot_needs_fp32_inputs", a.dtype))
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
     has_bias = bias is not None and beta != 0
-    x = bias if has_bias else c
+    x, _, x_st = (bias if isinstance(bias, tuple) else as3(bias)) if has_bias else (c, 0, c_st)
     grid = (cdiv(M, bm) * cdiv(N, bn), Bt)
     launch(
         _mm_kernel,
@@ -209,10 +230,10 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         M,
         N,
         K,
-        *a.stride(),
-        *b.stride(),
-        *c.stride(),
-        *x.stride(),
+        *a_st,
+        *b_st,
+        *c_st,
+        *x_st,
         alpha,
         beta,
         HAS_BIAS=has_bias,
@@ -238,23 +259,17 @@ def _default_config(M, N, K, dtype):
     return 64, 64, 32, 4, 3
 
 
-def _bias3(t, shape):
-    # Broadcast `t` to the 3-d `shape` as a strided view (stride 0 where expanded).
-    t = t.expand(shape) if t.dim() == 3 else t.expand(shape[1:]).unsqueeze(0).expand(shape)
-    return t
-
-
-@kernel("mm")
+@kernel("mm", shapes=True)
 def mm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
-    _bmm(self.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0))
+    _bmm(as3(self), as3(mat2), as3(out))
 
 
-@kernel("bmm")
+@kernel("bmm", shapes=True)
 def bmm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
-    _bmm(self, mat2, out)
+    _bmm(as3(self), as3(mat2), as3(out))
 
 
-@kernel("addmm")
+@kernel("addmm", shapes=True)
 def addmm_out(
     self: torch.Tensor,
     mat1: torch.Tensor,
@@ -263,21 +278,21 @@ def addmm_out(
     alpha: Scalar,
     out: torch.Tensor,
 ) -> None:
-    shape = (1, mat1.shape[0], mat2.shape[1])
+    shape = (1, sizes(mat1)[0], sizes(mat2)[1])
     if (
         beta != 0
         and out.data_ptr() == self.data_ptr()
-        and self.numel() > 0
-        and self.stride() == out.stride()
-        and self.shape == out.shape
+        and numel(self) > 0
+        and strides(self) == strides(out)
+        and sizes(self) == sizes(out)
     ):
-        bias = out.unsqueeze(0)  # in-place addmm_: each element reads its own bias first
+        bias = as3(out)  # in-place addmm_: each element reads its own bias first
     else:
-        bias = _bias3(self, shape)
-    _bmm(mat1.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0), bias, alpha, beta)
+        bias = as3(self, shape)
+    _bmm(as3(mat1), as3(mat2), as3(out), bias, alpha, beta)
 
 
-@kernel("baddbmm")
+@kernel("baddbmm", shapes=True)
 def baddbmm_out(
     self: torch.Tensor,
     batch1: torch.Tensor,
@@ -286,8 +301,8 @@ def baddbmm_out(
     alpha: Scalar,
     out: torch.Tensor,
 ) -> None:
-    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
-    _bmm(batch1, batch2, out, _bias3(self, shape), alpha, beta)
+    shape = (sizes(batch1)[0], sizes(batch1)[1], sizes(batch2)[2])
+    _bmm(as3(batch1), as3(batch2), as3(out), as3(self, shape), alpha, beta)
 
 
 @kernel()

@@ -21,6 +21,7 @@ from .copy import copy_kernel
 from ._declare import kernel
 from ._common import TL_DTYPES, acc_dtype, as_arb
 from ._common import reduce_blocks
+from ._symbolic import empty, sizes
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
 (
@@ -187,7 +188,7 @@ def run_reduce(
         # tiles, so every program's loads start aligned.
         r_split = cdiv(cdiv(R, splits), br) * br
         splits = cdiv(R, r_split)
-        partial = torch.empty((O, splits), dtype=acc, device=x.device)
+        partial = empty((O, splits), acc, x.device)
         launch(
             _reduce_kernel,
             (cdiv(O, bo), splits),
@@ -314,20 +315,23 @@ def _minmax_acc(dtype):
 
 
 def _cast(x, dtype):
-    y = torch.empty(x.shape, dtype=dtype, device=x.device)
+    y = empty(sizes(x), dtype, x.device)
     copy_kernel((y,), (x,))
     return y
 
 
 def _numel(x, dims):
     dims = normalize_dims(dims, x.dim())
-    return math.prod(x.shape[d] for d in dims) if x.dim() else 1
+    shape = sizes(x)
+    return math.prod(shape[d] for d in dims) if x.dim() else 1
 
 
 # -- structured impls (convention (2)) ------------------------------------
+# Sizes read through _symbolic (as_arb, run_reduce): declared shapes=True, a reduction's
+# launch plan serves every size of its shape class (mean's 1/n pins the reduced size).
 
 
-@kernel("sum")
+@kernel("sum", shapes=True)
 def sum_out(
     self: torch.Tensor,
     dim: list[int] | None,
@@ -340,7 +344,7 @@ def sum_out(
     reduce_into(self, dim, out, SUM, dtype=src_dtype)
 
 
-@kernel("mean")
+@kernel("mean", shapes=True)
 def mean_out(
     self: torch.Tensor,
     dim: list[int] | None,
@@ -352,7 +356,7 @@ def mean_out(
     reduce_into(self, dim, out, SUM, scale=(1.0 / n) if n else math.nan, dtype=dtype or out.dtype)
 
 
-@kernel("prod")
+@kernel("prod", shapes=True)
 def prod_out(
     self: torch.Tensor, dim: int, keepdim: bool, dtype: torch.dtype | None, out: torch.Tensor
 ) -> None:
@@ -360,7 +364,7 @@ def prod_out(
     reduce_into(self, [dim], out, PROD, dtype=dtype or out.dtype)
 
 
-@kernel()
+@kernel(shapes=True)
 def prod_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """prod (plain): returns a 0-dim tensor."""
     dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
@@ -369,7 +373,7 @@ def prod_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tens
     return out
 
 
-@kernel()
+@kernel(shapes=True)
 def sum_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
     out = torch.empty((), dtype=dt, device=self.device)
@@ -377,12 +381,12 @@ def sum_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tenso
     return out
 
 
-@kernel("amax")
+@kernel("amax", shapes=True)
 def amax_out(self: torch.Tensor, dim: list[int], keepdim: bool, out: torch.Tensor) -> None:
     reduce_into(self, dim, out, MAX)
 
 
-@kernel("amin")
+@kernel("amin", shapes=True)
 def amin_out(self: torch.Tensor, dim: list[int], keepdim: bool, out: torch.Tensor) -> None:
     reduce_into(self, dim, out, MIN)
 
@@ -395,7 +399,7 @@ def _check_nonempty(self, name):
         )
 
 
-@kernel()
+@kernel(shapes=True)
 def max_all(self: torch.Tensor) -> torch.Tensor:
     _check_nonempty(self, "max")
     out = torch.empty((), dtype=self.dtype, device=self.device)
@@ -403,7 +407,7 @@ def max_all(self: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@kernel()
+@kernel(shapes=True)
 def min_all(self: torch.Tensor) -> torch.Tensor:
     _check_nonempty(self, "min")
     out = torch.empty((), dtype=self.dtype, device=self.device)
@@ -411,23 +415,23 @@ def min_all(self: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@kernel("all")
+@kernel("all", shapes=True)
 def all_out(self: torch.Tensor, dim: int, keepdim: bool, out: torch.Tensor) -> None:
     """all.dims_out / all.out (dim int) impls."""
     reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ALL, post=POST_EQ0)
 
 
-@kernel("any")
+@kernel("any", shapes=True)
 def any_out(self: torch.Tensor, dim: int, keepdim: bool, out: torch.Tensor) -> None:
     reduce_into(self, dim if not isinstance(dim, int) else [dim], out, ANY, post=POST_GT0)
 
 
-@kernel("all_all")
+@kernel("all_all", shapes=True)
 def all_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
     reduce_into(self, None, out, ALL, post=POST_EQ0)
 
 
-@kernel("any_all")
+@kernel("any_all", shapes=True)
 def any_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
     reduce_into(self, None, out, ANY, post=POST_GT0)
 

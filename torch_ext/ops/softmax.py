@@ -18,6 +18,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import reduce_blocks, contiguous, as_arb
 from ._declare import kernel
+from ._symbolic import numel
 
 
 @triton.jit
@@ -101,7 +102,7 @@ def _softmax_bwd_kernel(
 
 def _rowwise(kernel, tensors, out, dim, log):
     x0 = tensors[0]
-    if out.numel() == 0:
+    if numel(out) == 0:
         return
     if x0.dim() == 0:
         tensors = [t.reshape(1) for t in tensors]
@@ -122,17 +123,17 @@ def _rowwise(kernel, tensors, out, dim, log):
         copy_kernel((out,), (target.view(out.shape),))
 
 
-@kernel("softmax")
+@kernel("softmax", shapes=True)
 def softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
     _rowwise(_softmax_kernel, [self], out, dim, False)
 
 
-@kernel("log_softmax")
+@kernel("log_softmax", shapes=True)
 def log_softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
     _rowwise(_softmax_kernel, [self], out, dim, True)
 
 
-@kernel("softmax_backward_data")
+@kernel("softmax_backward_data", shapes=True)
 def softmax_backward_out(
     grad_output: torch.Tensor,
     output: torch.Tensor,
@@ -143,7 +144,7 @@ def softmax_backward_out(
     _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, False)
 
 
-@kernel("log_softmax_backward_data")
+@kernel("log_softmax_backward_data", shapes=True)
 def log_softmax_backward_out(
     grad_output: torch.Tensor,
     output: torch.Tensor,
