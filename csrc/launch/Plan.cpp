@@ -12,6 +12,7 @@
 #include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/FunctionRef.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -265,7 +266,7 @@ py::object& host_replay_fn() {
 }
 
 c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::DeviceIndex device,
-                   const std::vector<Arg>* args, const std::vector<int64_t>& vars) {
+                   const std::vector<Arg>* args) {
   runtime::Driver& drv = runtime::driver();
   // The per-call numbers, from this call's arguments (the key has their types).
   std::vector<double> numbers(plan.numbers.size());
@@ -273,14 +274,10 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
     TORCH_CHECK(args && number_value(*args, plan.numbers[k], numbers[k]),
                 "torch_ext: a launch plan's per-call number is missing from the call");
   }
-  // A size-generic plan's expressions at this call's sizes and strides.
-  std::vector<int64_t> sym_values;
-  const std::vector<int64_t>* syms = nullptr;
-  if (plan.symbolic) {
-    TORCH_CHECK(eval_all(plan.exprs, vars, sym_values),
-                "torch_ext: a size-generic launch plan's expression failed");
-    syms = &sym_values;
-  }
+  // A size-generic plan's expressions at the sizes it replays for (computed when it was
+  // cached under this key).
+  const std::vector<int64_t>& sym_values = plan.values;
+  const std::vector<int64_t>* syms = plan.symbolic ? &plan.values : nullptr;
   std::vector<c10::Storage> temps;
   temps.reserve(plan.temps.size());
   if (!plan.temps.empty()) {
@@ -415,10 +412,10 @@ std::atomic<uint64_t> serials{0};
 
 // How a call finds its shape class (PlanShapes.cpp): whether its op is declared
 // size-generic, its class key, and its variables (sizes and strides).
-struct ShapeInfo {
-  std::function<bool()> declared;
-  std::function<bool(std::string&)> class_key;
-  std::function<std::vector<int64_t>()> vars;
+struct ShapeInfo {  // non-owning: built on every call, used on a miss
+  c10::function_ref<bool()> declared;
+  c10::function_ref<bool(std::string&)> class_key;
+  c10::function_ref<std::vector<int64_t>()> vars;
 };
 
 c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& ops,
@@ -441,8 +438,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
       plan->used.store(true, std::memory_order_relaxed);
     stats.replayed++;
     stats.launched += plan->launches;
-    return replay(*plan, ops, device, args,
-                  plan->symbolic ? shapes.vars() : std::vector<int64_t>());
+    return replay(*plan, ops, device, args);
   }
   if (known || active) {  // stays on Python, or nested inside a recording
     stats.slow++;
@@ -465,7 +461,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
       stats.replayed++;
       stats.generalized++;
       stats.launched += plan->launches;
-      return replay(*plan, ops, device, args, vars);
+      return replay(*plan, ops, device, args);
     }
   }
   Recording rec;
@@ -557,13 +553,15 @@ c10::IValue call(const char* name, const std::vector<Arg>& args,
     return slow();
   }
   if (device < 0) device = runtime::getCurrentStream().device_index();
-  const ShapeInfo shapes{[&] { return shapes_declared(name, /*iterator=*/false); },
-                         [&](std::string& ckey) {
-                           std::vector<Operand> unused;
-                           c10::DeviceIndex d = -1;
-                           return call_key(name, args, ckey, unused, d, /*sizes=*/false);
-                         },
-                         [&] { return shape_vars(ops); }};
+  // named: ShapeInfo only refers to them
+  auto declared = [&] { return shapes_declared(name, /*iterator=*/false); };
+  auto class_key = [&](std::string& ckey) {
+    std::vector<Operand> unused;
+    c10::DeviceIndex d = -1;
+    return call_key(name, args, ckey, unused, d, /*sizes=*/false);
+  };
+  auto vars = [&] { return shape_vars(ops); };
+  const ShapeInfo shapes{declared, class_key, vars};
   return run(name, key, ops, device, slow, &args, shapes);
 }
 
@@ -580,12 +578,13 @@ void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector
     note_unkeyed(name);
     return slow();
   }
-  const ShapeInfo shapes{[&] { return shapes_declared(name, /*iterator=*/true); },
-                         [&](std::string& ckey) {
-                           std::vector<Operand> unused;
-                           return iterator_key(iter, name, extra, ckey, unused, /*sizes=*/false);
-                         },
-                         [&] { return iterator_vars(iter); }};
+  auto declared = [&] { return shapes_declared(name, /*iterator=*/true); };
+  auto class_key = [&](std::string& ckey) {
+    std::vector<Operand> unused;
+    return iterator_key(iter, name, extra, ckey, unused, /*sizes=*/false);
+  };
+  auto vars = [&] { return iterator_vars(iter); };
+  const ShapeInfo shapes{declared, class_key, vars};
   run(name, key, ops, iter.device(0).index(), as_call, nullptr, shapes);
 }
 

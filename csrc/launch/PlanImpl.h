@@ -156,6 +156,10 @@ struct Plan {
   std::vector<Expr> exprs;
   std::vector<Guard> guards;
   std::vector<int16_t> temp_syms;  // -1: the recorded size
+  // The expressions' values at the sizes this plan replays for (cached under an exact
+  // key: its own sizes), computed once, so that a replay evaluates nothing.
+  std::vector<int64_t> values;
+  const Plan* origin = nullptr;  // the class's plan this one was made from at other sizes
 };
 
 struct Temp {
@@ -243,7 +247,8 @@ std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter);
 bool eval_all(const std::vector<Expr>& exprs, const std::vector<int64_t>& vars,
               std::vector<int64_t>& out);
 bool guards_hold(const Plan& plan, const std::vector<int64_t>& vars);
-// A plan of shape class `ckey` that holds at `vars` (nullptr: none); under cache_mutex.
+// A plan of shape class `ckey` that holds at `vars`, with its values there (nullptr:
+// none); under cache_mutex.
 std::shared_ptr<const Plan> find_generic(const std::string& ckey, const std::vector<int64_t>& vars);
 // A recording of shape class `ckey` made at `vars`: verifies the class's plan for that
 // region (the same plan, expressions included: the sizes that differ are traced), or

@@ -338,12 +338,29 @@ bool guards_hold(const Plan& plan, const std::vector<int64_t>& vars) {
   return true;
 }
 
+// A copy of size-generic plan `p` that replays at `vars` (its values computed there).
+std::shared_ptr<const Plan> at_sizes(const Plan& p, const std::vector<int64_t>& vars) {
+  auto copy = std::make_shared<Plan>();
+  copy->temps = p.temps;
+  copy->numbers = p.numbers;
+  copy->steps = p.steps;
+  copy->result = p.result;
+  copy->launches = p.launches;
+  copy->symbolic = true;
+  copy->exprs = p.exprs;
+  copy->guards = p.guards;
+  copy->temp_syms = p.temp_syms;
+  copy->origin = &p;
+  if (!eval_all(copy->exprs, vars, copy->values)) return nullptr;
+  return copy;
+}
+
 std::shared_ptr<const Plan> find_generic(const std::string& ckey,
                                          const std::vector<int64_t>& vars) {
   auto it = classes.find(ckey);
   if (it == classes.end() || it->second.ended) return nullptr;
   for (const Candidate& c : it->second.candidates) {
-    if (covers(c, vars) && guards_hold(*c.plan, vars)) return c.plan;
+    if (covers(c, vars) && guards_hold(*c.plan, vars)) return at_sizes(*c.plan, vars);
   }
   return nullptr;
 }
@@ -367,7 +384,9 @@ void learn_generic(const char* name, const std::string& ckey, const std::vector<
     reasons[std::string(name) + ": a size not traced (shape class ended)"]++;
     for (auto e = cache.begin(); e != cache.end();) {
       bool ours = false;
-      for (const Candidate& k : cls.candidates) ours = ours || e->second == k.plan;
+      for (const Candidate& k : cls.candidates) {
+        ours = ours || (e->second && (e->second == k.plan || e->second->origin == k.plan.get()));
+      }
       e = ours ? cache.erase(e) : std::next(e);
     }
     cls.candidates.clear();
@@ -411,6 +430,7 @@ bool finish_symbolic(Recording& r, Plan& plan) {
   const size_t n = r.exprs.size();
   plan.symbolic = true;
   plan.exprs = std::move(r.exprs);
+  if (!r.vars || !eval_all(plan.exprs, *r.vars, plan.values)) return false;
   plan.guards = std::move(r.guards);
   for (const Temp& t : r.temps) plan.temp_syms.push_back(t.sym);
   for (const Guard& g : plan.guards) {

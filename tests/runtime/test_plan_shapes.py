@@ -213,6 +213,11 @@ GENERIC = {
     "baddbmm": (torch.baddbmm, lambda M: [(16,), (3, M, 16), (3, 16, 16)]),
     "softmax": (lambda a: torch.softmax(a, -1), lambda M: [(M, 40)]),
     "log_softmax": (lambda a: torch.log_softmax(a, -1), lambda M: [(2, M, 40)]),
+    "sum_dim": (lambda a: a.sum(-1), lambda M: [(M, 40)]),
+    "mean": (lambda a: a.mean(-1), lambda M: [(M, 16)]),  # 1/n pins the reduced size
+    "amax": (lambda a: a.amax(1), lambda M: [(2, M, 40)]),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (24,), w, b), lambda M: [(M, 24), (24,), (24,)]),
+    "rms_norm": (lambda x, w: F.rms_norm(x, (24,), w), lambda M: [(2, M, 24), (24,)]),
 }
 
 
@@ -262,3 +267,25 @@ def test_decode_step_records_nothing_after_warm_up():
         run.step()
     d = delta(before)
     assert d["recorded"] == 0 and d["slow"] == 0 and d["generalized"] >= 3 * 4, d
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_norm_backward_replays_other_row_counts(norm):
+    fn = (
+        (lambda x, w: F.layer_norm(x, (32,), w))
+        if norm == "layer_norm"
+        else (lambda x, w: F.rms_norm(x, (32,), w))
+    )
+    w = torch.randn(32)  # 32 wide: numel stays a multiple of 16 (one Triton region)
+    recorded = []
+    for M in range(33, 38):
+        x = torch.randn(M, 32)
+        xd, wd = x.to(DEV).requires_grad_(), w.to(DEV).requires_grad_()
+        before = stats()
+        (fn(xd, wd) * 2).sum().backward()
+        recorded.append(delta(before)["recorded"])
+        xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+        (fn(xc, wc) * 2).sum().backward()
+        torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(wd.grad.cpu(), wc.grad, rtol=1e-4, atol=1e-4)
+    assert recorded[2:] == [0, 0, 0], recorded

@@ -10,7 +10,8 @@ from ._common import tl_float_acc
 from ._launch import cdiv, launch
 from ._common import contiguous
 from ..backends import spec
-from ._launch import next_pow2
+from ._launch import next_pow2, pow2_at_most
+from ._symbolic import empty, sizes
 from ._declare import kernel
 from ._common import stat_dtype
 
@@ -191,7 +192,7 @@ def _row_blocks(M, D):
     n = next_pow2(max(D, 1))
     budget = spec("reduction_block", D) or 4096
     bn = min(n, budget)
-    bm = min(next_pow2(max(M, 1)), max(1, budget // bn))
+    bm = pow2_at_most(max(M, 1), max(1, budget // bn))
     return bm, bn
 
 
@@ -252,7 +253,7 @@ def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
 def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
     bn = min(next_pow2(max(D, 1)), 64)
     budget = spec("reduction_block", M) or 4096
-    bm = min(next_pow2(max(M, 1)), max(1, budget // bn))
+    bm = pow2_at_most(max(M, 1), max(1, budget // bn))
     launch(
         _norm_bwd_dw_kernel,
         (cdiv(D, bn),),
@@ -273,12 +274,19 @@ def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
 
 def _split(x, normalized_shape):
     axis = x.dim() - len(normalized_shape)
-    M = math.prod(x.shape[:axis])
-    D = math.prod(x.shape[axis:])
+    shape = sizes(x)  # expressions while a size-generic plan records (_symbolic)
+    M = math.prod(shape[:axis])
+    D = math.prod(shape[axis:])
     return axis, M, D
 
 
-@kernel()
+def _stats(x, axis):
+    """An empty per-row statistic of x (its leading axis dims, then ones)."""
+    shape = list(sizes(x)[:axis]) + [1] * (x.dim() - axis)
+    return empty(shape, stat_dtype(x.dtype), x.device)
+
+
+@kernel(shapes=True)  # sizes through _symbolic: one plan per shape class
 def native_layer_norm(
     input: torch.Tensor,
     normalized_shape: list[int],
@@ -288,17 +296,15 @@ def native_layer_norm(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    stat_shape = list(x.shape[:axis]) + [1] * (x.dim() - axis)
-    mean = torch.empty(stat_shape, dtype=stat_dtype(x.dtype), device=x.device)
-    rstd = torch.empty(stat_shape, dtype=stat_dtype(x.dtype), device=x.device)
+    y = empty(sizes(x), x.dtype, x.device)
+    mean, rstd = _stats(x, axis), _stats(x, axis)
     w = contiguous(weight) if weight is not None else None
     b = contiguous(bias) if bias is not None else None
     _norm_forward(x, w, b, M, D, 1, D, 1, eps, False, y, mean, rstd)
     return y, mean, rstd
 
 
-@kernel()
+@kernel(shapes=True)
 def native_layer_norm_backward(
     grad_out: torch.Tensor,
     input: torch.Tensor,
@@ -315,7 +321,7 @@ def native_layer_norm_backward(
     w = contiguous(weight) if weight is not None else None
     dx = dw = db = None
     if output_mask[0]:
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        dx = empty(sizes(x), x.dtype, x.device)
         _norm_dx(dy, x, w, mean, rstd, M, D, 1, D, 1, False, dx)
     if output_mask[1] or output_mask[2]:
         pdt = weight.dtype if weight is not None else x.dtype
@@ -327,7 +333,7 @@ def native_layer_norm_backward(
     return dx, dw, db
 
 
-@kernel()
+@kernel(shapes=True)
 def rms_norm_fwd(
     input: torch.Tensor,
     normalized_shape: list[int],
@@ -339,16 +345,14 @@ def rms_norm_fwd(
     axis, M, D = _split(x, normalized_shape)
     if eps is None:
         eps = torch.finfo(x.dtype).eps
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    rstd = torch.empty(
-        list(x.shape[:axis]) + [1] * (x.dim() - axis), dtype=stat_dtype(x.dtype), device=x.device
-    )
+    y = empty(sizes(x), x.dtype, x.device)
+    rstd = _stats(x, axis)
     w = contiguous(weight) if weight is not None else None
     _norm_forward(x, w, None, M, D, 1, D, 1, eps, True, y, None, rstd)
     return y, rstd
 
 
-@kernel()
+@kernel(shapes=True)
 def rms_norm_bwd(
     grad_out: torch.Tensor,
     input: torch.Tensor,
@@ -363,7 +367,7 @@ def rms_norm_bwd(
     w = contiguous(weight) if weight is not None else None
     dx = dw = None
     if output_mask[0]:
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        dx = empty(sizes(x), x.dtype, x.device)
         _norm_dx(dy, x, w, None, rstd, M, D, 1, D, 1, True, dx)
     if output_mask[1] and weight is not None:
         dw = torch.empty(normalized_shape, dtype=weight.dtype, device=x.device)

@@ -21,7 +21,7 @@ from .copy import copy_kernel
 from ._declare import kernel
 from ._common import TL_DTYPES, acc_dtype, as_arb
 from ._common import reduce_blocks
-from ._symbolic import empty, sizes
+from ._symbolic import empty, plain, sizes
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
 (
@@ -352,7 +352,7 @@ def mean_out(
     dtype: torch.dtype | None,
     out: torch.Tensor,
 ) -> None:
-    n = _numel(self, dim)
+    n = plain(_numel(self, dim))  # a float of it: the plan holds for this count only
     reduce_into(self, dim, out, SUM, scale=(1.0 / n) if n else math.nan, dtype=dtype or out.dtype)
 
 
