@@ -511,10 +511,21 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   (rec.ok ? stats.recorded : stats.uncacheable)++;
   std::shared_ptr<const Plan> kept =
       rec.ok ? std::shared_ptr<const Plan>(std::move(made)) : nullptr;
+  // A size-generic recording verifies its region's plan: compared outside the lock (the
+  // comparison may run Python, and Python may call ops).
+  std::shared_ptr<const Plan> region;
+  bool same = false;
+  if (kept && kept->symbolic) {
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex);
+      region = region_plan(ckey, vars);
+    }
+    if (region) same = same_plans(*region, *kept);
+  }
   std::lock_guard<std::mutex> lock(cache_mutex);
   if (!rec.ok) reasons[std::string(name) + ": " + rec.why]++;
   if (cache.size() >= max_entries) evict();
-  if (kept && kept->symbolic) learn_generic(name, ckey, vars, kept);
+  if (kept && kept->symbolic) learn_generic(name, ckey, vars, kept, region.get(), same);
   cache.emplace(std::move(key), std::move(kept));
   return result;
 }
@@ -558,9 +569,9 @@ c10::IValue call(const char* name, const std::vector<Arg>& args,
   auto class_key = [&](std::string& ckey) {
     std::vector<Operand> unused;
     c10::DeviceIndex d = -1;
-    return call_key(name, args, ckey, unused, d, /*sizes=*/false);
+    return call_key(name, args, ckey, unused, d, /*sizes=*/false, size_args(name));
   };
-  auto vars = [&] { return shape_vars(ops); };
+  auto vars = [&] { return call_vars(ops, args, size_args(name)); };
   const ShapeInfo shapes{declared, class_key, vars};
   return run(name, key, ops, device, slow, &args, shapes);
 }

@@ -243,6 +243,13 @@ bool shapes_declared(const char* name, bool iterator);
 // iterator path the iterator's shape and each operand's strides in elements.
 std::vector<int64_t> shape_vars(const std::vector<Operand>& ops);
 std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter);
+// Integer arguments an op declares size-like (`@kernel(..., size_args=(i, ...))`: e.g.
+// the lengths attention's backward is given): out of its class key, variables after the
+// operands' (a bit per argument index).
+void set_size_args(const std::string& name, uint32_t mask);
+uint32_t size_args(const char* name);
+std::vector<int64_t> call_vars(const std::vector<Operand>& ops, const std::vector<Arg>& args,
+                               uint32_t mask);
 // Each expression's value at `vars` (false: a division by zero).
 bool eval_all(const std::vector<Expr>& exprs, const std::vector<int64_t>& vars,
               std::vector<int64_t>& out);
@@ -250,12 +257,18 @@ bool guards_hold(const Plan& plan, const std::vector<int64_t>& vars);
 // A plan of shape class `ckey` that holds at `vars`, with its values there (nullptr:
 // none); under cache_mutex.
 std::shared_ptr<const Plan> find_generic(const std::string& ckey, const std::vector<int64_t>& vars);
-// A recording of shape class `ckey` made at `vars`: verifies the class's plan for that
-// region (the same plan, expressions included: the sizes that differ are traced), or
-// becomes a new candidate; a mismatch ends the class (its op's Python used a size it
-// did not trace). Under cache_mutex.
+// The class's plan whose guards hold at `vars` (the one a recording there verifies), or
+// nullptr; under cache_mutex.
+std::shared_ptr<const Plan> region_plan(const std::string& ckey, const std::vector<int64_t>& vars);
+// Two recordings of one class made the same plan (may call Python: not under
+// cache_mutex, since comparing callback arguments must not reach an op).
+bool same_plans(const Plan& a, const Plan& b);
+// A recording of shape class `ckey` made at `vars`: with `compared` (its region's plan,
+// and whether `plan` was the same), verifies the variables that differ or ends the
+// class (its op's Python used a size it did not trace); without, `plan` becomes the
+// class's plan for a new region. Under cache_mutex.
 void learn_generic(const char* name, const std::string& ckey, const std::vector<int64_t>& vars,
-                   const std::shared_ptr<const Plan>& plan);
+                   const std::shared_ptr<const Plan>& plan, const Plan* compared, bool same);
 void clear_generic();  // under cache_mutex
 // (class key, ended, [(verified variables, [(guard code, kind, holds, evaluates, value at
 // the candidate's own sizes)], variables)]) of each shape class; under cache_mutex.

@@ -166,7 +166,7 @@ struct Keyer {
 }  // namespace
 
 bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
-              std::vector<Operand>& ops, c10::DeviceIndex& device, bool sizes) {
+              std::vector<Operand>& ops, c10::DeviceIndex& device, bool sizes, uint32_t size_mask) {
   key.reserve(256);
   if (!sizes) key.push_back('\2');  // a shape-class key
   key.append(name);
@@ -177,6 +177,10 @@ bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
   const uint32_t numbers = call_numbers(name);
   for (size_t i = 0; i < args.size(); ++i) {
     put(key, static_cast<int8_t>(args[i].kind));
+    if (!sizes && i < 32 && (size_mask >> i) & 1u && args[i].value.isInt()) {
+      put(key, 'i');  // a size-like integer: a variable of the shape class
+      continue;
+    }
     k.numbers = i < 32 && (numbers >> i) & 1u;
     if (!k.value(args[i].value)) return false;
   }

@@ -27,9 +27,11 @@ void set_call_numbers(const std::string& name, uint32_t mask);
 uint32_t call_numbers(const char* name);
 
 // false: this call cannot be keyed (it stays on Python). sizes=false: the key of the
-// call's shape class (PlanShapes.cpp): tensors' ranks instead of sizes and strides.
+// call's shape class (PlanShapes.cpp): tensors' ranks instead of sizes and strides, and
+// the integer arguments of `size_mask` (a bit per index) left out.
 bool call_key(const char* name, const std::vector<Arg>& args, std::string& key,
-              std::vector<Operand>& ops, c10::DeviceIndex& device, bool sizes = true);
+              std::vector<Operand>& ops, c10::DeviceIndex& device, bool sizes = true,
+              uint32_t size_mask = 0);
 bool iterator_key(at::TensorIteratorBase& iter, const char* name, const std::vector<Arg>& extra,
                   std::string& key, std::vector<Operand>& ops, bool sizes = true);
 

@@ -191,8 +191,17 @@ Recording* symbolic_recording() {
 
 void register_shape_bindings(py::module_& m) {
   m.def(
-      "_plan_shapes", [](const std::string& name, bool iterator) { set_shapes(name, iterator); },
-      py::arg("name"), py::arg("iterator") = false);
+      "_plan_shapes",
+      [](const std::string& name, bool iterator, const std::vector<int>& size_args) {
+        set_shapes(name, iterator);
+        uint32_t mask = 0;
+        for (int a : size_args) {
+          TORCH_CHECK(a >= 0 && a < 32, "_plan_shapes: argument index ", a, " out of range");
+          mask |= 1u << a;
+        }
+        if (mask) set_size_args(name, mask);
+      },
+      py::arg("name"), py::arg("iterator") = false, py::arg("size_args") = std::vector<int>());
   m.def("_plan_classes", []() {
     std::lock_guard<std::mutex> lock(cache_mutex);
     return describe_generic();

@@ -81,6 +81,33 @@ std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
   return vars;
 }
 
+namespace {
+std::unordered_map<std::string, uint32_t> size_args_by_name;  // under shapes_mutex
+}  // namespace
+
+void set_size_args(const std::string& name, uint32_t mask) {
+  std::lock_guard<std::mutex> lock(shapes_mutex);
+  size_args_by_name[name] = mask;
+}
+
+uint32_t size_args(const char* name) {
+  std::lock_guard<std::mutex> lock(shapes_mutex);
+  auto it = size_args_by_name.find(name);
+  return it == size_args_by_name.end() ? 0 : it->second;
+}
+
+std::vector<int64_t> call_vars(const std::vector<Operand>& ops, const std::vector<Arg>& args,
+                               uint32_t mask) {
+  std::vector<int64_t> vars = shape_vars(ops);
+  if (!mask) return vars;
+  const size_t base = vars.size();
+  vars.resize(base + args.size(), 0);
+  for (size_t i = 0; i < args.size() && i < 32; ++i) {
+    if ((mask >> i) & 1u && args[i].value.isInt()) vars[base + i] = args[i].value.toInt();
+  }
+  return vars;
+}
+
 std::vector<int64_t> shape_vars(const std::vector<Operand>& ops) {
   std::vector<int64_t> vars(ops.size() * kVarsPerOperand, 0);
   for (size_t k = 0; k < ops.size(); ++k) {
@@ -169,6 +196,9 @@ bool covers(const Candidate& c, const std::vector<int64_t>& vars) {
 }
 
 bool same_ref(const Ref& a, const Ref& b) {
+  // A persistent region is the bounds-check flag ring: each recording takes a slot of
+  // its own, which is no size's doing (the class's plans keep their own slot).
+  if (a.base == Ref::Base::Persistent) return b.base == a.base && a.index == b.index;
   return a.base == b.base && a.index == b.index && a.delta == b.delta;
 }
 
@@ -224,7 +254,9 @@ bool same_python(const std::shared_ptr<PyRef>& a, const std::shared_ptr<PyRef>& 
   if (identity) return a->p == b->p;
   py::gil_scoped_acquire gil;
   try {
-    return py::handle(a->p).equal(py::handle(b->p));
+    static auto* same =
+        new py::object(py::module_::import("torch_ext.ops._launch").attr("same_recorded"));
+    return (*same)(py::handle(a->p), py::handle(b->p)).cast<bool>();
   } catch (py::error_already_set&) {
     return false;
   }
@@ -365,32 +397,46 @@ std::shared_ptr<const Plan> find_generic(const std::string& ckey,
   return nullptr;
 }
 
+std::shared_ptr<const Plan> region_plan(const std::string& ckey, const std::vector<int64_t>& vars) {
+  auto it = classes.find(ckey);
+  if (it == classes.end() || it->second.ended) return nullptr;
+  for (const Candidate& c : it->second.candidates) {
+    if (c.base.size() == vars.size() && guards_hold(*c.plan, vars)) return c.plan;
+  }
+  return nullptr;
+}
+
+bool same_plans(const Plan& a, const Plan& b) { return same_plan(a, b); }
+
 void learn_generic(const char* name, const std::string& ckey, const std::vector<int64_t>& vars,
-                   const std::shared_ptr<const Plan>& plan) {
+                   const std::shared_ptr<const Plan>& plan, const Plan* compared, bool same) {
   if (classes.size() >= max_entries) classes.clear();
   ShapeClass& cls = classes[ckey];
   if (cls.ended) return;
-  for (Candidate& c : cls.candidates) {
-    if (c.base.size() != vars.size() || !guards_hold(*c.plan, vars)) continue;
-    if (same_plan(*c.plan, *plan)) {
-      for (size_t i = 0; i < vars.size(); ++i) {
-        if (vars[i] != c.base[i]) c.verified[i] = 1;
+  if (compared) {
+    for (Candidate& c : cls.candidates) {
+      if (c.plan.get() != compared) continue;
+      if (same) {
+        for (size_t i = 0; i < vars.size() && i < c.base.size(); ++i) {
+          if (vars[i] != c.base[i]) c.verified[i] = 1;
+        }
+        return;
       }
+      // The op's launches changed with a size its Python did not trace: this class
+      // keeps exact keys, and what it replayed at other sizes is dropped.
+      cls.ended = true;
+      reasons[std::string(name) + ": a size not traced (shape class ended)"]++;
+      for (auto e = cache.begin(); e != cache.end();) {
+        bool ours = false;
+        for (const Candidate& k : cls.candidates) {
+          ours = ours || (e->second && (e->second == k.plan || e->second->origin == k.plan.get()));
+        }
+        e = ours ? cache.erase(e) : std::next(e);
+      }
+      cls.candidates.clear();
       return;
     }
-    // The op's launches changed with a size its Python did not trace: this class keeps
-    // exact keys, and what it replayed at other sizes is dropped.
-    cls.ended = true;
-    reasons[std::string(name) + ": a size not traced (shape class ended)"]++;
-    for (auto e = cache.begin(); e != cache.end();) {
-      bool ours = false;
-      for (const Candidate& k : cls.candidates) {
-        ours = ours || (e->second && (e->second == k.plan || e->second->origin == k.plan.get()));
-      }
-      e = ours ? cache.erase(e) : std::next(e);
-    }
-    cls.candidates.clear();
-    return;
+    return;  // the compared plan went meanwhile (an eviction)
   }
   if (cls.candidates.size() >= kMaxCandidates) {  // sizes moved on (a growing cache):
     // the oldest candidate no second recording verified goes first, else the oldest

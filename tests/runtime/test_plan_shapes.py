@@ -289,3 +289,33 @@ def test_norm_backward_replays_other_row_counts(norm):
         torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(wd.grad.cpu(), wc.grad, rtol=1e-4, atol=1e-4)
     assert recorded[2:] == [0, 0, 0], recorded
+
+
+def test_embedding_and_cross_entropy_replay_other_lengths():
+    """Index ops keep their bounds checks in a shape class (the class's plan keeps its
+    flag slot): embedding and cross-entropy forward and backward replay new lengths, and
+    a bad index at a replayed length still raises."""
+    w = torch.randn(50, 32)
+    recorded = []
+    for n in range(33, 38):
+        idx = torch.randint(0, 50, (n,))
+        target = torch.randint(0, 50, (n,))
+        wd = w.to(DEV).requires_grad_()
+        before = stats()
+        loss = F.cross_entropy(F.embedding(idx.to(DEV), wd) @ wd.t(), target.to(DEV))
+        loss.backward()
+        recorded.append(delta(before)["recorded"])
+        wc = w.clone().requires_grad_()
+        ref = F.cross_entropy(F.embedding(idx, wc) @ wc.t(), target)
+        ref.backward()
+        torch.testing.assert_close(loss.cpu(), ref, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(wd.grad.cpu(), wc.grad, rtol=1e-4, atol=1e-5)
+    assert recorded[2:] == [0, 0, 0], recorded
+    bad = torch.randint(0, 50, (38,))
+    bad[5] = 50
+    bad_d, w_d = bad.to(DEV), w.to(DEV)
+    before = stats()
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.embedding(bad_d, w_d)
+        torch.privateuseone.synchronize()
+    assert delta(before)["generalized"] == 1  # replayed at a length it was not recorded at

@@ -96,7 +96,7 @@ def _declare_call_numbers():
         if info.get("numbers"):
             c_ext._plan_numbers(name, list(info["numbers"]))
         if info.get("shapes") and shapes:  # whichever path C++ calls it from
-            c_ext._plan_shapes(name)
+            c_ext._plan_shapes(name, size_args=list(info.get("size_args", ())))
             c_ext._plan_shapes(name, iterator=True)
         if shapes and is_pointwise_iter(KERNELS[name]):
             c_ext._plan_shapes(name, iterator=True)

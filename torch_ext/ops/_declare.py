@@ -29,7 +29,9 @@ def kernel(name: str | None = None, **info: Any) -> Callable[[Any], Any]:
     `numbers=(i, ...)` (or the callable's `call_numbers`): arguments whose floats are
     per-call numbers, left out of the launch-plan key (ops/_launch.py CallNumber).
     `shapes=True`: the wrapper reads sizes through ops/_symbolic.py, so one launch plan
-    serves every size of a shape class (csrc/launch/PlanShapes.cpp)."""
+    serves every size of a shape class (csrc/launch/PlanShapes.cpp); `size_args=(i, ...)`:
+    integer arguments that are sizes its Python does not read (lengths it is handed), left
+    out of the class key."""
 
     def register(fn: Any) -> Any:
         key = name or getattr(fn, "name", None) or fn.__name__

@@ -246,6 +246,29 @@ def _observe(c_ext, kernel, grid, args, kwargs, philox, grid_syms=None):
     c_ext._plan_observe_host(kernel, grid, args, kwargs, tensors, _name(kernel), marks)
 
 
+def same_recorded(a, b) -> bool:
+    """Two recordings' launch arguments (or a callback's) are the same: values equal,
+    tensors the same storage (a bounds-check flag is the ring's, whichever slot), without
+    dispatching any op (C++ compares under its plan lock)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype
+            and a.device == b.device
+            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        )
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same_recorded, a, b))
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same_recorded(a[k], b[k]) for k in a)
+        )
+    return type(a) is type(b) and (a is b or a == b)
+
+
 def replay_recorded(kernel, grid, args, kwargs, tensors, philox, numbers=(), syms=()):
     """A recorded launch, replayed by C++ on the host driver (`philox`: the
     replay's Philox draws, (seed, offset) each; `numbers`: the call's per-call

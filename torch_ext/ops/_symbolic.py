@@ -375,6 +375,23 @@ def empty(shape, dtype: torch.dtype, device: torch.device, order=None) -> torch.
     return t
 
 
+def view(t: torch.Tensor, shape) -> torch.Tensor:
+    """t.view(shape) of a contiguous t, whose sizes and strides stay expressions in a
+    recording."""
+    v = t.view([_value(s) for s in shape])
+    ctx = context()
+    if ctx is None or not any(type(s) is Sym for s in shape):
+        return v
+    stride = [1] * len(shape)
+    for j in range(len(shape) - 2, -1, -1):
+        stride[j] = stride[j + 1] * shape[j + 1]
+    if not t.is_contiguous() or list(v.stride()) != [_value(s) for s in stride]:
+        ctx.c_ext._plan_unreplayable("symbolic sizes")
+        return v
+    ctx.tensors[id(v)] = (v, tuple(shape), tuple(stride))
+    return v
+
+
 # ---- launches and results -------------------------------------------------------------
 
 _INT32 = (-(2**31), 2**31)

@@ -20,6 +20,7 @@ import torch
 from ..backends import spec
 from . import _symbolic
 from ._launch import cdiv, launch, next_pow2, pow2_at_most
+from ._common import contiguous
 from ._symbolic import expand_strides, numel, sizes, strides
 from ._declare import kernel
 from .random import philox_draw
@@ -161,17 +162,17 @@ def flash_attention_bwd(
         _setup(q, k, v, attn_mask, scale)
     )
     # Gradients in their inputs' layouts, as PyTorch's attention backward gives them.
-    dq, dk, dv = (_empty_like_layout(t, t.shape) for t in (q, k, v))
+    dq, dk, dv = (_empty_in_layout(t, sizes(t)) for t in (q, k, v))
     # Grouped heads: per-query-head dk/dv in float32, summed over each group after.
-    dk_h = dk if G == 1 else torch.empty((B, H, Lk, D), dtype=torch.float32, device=q.device)
-    dv_h = dv if G == 1 else torch.empty((B, H, Lk, DV), dtype=torch.float32, device=q.device)
-    if q.numel() == 0 or k.numel() == 0:
+    dk_h = dk if G == 1 else _symbolic.empty((B, H, Lk, D), torch.float32, q.device)
+    dv_h = dv if G == 1 else _symbolic.empty((B, H, Lk, DV), torch.float32, q.device)
+    if numel(q) == 0 or numel(k) == 0:
         from .copy import fill_
 
         for t in (dq, dk, dv):
             fill_(t, 0)
         return dq, dk, dv
-    delta = torch.empty((B, H, Lq), dtype=torch.float32, device=q.device)
+    delta = _symbolic.empty((B, H, Lq), torch.float32, q.device)
     launch(
         _attn_bwd_delta_kernel,
         (cdiv(Lq, bm), B * H),
@@ -181,8 +182,8 @@ def flash_attention_bwd(
         H,
         Lq,
         DV,
-        *out.stride(),
-        *grad_out.stride(),
+        *strides(out),
+        *strides(grad_out),
         BLOCK_M=bm,
         BLOCK_DV=bdv,
     )
@@ -216,14 +217,14 @@ def flash_attention_bwd(
         Lk,
         D,
         DV,
-        *q.stride(),
-        *k.stride(),
-        *v.stride(),
-        *grad_out.stride(),
+        *strides(q),
+        *strides(k),
+        *strides(v),
+        *strides(grad_out),
         *mst,
-        *dq.stride(),
-        *dk_h.stride(),
-        *dv_h.stride(),
+        *strides(dq),
+        *strides(dk_h),
+        *strides(dv_h),
         scale,
         *drop_args,
     )
@@ -232,8 +233,8 @@ def flash_attention_bwd(
     if G > 1:
         from .reduction import SUM, reduce_into
 
-        reduce_into(dk_h.view(B, H // G, G, Lk, D), [2], dk, SUM)
-        reduce_into(dv_h.view(B, H // G, G, Lk, DV), [2], dv, SUM)
+        reduce_into(_symbolic.view(dk_h, (B, H // G, G, Lk, D)), [2], dk, SUM)
+        reduce_into(_symbolic.view(dv_h, (B, H // G, G, Lk, DV)), [2], dv, SUM)
     return dq, dk, dv
 
 
@@ -280,7 +281,7 @@ def sdpa_overrideable(
     return out, lse, none, none, Lq, Lk, seeds, seeds, none
 
 
-@kernel()
+@kernel(shapes=True, size_args=(10, 11))  # max_q, max_k: lengths it does not read
 def sdpa_overrideable_backward(
     grad_out: torch.Tensor,
     query: torch.Tensor,
@@ -308,7 +309,7 @@ def sdpa_overrideable_backward(
         seed, offset = (t.to(query.device, torch.int64) for t in (philox_seed, philox_offset))
         dropout = (dropout_p, seed, offset)
     dq, dk, dv = flash_attention_bwd(
-        grad_out.contiguous(),
+        contiguous(grad_out),
         query,
         key,
         value,

@@ -32,6 +32,7 @@ from ._declare import Scalar, kernel
 from ._common import MAX_RANK, block_for, dot6, unravel6
 from ._common import pad_to_rank
 from . import deterministic
+from ._symbolic import empty, numel, sizes
 
 
 @kernel()
@@ -393,7 +394,7 @@ def index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Ten
     return index_select_out(self, dim, index, out)
 
 
-@kernel()
+@kernel(shapes=True)  # sizes through _symbolic: a new batch or length replays
 def embedding(
     weight: torch.Tensor,
     indices: torch.Tensor,
@@ -401,10 +402,18 @@ def embedding(
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
 ) -> torch.Tensor:
-    out = torch.empty(
-        list(indices.shape) + [weight.shape[1]], dtype=weight.dtype, device=weight.device
-    )
-    index_select_out(weight, 0, indices, out.view(-1, weight.shape[1]))
+    S, D = sizes(weight)
+    out = empty([*sizes(indices), D], weight.dtype, weight.device)
+    L = numel(indices)
+    if L * D == 0:
+        return out
+    x = contiguous(weight)
+    index = contiguous(indices)  # read as L indices from its pointer
+    n = L * D
+    block = block_for(n)
+    flag = _bounds.new_flag(x.device, "index_select", S)
+    launch(_index_select_kernel, (cdiv(n, block),), x, index, out, n, L, S, D, flag, BLOCK=block)
+    _bounds.check(flag)
     return out
 
 
@@ -424,7 +433,7 @@ def _embedding_bwd_kernel(
     tl.atomic_add(out + idx * D + col, g, mask=mask)
 
 
-@kernel()
+@kernel(shapes=True)
 def embedding_dense_backward(
     grad_output: torch.Tensor,
     indices: torch.Tensor,
@@ -444,7 +453,7 @@ def embedding_dense_backward(
     fill_kernel((grad_w,), (), acc, 0)
     g = contiguous(grad_output).view(-1, D)
     idx = contiguous(indices.reshape(-1))
-    n = g.numel()
+    n = numel(grad_output)  # g's (its view): an expression while recording
     if n:
         block = block_for(n)
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)

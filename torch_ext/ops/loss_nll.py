@@ -21,6 +21,7 @@ from .reduction import SUM, reduce_into
 from ._common import contiguous
 from ._common import block_for
 from ._declare import kernel
+from ._symbolic import empty, sizes
 
 NONE, MEAN, SUM_RED = 0, 1, 2
 
@@ -133,7 +134,8 @@ def _nll_bwd_kernel(
 _ONE_PROGRAM_ROWS = 16384
 
 
-@kernel("nll_loss_forward")
+# Sizes through _symbolic: one launch plan per shape class (a new batch or length).
+@kernel("nll_loss_forward", shapes=True)
 def nll_loss_forward_out(
     self: torch.Tensor,
     target: torch.Tensor,
@@ -144,9 +146,9 @@ def nll_loss_forward_out(
     total_weight: torch.Tensor,
 ) -> None:
     x = contiguous(self)
-    N = x.shape[0] if x.dim() == 2 else 1
-    C = x.shape[-1]
-    tgt = contiguous(target.reshape(-1))
+    N = sizes(x)[0] if x.dim() == 2 else 1
+    C = sizes(x)[-1]
+    tgt = contiguous(target.reshape(-1))  # read as a pointer: N elements
     w = contiguous(weight) if weight is not None else None
     acc = float_acc(x.dtype)
     if reduction != NONE and N <= _ONE_PROGRAM_ROWS:
@@ -172,12 +174,8 @@ def nll_loss_forward_out(
         )
         _bounds.check(flag)
         return
-    per = (
-        output
-        if reduction == NONE and output.is_contiguous()
-        else torch.empty((N,), dtype=acc, device=x.device)
-    )
-    wsum = torch.empty((N,), dtype=acc, device=x.device)
+    per = output if reduction == NONE and output.is_contiguous() else empty((N,), acc, x.device)
+    wsum = empty((N,), acc, x.device)
     if N:
         block = block_for(N)
         flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
@@ -214,7 +212,7 @@ def nll_loss_forward_out(
         div_true(s, total_weight, out=output)
 
 
-@kernel("nll_loss_backward")
+@kernel("nll_loss_backward", shapes=True)
 def nll_loss_backward_out(
     grad_output: torch.Tensor,
     self: torch.Tensor,
@@ -226,8 +224,8 @@ def nll_loss_backward_out(
     grad_input: torch.Tensor,
 ) -> None:
     fill_kernel((grad_input,), (), grad_input.dtype, 0)
-    N = self.shape[0] if self.dim() == 2 else 1
-    C = self.shape[-1]
+    N = sizes(self)[0] if self.dim() == 2 else 1
+    C = sizes(self)[-1]
     if N == 0:
         return
     gi = (

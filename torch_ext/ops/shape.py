@@ -271,10 +271,10 @@ def _arange_kernel(out, n, a_hi, a_lo, s_hi, s_lo, ACC: tl.constexpr, BLOCK: tl.
     tl.store(out + o, v.to(out.dtype.element_ty), mask=o < n)
 
 
-@kernel("arange")
+@kernel("arange", shapes=True, size_args=(1,))  # out has the size: `end` is not read
 def arange_out(start: Scalar, end: Scalar, step: Scalar, out: torch.Tensor) -> torch.Tensor:
     """arange.start_out (plain): out already has its size (the caller resizes it)."""
-    n = out.numel()
+    n = numel(out)
     if n == 0:
         return out
     acc = tl.float64 if out.dtype.is_floating_point else tl.int64
