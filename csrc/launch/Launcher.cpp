@@ -106,6 +106,7 @@ namespace {
 
 void pointwise_python(at::TensorIteratorBase& iter, const char* name, std::vector<Arg> extra) {
   if (iter.numel() == 0) return;
+  const plan::IteratorScope scope(&iter);  // its views are this iterator's operands
   const auto shape = iter.shape();
   auto operand = [&](int i) -> c10::IValue {
     if (iter.is_cpu_scalar(i)) return c10::IValue(at::Tensor(iter.tensor_base(i)).item());

@@ -39,6 +39,7 @@ std::vector<at::Tensor>& persistent() {
   return *regions;
 }
 thread_local Recording* active = nullptr;
+thread_local const void* current_iterator = nullptr;
 
 void fail(Recording& r, const char* why) noexcept {
   try {
@@ -416,6 +417,7 @@ struct ShapeInfo {  // non-owning: built on every call, used on a miss
   c10::function_ref<bool()> declared;
   c10::function_ref<bool(std::string&)> class_key;
   c10::function_ref<std::vector<int64_t>()> vars;
+  const void* iterator = nullptr;  // the TensorIterator of an iterator-path call
 };
 
 c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& ops,
@@ -471,6 +473,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   if (generic) {
     rec.serial = ++serials;
     rec.vars = &vars;
+    rec.iterator = shapes.iterator;
   }
   active = &rec;
   c10::IValue result;
@@ -543,9 +546,16 @@ using namespace detail;
 
 bool recording() noexcept { return active != nullptr && active->paused == 0; }
 
+IteratorScope::IteratorScope(const void* iter) noexcept : saved_(current_iterator) {
+  current_iterator = iter;
+}
+IteratorScope::~IteratorScope() { current_iterator = saved_; }
+
 void note_operand_view(int k, const at::Tensor& view) noexcept {
   Recording* r = active;
-  if (!r || r->paused || !r->symbolic()) return;
+  if (!r || r->paused || !r->symbolic() || !r->iterator || r->iterator != current_iterator) {
+    return;
+  }
   try {
     r->operand_views[view.unsafeGetTensorImpl()] = k;
   } catch (...) {
@@ -595,7 +605,7 @@ void pointwise(at::TensorIteratorBase& iter, const char* name, const std::vector
     return iterator_key(iter, name, extra, ckey, unused, /*sizes=*/false);
   };
   auto vars = [&] { return iterator_vars(iter); };
-  const ShapeInfo shapes{declared, class_key, vars};
+  const ShapeInfo shapes{declared, class_key, vars, &iter};
   run(name, key, ops, iter.device(0).index(), as_call, nullptr, shapes);
 }
 

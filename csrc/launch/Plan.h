@@ -68,9 +68,19 @@ int note_philox(bool default_generator, c10::DeviceIndex device, uint64_t increm
 void note_unreplayable(const char* why) noexcept;
 // Whether this thread is recording a call now.
 bool recording() noexcept;
-// The iterator path's view of operand `k` (its sizes and strides are that operand's
-// variables while a size-generic plan records).
+// The iterator path's view of operand `k` of the TensorIterator call in progress (its
+// sizes and strides are that operand's variables while a size-generic plan records it).
 void note_operand_view(int k, const at::Tensor& view) noexcept;
+// The TensorIterator call whose Python runs on this thread now (an op nested in a
+// recording has its own: its views and scalars are not the recording's variables).
+class IteratorScope {
+ public:
+  explicit IteratorScope(const void* iter) noexcept;
+  ~IteratorScope();
+
+ private:
+  const void* saved_;
+};
 
 // _plan_* functions on torch_ext._C.
 void register_bindings(pybind11::module_& m);

@@ -225,7 +225,10 @@ void register_shape_bindings(py::module_& m) {
   // none: not such a scalar, or not the iterator path).
   m.def("_plan_sym_scalar", [](int k, int64_t value) -> int {
     Recording* rec = symbolic_recording();
-    if (!rec || !rec->vars || k < 0 || static_cast<size_t>(k) >= rec->operands->size()) return -1;
+    if (!rec || !rec->vars || !rec->iterator || rec->iterator != current_iterator || k < 0 ||
+        static_cast<size_t>(k) >= rec->operands->size()) {
+      return -1;  // not the recorded iterator's own Python (an op nested in it)
+    }
     const Operand& op = (*rec->operands)[k];
     const size_t var = static_cast<size_t>(k) * kVarsPerOperand;
     if (op.data != nullptr || op.tensor.defined() || var >= rec->vars->size()) return -1;

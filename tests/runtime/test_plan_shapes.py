@@ -319,3 +319,18 @@ def test_embedding_and_cross_entropy_replay_other_lengths():
         F.embedding(bad_d, w_d)
         torch.privateuseone.synchronize()
     assert delta(before)["generalized"] == 1  # replayed at a length it was not recorded at
+
+
+def test_ops_nested_in_a_recording_keep_their_own_sizes():
+    """An op's Python that calls other ops (here embedding's backward reshapes strided
+    indices: a copy on the TensorIterator path) records their launches with their own
+    sizes: the nested iterator's views are not the recorded op's variables."""
+    w = torch.randn(11, 8)
+    for n in (5, 6, 7, 8, 9):
+        tokens = torch.randint(0, 11, (3, n + 1))
+        idx = tokens[:, :-1]  # strided: reshape(-1) copies
+        wd = w.to(DEV).requires_grad_()
+        F.embedding(tokens.to(DEV)[:, :-1], wd).sum().backward()
+        wc = w.clone().requires_grad_()
+        F.embedding(idx, wc).sum().backward()
+        torch.testing.assert_close(wd.grad.cpu(), wc.grad)
