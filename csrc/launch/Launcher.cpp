@@ -7,6 +7,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -85,6 +86,8 @@ c10::IValue from_py(py::handle obj) {
 
 namespace {
 c10::IValue call_python(const char* name, const std::vector<Arg>& args, bool iterator) {
+  std::optional<plan::CallScope> scope;  // pointwise_python set its iterator's
+  if (!iterator) scope.emplace(&args);
   py::gil_scoped_acquire gil;
   try {
     py::object fn = lookup(name, iterator);
@@ -106,7 +109,7 @@ namespace {
 
 void pointwise_python(at::TensorIteratorBase& iter, const char* name, std::vector<Arg> extra) {
   if (iter.numel() == 0) return;
-  const plan::IteratorScope scope(&iter);  // its views are this iterator's operands
+  const plan::CallScope scope(&iter);  // its views are this iterator's operands
   const auto shape = iter.shape();
   auto operand = [&](int i) -> c10::IValue {
     if (iter.is_cpu_scalar(i)) return c10::IValue(at::Tensor(iter.tensor_base(i)).item());

@@ -39,7 +39,7 @@ std::vector<at::Tensor>& persistent() {
   return *regions;
 }
 thread_local Recording* active = nullptr;
-thread_local const void* current_iterator = nullptr;
+thread_local const void* current_call = nullptr;
 
 void fail(Recording& r, const char* why) noexcept {
   try {
@@ -417,7 +417,7 @@ struct ShapeInfo {  // non-owning: built on every call, used on a miss
   c10::function_ref<bool()> declared;
   c10::function_ref<bool(std::string&)> class_key;
   c10::function_ref<std::vector<int64_t>()> vars;
-  const void* iterator = nullptr;  // the TensorIterator of an iterator-path call
+  const void* call = nullptr;  // the call's TensorIterator or argument vector (CallScope)
 };
 
 c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& ops,
@@ -473,7 +473,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
   if (generic) {
     rec.serial = ++serials;
     rec.vars = &vars;
-    rec.iterator = shapes.iterator;
+    rec.call = shapes.call;
   }
   active = &rec;
   c10::IValue result;
@@ -546,14 +546,12 @@ using namespace detail;
 
 bool recording() noexcept { return active != nullptr && active->paused == 0; }
 
-IteratorScope::IteratorScope(const void* iter) noexcept : saved_(current_iterator) {
-  current_iterator = iter;
-}
-IteratorScope::~IteratorScope() { current_iterator = saved_; }
+CallScope::CallScope(const void* call) noexcept : saved_(current_call) { current_call = call; }
+CallScope::~CallScope() { current_call = saved_; }
 
 void note_operand_view(int k, const at::Tensor& view) noexcept {
   Recording* r = active;
-  if (!r || r->paused || !r->symbolic() || !r->iterator || r->iterator != current_iterator) {
+  if (!r || r->paused || !r->symbolic() || !r->call || r->call != current_call) {
     return;
   }
   try {
@@ -582,7 +580,7 @@ c10::IValue call(const char* name, const std::vector<Arg>& args,
     return call_key(name, args, ckey, unused, d, /*sizes=*/false, size_args(name));
   };
   auto vars = [&] { return call_vars(ops, args, size_args(name)); };
-  const ShapeInfo shapes{declared, class_key, vars};
+  const ShapeInfo shapes{declared, class_key, vars, &args};
   return run(name, key, ops, device, slow, &args, shapes);
 }
 

@@ -71,12 +71,13 @@ bool recording() noexcept;
 // The iterator path's view of operand `k` of the TensorIterator call in progress (its
 // sizes and strides are that operand's variables while a size-generic plan records it).
 void note_operand_view(int k, const at::Tensor& view) noexcept;
-// The TensorIterator call whose Python runs on this thread now (an op nested in a
-// recording has its own: its views and scalars are not the recording's variables).
-class IteratorScope {
+// The call whose Python runs on this thread now (its TensorIterator, or its argument
+// vector): an op nested in a recording has its own, and its views, scalars and result
+// are not the recording's.
+class CallScope {
  public:
-  explicit IteratorScope(const void* iter) noexcept;
-  ~IteratorScope();
+  explicit CallScope(const void* call) noexcept;
+  ~CallScope();
 
  private:
   const void* saved_;

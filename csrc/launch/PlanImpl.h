@@ -197,12 +197,12 @@ struct Recording {
   // the call's variables (an integer CPU scalar's value is one on the iterator path).
   std::unordered_map<const void*, int> operand_views;
   const std::vector<int64_t>* vars = nullptr;
-  const void* iterator = nullptr;  // the TensorIterator recorded (iterator path)
+  const void* call = nullptr;  // the call recorded (its iterator or arguments: CallScope)
   bool symbolic() const { return serial != 0; }
 };
 
 extern thread_local Recording* active;
-extern thread_local const void* current_iterator;  // launch/Plan.h IteratorScope
+extern thread_local const void* current_call;  // launch/Plan.h CallScope
 
 void fail(Recording& r, const char* why) noexcept;
 

@@ -225,7 +225,7 @@ void register_shape_bindings(py::module_& m) {
   // none: not such a scalar, or not the iterator path).
   m.def("_plan_sym_scalar", [](int k, int64_t value) -> int {
     Recording* rec = symbolic_recording();
-    if (!rec || !rec->vars || !rec->iterator || rec->iterator != current_iterator || k < 0 ||
+    if (!rec || !rec->vars || !rec->call || rec->call != current_call || k < 0 ||
         static_cast<size_t>(k) >= rec->operands->size()) {
       return -1;  // not the recorded iterator's own Python (an op nested in it)
     }
@@ -296,7 +296,7 @@ void register_shape_bindings(py::module_& m) {
   // The op's result's ints that are expressions: (position among its leaves, expression).
   m.def("_plan_sym_results", [](const std::vector<std::pair<int, int>>& results) {
     Recording* rec = symbolic_recording();
-    if (!rec) return;
+    if (!rec || !rec->call || rec->call != current_call) return;  // a nested op's result
     for (const auto& [position, expr] : results) {
       if (!valid_sym(*rec, expr)) return fail(*rec, "symbolic sizes");
       rec->sym_results.emplace_back(position, static_cast<int16_t>(expr));
