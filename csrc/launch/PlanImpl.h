@@ -223,6 +223,10 @@ void evict();
 
 bool enabled();
 bool is_cuda();
+// Replays `plan` for a call with these operands (PlanReplay.cpp); `args`: the call's,
+// for its per-call numbers.
+c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::DeviceIndex device,
+                   const std::vector<Arg>* args);
 // The operand, temporary or persistent region `p` points into (false: none).
 bool resolve(const Recording& r, const void* p, Ref& out);
 at::Tensor persistent_region(int16_t index);
