@@ -6,6 +6,7 @@ vs FlagGems on cuda, same ops, shapes and dtypes, one run.
     python -m bench models ...   # real models (bench/models/, docs/bench_models.md)
     python -m bench host ...     # per-op host cost (bench/host.py)
     python -m bench census ...   # kernels per aten op in one model step (bench/census.py)
+    python -m bench lengths ...  # launch plans recorded at new prompt lengths (bench/lengths.py)
 
 Each implementation runs in its own worker process, one after the other (see
 worker.py for why); then report.py writes results.{md,json,png} into --out.
@@ -35,6 +36,10 @@ def main(argv=None):
         from bench import census
 
         return census.main(argv[1:])
+    if argv[:1] == ["lengths"]:
+        from bench import lengths
+
+        return lengths.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m bench")
     p.add_argument("--out", default="bench_out")
     p.add_argument("--impls", default="torch,ours,flaggems")
