@@ -311,7 +311,7 @@ c10::IValue run(const char* name, std::string& key, const std::vector<Operand>& 
       std::lock_guard<std::mutex> lock(cache_mutex);
       region = region_plan(ckey, vars);
     }
-    if (region) same = same_plans(*region, *kept);
+    if (region) same = same_plan(*region, *kept);
   }
   std::lock_guard<std::mutex> lock(cache_mutex);
   if (!rec.ok) reasons[std::string(name) + ": " + rec.why]++;

@@ -268,7 +268,7 @@ std::shared_ptr<const Plan> find_generic(const std::string& ckey, const std::vec
 std::shared_ptr<const Plan> region_plan(const std::string& ckey, const std::vector<int64_t>& vars);
 // Two recordings of one class made the same plan (may call Python: not under
 // cache_mutex, since comparing callback arguments must not reach an op).
-bool same_plans(const Plan& a, const Plan& b);
+bool same_plan(const Plan& a, const Plan& b);
 // A recording of shape class `ckey` made at `vars`: with `compared` (its region's plan,
 // and whether `plan` was the same), verifies the variables that differ or ends the
 // class (its op's Python used a size it did not trace); without, `plan` becomes the

@@ -1,5 +1,6 @@
 // Per-call numbers of launch plans (launch/PlanKey.h): which arguments of an op
-// hold them, where a recording's launches took them, and their values at replay.
+// hold them, where a recording's launches took them, and their values at replay; and
+// the table of what ops declare (numbers, size-generic plans, size arguments).
 
 #include "launch/PlanImpl.h"
 #include "launch/PlanKey.h"
@@ -12,23 +13,30 @@
 namespace torch_ext::launch::plan {
 namespace {
 
-std::mutex numbers_mutex;
-std::unordered_map<std::string, uint32_t> numbers_by_name;
-std::atomic<uint32_t> numbers_generation{0};
+// What ops declare about their arguments (ops/_declare.py @kernel): per-call numbers,
+// size-generic plans (PlanShapes.cpp) and size-like integer arguments, by op name.
+struct Declared {
+  uint32_t numbers = 0;             // arguments whose floats are per-call numbers
+  uint32_t size_args = 0;           // integer arguments that are shape-class variables
+  bool shapes[2] = {false, false};  // size-generic on call(), on the iterator path
+};
 
-}  // namespace
+std::mutex declared_mutex;
+std::unordered_map<std::string, Declared> declared_by_name;
+std::atomic<uint32_t> declared_generation{0};
 
-void set_call_numbers(const std::string& name, uint32_t mask) {
-  std::lock_guard<std::mutex> lock(numbers_mutex);
-  numbers_by_name[name] = mask;
-  numbers_generation++;
+template <typename F>
+void update(const std::string& name, F&& change) {
+  std::lock_guard<std::mutex> lock(declared_mutex);
+  change(declared_by_name[name]);
+  declared_generation++;
 }
 
-uint32_t call_numbers(const char* name) {
-  const uint32_t generation = numbers_generation.load(std::memory_order_relaxed);
-  if (generation == 0) return 0;
+Declared declared(const char* name) {
+  const uint32_t generation = declared_generation.load(std::memory_order_relaxed);
+  if (generation == 0) return Declared{};
   // Call sites pass string literals: a per-thread cache by address.
-  thread_local std::unordered_map<const char*, uint32_t> seen;
+  thread_local std::unordered_map<const char*, Declared> seen;
   thread_local uint32_t seen_generation = 0;
   if (seen_generation != generation) {
     seen.clear();
@@ -36,15 +44,39 @@ uint32_t call_numbers(const char* name) {
   }
   auto it = seen.find(name);
   if (it != seen.end()) return it->second;
-  uint32_t mask = 0;
+  Declared d;
   {
-    std::lock_guard<std::mutex> lock(numbers_mutex);
-    auto found = numbers_by_name.find(name);
-    if (found != numbers_by_name.end()) mask = found->second;
+    std::lock_guard<std::mutex> lock(declared_mutex);
+    auto found = declared_by_name.find(name);
+    if (found != declared_by_name.end()) d = found->second;
   }
-  seen.emplace(name, mask);
-  return mask;
+  seen.emplace(name, d);
+  return d;
 }
+
+}  // namespace
+
+void set_call_numbers(const std::string& name, uint32_t mask) {
+  update(name, [&](Declared& d) { d.numbers = mask; });
+}
+
+uint32_t call_numbers(const char* name) { return declared(name).numbers; }
+
+namespace detail {
+
+void set_shapes(const std::string& name, bool iterator) {
+  update(name, [&](Declared& d) { d.shapes[iterator] = true; });
+}
+
+bool shapes_declared(const char* name, bool iterator) { return declared(name).shapes[iterator]; }
+
+void set_size_args(const std::string& name, uint32_t mask) {
+  update(name, [&](Declared& d) { d.size_args = mask; });
+}
+
+uint32_t size_args(const char* name) { return declared(name).size_args; }
+
+}  // namespace detail
 
 namespace detail {
 

@@ -275,22 +275,19 @@ void register_shape_bindings(py::module_& m) {
   });
   // Tensor `t` (a result, say) has these sizes' and strides' expressions (-1: as it is).
   m.def("_plan_sym_tensor",
-        [](const at::Tensor& t, std::vector<int> sizes, std::vector<int> strides) {
+        [](const at::Tensor& t, const std::vector<int>& sizes, const std::vector<int>& strides) {
           Recording* rec = symbolic_recording();
           if (!rec) return;
-          if (static_cast<int64_t>(sizes.size()) != t.dim() ||
-              static_cast<int64_t>(strides.size()) != t.dim()) {
-            return fail(*rec, "symbolic sizes");
-          }
+          auto ids = [&](const std::vector<int>& xs, std::vector<int16_t>& out) {
+            if (static_cast<int64_t>(xs.size()) != t.dim()) return false;
+            for (int x : xs) {
+              if (x >= 0 && !valid_sym(*rec, x)) return false;
+              out.push_back(static_cast<int16_t>(x));
+            }
+            return true;
+          };
           std::vector<int16_t> a, b;
-          for (int x : sizes) {
-            if (x >= 0 && !valid_sym(*rec, x)) return fail(*rec, "symbolic sizes");
-            a.push_back(static_cast<int16_t>(x));
-          }
-          for (int x : strides) {
-            if (x >= 0 && !valid_sym(*rec, x)) return fail(*rec, "symbolic sizes");
-            b.push_back(static_cast<int16_t>(x));
-          }
+          if (!ids(sizes, a) || !ids(strides, b)) return fail(*rec, "symbolic sizes");
           rec->sym_tensors[t.unsafeGetTensorImpl()] = {std::move(a), std::move(b)};
         });
   // The op's result's ints that are expressions: (position among its leaves, expression).

@@ -18,46 +18,9 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
-#include <unordered_set>
 
 namespace torch_ext::launch::plan {
-namespace {
-
-std::mutex shapes_mutex;
-std::unordered_set<std::string> shapes_ops[2];  // call(), TensorIterator kernels
-std::atomic<uint32_t> shapes_generation{0};
-
-}  // namespace
-
 namespace detail {
-
-void set_shapes(const std::string& name, bool iterator) {
-  std::lock_guard<std::mutex> lock(shapes_mutex);
-  shapes_ops[iterator].insert(name);
-  shapes_generation++;
-}
-
-bool shapes_declared(const char* name, bool iterator) {
-  const uint32_t generation = shapes_generation.load(std::memory_order_relaxed);
-  if (generation == 0) return false;
-  // call sites pass literals: a per-thread cache by address
-  thread_local std::unordered_map<const char*, bool> seen[2];
-  thread_local uint32_t seen_generation = 0;
-  if (seen_generation != generation) {
-    seen[0].clear();
-    seen[1].clear();
-    seen_generation = generation;
-  }
-  auto it = seen[iterator].find(name);
-  if (it != seen[iterator].end()) return it->second;
-  bool declared;
-  {
-    std::lock_guard<std::mutex> lock(shapes_mutex);
-    declared = shapes_ops[iterator].count(name) != 0;
-  }
-  seen[iterator].emplace(name, declared);
-  return declared;
-}
 
 std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
   const int n = iter.ntensors();
@@ -79,21 +42,6 @@ std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
     }
   }
   return vars;
-}
-
-namespace {
-std::unordered_map<std::string, uint32_t> size_args_by_name;  // under shapes_mutex
-}  // namespace
-
-void set_size_args(const std::string& name, uint32_t mask) {
-  std::lock_guard<std::mutex> lock(shapes_mutex);
-  size_args_by_name[name] = mask;
-}
-
-uint32_t size_args(const char* name) {
-  std::lock_guard<std::mutex> lock(shapes_mutex);
-  auto it = size_args_by_name.find(name);
-  return it == size_args_by_name.end() ? 0 : it->second;
 }
 
 std::vector<int64_t> call_vars(const std::vector<Operand>& ops, const std::vector<Arg>& args,
@@ -305,23 +253,6 @@ bool same_step(const Step& a, const Step& b) {
   return false;
 }
 
-// Two recordings of one shape class made the same plan: what differs between them is
-// what their expressions compute.
-bool same_plan(const Plan& a, const Plan& b) {
-  if (a.exprs != b.exprs || a.guards != b.guards || a.temp_syms != b.temp_syms ||
-      a.temps.size() != b.temps.size() || a.steps.size() != b.steps.size() ||
-      !(a.numbers == b.numbers)) {
-    return false;
-  }
-  for (size_t j = 0; j < a.temps.size(); ++j) {
-    if (a.temp_syms[j] < 0 && a.temps[j] != b.temps[j]) return false;
-  }
-  for (size_t i = 0; i < a.steps.size(); ++i) {
-    if (!same_step(a.steps[i], b.steps[i])) return false;
-  }
-  return same_result(a.result, b.result);
-}
-
 bool syms_in_range(const View& v, size_t n) {
   for (int16_t s : v.size_syms) {
     if (s >= static_cast<int16_t>(n)) return false;
@@ -350,6 +281,23 @@ bool result_syms(const Recording& r, Result& res, int& position, size_t n) {
 }
 
 }  // namespace
+
+// Two recordings of one shape class made the same plan: what differs between them is
+// what their expressions compute.
+bool same_plan(const Plan& a, const Plan& b) {
+  if (a.exprs != b.exprs || a.guards != b.guards || a.temp_syms != b.temp_syms ||
+      a.temps.size() != b.temps.size() || a.steps.size() != b.steps.size() ||
+      !(a.numbers == b.numbers)) {
+    return false;
+  }
+  for (size_t j = 0; j < a.temps.size(); ++j) {
+    if (a.temp_syms[j] < 0 && a.temps[j] != b.temps[j]) return false;
+  }
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    if (!same_step(a.steps[i], b.steps[i])) return false;
+  }
+  return same_result(a.result, b.result);
+}
 
 bool eval_all(const std::vector<Expr>& exprs, const std::vector<int64_t>& vars,
               std::vector<int64_t>& out) {
@@ -405,8 +353,6 @@ std::shared_ptr<const Plan> region_plan(const std::string& ckey, const std::vect
   }
   return nullptr;
 }
-
-bool same_plans(const Plan& a, const Plan& b) { return same_plan(a, b); }
 
 void learn_generic(const char* name, const std::string& ckey, const std::vector<int64_t>& vars,
                    const std::shared_ptr<const Plan>& plan, const Plan* compared, bool same) {

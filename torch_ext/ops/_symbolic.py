@@ -20,6 +20,7 @@ differs, and the shape class ends (launch plans keep exact keys for the op).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -134,36 +135,6 @@ class Sym(int):
             value = av + bv if op == "+" else av - bv if op == "-" else av * bv
         return Sym(value, (op, _tree(a), _tree(b)))
 
-    def __add__(self, o):
-        return self._arith("+", o)
-
-    def __radd__(self, o):
-        return self._arith("+", o, True)
-
-    def __sub__(self, o):
-        return self._arith("-", o)
-
-    def __rsub__(self, o):
-        return self._arith("-", o, True)
-
-    def __mul__(self, o):
-        return self._arith("*", o)
-
-    def __rmul__(self, o):
-        return self._arith("*", o, True)
-
-    def __floordiv__(self, o):
-        return self._arith("//", o)
-
-    def __rfloordiv__(self, o):
-        return self._arith("//", o, True)
-
-    def __mod__(self, o):
-        return self._arith("%", o)
-
-    def __rmod__(self, o):
-        return self._arith("%", o, True)
-
     def __neg__(self):
         return Sym(-self.v, ("neg", self.expr))
 
@@ -193,24 +164,6 @@ class Sym(int):
             tree, result = ("-", ("-", b, a), ("c", 1)), av >= bv
         guard(tree, _NEGATIVE, result)
         return result
-
-    def __eq__(self, o):
-        return self._compare(o, "__eq__")
-
-    def __ne__(self, o):
-        return self._compare(o, "__ne__")
-
-    def __lt__(self, o):
-        return self._compare(o, "__lt__")
-
-    def __le__(self, o):
-        return self._compare(o, "__le__")
-
-    def __gt__(self, o):
-        return self._compare(o, "__gt__")
-
-    def __ge__(self, o):
-        return self._compare(o, "__ge__")
 
     def __bool__(self):
         guard(self.expr, _ZERO, self.v == 0)
@@ -247,6 +200,28 @@ class Sym(int):
 
     def __reduce__(self):
         return (int, (self.pin(),))
+
+
+def _arithmetic(op, reflected):
+    def method(self, other):
+        return self._arith(op, other, reflected)
+
+    return method
+
+
+def _comparison(name):
+    def method(self, other):
+        return self._compare(other, name)
+
+    method.__name__ = name
+    return method
+
+
+for _name, _op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("floordiv", "//"), ("mod", "%")):
+    setattr(Sym, f"__{_name}__", _arithmetic(_op, False))
+    setattr(Sym, f"__r{_name}__", _arithmetic(_op, True))
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Sym, _name, _comparison(_name))
 
 
 def _pinning(name):
@@ -343,6 +318,14 @@ def expand_strides(t: torch.Tensor, shape) -> tuple:
     return tuple(out)
 
 
+def _row_major(shape) -> list:
+    """Contiguous strides of `shape` (expressions where its sizes are)."""
+    stride = [1] * len(shape)
+    for j in range(len(shape) - 2, -1, -1):
+        stride[j] = stride[j + 1] * shape[j + 1]
+    return stride
+
+
 def empty(shape, dtype: torch.dtype, device: torch.device, order=None) -> torch.Tensor:
     """torch.empty(shape) with its dimensions laid out in `order` (outermost first;
     default: row-major), whose sizes and strides stay expressions in a recording."""
@@ -354,9 +337,7 @@ def empty(shape, dtype: torch.dtype, device: torch.device, order=None) -> torch.
     ctx = context()
     if ctx is None or not any(type(s) is Sym for s in shape):
         return t
-    inner = [1] * n  # row-major strides of the physical layout, as torch.empty makes them
-    for j in range(n - 2, -1, -1):
-        inner[j] = inner[j + 1] * physical[j + 1]
+    inner = _row_major(physical)  # as torch.empty lays them out
     stride = [0] * n
     for j, i in enumerate(order):
         stride[i] = inner[j]
@@ -382,9 +363,7 @@ def view(t: torch.Tensor, shape) -> torch.Tensor:
     ctx = context()
     if ctx is None or not any(type(s) is Sym for s in shape):
         return v
-    stride = [1] * len(shape)
-    for j in range(len(shape) - 2, -1, -1):
-        stride[j] = stride[j + 1] * shape[j + 1]
+    stride = _row_major(shape)
     if not t.is_contiguous() or list(v.stride()) != [_value(s) for s in stride]:
         ctx.c_ext._plan_unreplayable("symbolic sizes")
         return v
@@ -475,7 +454,6 @@ def note_result(result):
 
 def traced(fn):
     """fn, telling C++ about its result's expressions (ops declared shapes=True)."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(*args):

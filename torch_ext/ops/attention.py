@@ -77,17 +77,11 @@ def _setup(q, k, v, attn_mask, scale):
     )
 
 
-def _empty_like_layout(q, shape):
-    """An output of `shape` whose dimensions are laid out in q's order, as
-    PyTorch's attention paths return it (a (B, L, H, D) buffer seen as
-    (B, H, L, D) stays so); compiled graphs plan their views on that."""
-    order = sorted(range(len(shape)), key=lambda i: (-q.stride(i), i))
-    buf = torch.empty([shape[i] for i in order], dtype=q.dtype, device=q.device)
-    return buf.permute([order.index(i) for i in range(len(shape))])
-
-
 def _empty_in_layout(q, shape, dtype=None):
-    """_empty_like_layout with sizes and strides that stay expressions in a recording."""
+    """An output of `shape` whose dimensions are laid out in q's order, as PyTorch's
+    attention paths return it (a (B, L, H, D) buffer seen as (B, H, L, D) stays so);
+    compiled graphs plan their views on that. Sizes and strides stay expressions in a
+    recording (_symbolic.empty)."""
     qs = strides(q)
     order = sorted(range(len(shape)), key=lambda i: (-qs[i], i))
     return _symbolic.empty(shape, dtype or q.dtype, q.device, order)

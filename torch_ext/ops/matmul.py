@@ -195,6 +195,8 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     (a, a_shape, a_st), (b, b_shape, b_st), (c, c_shape, c_st) = (
         x if isinstance(x, tuple) else as3(x) for x in (a, b, c)
     )
+    if bias is not None and not isinstance(bias, tuple):
+        bias = as3(bias)
     _check_dtype(a.dtype)
     Bt, M, K = a_shape
     N = b_shape[2]
@@ -218,7 +220,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     upcast = bool(spec("dot_needs_fp32_inputs", a.dtype))
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
     has_bias = bias is not None and beta != 0
-    x, _, x_st = (bias if isinstance(bias, tuple) else as3(bias)) if has_bias else (c, 0, c_st)
+    x, _, x_st = bias if has_bias else (c, c_shape, c_st)
     grid = (cdiv(M, bm) * cdiv(N, bn), Bt)
     launch(
         _mm_kernel,
