@@ -1,0 +1,131 @@
+"""Tiling sweep for torch_ext's matmul kernel (ops/matmul.py `_mm_kernel`) on a GPU,
+against cuBLAS (torch.mm on the same operands, the same strides).
+
+Runs the kernel on torch.cuda tensors (no torch_ext._C needed, as tune_reduce.py does)
+for the transformer GEMMs of issue 15 at 4096 tokens, in the three orientations training
+needs ("nn": x @ W with W stored K x N, GPT-2's Conv1D forward; "nt": x @ W.t(), a
+Linear's forward and Conv1D's input gradient; "tn": x.t() @ dY, a weight gradient), and
+prints per case each config's TFLOP/s and % of cuBLAS, then the best config per layout.
+Used to choose backends/cuda/spec.py's mm_config.
+
+    python tests_gpu/harness/tune_mm.py                  # all cases, bf16
+    TUNE_CASES=4096x4096x4096 python tests_gpu/harness/tune_mm.py
+    TUNE_DEVICE=cpu TUNE_CASES=64x64x64 python ...       # an interpreter dry run
+"""
+
+import itertools
+import json
+import os
+import sys
+import types
+
+DEV = os.environ.get("TUNE_DEVICE", "cuda")
+if DEV == "cpu":
+    os.environ["TRITON_INTERPRET"] = "1"
+os.environ.setdefault("TORCH_EXT_DRIVER", "cuda" if DEV == "cuda" else "host")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pkg = types.ModuleType("torch_ext")
+pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
+sys.modules["torch_ext"] = pkg
+
+import torch  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from torch_ext.ops import matmul  # noqa: E402
+from torch_ext.ops._launch import cdiv  # noqa: E402
+
+# M x K x N at 4096 tokens: GPT-2 124M and the Llama config of bench/models, and 4096^3.
+SHAPES = [
+    (4096, 768, 2304), (4096, 768, 768), (4096, 768, 3072), (4096, 3072, 768),
+    (4096, 768, 50257), (4096, 1024, 3072), (4096, 1024, 5632), (4096, 2816, 1024),
+    (4096, 1024, 32000), (4096, 4096, 4096),
+]  # fmt: skip
+CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages
+    (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
+    (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 256, 64, 4, 4), (128, 64, 64, 4, 4),
+    (64, 128, 64, 4, 4), (128, 256, 32, 8, 4),
+]  # fmt: skip
+
+
+def operands(M, K, N, layout, dtype):
+    """(a, b) of a @ b with a M x K and b K x N, stored as the layout says."""
+    a = torch.randn(M, K, device=DEV, dtype=dtype)
+    if layout[0] == "t":
+        a = torch.randn(K, M, device=DEV, dtype=dtype).t()
+    b = torch.randn(K, N, device=DEV, dtype=dtype)
+    if layout[1] == "t":
+        b = torch.randn(N, K, device=DEV, dtype=dtype).t()
+    return a, b
+
+
+def run(a, b, c, cfg):
+    bm, bn, bk, warps, stages = cfg
+    M, K = a.shape
+    N = b.shape[1]
+    matmul._mm_kernel[(cdiv(M, bm) * cdiv(N, bn), 1)](
+        a, b, c, c, M, N, K,
+        0, *a.stride(), 0, *b.stride(), 0, *c.stride(), 0, *c.stride(), 1.0, 0.0,
+        HAS_BIAS=False, ACC=tl.float32, PRECISION=None, UPCAST=False, EVEN_K=K % bk == 0,
+        GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+
+
+def bench(fn):
+    if DEV == "cpu":
+        fn()
+        return float("nan")
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=10, rep=40)
+
+
+def main():
+    dtype = getattr(torch, os.environ.get("TUNE_DTYPE", "bfloat16"))
+    wanted = os.environ.get("TUNE_CASES")
+    shapes = [tuple(map(int, s.split("x"))) for s in wanted.split(",")] if wanted else SHAPES
+    best = {}
+    rows = []
+    for (M, K, N), layout in itertools.product(shapes, ("nn", "nt", "tn")):
+        a, b = operands(M, K, N, layout, dtype)
+        c = torch.empty(M, N, device=DEV, dtype=dtype)
+        ref = bench(lambda: torch.mm(a, b, out=c))
+        flop = 2 * M * N * K
+        results = []
+        for cfg in CONFIGS:
+            try:
+                ms = bench(lambda: run(a, b, c, cfg))
+            except Exception as e:  # out of shared memory and the like
+                print(f"  {cfg}: {type(e).__name__}", flush=True)
+                continue
+            results.append((ms, cfg))
+        got = torch.empty_like(c)
+        results.sort()
+        ms, cfg = results[0]
+        run(a, b, got, cfg)
+        err = (got.float() - torch.mm(a, b).float()).abs().max().item()
+        print(
+            f"{M}x{K}x{N} {layout}: cuBLAS {flop / ref / 1e9:.0f} TFLOP/s; best {cfg} "
+            f"{flop / ms / 1e9:.0f} ({ref / ms:.0%}); current default "
+            + ", ".join(f"{c_}: {ref / m:.0%}" for m, c_ in results if c_ in CONFIGS[:2])
+            + f"; max err {err:.2e}",
+            flush=True,
+        )
+        rows.append({"shape": [M, K, N], "layout": layout, "cublas_ms": ref,
+                     "configs": [[list(c_), m] for m, c_ in results]})  # fmt: skip
+        for m, c_ in results:
+            best.setdefault(layout, {}).setdefault(c_, []).append(ref / m)
+    print("\nGeomean % of cuBLAS per config and layout:")
+    for layout, per in best.items():
+        scored = sorted(
+            ((torch.tensor(v).log().mean().exp().item(), c_) for c_, v in per.items()),
+            reverse=True,
+        )
+        print(layout, ", ".join(f"{c_} {s:.0%}" for s, c_ in scored[:4]))
+    out = os.environ.get("TUNE_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
