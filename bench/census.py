@@ -10,6 +10,12 @@ one of our `triton:<kernel>` ranges (Python launches and launch-plan replays ali
 `cuda` it is one of the profiler's CUDA kernel events of torch's own kernels. Running
 both sides shows which ops launch more kernels than torch's, the model benchmark's
 "kernels/step" column broken down.
+
+Where a GPU is present (either side), the step is also traced through CUPTI and each
+kernel's device time is charged to the top-level aten op whose CPU range holds its launch
+(the runtime or driver call of the same correlation id): the table then has device µs per
+op, and the summary the step's GPU-busy time (the union of kernel intervals) beside its
+span, which says whether the step is bound by the GPU or by the host.
 """
 
 from __future__ import annotations
@@ -49,8 +55,65 @@ def count(events, side):
     return dict(table)
 
 
-def census(workload, side, tiny=False, warmup=3):
-    """(table, total kernels) of one step of `workload` on `side`."""
+def device_times(trace):
+    """From a chrome trace's events: ({top-level aten op: [kernels, device µs]},
+    {"busy_us", "span_us", "kernels"}). A kernel (cat "kernel") is matched by its
+    correlation id to the launching runtime/driver call, and charged to the outermost
+    "cpu_op" named aten::* of the same thread whose range holds the launch."""
+    launches, kernels, ops = {}, [], collections.defaultdict(list)
+    for e in trace:
+        cat, args = e.get("cat", ""), e.get("args") or {}
+        if cat == "kernel":
+            kernels.append((e["ts"], e.get("dur", 0), args.get("correlation")))
+        elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args:
+            launches[args["correlation"]] = (e.get("tid"), e["ts"])
+        elif cat == "cpu_op" and e.get("name", "").startswith("aten::"):
+            ops[e.get("tid")].append((e["ts"], e["ts"] + e.get("dur", 0), e["name"]))
+    for spans in ops.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+    table = collections.defaultdict(lambda: [0, 0.0])
+    for ts, dur, corr in kernels:
+        top = "(outside aten ops)"
+        if corr in launches:
+            tid, at = launches[corr]
+            for start, end, name in ops.get(tid, ()):
+                if start > at:
+                    break
+                if at <= end:  # the first (outermost) range that holds the launch
+                    top = name
+                    break
+        table[top][0] += 1
+        table[top][1] += dur
+    busy, end_ = 0.0, None
+    for ts, dur, _ in sorted(kernels):
+        if end_ is None or ts >= end_:
+            busy += dur
+            end_ = ts + dur
+        elif ts + dur > end_:
+            busy += ts + dur - end_
+            end_ = ts + dur
+    span = max(t + d for t, d, _ in kernels) - min(t for t, _, _ in kernels) if kernels else 0.0
+    return dict(table), {"busy_us": busy, "span_us": span, "kernels": len(kernels)}
+
+
+def _trace_events(prof):
+    import os
+    import tempfile
+
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            return json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+
+
+def census(workload, side, tiny=False, warmup=3, device_time=None):
+    """(table, total kernels) of one step of `workload` on `side`; with device_time (a
+    dict), also fills it with device_times()'s result ("ops", "summary") where CUPTI
+    sees a GPU."""
     from torch.profiler import ProfilerActivity, profile
 
     from bench.models import workloads
@@ -61,12 +124,19 @@ def census(workload, side, tiny=False, warmup=3):
     run = build(torch.device(side), tiny)
     for _ in range(warmup):
         run.step()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if side == "cuda" else [])
+    gpu = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    sync = getattr(getattr(torch, side, None), "synchronize", None)
+    if sync:
+        sync()
     with profile(activities=activities) as prof:
         run.step()
-        if side == "cuda":
-            torch.cuda.synchronize()
+        if sync:
+            sync()
     table = count(prof.events(), side)
+    if gpu and device_time is not None:
+        ops, summary = device_times(_trace_events(prof))
+        device_time.update(ops=ops, summary=summary)
     return table, sum(k for _, k in table.values())
 
 
@@ -77,16 +147,26 @@ def main(argv=None):
     p.add_argument("--tiny", action="store_true", help="2-layer models (bench models --tiny)")
     p.add_argument("--json", default="", help="also write the table here")
     args = p.parse_args(argv)
-    table, total = census(args.workload, args.side, args.tiny)
+    dt = {}
+    table, total = census(args.workload, args.side, args.tiny, device_time=dt)
     print(f"{args.workload} on {args.side}: {total} kernels in one step")
-    print(f"{'kernels':>8} {'calls':>6}  op")
-    for op, (calls, kernels) in sorted(table.items(), key=lambda kv: -kv[1][1]):
-        if kernels:
-            print(
-                f"{kernels:8d} {calls:6d}  {op}{'  (more than one per call)' if kernels > calls > 0 else ''}"
-            )
+    if dt:
+        s = dt["summary"]
+        print(
+            f"GPU busy {s['busy_us'] / 1e3:.2f} ms of a {s['span_us'] / 1e3:.2f} ms span "
+            f"({s['busy_us'] / max(s['span_us'], 1e-9):.0%}), {s['kernels']} kernels (CUPTI)"
+        )
+    times = dt.get("ops", {})
+    print(f"{'kernels':>8} {'calls':>6} {'device ms':>10}  op")
+    order = sorted(table, key=lambda op: (-times.get(op, [0, 0.0])[1], -table[op][1]))
+    for op in order + sorted(set(times) - set(table)):
+        calls, kernels = table.get(op, (0, 0))
+        ms = times.get(op, [0, 0.0])[1] / 1e3
+        if kernels or ms:
+            many = "  (more than one per call)" if kernels > calls > 0 else ""
+            print(f"{kernels:8d} {calls:6d} {ms:10.3f}  {op}{many}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workload": args.workload, "side": args.side, "total": total,
-                       "ops": table}, f, indent=1)  # fmt: skip
+                       "ops": table, "device": dt}, f, indent=1)  # fmt: skip
     return 0

@@ -18,3 +18,29 @@ def test_census_of_a_static_cache_decode_step():
     before = _launch.launches()
     again, total2 = census.census("llama_decode_static", "privateuseone", tiny=True, warmup=0)
     assert total2 <= _launch.launches() - before
+
+
+def test_device_times_charge_kernels_to_the_op_that_launched_them():
+    """A synthetic CUPTI trace: kernels are matched to their launch by correlation id and
+    charged to the outermost aten op around the launch on its thread; busy time is the
+    union of the kernels' intervals."""
+    trace = [
+        {"cat": "cpu_op", "name": "aten::linear", "tid": 1, "ts": 0, "dur": 100},
+        {"cat": "cpu_op", "name": "aten::addmm", "tid": 1, "ts": 10, "dur": 50},
+        {"cat": "cpu_op", "name": "aten::softmax", "tid": 1, "ts": 120, "dur": 30},
+        {"cat": "cpu_op", "name": "aten::mul", "tid": 2, "ts": 0, "dur": 500},  # other thread
+        {"cat": "cuda_driver", "name": "cuLaunchKernel", "tid": 1, "ts": 20, "args": {"correlation": 7}},
+        {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 130, "args": {"correlation": 8}},
+        {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 200, "args": {"correlation": 9}},
+        {"cat": "kernel", "name": "mm", "ts": 30, "dur": 40, "args": {"correlation": 7}},
+        {"cat": "kernel", "name": "softmax", "ts": 60, "dur": 20, "args": {"correlation": 8}},
+        {"cat": "kernel", "name": "stray", "ts": 300, "dur": 10, "args": {"correlation": 9}},
+    ]  # fmt: skip
+    ops, summary = census.device_times(trace)
+    assert ops == {
+        "aten::linear": [1, 40.0],
+        "aten::softmax": [1, 20.0],
+        "(outside aten ops)": [1, 10.0],
+    }
+    # 30..80 overlapped (50 µs) plus 300..310: 60 µs busy over a 280 µs span
+    assert summary == {"busy_us": 60.0, "span_us": 280, "kernels": 3}
