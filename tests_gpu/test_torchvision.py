@@ -4,13 +4,24 @@ installed on the GPU machine; PyPI's wheel does not import beside the CPU build 
 (tests/models/zoo.py) and this set runs in the GPU command.
 
 Each model, built on the CPU from one seed and copied to the device, takes one AdamW step
-there, on the CPU in float32 and on the CPU in float64 (TF32 off). Batch norm over a
-batch of 2 at 64x64 (2x2 maps in the last stages) is ill-conditioned: the CPU's own
-float32 gradients are up to 0.1 of a tensor's largest off the float64 ones (ResNet-50),
-and some gradients are rounding noise around zero (a batch-norm bias before another
-normalisation: 1e-9). So each gradient is held to float64: no further from it than 4x
-the CPU's float32 error or 1e-3 of the tensor's largest (floored at 1e-6 of the model's
-largest gradient). Measured on the host driver, ours are at or below the CPU's error."""
+there and on the CPU, in float64 and in float32 (TF32 off).
+
+Gradients are compared in float64. In float32 they are chaotic: batch norm over a batch of
+2 at 64x64 (2x2 maps in the last stage, 8 values per channel) is ill-conditioned, so the
+CPU's own float32 gradients of a randomly initialised ResNet-50 are up to 0.06 of a
+tensor's largest off float64, and up to 0.29 at 128x128 (transformers' ResNet-50 config on
+the host driver, where ours were as far off in other tensors: which tensor comes out worst
+is luck). The float32 check ran on the H200 failed that way: ResNet-50's layer3 at 0.17
+(CPU 0.009) while the forward of the last batch norm is 0.87 off float64 on the CPU and
+ours alike. In float64 that amplification leaves little: ours against the CPU's float64 on
+the host driver, 2.1e-12 of a tensor's largest for that ResNet-50 config, 3.1e-8 at worst
+over these four models (MobileNetV3's squeeze-excitation bias, behind hard-sigmoid kinks),
+so every gradient is held to 1e-6 of its tensor's largest there. The loss after the step
+is held to 1e-5 relative: AdamW's first step moves each weight by about lr * g/|g|, so
+gradients that are float64 rounding noise around zero move by a full lr either way (4e-8
+to 1.5e-7 relative measured), where a wrong step moves the loss by orders more. In float32 the
+loss before the step is held to float64's within 1e-4, and the loss after it as close as
+the CPU's float32 (or 1e-3)."""
 
 import copy
 
@@ -54,24 +65,25 @@ def test_trains_like_cpu(name):
                 m.p = 0.0
         x, y = torch.randn(2, 3, 64, 64), torch.randint(0, 10, (2,))
         exact = _step(copy.deepcopy(model).double(), x.double(), y)
+        ours64 = _step(copy.deepcopy(model).double().to(DEV), x.double().to(DEV), y.to(DEV))
         ref = _step(copy.deepcopy(model), x, y)
         got = _step(model.to(DEV), x.to(DEV), y.to(DEV))
     finally:
         torch.backends.cudnn.allow_tf32 = old
-    assert got[0] == pytest.approx(exact[0], rel=1e-4), (got[0], ref[0], exact[0])
-    assert set(got[1]) == set(exact[1])
+    # float64: every gradient and the step's result
+    assert set(ours64[1]) == set(exact[1])
     floor = 1e-6 * max(g.abs().max().item() for g in exact[1].values())
     rows = []
     for n, g in exact[1].items():
-        g = g.double()
         scale = max(g.abs().max().item(), floor)
-        ours = (got[1][n].double() - g).abs().max().item() / scale
-        cpu = (ref[1][n].double() - g).abs().max().item() / scale
-        rows.append((ours - max(4 * cpu, 1e-3), ours, cpu, n))
-    rows.sort(reverse=True)
-    worst = ", ".join(f"{n} {o:.1e} (CPU float32 {c:.1e})" for _, o, c, n in rows[:5])
-    assert rows[0][0] <= 0, f"{name}: gradients off float64, of their tensors' largest: {worst}"
-    # after the step: the loss as close to float64's as the CPU's float32 (or 1e-3)
+        rows.append(((ours64[1][n] - g).abs().max().item() / scale, n))
+    worst = max(rows)
+    assert worst[0] <= 1e-6, f"{name}: float64 gradient {worst[1]} off the CPU's by {worst[0]:.1e}"
+    assert ours64[0] == pytest.approx(exact[0], rel=1e-10)
+    assert ours64[2] == pytest.approx(exact[2], rel=1e-5)
+    # float32: the loss, and the loss after the step as close to float64's as the CPU's
+    assert set(got[1]) == set(exact[1])
+    assert got[0] == pytest.approx(exact[0], rel=1e-4), (got[0], ref[0], exact[0])
     assert abs(got[2] - exact[2]) <= max(4 * abs(ref[2] - exact[2]), 1e-3 * abs(exact[2])), (
         got[2],
         ref[2],
