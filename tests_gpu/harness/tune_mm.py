@@ -35,10 +35,14 @@ from torch_ext.ops import matmul  # noqa: E402
 from torch_ext.ops._launch import cdiv  # noqa: E402
 
 # M x K x N at 4096 tokens: GPT-2 124M and the Llama config of bench/models, and 4096^3.
+# Each runs in the three layouts, so 768 -> 50257 covers the LM head's forward (nt, as
+# F.linear) and the two gradients with the vocabulary as K or M.
 SHAPES = [
     (4096, 768, 2304), (4096, 768, 768), (4096, 768, 3072), (4096, 3072, 768),
     (4096, 768, 50257), (4096, 1024, 3072), (4096, 1024, 5632), (4096, 2816, 1024),
     (4096, 1024, 32000), (4096, 4096, 4096),
+    # GPT-2's LM head backward: the 50257-wide gradient as A (rows not 16-byte aligned)
+    (4096, 50257, 768), (50257, 4096, 768),
 ]  # fmt: skip
 CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages
     (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
