@@ -5,6 +5,13 @@
 #
 #   bash tests_gpu/run_all.sh [out_dir]          # default: gpu_out
 #   STEPS=build,bench bash tests_gpu/run_all.sh  # a subset
+# Steps: build, tests_gpu, tests, bench (the kernel benchmark), and on request:
+#   census  kernels and device time per aten op of one GPT-2 and one Llama train step,
+#           ours and torch's (python -m bench census), into out_dir/census_*.{txt,json}
+#   tune    the matmul tiling sweep against cuBLAS (tests_gpu/harness/tune_mm.py)
+#   models  python -m bench models, every workload on every side (MODELS_WORKLOADS,
+#           MODELS_SIDES to narrow), results in bench/results/<GPU>/
+#   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/
 #   TEST_WORKERS=8 ...                           # tests/ in 8 processes (default: one per core, with pytest-xdist)
 # tests/native needs expecttest (carry its wheel to a machine without it).
 #
@@ -36,6 +43,28 @@ if step tests; then
   "$PY" -c "import xdist" 2>/dev/null && PARALLEL=(-n "${TEST_WORKERS:-auto}" --dist "${TEST_DIST:-load}")
   "${PYTEST[@]}" "${PARALLEL[@]}" ${TESTS:-tests} >"$OUT_DIR/tests.log" 2>&1 || status=1
   echo "tests: $(tail -1 "$OUT_DIR/tests.log")"
+fi
+if step census; then
+  for w in ${CENSUS_WORKLOADS:-gpt2_train llama_train}; do
+    for side in privateuseone cuda; do
+      "$PY" -m bench census ${CENSUS_ARGS:-} --workload "$w" --side "$side" --json "$OUT_DIR/census_${w}_$side.json" \
+        >"$OUT_DIR/census_${w}_$side.txt" 2>&1 || status=1
+      echo "census $w $side: $(grep -m1 'GPU busy' "$OUT_DIR/census_${w}_$side.txt")"
+    done
+  done
+fi
+if step tune; then
+  TUNE_OUT="$OUT_DIR/tune_mm.json" "$PY" tests_gpu/harness/tune_mm.py >"$OUT_DIR/tune_mm.txt" 2>&1 || status=1
+  tail -4 "$OUT_DIR/tune_mm.txt"
+fi
+if step models; then
+  "$PY" -m bench models ${MODELS_WORKLOADS:+--workloads "$MODELS_WORKLOADS"} \
+    ${MODELS_SIDES:+--sides "$MODELS_SIDES"} >"$OUT_DIR/models.log" 2>&1 || status=1
+  grep '^== ' "$OUT_DIR/models.log"
+fi
+if step host; then
+  "$PY" -m bench host >"$OUT_DIR/host.log" 2>&1 || status=1
+  echo "host: see bench/results/*/host.md"
 fi
 if step bench; then
   "$PY" -m bench --out "$OUT_DIR/bench" >"$OUT_DIR/bench.log" 2>&1 || status=1
