@@ -49,6 +49,35 @@ def test_fused_forward_backward(causal, mask_kind):
         torch.testing.assert_close(a.grad.cpu(), b.grad.float(), atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("grad_kind", ["heads_transposed", "expanded", "rows_strided"])
+def test_backward_reads_the_gradient_in_place(grad_kind):
+    """The gradient of the attention output in the layout a model gives it: through the
+    transpose of its heads (B, L, H, D memory, as GPT-2's), expanded (stride 0), or with
+    rows that are not contiguous (the one case copied). Gradients equal float64's, and
+    the backward launches three kernels (delta, dK/dV, dQ) unless it must copy."""
+    from torch_ext.ops import _launch
+
+    q, k, v = qkv(lq=11)
+    base, view = {
+        "heads_transposed": ((2, 11, 4, 8), lambda t: t.transpose(1, 2)),
+        "expanded": ((1, 1, 1, 8), lambda t: t.expand(2, 4, 11, 8)),
+        "rows_strided": ((2, 4, 11, 16), lambda t: t[..., ::2]),
+    }[grad_kind]
+    base = torch.randn(base, generator=torch.Generator().manual_seed(1))
+    go, god = view(base), view(base.to(DEV))  # the same layout on both sides
+    assert god.stride() == go.stride() and not go.is_contiguous()
+    ref = [t.double().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*ref).backward(go.double())
+    dev = [t.to(DEV).requires_grad_() for t in (q, k, v)]
+    y = F.scaled_dot_product_attention(*dev)
+    before = _launch.launches()
+    y.backward(god)
+    launched = _launch.launches() - before
+    for a, b in zip(dev, ref):
+        torch.testing.assert_close(a.grad.cpu(), b.grad.float(), atol=2e-5, rtol=1e-4)
+    assert launched == (4 if grad_kind == "rows_strided" else 3), launched
+
+
 def test_grouped_query_heads():
     q, k, v = qkv(hq=8, hk=2)
     y = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)

@@ -302,8 +302,13 @@ def sdpa_overrideable_backward(
     if dropout_p != 0.0:  # the forward's draw, read by the kernels from device memory
         seed, offset = (t.to(query.device, torch.int64) for t in (philox_seed, philox_offset))
         dropout = (dropout_p, seed, offset)
+    # The kernels read grad_out by its strides: a gradient that arrives through the
+    # model's transpose of the heads (B, L, H, D memory, as q's) is read in place, as
+    # PyTorch's flash backward reads it; only rows that are not contiguous are copied.
+    if strides(grad_out)[-1] != 1:
+        grad_out = contiguous(grad_out)
     dq, dk, dv = flash_attention_bwd(
-        contiguous(grad_out),
+        grad_out,
         query,
         key,
         value,
