@@ -48,7 +48,10 @@ def main(argv=None):
     p.add_argument("--small-calls", type=int, default=2000)
     p.add_argument("--ops", default="")
     p.add_argument(
-        "--suite", default="ops", choices=["ops", "conv"], help="conv: bench/conv_cases.py"
+        "--suite",
+        default="ops",
+        choices=["ops", "conv", "transformer"],
+        help="conv: bench/conv_cases.py; transformer: bench/transformer_cases.py",
     )
     p.add_argument("--shard", default="", help="i/n: run every n-th case from the i-th")
     p.add_argument("--timeout", type=float, default=900, help="seconds per worker")

@@ -42,6 +42,9 @@ def summarize(meta, rows):
     table = []
     for (op, shape, dtype), by_impl in rows.items():
         row = {"op": op, "shape": shape, "dtype": dtype}
+        note = (by_impl.get("torch") or {}).get("note")
+        if note:
+            row["torch_note"] = note
         for impl in IMPLS:
             rec = by_impl.get(impl)
             if rec is None:
@@ -107,8 +110,35 @@ def summarize(meta, rows):
         )
         for r in pick("mm")
     }
+    by_category = {}
+    for r in table:
+        by_category.setdefault(category(r), []).append(r)
+    summary["geomean_by_category"] = {
+        cat: {
+            peer: _geomean([r.get(f"speedup_vs_{peer}") for r in rows])
+            for peer in ("torch", "flaggems")
+        }
+        for cat, rows in sorted(by_category.items())
+    }
     summary["targets"] = targets(summary)
     return table, summary
+
+
+NORM_OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "group_norm")
+
+
+def category(row):
+    """pointwise, reduction/norm, matmul, attention or conv (issue 15's categories)."""
+    op = row["op"]
+    if op.startswith("sdpa") or "attention" in op:
+        return "attention"
+    if op.startswith("conv"):
+        return "conv"
+    if row.get("matrix"):
+        return "matmul"
+    if op in NORM_OPS or op in ("sum", "mean", "amax", "amin", "argmax", "cumsum", "prod"):
+        return "reduction/norm"
+    return "pointwise"
 
 
 def targets(s):
@@ -192,6 +222,9 @@ def markdown(meta, table, summary):
     }
     for name, verdict in summary["targets"].items():
         lines.append(f"| {name} | {vals[name]} | {verdict} |")
+    lines += ["", "| category | geomean vs torch | geomean vs FlagGems |", "|---|---|---|"]
+    for cat, g in summary["geomean_by_category"].items():
+        lines.append(f"| {cat} | {_fmt(g['torch'], '.2f')} | {_fmt(g['flaggems'], '.2f')} |")
     lines += [
         "",
         f"Ops measured natively: {summary['ops_measured']} of {summary['ops_total']} cases.",
@@ -204,6 +237,10 @@ def markdown(meta, table, summary):
         "ours BW (of copy) | TFLOP/s ours / torch / FG | host µs ours / torch / FG | check |"
     )
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def note(r):
+        return f" (torch: {r['torch_note']})" if r.get("torch_note") else ""
+
     for r in table:
 
         def ms(impl):
@@ -222,7 +259,7 @@ def markdown(meta, table, summary):
         if "check_rel_diff" in r:
             check = f"{r['check_rel_diff']:.1e}" + ("" if r.get("check_shape_ok") else " SHAPE")
         lines.append(
-            f"| {r['op']} | {r['shape']} | {r['dtype']} | {ms('ours')} | {ms('torch')} | {ms('flaggems')} | "
+            f"| {r['op']} | {r['shape']}{note(r)} | {r['dtype']} | {ms('ours')} | {ms('torch')} | {ms('flaggems')} | "
             f"{_fmt(r.get('speedup_vs_torch'), '.2f')} | {_fmt(r.get('speedup_vs_flaggems'), '.2f')} | "
             f"{bw} | {tfl} | {host} | {check} |"
         )

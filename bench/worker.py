@@ -227,6 +227,9 @@ def run_case(impl, case, scale, small_calls):
         out = impl.call(case.fn, *args)
         impl.sync()
         rec["check"] = fingerprint(out)
+        describe = getattr(case, "describe", None)  # e.g. the attention backend torch picks
+        if describe is not None:
+            rec["note"] = describe(*args)
         ms, reps = kernel_ms(impl, case.fn, args)
         rec.update(kernel_ms=ms, reps=reps)
         rec["bytes"] = suite.input_bytes(cpu_inputs) + suite.output_bytes(out)
@@ -262,7 +265,7 @@ def main(argv=None):
     p.add_argument("--scale", type=float, default=1.0, help="shrink every shape (dry runs)")
     p.add_argument("--small-calls", type=int, default=2000)
     p.add_argument("--ops", default="", help="comma-separated subset")
-    p.add_argument("--suite", default="ops", choices=["ops", "conv"])
+    p.add_argument("--suite", default="ops", choices=["ops", "conv", "transformer"])
     p.add_argument("--shard", default="", help="i/n: every n-th case from the i-th")
     args = p.parse_args(argv)
 
@@ -299,6 +302,10 @@ def main(argv=None):
             from bench import conv_cases
 
             cases = conv_cases.conv_cases()
+        elif args.suite == "transformer":
+            from bench import transformer_cases
+
+            cases = transformer_cases.transformer_cases()
         else:
             cases = suite.large_cases() + suite.norm_cases()
         for case in conv_cases_shard(cases, args.shard):

@@ -12,6 +12,8 @@
 #   models  python -m bench models, every workload on every side (MODELS_WORKLOADS,
 #           MODELS_SIDES to narrow), results in bench/results/<GPU>/
 #   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/
+#   transformer  the transformer suite (GEMMs in three orientations, SDPA fwd+bwd),
+#           python -m bench --suite transformer, into out_dir/transformer/
 #   TEST_WORKERS=8 ...                           # tests/ in 8 processes (default: one per core, with pytest-xdist)
 # tests/native needs expecttest (carry its wheel to a machine without it).
 #
@@ -65,6 +67,10 @@ fi
 if step host; then
   "$PY" -m bench host >"$OUT_DIR/host.log" 2>&1 || status=1
   echo "host: see bench/results/*/host.md"
+fi
+if step transformer; then
+  "$PY" -m bench --suite transformer --out "$OUT_DIR/transformer" >"$OUT_DIR/transformer.log" 2>&1 || status=1
+  echo "transformer: see $OUT_DIR/transformer/results.md"
 fi
 if step bench; then
   "$PY" -m bench --out "$OUT_DIR/bench" >"$OUT_DIR/bench.log" 2>&1 || status=1
