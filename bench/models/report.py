@@ -71,14 +71,14 @@ def markdown(recs):
     lines += ["", "## Details", ""]
     cols = (
         "workload | side | ms | per s | vs torch eager | first step cold s | first step warm s "
-        "| peak GiB | loss (ref) | CPU fallbacks | kernels/step | fast-path share"
+        "| peak GiB | loss (ref) | CPU fallbacks | kernels/step | fast-path share | GPU busy ms"
     )
     lines.append(f"| {cols} |")
     lines.append("|---" * (cols.count("|") + 1) + "|")
     for r in recs:
         if "error" in r:
             err = r["error"].splitlines()[0][:120].replace("|", "\\|")
-            lines.append(f"| {r['workload']} | {r['side']} | fails: {err} |" + " |" * 9)
+            lines.append(f"| {r['workload']} | {r['side']} | fails: {err} |" + " |" * 10)
             continue
         loss = _f(r.get("loss"), "{:.4f}")
         if r.get("reference_loss") is not None and r["side"] not in ("cuda", "cpu"):
@@ -90,14 +90,17 @@ def markdown(recs):
             _f(r.get("speedup_vs_torch"), "{:.2f}×"), _f(r.get("first_step_s")),
             _f(r.get("first_step_warm_s")), _f(r.get("peak_mem_gib")), loss,
             _f(r.get("cpu_fallbacks"), "{}"), _f(r.get("kernels_per_step"), "{:.0f}"),
-            "—" if share is None else f"{100 * share:.0f}%",
+            "—" if share is None else f"{100 * share:.0f}%", _f(r.get("gpu_busy_ms"), "{:.1f}"),
         ]  # fmt: skip
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines += [
         "",
         "First-step times: a fresh process with empty kernel caches (Triton's, and "
         "Inductor's for torch.compile) and again with those caches warm. Our fast-path "
-        "launch cache lives in memory, so it is empty in both.",
+        "launch cache lives in memory, so it is empty in both. GPU busy ms: the time the "
+        "GPU spent in one step's kernels (the union of their intervals, through the "
+        "profiler's CUDA activity, one extra step); well under the step's ms means the "
+        "step waits on the host.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -56,13 +56,16 @@ def _ours_counters():
     return _launch.launch_count, fast
 
 
-def _profiled_kernels(step, device):
-    """Kernels one step launches on the GPU, as torch.profiler's CUDA activity
-    (CUPTI) records them: the chrome trace's "kernel" events (prof.events()
-    attaches kernels to their CPU ops rather than listing them)."""
+def _profiled_step(step, device):
+    """One step under torch.profiler's CUDA activity (CUPTI): (kernels it launched on
+    the GPU, the time the GPU was busy with them in ms: the union of their intervals,
+    bench/census.py's device_times). Busy time against the step's ms says whether the
+    step waits on the GPU or on the host."""
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
+
+    from bench.census import device_times
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step()
@@ -70,7 +73,8 @@ def _profiled_kernels(step, device):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         events = json.load(open(f.name))["traceEvents"]
-    return sum(1 for e in events if e.get("cat") == "kernel")
+    _, summary = device_times(events)
+    return summary["kernels"], summary["busy_us"] / 1e3
 
 
 def measure(args, rec):
@@ -138,7 +142,7 @@ def measure(args, rec):
     if on_gpu:  # ours too: a cross-check of the launcher's count, through CUPTI
         key = "kernels_per_step_cupti" if device.type != "cuda" else "kernels_per_step"
         try:
-            rec[key] = _profiled_kernels(run.step, device)
+            rec[key], rec["gpu_busy_ms"] = _profiled_step(run.step, device)
         except Exception as e:  # the profiler is a bonus, not the measurement
             rec[key + "_error"] = f"{type(e).__name__}: {e}"
 
