@@ -37,8 +37,20 @@ def test_flash_attention(causal, mask_kind, dtype, device):
         assert_close(got, want.to(dtype), dtype, reduce_dim=16)
 
 
+@pytest.mark.parametrize("grouped", [True, False])
 @pytest.mark.parametrize("causal", [False, True])
-def test_flash_attention_gqa(causal, device):
+def test_flash_attention_gqa(causal, grouped, device, monkeypatch):
+    """Both ways of the backward's grouped heads: a dK/dV program per key head looping
+    over its 3 query heads (grouped), and per-query-head programs summed after."""
+    from torch_ext.ops import _launch
+
+    real_spec = attention.spec
+    least = 0 if grouped else 1 << 30  # programs the grouped way needs (spec)
+    monkeypatch.setattr(
+        attention,
+        "spec",
+        lambda name, *a: least if name == "attention_grouped_min_programs" else real_spec(name, *a),
+    )
     q = randn((2, 6, 20, 16), torch.float32, device)
     k = randn((2, 2, 24, 16), torch.float32, device)
     v = randn((2, 2, 24, 16), torch.float32, device)
@@ -50,6 +62,9 @@ def test_flash_attention_gqa(causal, device):
     assert_close(out, ref.detach().float(), reduce_dim=4)
     g = randn(ref.shape, torch.float32, device)
     ref.backward(to_ref(g))
+    before = _launch.launches()
     dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, None, causal)
+    # delta, dK/dV, dQ; and the two group sums when not grouped
+    assert _launch.launches() - before == (3 if grouped else 5)
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         assert_close(got, want.float(), reduce_dim=16)

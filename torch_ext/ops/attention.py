@@ -157,9 +157,15 @@ def flash_attention_bwd(
     )
     # Gradients in their inputs' layouts, as PyTorch's attention backward gives them.
     dq, dk, dv = (_empty_in_layout(t, sizes(t)) for t in (q, k, v))
-    # Grouped heads: per-query-head dk/dv in float32, summed over each group after.
-    dk_h = dk if G == 1 else _symbolic.empty((B, H, Lk, D), torch.float32, q.device)
-    dv_h = dv if G == 1 else _symbolic.empty((B, H, Lk, DV), torch.float32, q.device)
+    # Grouped heads (G query heads per key head): a dK/dV program loops over its key
+    # head's G query heads and stores their sum, with no per-query-head copy of dk/dv,
+    # where that leaves programs enough to fill the device (spec); else per-query-head
+    # dk/dv in float32, summed over each group after (two launches, B*H*Lk*(D+DV)*4
+    # bytes of temporaries).
+    grouped = G > 1 and cdiv(Lk, bn) * B * (H // G) >= (spec("attention_grouped_min_programs") or 0)
+    separate = G > 1 and not grouped
+    dk_h = _symbolic.empty((B, H, Lk, D), torch.float32, q.device) if separate else dk
+    dv_h = _symbolic.empty((B, H, Lk, DV), torch.float32, q.device) if separate else dv
     if numel(q) == 0 or numel(k) == 0:
         from .copy import fill_
 
@@ -222,9 +228,10 @@ def flash_attention_bwd(
         scale,
         *drop_args,
     )
-    launch(_attn_bwd_kernel, (cdiv(Lk, bn), B * H), *common, FOR_DQ=False, **flags)
-    launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, **flags)
-    if G > 1:
+    kv_grid = (cdiv(Lk, bn), B * (H // G) if grouped else B * H)
+    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, **flags)
+    launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, GROUPED=False, **flags)
+    if separate:
         from .reduction import SUM, reduce_into
 
         reduce_into(_symbolic.view(dk_h, (B, H // G, G, Lk, D)), [2], dk, SUM)

@@ -319,13 +319,17 @@ def _attn_bwd_kernel(
     PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr,
     FOR_DQ: tl.constexpr,
+    GROUPED: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_DV: tl.constexpr,
 ):
     # FOR_DQ: a program owns BLOCK_M queries and loops over keys (dq);
-    # otherwise it owns BLOCK_N keys and loops over queries (dk, dv).
+    # otherwise it owns BLOCK_N keys and loops over queries (dk, dv). GROUPED (dk, dv
+    # with G query heads per key head): program_id(1) is (batch, key head), the program
+    # loops over the group's G query heads too and stores the summed dk, dv into the key
+    # head's own gradient; otherwise it is (batch, query head) and stores that head's.
     pid = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
     seed = 0
@@ -416,11 +420,22 @@ def _attn_bwd_kernel(
             mask=(rm < Lq)[:, None] & (rd < D)[None, :],
         )
     else:
+        if GROUPED:
+            b = bh // (H // G)
+            hk = bh % (H // G)
+            h0 = hk * G
+            heads = G
+            hs = hk  # the gradient's head: the key head
+        else:
+            hk = h // G
+            h0 = h
+            heads = 1
+            hs = h
         cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
+        k_ptrs = k + b * skb + hk * skh + cols[None, :] * skl + rd[:, None] * skd
         kmask = (cols < Lk)[None, :] & (rd < D)[:, None]
         v_n = tl.load(
-            v + b * svb + (h // G) * svh + cols[:, None] * svl + rdv[None, :] * svd,
+            v + b * svb + hk * svh + cols[:, None] * svl + rdv[None, :] * svd,
             mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
             other=0,
         )
@@ -431,72 +446,94 @@ def _attn_bwd_kernel(
         start = 0
         if CAUSAL:
             start = (pid * BLOCK_N // BLOCK_M) * BLOCK_M
-        for m0 in range(start, Lq, BLOCK_M):
-            rm = m0 + tl.arange(0, BLOCK_M)
-            q_t, g_t, lse_t, dl_t = _query_tile(
-                q,
-                do,
-                lse,
-                delta,
-                b,
-                h,
-                bh,
-                rm,
-                rd,
-                rdv,
-                Lq,
-                D,
-                DV,
-                sqb,
-                sqh,
-                sql,
-                sqd,
-                sgb,
-                sgh,
-                sgl,
-                sgd,
-                UPCAST,
-            )
-            m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
-            s = _scores(
-                q_t,
-                k_ptrs,
-                kmask,
-                m_ptrs,
-                rm,
-                cols - pid * BLOCK_N,
-                pid * BLOCK_N,
-                Lq,
-                Lk,
-                scale,
-                CAUSAL,
-                HAS_MASK,
-                BOOL_MASK,
-                UPCAST,
-                PRECISION,
-            )
-            p = tl.exp(s - lse_t[:, None])
-            pd = p
-            if DROPOUT:
-                keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
-                pd = tl.where(keep, p * keep_scale, 0.0)
-            dv_acc += tl.dot(
-                tl.trans(pd).to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32
-            )
-            dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
-            if DROPOUT:
-                dp = tl.where(keep, dp * keep_scale, 0.0)
-            ds = p * (dp - dl_t[:, None])
-            dk_acc += tl.dot(
-                tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
-            )
+        for gi in range(0, heads):
+            h = h0 + gi
+            bhq = b * H + h
+            dk_acc, dv_acc = _kv_head_grads(
+                q, do, lse, delta, mask, b, h, bhq, cols, rd, rdv, k_ptrs, kmask, v_n,
+                dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
+                Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
+                CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_M, BLOCK_N,
+            )  # fmt: skip
         tl.store(
-            dk + b * dkb + h * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
+            dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
             (dk_acc * scale).to(dk.dtype.element_ty),
             mask=(cols < Lk)[:, None] & (rd < D)[None, :],
         )
         tl.store(
-            dv + b * dvb + h * dvh + cols[:, None] * dvl + rdv[None, :] * dvd,
+            dv + b * dvb + hs * dvh + cols[:, None] * dvl + rdv[None, :] * dvd,
             dv_acc.to(dv.dtype.element_ty),
             mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
         )
+
+
+@triton.jit
+def _kv_head_grads(
+    q, do, lse, delta, mask, b, h, bh, cols, rd, rdv, k_ptrs, kmask, v_n,
+    dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
+    Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
+    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
+    UPCAST: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """dk, dv of keys `cols` from query head h (flat index bh), added to the accumulators."""
+    for m0 in range(start, Lq, BLOCK_M):
+        rm = m0 + tl.arange(0, BLOCK_M)
+        q_t, g_t, lse_t, dl_t = _query_tile(
+            q,
+            do,
+            lse,
+            delta,
+            b,
+            h,
+            bh,
+            rm,
+            rd,
+            rdv,
+            Lq,
+            D,
+            DV,
+            sqb,
+            sqh,
+            sql,
+            sqd,
+            sgb,
+            sgh,
+            sgl,
+            sgd,
+            UPCAST,
+        )
+        m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
+        s = _scores(
+            q_t,
+            k_ptrs,
+            kmask,
+            m_ptrs,
+            rm,
+            cols - pid * BLOCK_N,
+            pid * BLOCK_N,
+            Lq,
+            Lk,
+            scale,
+            CAUSAL,
+            HAS_MASK,
+            BOOL_MASK,
+            UPCAST,
+            PRECISION,
+        )
+        p = tl.exp(s - lse_t[:, None])
+        pd = p
+        if DROPOUT:
+            keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
+            pd = tl.where(keep, p * keep_scale, 0.0)
+        dv_acc += tl.dot(
+            tl.trans(pd).to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32
+        )
+        dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
+        if DROPOUT:
+            dp = tl.where(keep, dp * keep_scale, 0.0)
+        ds = p * (dp - dl_t[:, None])
+        dk_acc += tl.dot(
+            tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
+        )
+    return dk_acc, dv_acc

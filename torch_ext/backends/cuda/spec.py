@@ -135,3 +135,12 @@ def mm_config(m: int, n: int, k: int, dtype: Any, layout: str = "nn") -> Optiona
     if layout == "nt":
         return 128, 128, 64, 8, 3
     return 128, 256, 64, 8, 3 if layout == "nn" else 4
+
+
+def attention_grouped_min_programs() -> int:
+    """Attention backward with grouped heads: the dK/dV programs (key blocks x batch x
+    key heads) below which each query head keeps its own programs (and a group sum
+    after) rather than one program looping over its group: one per multiprocessor
+    (bench/models' Llama, 8 x 4 key heads x 8 key blocks = 256 programs, is grouped on
+    an H100's 132; a batch of 1 at 512 tokens, 32 programs, is not)."""
+    return _sm_count()
