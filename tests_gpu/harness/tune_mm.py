@@ -16,17 +16,8 @@ Used to choose backends/cuda/spec.py's mm_config.
 import itertools
 import json
 import os
-import sys
-import types
 
-DEV = os.environ.get("TUNE_DEVICE", "cuda")
-if DEV == "cpu":
-    os.environ["TRITON_INTERPRET"] = "1"
-os.environ.setdefault("TORCH_EXT_DRIVER", "cuda" if DEV == "cuda" else "host")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-pkg = types.ModuleType("torch_ext")
-pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
-sys.modules["torch_ext"] = pkg
+from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
 import triton.language as tl  # noqa: E402

@@ -8,18 +8,7 @@ against torch's. Used to choose the cuda tuning in backends/cuda/spec.py.
     python tests_gpu/harness/tune_reduce.py
 """
 
-import os
-import sys
-import types
-
-DEV = os.environ.get("TUNE_DEVICE", "cuda")  # cpu: a quick interpreter dry run
-if DEV == "cpu":
-    os.environ["TRITON_INTERPRET"] = "1"
-os.environ.setdefault("TORCH_EXT_DRIVER", "cuda" if DEV == "cuda" else "host")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-pkg = types.ModuleType("torch_ext")
-pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
-sys.modules["torch_ext"] = pkg
+from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
