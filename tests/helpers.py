@@ -290,3 +290,22 @@ def edge(dtype, *extra):
     inf, nan = float("inf"), float("nan")
     values = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 20.0, -20.0, 80.0, -80.0, inf, -inf, nan, *extra]
     return torch.tensor(values, dtype=torch.float64).to(dtype)
+
+
+def bench_shard(out, suite, shard, scale="1e-4"):
+    """`python -m bench --suite <suite> --shard <shard>` at a tiny scale, ours (the host
+    driver) against torch on the CPU, into `out`: {impl: its case records}."""
+    import json
+    from pathlib import Path
+
+    cmd = [sys.executable, "-m", "bench", "--suite", suite, "--shard", shard]
+    cmd += ["--impls", "ours,torch", "--torch-device", "cpu", "--scale", scale]
+    cmd += ["--small-calls", "1", "--out", str(out)]
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {}
+    for impl in ("ours", "torch"):
+        lines = (Path(out) / f"{impl}.jsonl").read_text().splitlines()
+        rows[impl] = [r for r in map(json.loads, lines) if not r.get("meta")]
+    return rows

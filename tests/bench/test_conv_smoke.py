@@ -2,14 +2,8 @@
 frozen case list's size and sharding, and one shard at a tiny scale, ours (the
 host driver) and torch on the CPU in one run."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 from bench import conv_cases
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import bench_shard
 
 
 def test_conv_case_list_is_frozen_and_sharded():
@@ -23,14 +17,7 @@ def test_conv_case_list_is_frozen_and_sharded():
 
 
 def test_bench_conv_shard_tiny(tmp_path):
-    cmd = [sys.executable, "-m", "bench", "--suite", "conv", "--shard", "3/70"]
-    cmd += ["--impls", "ours,torch", "--torch-device", "cpu", "--scale", "1e-4"]
-    cmd += ["--small-calls", "1", "--out", str(tmp_path)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for impl in ("ours", "torch"):
-        lines = (tmp_path / f"{impl}.jsonl").read_text().splitlines()
-        rows = [r for r in map(json.loads, lines) if not r.get("meta")]
+    for impl, rows in bench_shard(tmp_path, "conv", "3/70").items():
         assert [r["op"] for r in rows] == ["conv_fwd", "conv_wgrad", "conv_dgrad"], rows
         for r in rows:
             assert "error" not in r and r["kernel_ms"] > 0, r

@@ -2,14 +2,8 @@
 case list, and one shard (a matrix product in two orientations and an attention case) at
 a tiny scale, ours (the host driver) and torch on the CPU in one run."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 from bench import transformer_cases
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import bench_shard
 
 
 def test_transformer_case_list_is_frozen():
@@ -21,14 +15,7 @@ def test_transformer_case_list_is_frozen():
 
 
 def test_bench_transformer_shard_tiny(tmp_path):
-    cmd = [sys.executable, "-m", "bench", "--suite", "transformer", "--shard", "2/13"]
-    cmd += ["--impls", "ours,torch", "--torch-device", "cpu", "--scale", "1e-4"]
-    cmd += ["--small-calls", "1", "--out", str(tmp_path)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for impl in ("ours", "torch"):
-        lines = (tmp_path / f"{impl}.jsonl").read_text().splitlines()
-        rows = [r for r in map(json.loads, lines) if not r.get("meta")]
+    for impl, rows in bench_shard(tmp_path, "transformer", "2/13").items():
         assert [r["op"] for r in rows] == ["linear_dgrad", "linear_wgrad", "sdpa_fwd_bwd"], rows
         for r in rows:
             assert "error" not in r and r["kernel_ms"] > 0 and r["flops"] > 0, r
