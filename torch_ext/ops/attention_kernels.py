@@ -134,22 +134,9 @@ def _attn_fwd_kernel(
         k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
         m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
         s = _scores(
-            q_t,
-            k_ptrs,
-            (cols < Lk)[None, :] & (rd < D)[:, None],
-            m_ptrs,
-            rm,
-            rn,
-            n0,
-            Lq,
-            Lk,
-            scale,
-            CAUSAL,
-            HAS_MASK,
-            BOOL_MASK,
-            UPCAST,
-            PRECISION,
-        )
+            q_t, k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], m_ptrs, rm, rn, n0, Lq, Lk,
+            scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+        )  # fmt: skip
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
         p = tl.exp(s - m_safe[:, None])
@@ -344,29 +331,9 @@ def _attn_bwd_kernel(
     if FOR_DQ:
         rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
         q_t, g_t, lse_t, dl_t = _query_tile(
-            q,
-            do,
-            lse,
-            delta,
-            b,
-            h,
-            bh,
-            rm,
-            rd,
-            rdv,
-            Lq,
-            D,
-            DV,
-            sqb,
-            sqh,
-            sql,
-            sqd,
-            sgb,
-            sgh,
-            sgl,
-            sgd,
-            UPCAST,
-        )
+            q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV, sqb, sqh, sql, sqd, sgb, sgh,
+            sgl, sgd, UPCAST,
+        )  # fmt: skip
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
         end = Lk
         if CAUSAL:
@@ -377,22 +344,9 @@ def _attn_bwd_kernel(
             k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
             m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
             s = _scores(
-                q_t,
-                k_ptrs,
-                (cols < Lk)[None, :] & (rd < D)[:, None],
-                m_ptrs,
-                rm,
-                rn,
-                n0,
-                Lq,
-                Lk,
-                scale,
-                CAUSAL,
-                HAS_MASK,
-                BOOL_MASK,
-                UPCAST,
-                PRECISION,
-            )
+                q_t, k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], m_ptrs, rm, rn, n0, Lq,
+                Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+            )  # fmt: skip
             p = tl.exp(s - lse_t[:, None])
             vT = tl.load(
                 v + b * svb + (h // G) * svh + cols[None, :] * svl + rdv[:, None] * svd,
@@ -480,47 +434,14 @@ def _kv_head_grads(
     for m0 in range(start, Lq, BLOCK_M):
         rm = m0 + tl.arange(0, BLOCK_M)
         q_t, g_t, lse_t, dl_t = _query_tile(
-            q,
-            do,
-            lse,
-            delta,
-            b,
-            h,
-            bh,
-            rm,
-            rd,
-            rdv,
-            Lq,
-            D,
-            DV,
-            sqb,
-            sqh,
-            sql,
-            sqd,
-            sgb,
-            sgh,
-            sgl,
-            sgd,
-            UPCAST,
-        )
+            q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV, sqb, sqh, sql, sqd, sgb, sgh,
+            sgl, sgd, UPCAST,
+        )  # fmt: skip
         m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
         s = _scores(
-            q_t,
-            k_ptrs,
-            kmask,
-            m_ptrs,
-            rm,
-            cols - pid * BLOCK_N,
-            pid * BLOCK_N,
-            Lq,
-            Lk,
-            scale,
-            CAUSAL,
-            HAS_MASK,
-            BOOL_MASK,
-            UPCAST,
-            PRECISION,
-        )
+            q_t, k_ptrs, kmask, m_ptrs, rm, cols - pid * BLOCK_N, pid * BLOCK_N, Lq, Lk, scale,
+            CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+        )  # fmt: skip
         p = tl.exp(s - lse_t[:, None])
         pd = p
         if DROPOUT:
