@@ -217,6 +217,49 @@ def max_pool2d_with_indices_out(
     write_back(indices, i_t)
 
 
+@triton.jit
+def _max_pool_backward_kernel(
+    g,
+    idx,
+    gin,
+    total,
+    H,
+    W,
+    OH,
+    OW,
+    KH,
+    KW,
+    sh,
+    sw,
+    ph,
+    pw,
+    dh,
+    dw,
+    ACC: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # Each input element gathers the gradients of the windows that cover it and chose it
+    # (their index is its own): one launch, no zero fill, no atomics, a fixed order.
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    plane, ih, iw = split3(e, H, W)
+    me = ih * W + iw
+    acc = tl.zeros((BLOCK,), ACC)
+    for k in range(0, KH * KW):
+        th = ih + ph - (k // KW) * dh
+        tw = iw + pw - (k % KW) * dw
+        oh = th // sh
+        ow = tw // sw
+        ok = (
+            mask & (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
+        )
+        o = plane * OH * OW + oh * OW + ow
+        chosen = tl.load(idx + o, mask=ok, other=-1)
+        v = tl.load(g + o, mask=ok & (chosen == me), other=0).to(ACC)
+        acc += v
+    store_masked(gin, e, acc, mask)
+
+
 @kernel("max_pool2d_with_indices_backward")
 def max_pool2d_with_indices_backward_out(
     grad_output: torch.Tensor,
@@ -229,17 +272,35 @@ def max_pool2d_with_indices_backward_out(
     indices: torch.Tensor,
     grad_input: torch.Tensor,
 ) -> None:
-    from ..copy import fill_
-    from ..index import _gather_scatter
-
-    planes = self.numel() // (self.shape[-2] * self.shape[-1]) if self.numel() else 0
-
+    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
+    dh, dw = _pair(dilation)
     gi = dense_out(grad_input)
-    fill_(gi, 0)
-    if grad_output.numel():
-        g2 = contiguous(grad_output).reshape(planes, -1)
-        i2 = contiguous(indices).reshape(planes, -1)
-        _gather_scatter(i2, g2, gi.view(planes, -1), 1, 2)  # add (fp16/bf16 via float32)
+    total = gi.numel()
+    if total:
+        H, W = self.shape[-2], self.shape[-1]
+        OH, OW = grad_output.shape[-2], grad_output.shape[-1]
+        launch(
+            _max_pool_backward_kernel,
+            (cdiv(total, block_for(total)),),
+            contiguous(grad_output),
+            contiguous(indices),
+            gi,
+            total,
+            H,
+            W,
+            OH,
+            OW,
+            kh,
+            kw,
+            sh,
+            sw,
+            ph,
+            pw,
+            dh,
+            dw,
+            ACC=tl_float_acc(gi.dtype),
+            BLOCK=block_for(total),
+        )
     write_back(grad_input, gi)
 
 
