@@ -96,7 +96,8 @@ def device_times(trace):
     return dict(table), {"busy_us": busy, "span_us": span, "kernels": len(kernels)}
 
 
-def _trace_events(prof):
+def trace_events(prof):
+    """The chrome-trace events of a finished torch.profiler run."""
     import os
     import tempfile
 
@@ -135,7 +136,7 @@ def census(workload, side, tiny=False, warmup=3, device_time=None):
             sync()
     table = count(prof.events(), side)
     if gpu and device_time is not None:
-        ops, summary = device_times(_trace_events(prof))
+        ops, summary = device_times(trace_events(prof))
         device_time.update(ops=ops, summary=summary)
     return table, sum(k for _, k in table.values())
 

@@ -124,7 +124,10 @@ def summarize(meta, rows):
     return table, summary
 
 
-NORM_OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "group_norm")
+REDUCTION_OPS = (
+    *("softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "group_norm"),
+    *("sum", "mean", "amax", "amin", "argmax", "cumsum", "prod"),
+)
 
 
 def category(row):
@@ -136,7 +139,7 @@ def category(row):
         return "conv"
     if row.get("matrix"):
         return "matmul"
-    if op in NORM_OPS or op in ("sum", "mean", "amax", "amin", "argmax", "cumsum", "prod"):
+    if op in REDUCTION_OPS:
         return "reduction/norm"
     return "pointwise"
 

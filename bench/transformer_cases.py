@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.cases import Case, _randn
+from bench.conv_cases import _scaled
 
 TOKENS = 4096
 # (model, K, N) of each weight, x: TOKENS x K, W: N x K (nn.Linear's layout)
@@ -42,10 +43,6 @@ ATTENTION = [
     (32, 128, 8192, 2),
 ]
 DROPOUT = 0.1
-
-
-def _scaled(v, scale, floor=1):
-    return max(floor, int(round(v * scale)))
 
 
 def _gemm_case(model, k, n, pas, dtype=torch.bfloat16):

@@ -61,19 +61,14 @@ def _profiled_step(step, device):
     the GPU, the time the GPU was busy with them in ms: the union of their intervals,
     bench/census.py's device_times). Busy time against the step's ms says whether the
     step waits on the GPU or on the host."""
-    import tempfile
-
     from torch.profiler import ProfilerActivity, profile
 
-    from bench.census import device_times
+    from bench.census import device_times, trace_events
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step()
         _sync(device)
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        prof.export_chrome_trace(f.name)
-        events = json.load(open(f.name))["traceEvents"]
-    _, summary = device_times(events)
+    _, summary = device_times(trace_events(prof))
     return summary["kernels"], summary["busy_us"] / 1e3
 
 

@@ -131,6 +131,18 @@ def _avg_pool_kernel(
 
 
 @triton.jit
+def _covering_window(ih, iw, k, KW, sh, sw, ph, pw, dh, dw, OH, OW):
+    """The output window (oh, ow) whose kernel offset k lands on input (ih, iw), and
+    whether there is one (the backward kernels' gather)."""
+    th = ih + ph - (k // KW) * dh
+    tw = iw + pw - (k % KW) * dw
+    oh = th // sh
+    ow = tw // sw
+    covers = (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
+    return oh, ow, covers
+
+
+@triton.jit
 def _avg_pool_backward_kernel(
     g,
     gin,
@@ -156,18 +168,24 @@ def _avg_pool_backward_kernel(
     plane, ih, iw = split3(e, H, W)
     acc = tl.zeros((BLOCK,), ACC)
     for k in range(0, KH * KW):
-        th = ih + ph - k // KW
-        tw = iw + pw - k % KW
-        oh = th // sh
-        ow = tw // sw
-        ok = (
-            mask & (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
-        )
+        oh, ow, covers = _covering_window(ih, iw, k, KW, sh, sw, ph, pw, 1, 1, OH, OW)
+        ok = mask & covers
         hs, ws, he, we, d = _avg_window(oh, ow, H, W, KH, KW, sh, sw, ph, pw, COUNT_PAD, divisor)
         inside = (ih >= hs) & (ih < he) & (iw >= ws) & (iw < we)
         v = tl.load(g + plane * OH * OW + oh * OW + ow, mask=ok & inside, other=0).to(ACC)
         acc += v / tl.maximum(d, 1).to(ACC)
     store_masked(gin, e, acc, mask)
+
+
+def _launch_max_pool(kern, tensors, total, hw, out_hw, kernel_size, stride, padding,
+                     dilation, dtype):  # fmt: skip
+    """One launch of a max-pool kernel over `total` elements: the tensors, then the
+    geometry both directions take (sizes, window, stride, padding, dilation)."""
+    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
+    dh, dw = _pair(dilation)
+    block = block_for(total)
+    launch(kern, (cdiv(total, block),), *tensors, total, *hw, *out_hw,
+           kh, kw, sh, sw, ph, pw, dh, dw, ACC=tl_float_acc(dtype), BLOCK=block)  # fmt: skip
 
 
 @kernel("max_pool2d_with_indices")
@@ -181,38 +199,13 @@ def max_pool2d_with_indices_out(
     out: torch.Tensor,
     indices: torch.Tensor,
 ) -> None:
-    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
-    dh, dw = _pair(dilation)
     x, H, W = as_planes(self)
-    OH, OW = out.shape[-2], out.shape[-1]
     total = out.numel()
     if total == 0:
         return
-
     o_t, i_t = dense_out(out), dense_out(indices)
-    block = block_for(total)
-    launch(
-        _max_pool_kernel,
-        (cdiv(total, block),),
-        x,
-        o_t,
-        i_t,
-        total,
-        H,
-        W,
-        OH,
-        OW,
-        kh,
-        kw,
-        sh,
-        sw,
-        ph,
-        pw,
-        dh,
-        dw,
-        ACC=tl_float_acc(x.dtype),
-        BLOCK=block,
-    )
+    _launch_max_pool(_max_pool_kernel, (x, o_t, i_t), total, (H, W), out.shape[-2:],
+                     kernel_size, stride, padding, dilation, x.dtype)  # fmt: skip
     write_back(out, o_t)
     write_back(indices, i_t)
 
@@ -246,13 +239,8 @@ def _max_pool_backward_kernel(
     me = ih * W + iw
     acc = tl.zeros((BLOCK,), ACC)
     for k in range(0, KH * KW):
-        th = ih + ph - (k // KW) * dh
-        tw = iw + pw - (k % KW) * dw
-        oh = th // sh
-        ow = tw // sw
-        ok = (
-            mask & (th >= 0) & (tw >= 0) & (oh * sh == th) & (ow * sw == tw) & (oh < OH) & (ow < OW)
-        )
+        oh, ow, covers = _covering_window(ih, iw, k, KW, sh, sw, ph, pw, dh, dw, OH, OW)
+        ok = mask & covers
         o = plane * OH * OW + oh * OW + ow
         chosen = tl.load(idx + o, mask=ok, other=-1)
         v = tl.load(g + o, mask=ok & (chosen == me), other=0).to(ACC)
@@ -272,35 +260,12 @@ def max_pool2d_with_indices_backward_out(
     indices: torch.Tensor,
     grad_input: torch.Tensor,
 ) -> None:
-    kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
-    dh, dw = _pair(dilation)
     gi = dense_out(grad_input)
-    total = gi.numel()
-    if total:
-        H, W = self.shape[-2], self.shape[-1]
-        OH, OW = grad_output.shape[-2], grad_output.shape[-1]
-        launch(
-            _max_pool_backward_kernel,
-            (cdiv(total, block_for(total)),),
-            contiguous(grad_output),
-            contiguous(indices),
-            gi,
-            total,
-            H,
-            W,
-            OH,
-            OW,
-            kh,
-            kw,
-            sh,
-            sw,
-            ph,
-            pw,
-            dh,
-            dw,
-            ACC=tl_float_acc(gi.dtype),
-            BLOCK=block_for(total),
-        )
+    if gi.numel():
+        g, idx = contiguous(grad_output), contiguous(indices)
+        _launch_max_pool(_max_pool_backward_kernel, (g, idx, gi), gi.numel(),
+                         self.shape[-2:], grad_output.shape[-2:], kernel_size, stride,
+                         padding, dilation, gi.dtype)  # fmt: skip
     write_back(grad_input, gi)
 
 
