@@ -55,44 +55,67 @@ def count(events, side):
     return dict(table)
 
 
-def device_times(trace):
+def _call_key(name, args):
+    """An op call's operands as the profiler recorded them (record_shapes=True)."""
+    parts = [name]
+    for field in ("Input Dims", "Input type", "Input Strides"):
+        if field in args:
+            parts.append(json.dumps(args[field], separators=(",", ":")))
+    return " ".join(parts)
+
+
+def device_times(trace, detail=None):
     """From a chrome trace's events: ({top-level aten op: [kernels, device µs]},
     {"busy_us", "span_us", "kernels"}). A kernel (cat "kernel") is matched by its
     correlation id to the launching runtime/driver call, and charged to the outermost
-    "cpu_op" named aten::* of the same thread whose range holds the launch."""
+    "cpu_op" named aten::* of the same thread whose range holds the launch. With
+    `detail` (a dict), also fills detail["calls"] ({op with its operands' sizes, dtypes
+    and strides: [kernels, device µs, calls]}) and detail["kernels"] ({kernel name:
+    [launches, device µs]}): which call of an op is the slow one, and in which kernel."""
     launches, kernels, ops = {}, [], collections.defaultdict(list)
     for e in trace:
         cat, args = e.get("cat", ""), e.get("args") or {}
         if cat == "kernel":
-            kernels.append((e["ts"], e.get("dur", 0), args.get("correlation")))
+            kernels.append((e["ts"], e.get("dur", 0), args.get("correlation"), e.get("name")))
         elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args:
             launches[args["correlation"]] = (e.get("tid"), e["ts"])
         elif cat == "cpu_op" and e.get("name", "").startswith("aten::"):
-            ops[e.get("tid")].append((e["ts"], e["ts"] + e.get("dur", 0), e["name"]))
+            key = _call_key(e["name"], args)
+            ops[e.get("tid")].append((e["ts"], e["ts"] + e.get("dur", 0), e["name"], key))
     for spans in ops.values():
         spans.sort(key=lambda s: (s[0], -s[1]))
     table = collections.defaultdict(lambda: [0, 0.0])
-    for ts, dur, corr in kernels:
-        top = "(outside aten ops)"
+    calls = collections.defaultdict(lambda: [0, 0.0, set()])
+    by_kernel = collections.defaultdict(lambda: [0, 0.0])
+    for ts, dur, corr, kname in kernels:
+        top, key, call = "(outside aten ops)", "(outside aten ops)", None
         if corr in launches:
             tid, at = launches[corr]
-            for start, end, name in ops.get(tid, ()):
+            for start, end, name, k in ops.get(tid, ()):
                 if start > at:
                     break
                 if at <= end:  # the first (outermost) range that holds the launch
-                    top = name
+                    top, key, call = name, k, (tid, start)
                     break
         table[top][0] += 1
         table[top][1] += dur
+        calls[key][0] += 1
+        calls[key][1] += dur
+        calls[key][2].add(call)
+        by_kernel[kname][0] += 1
+        by_kernel[kname][1] += dur
+    if detail is not None:
+        detail["calls"] = {k: [n, us, len(c)] for k, (n, us, c) in calls.items()}
+        detail["kernels"] = {k: v for k, v in by_kernel.items()}
     busy, end_ = 0.0, None
-    for ts, dur, _ in sorted(kernels):
+    for ts, dur, *_ in sorted(kernels):
         if end_ is None or ts >= end_:
             busy += dur
             end_ = ts + dur
         elif ts + dur > end_:
             busy += ts + dur - end_
             end_ = ts + dur
-    span = max(t + d for t, d, _ in kernels) - min(t for t, _, _ in kernels) if kernels else 0.0
+    span = max(k[0] + k[1] for k in kernels) - min(k[0] for k in kernels) if kernels else 0.0
     return dict(table), {"busy_us": busy, "span_us": span, "kernels": len(kernels)}
 
 
@@ -130,14 +153,15 @@ def census(workload, side, tiny=False, warmup=3, device_time=None):
     sync = getattr(getattr(torch, side, None), "synchronize", None)
     if sync:
         sync()
-    with profile(activities=activities) as prof:
+    with profile(activities=activities, record_shapes=gpu) as prof:
         run.step()
         if sync:
             sync()
     table = count(prof.events(), side)
     if gpu and device_time is not None:
-        ops, summary = device_times(trace_events(prof))
-        device_time.update(ops=ops, summary=summary)
+        detail = {}
+        ops, summary = device_times(trace_events(prof), detail)
+        device_time.update(ops=ops, summary=summary, **detail)
     return table, sum(k for _, k in table.values())
 
 
@@ -147,6 +171,7 @@ def main(argv=None):
     p.add_argument("--side", default="privateuseone", help="privateuseone or cuda")
     p.add_argument("--tiny", action="store_true", help="2-layer models (bench models --tiny)")
     p.add_argument("--json", default="", help="also write the table here")
+    p.add_argument("--top", type=int, default=40, help="rows of the heaviest calls and kernels")
     args = p.parse_args(argv)
     dt = {}
     table, total = census(args.workload, args.side, args.tiny, device_time=dt)
@@ -166,6 +191,12 @@ def main(argv=None):
         if kernels or ms:
             many = "  (more than one per call)" if kernels > calls > 0 else ""
             print(f"{kernels:8d} {calls:6d} {ms:10.3f}  {op}{many}")
+    for title, rows in (("calls", dt.get("calls", {})), ("kernels", dt.get("kernels", {}))):
+        top = sorted(rows.items(), key=lambda kv: -kv[1][1])[: args.top]
+        if top:
+            print(f"\nheaviest {title} (kernels, device ms, µs per kernel):")
+        for k, (n, us, *_) in top:
+            print(f"{n:8d} {us / 1e3:10.3f} {us / max(n, 1):9.1f}  {k}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workload": args.workload, "side": args.side, "total": total,

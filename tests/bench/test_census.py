@@ -27,7 +27,8 @@ def test_device_times_charge_kernels_to_the_op_that_launched_them():
     trace = [
         {"cat": "cpu_op", "name": "aten::linear", "tid": 1, "ts": 0, "dur": 100},
         {"cat": "cpu_op", "name": "aten::addmm", "tid": 1, "ts": 10, "dur": 50},
-        {"cat": "cpu_op", "name": "aten::softmax", "tid": 1, "ts": 120, "dur": 30},
+        {"cat": "cpu_op", "name": "aten::softmax", "tid": 1, "ts": 120, "dur": 30,
+         "args": {"Input Dims": [[4, 8], []], "Input Strides": [[1, 4], []]}},
         {"cat": "cpu_op", "name": "aten::mul", "tid": 2, "ts": 0, "dur": 500},  # other thread
         {"cat": "cuda_driver", "name": "cuLaunchKernel", "tid": 1, "ts": 20, "args": {"correlation": 7}},
         {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 130, "args": {"correlation": 8}},
@@ -36,7 +37,11 @@ def test_device_times_charge_kernels_to_the_op_that_launched_them():
         {"cat": "kernel", "name": "softmax", "ts": 60, "dur": 20, "args": {"correlation": 8}},
         {"cat": "kernel", "name": "stray", "ts": 300, "dur": 10, "args": {"correlation": 9}},
     ]  # fmt: skip
-    ops, summary = census.device_times(trace)
+    detail = {}
+    ops, summary = census.device_times(trace, detail)
+    assert detail["kernels"] == {"mm": [1, 40.0], "softmax": [1, 20.0], "stray": [1, 10.0]}
+    assert detail["calls"]["aten::linear"] == [1, 40.0, 1]
+    assert detail["calls"]["aten::softmax [[4,8],[]] [[1,4],[]]"] == [1, 20.0, 1]
     assert ops == {
         "aten::linear": [1, 40.0],
         "aten::softmax": [1, 20.0],

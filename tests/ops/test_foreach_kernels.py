@@ -323,3 +323,56 @@ def test_amp_update_scale(inf, tracker, device):
     rs, rt = torch.full((1,), 4.0), torch.full((1,), tracker, dtype=torch.int32)
     torch._amp_update_scale_(rs, rt, torch.full((1,), inf), 2.0, 0.5, 2)
     assert float(to_ref(scale)) == float(rs) and int(to_ref(tr)) == int(rt)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Blocks of 16 elements, 4 per chunk (the GPU's loop of blocks per program, at a
+    size the interpreter runs quickly): tensors of 1 to 13 blocks, partial chunks."""
+    spec = _multi_tensor.spec
+    monkeypatch.setattr(_multi_tensor, "block_for", lambda n: 16)
+    monkeypatch.setattr(
+        _multi_tensor,
+        "spec",
+        lambda name, *a: 4 if name == "multi_tensor_iters" else spec(name, *a),
+    )
+
+
+CHUNKED = [(1,), (16,), (17,), (63,), (64,), (65,), (13, 16), (3, 67)]
+
+
+def test_chunks_of_several_blocks(small_chunks, device):
+    torch.manual_seed(7)
+    xs, ys, zs = ([randn(s, torch.float32, device) for s in CHUNKED] for _ in range(3))
+    ref = [_ref(t) for t in (xs, ys, zs)]
+    KERNELS["foreach_addcmul__Scalar"](xs, ys, zs, 0.5)
+    torch._foreach_addcmul_(*ref, 0.5)
+    _close(xs, ref[0])
+    for ord in (2, 1, float("inf")):
+        _close(KERNELS["foreach_norm"](xs, ord, None), torch._foreach_norm(ref[0], ord))
+    _close(KERNELS["foreach_max"](ys), torch._foreach_max(ref[1]))
+    found = torch.zeros(1, device=device)
+    optim.amp_foreach_non_finite_check_and_unscale_(zs, found, torch.full((1,), 0.5, device=device))
+    rfound = torch.zeros(1)
+    torch._amp_foreach_non_finite_check_and_unscale_(ref[2], rfound, torch.full((1,), 0.5))
+    _close(zs, ref[2])
+    assert float(to_ref(found)) == 0.0
+    zs[-1][2, 66] = float("inf")  # the last element of the last chunk
+    optim.amp_foreach_non_finite_check_and_unscale_(zs, found, torch.full((1,), 1.0, device=device))
+    assert float(to_ref(found)) == 1.0
+
+
+def test_fused_adamw_in_chunks(small_chunks, device):
+    torch.manual_seed(8)
+    state = [
+        [randn(s, torch.float32, device, low=0.5, high=2.0) for s in CHUNKED] for _ in range(4)
+    ]
+    ref = [_ref(lst) for lst in state]
+    steps = [torch.full((), 2.0, device=device) for _ in CHUNKED]
+    optim.fused_adamw_(*state, [], steps, 0.01, 0.9, 0.99, 0.1, 1e-8, False, False, None, None)
+    torch._fused_adamw_(
+        *ref, [], [torch.full((), 2.0) for _ in CHUNKED], lr=0.01, beta1=0.9, beta2=0.99,
+        weight_decay=0.1, eps=1e-8, amsgrad=False, maximize=False,
+    )  # fmt: skip
+    for a, b in zip(state, ref):
+        _close(a, b, atol=1e-6, rtol=1e-5)

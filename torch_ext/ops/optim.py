@@ -33,6 +33,7 @@ from ._multi_tensor import (
     slots_for,
     acc_dtype,
     run_pointwise,
+    chunk_loop,
     slot_args,
 )
 from ._declare import kernel
@@ -328,18 +329,18 @@ def fused_sgd_(
 
 @functools.lru_cache(maxsize=None)
 def _unscale_kernel(k):
-    params, no_spec = signature(["l0"], ["found", "inv"], k, ["BLOCK"])
-    lines = slot_select(["l0"], k) + [
-        "offs = (pid - start).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
-        "mask = offs < n",
-        "x = tl.load(sel_l0 + offs, mask=mask, other=0)",
-        "if x.dtype != tl.float64:",
-        "    x = x.to(tl.float32)",
-        "bad = mask & ((x != x) | (tl.abs(x) == float('inf')))",
-        "s = tl.load(inv + offs * 0, mask=mask, other=1)",
-        "tl.store(sel_l0 + offs, (x * s).to(sel_l0.dtype.element_ty), mask=mask)",
-        "tl.store(found + offs * 0, tl.full(offs.shape, 1.0, tl.float32), mask=bad)",
-    ]
+    params, no_spec = signature(["l0"], ["found", "inv"], k, ["BLOCK", "ITERS"])
+    lines = slot_select(["l0"], k) + chunk_loop(
+        [
+            "x = tl.load(sel_l0 + offs, mask=mask, other=0)",
+            "if x.dtype != tl.float64:",
+            "    x = x.to(tl.float32)",
+            "bad = mask & ((x != x) | (tl.abs(x) == float('inf')))",
+            "s = tl.load(inv + offs * 0, mask=mask, other=1)",
+            "tl.store(sel_l0 + offs, (x * s).to(sel_l0.dtype.element_ty), mask=mask)",
+            "tl.store(found + offs * 0, tl.full(offs.shape, 1.0, tl.float32), mask=bad)",
+        ]
+    )
     src = module_source("", "", "multi_tensor_amp_unscale", params, no_spec, lines)
     return load_generated(src, "amp_unscale").multi_tensor_amp_unscale
 
@@ -379,9 +380,9 @@ def amp_foreach_non_finite_check_and_unscale_(
         ts = [self[i] for i in idx]
         dense = [t if t.is_contiguous() else t.contiguous() for t in ts]
         for chunk in chunks(len(dense), k):
-            args, sizes, starts, block, total = slot_args([dense], chunk, k)
+            args, sizes, starts, meta, total = slot_args([dense], chunk, k)
             if total:
-                launch(kern, (total,), *args, *sizes, *starts, found_inf, inv_scale, BLOCK=block)
+                launch(kern, (total,), *args, *sizes, *starts, found_inf, inv_scale, **meta)
         for t, d in zip(ts, dense):
             if t is not d:
                 t.copy_(d)

@@ -18,6 +18,11 @@ def multi_tensor_slots(n_lists: int) -> int:
     return 8
 
 
+def multi_tensor_iters() -> int:
+    # Blocks per multi-tensor program: one (a block is already up to 64Ki elements).
+    return 1
+
+
 def reduction_block(n: int) -> int:
     return 1 << 14
 
