@@ -4,6 +4,8 @@
 // composite op needs its own autograd kernel: this one, in C++, so that a
 // call costs no Python (the fused kernels replay from launch plans).
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
@@ -67,6 +69,13 @@ struct RmsNorm : public torch::autograd::Function<RmsNorm> {
 
 at::Tensor rms_norm_autograd(const at::Tensor& x, c10::SymIntArrayRef shape,
                              const std::optional<at::Tensor>& weight, std::optional<double> eps) {
+  const bool weight_grad = weight.has_value() && weight->defined() && weight->requires_grad();
+  if (!at::GradMode::is_enabled() || !(x.requires_grad() || weight_grad)) {
+    // Nothing to differentiate (inference, no_grad): the fused forward alone, without
+    // an autograd node and its saved tensors (half of the op's host cost per call).
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return std::get<0>(fused_forward(x, C10_AS_INTARRAYREF_SLOW(shape), weight, eps));
+  }
   return RmsNorm::apply(x, C10_AS_INTARRAYREF_SLOW(shape), weight, eps);
 }
 

@@ -110,14 +110,19 @@ namespace {
 void pointwise_python(at::TensorIteratorBase& iter, const char* name, std::vector<Arg> extra) {
   if (iter.numel() == 0) return;
   const plan::CallScope scope(&iter);  // its views are this iterator's operands
-  const auto shape = iter.shape();
+  // TensorIterator orders its dimensions fastest-moving first; the views (and the
+  // kernels, whose last dimension is the fastest) take them in the reverse order, the
+  // memory's: else a broadcast or transposed operand's threads read a row apart.
+  const auto ishape = iter.shape();
+  const std::vector<int64_t> shape(ishape.rbegin(), ishape.rend());
   auto operand = [&](int i) -> c10::IValue {
     if (iter.is_cpu_scalar(i)) return c10::IValue(at::Tensor(iter.tensor_base(i)).item());
     const at::TensorBase& base = iter.tensor_base(i);
     const auto itemsize = static_cast<int64_t>(c10::elementSize(iter.dtype(i)));
+    const auto istrides = iter.strides(i);
     std::vector<int64_t> strides;
     strides.reserve(shape.size());
-    for (auto s : iter.strides(i)) strides.push_back(s / itemsize);
+    for (auto s = istrides.rbegin(); s != istrides.rend(); ++s) strides.push_back(*s / itemsize);
     const auto* start = static_cast<const char*>(base.storage().data());
     const int64_t offset = (static_cast<const char*>(iter.data_ptr(i)) - start) / itemsize;
     at::Tensor view = at::empty({0}, base.options().dtype(iter.dtype(i)));

@@ -25,8 +25,10 @@ namespace detail {
 std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
   const int n = iter.ntensors();
   std::vector<int64_t> vars(static_cast<size_t>(n) * kVarsPerOperand, 0);
+  // In the views' order (Launcher.cpp pointwise_python): the iterator's, reversed.
   const auto shape = iter.shape();
-  const int64_t dims = std::min<int64_t>(static_cast<int64_t>(shape.size()), kVarDims);
+  const auto nd = static_cast<int64_t>(shape.size());
+  const int64_t dims = std::min<int64_t>(nd, kVarDims);
   for (int i = 0; i < n; ++i) {
     if (iter.is_cpu_scalar(i)) {
       if (scalar_is_variable(iter.dtype(i))) {
@@ -37,8 +39,8 @@ std::vector<int64_t> iterator_vars(at::TensorIteratorBase& iter) {
     const auto item = static_cast<int64_t>(c10::elementSize(iter.dtype(i)));
     const auto strides = iter.strides(i);
     for (int64_t d = 0; d < dims; ++d) {
-      vars[i * kVarsPerOperand + d] = shape[d];
-      vars[i * kVarsPerOperand + kVarDims + d] = strides[d] / item;
+      vars[i * kVarsPerOperand + d] = shape[nd - 1 - d];
+      vars[i * kVarsPerOperand + kVarDims + d] = strides[nd - 1 - d] / item;
     }
   }
   return vars;

@@ -35,3 +35,19 @@ def test_rms_norm_inference_mode_uses_the_fused_forward():
         y = torch.nn.functional.rms_norm(x.to(DEV), (32,))
     assert calls.get("aten::rms_norm") == 1 and "aten::rsqrt" not in calls, calls
     torch.testing.assert_close(y.cpu(), torch.nn.functional.rms_norm(x, (32,)))
+
+
+def test_rms_norm_without_gradients_builds_no_graph():
+    """No input needs a gradient (torch.no_grad with a module's weight, or plain tensors):
+    the fused forward alone, its result right and without a grad_fn."""
+    x, w = torch.randn(4, 32), torch.randn(32)
+    wd = w.to(DEV).requires_grad_()
+    with torch.no_grad():
+        y = torch.nn.functional.rms_norm(x.to(DEV), (32,), wd)
+    assert y.grad_fn is None and not y.requires_grad
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.rms_norm(x, (32,), w))
+    y = torch.nn.functional.rms_norm(x.to(DEV), (32,), w.to(DEV))
+    assert y.grad_fn is None
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.rms_norm(x, (32,), w))
+    y = torch.nn.functional.rms_norm(x.to(DEV), (32,), wd)  # the weight wants one
+    assert y.grad_fn is not None

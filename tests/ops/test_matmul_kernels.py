@@ -93,3 +93,30 @@ def test_misaligned_operands_padded(layout, dtype, device, monkeypatch):
     before = _launch.launches()
     blas.mm_out(a16, randn((16, 16), dtype, device), out16)
     assert _launch.launches() - before == 1
+
+
+@pytest.mark.parametrize("split", [2, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_split_k(split, dtype, device, monkeypatch):
+    """Split-K (the GPU's choice for few output tiles and a long K, forced here): each
+    split's partial tile, summed by the last program to arrive in a fixed order. Uneven
+    splits (an empty one included), a bias, transposed operands, the counters re-armed
+    for the next call, and the same bits every time."""
+    spec = blas.spec
+    monkeypatch.setattr(
+        blas, "spec", lambda name, *a: split if name == "mm_split_k" else spec(name, *a)
+    )
+    a = randn((300, 20), dtype, device).t()  # (20, 300): a weight gradient's layout
+    b = randn((300, 36), dtype, device)
+    bias = randn((36,), dtype, device)
+    out = torch.empty(20, 36, dtype=dtype, device=device)
+    ref = 0.5 * to_ref(bias) + 2.0 * to_ref(a) @ to_ref(b)
+    first = None
+    for _ in range(3):
+        blas.addmm_out(bias, a, b, 0.5, 2.0, out)
+        assert_close(out, ref.to(dtype), dtype, reduce_dim=300)
+        first = out.clone() if first is None else first
+        assert torch.equal(to_ref(out), to_ref(first))
+    assert int(to_ref(blas._arrival_counters(out.device)).abs().sum()) == 0  # re-armed
+    blas.mm_out(a, b, out)
+    assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=300)

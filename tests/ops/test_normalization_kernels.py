@@ -95,3 +95,37 @@ def test_rms_norm(dtype, device):
     gx, gw = norm.rms_norm_bwd(g, x, [64], rstd, w, [True, True])
     assert_close(gx, dx.to(dtype), dtype, reduce_dim=4)
     assert_close(gw, dw.to(dtype), dtype, reduce_dim=9)
+
+
+@pytest.mark.parametrize("mask", [[True, True, True], [True, False, False], [False, True, True]])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_norm_backward_programs_over_row_blocks(mask, dtype, device, monkeypatch):
+    """The GPU's layout of the layer/RMS norm backward, forced at a small size: blocks of
+    4 rows, 3 programs each taking every third block (8 blocks: uneven), per-program
+    weight/bias partials added up by a second launch."""
+    spec = norm.spec
+    forced = {"norm_backward_programs": 3, "reduction_block": 512}
+    monkeypatch.setattr(norm, "spec", lambda name, *a: forced.get(name) or spec(name, *a))
+    x = randn((6, 5, 72), dtype, device)
+    w, b = randn((72,), dtype, device), randn((72,), dtype, device)
+    g = randn((6, 5, 72), dtype, device)
+    _, rmean, rrstd = torch.native_layer_norm(to_ref(x), [72], to_ref(w), to_ref(b), 1e-5)
+    got = norm.native_layer_norm_backward(
+        g, x, [72], rmean.float().to(device), rrstd.float().to(device), w, b, mask
+    )
+    ref = torch.ops.aten.native_layer_norm_backward(
+        to_ref(g), to_ref(x), [72], rmean, rrstd, to_ref(w), to_ref(b), mask
+    )
+    for a, r, n in zip(got, ref, (72, 30, 30)):
+        assert (a is None) == (r is None)
+        if r is not None:
+            assert_close(a, r.to(dtype), dtype, reduce_dim=n)
+    xr, wr = to_ref(x).requires_grad_(), to_ref(w).requires_grad_()
+    out = F.rms_norm(xr, [72], wr, 1e-6)
+    _, rstd = norm.rms_norm_fwd(x, [72], w, 1e-6)
+    gx, gw = norm.rms_norm_bwd(g, x, [72], rstd, w, mask[:2])
+    dx, dw = torch.autograd.grad(out, (xr, wr), to_ref(g))
+    if mask[0]:
+        assert_close(gx, dx.to(dtype), dtype, reduce_dim=4)
+    if mask[1]:
+        assert_close(gw, dw.to(dtype), dtype, reduce_dim=30)

@@ -13,7 +13,14 @@ from helpers import assert_kernel_close as assert_close
 from helpers import randn
 
 
-def test_masked_fill_cat_flip(device):
+@pytest.fixture(params=["int32", "int64"])
+def cat_index(request, monkeypatch):
+    """cat's coordinates in int32 (where offsets fit) and, forced, in int64."""
+    if request.param == "int64":
+        monkeypatch.setattr(shape, "INT32_LIMIT", 1)
+
+
+def test_masked_fill_cat_flip(device, cat_index):
     x = randn((5, 6), torch.float32, device)
     m = (torch.randn(6) > 0).to(device)
     assert_close(I.masked_fill(x, m, -1.5), x.cpu().masked_fill(m.cpu(), -1.5))

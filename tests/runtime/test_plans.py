@@ -216,6 +216,35 @@ def test_bounds_errors_still_raised_after_warm_calls():
         torch.privateuseone.synchronize()
 
 
+def test_bounds_errors_reported_late_from_a_replayed_launch(monkeypatch):
+    """The GPU's way (ops/_bounds.py, deferred): the flags come back by an asynchronous
+    copy of the ring and of the plans' slots, and a later checked op raises. A replayed
+    launch writes its plan's own slot past the ring: the copy must take it."""
+    from torch_ext.ops import _bounds
+
+    init = _bounds._Ring.__init__
+
+    def deferred(self, device):
+        init(self, device)
+        self.deferred = True
+
+    monkeypatch.setattr(_bounds, "_rings", {})
+    monkeypatch.setattr(_bounds._Ring, "__init__", deferred)
+    w = torch.randn(10, 4).to(DEVICE)
+    good = torch.tensor([1, 2, 3]).to(DEVICE)
+    for _ in range(3):
+        F.embedding(good, w)
+    ring = _bounds._ring(w.device)
+    assert ring.deferred and ring.pinned > 0  # the plan took a slot of its own
+    bad = torch.tensor([1, 12, 3]).to(DEVICE)
+    with pytest.raises(IndexError, match="index 12 is out of bounds.*earlier launch"):
+        F.embedding(bad, w)  # replayed; raised by its own poll or by a later op's
+        for _ in range(50):  # each polls the copy the one before started
+            F.embedding(good, w)
+    torch.privateuseone.synchronize()  # reported once
+    assert F.embedding(good, w).cpu().equal(w.cpu()[[1, 2, 3]])
+
+
 def test_host_reads_keep_the_call_on_python():
     x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to(DEVICE)
     for _ in range(3):

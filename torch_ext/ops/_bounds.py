@@ -54,7 +54,8 @@ class _Ring:
         # or torch.cuda tensors, as tests/ops uses, are read at once).
         self.deferred = device.type == "privateuseone" and _driver() != "host"
         self.host = None  # pinned copy of flags (deferred)
-        self.event = None  # set while a copy is in flight
+        self.event = None  # recorded after each copy
+        self.copied = 0  # rows of the copy in flight (0: none)
 
     def take(self, exc, message):
         if _launch.recording():
@@ -82,23 +83,27 @@ class _Ring:
         raise exc(message.format(int(values[bad[0], 1])) + note)
 
     def poll(self, wait):
-        """cuda: examines a finished copy, then starts the next one."""
-        if self.event is not None:
+        """cuda: examines a finished copy, then starts the next one. A copy takes the
+        ring and the plans' slots taken so far, not the whole table: 147 KB copied
+        back per indexing op made index_select 3.8x torch's cost per call (H200)."""
+        if self.copied:
             if not wait and not self.event.query():
                 return
             self.event.synchronize()
-            self.event = None
-            self.report(self.host, late=True)
+            n, self.copied = self.copied, 0  # reported once, though report raises
+            self.report(self.host[:n], late=True)
         if self.host is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # pin_memory(device) is deprecated, not replaced
                 self.host = torch.empty(RING + PINNED, 2, dtype=torch.long).pin_memory(
                     self.flags.device
                 )
-        if not wait:
-            self.host.copy_(self.flags, non_blocking=True)
             self.event = torch.privateuseone.Event()
+        if not wait:
+            n = RING + self.pinned
+            self.host[:n].copy_(self.flags[:n], non_blocking=True)
             self.event.record()
+            self.copied = n
 
 
 _rings = {}

@@ -299,6 +299,12 @@ def numel(t: torch.Tensor) -> int:
     return math.prod(sizes(t))
 
 
+def max_offset(t: torch.Tensor) -> int:
+    """The farthest element t's view reaches from its first, in elements (whether its
+    offsets need 64-bit arithmetic)."""
+    return sum((s - 1) * abs(st) for s, st in zip(sizes(t), strides(t)))
+
+
 def expand_strides(t: torch.Tensor, shape) -> tuple:
     """Strides of t broadcast to `shape` (0 where t's dimension is broadcast)."""
     own, st = sizes(t), strides(t)

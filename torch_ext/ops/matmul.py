@@ -18,7 +18,7 @@ import torch
 
 from ._common import tl_float_acc
 from ..backends import spec
-from ._launch import cdiv, launch, pow2_at_most
+from ._launch import cdiv, launch, paused, persistent, pow2_at_most
 from ._symbolic import empty, expand_strides, numel, sizes, strides
 from ._declare import Scalar, kernel
 from ._common import sized_like
@@ -91,11 +91,30 @@ def vdot_out(self: torch.Tensor, other: torch.Tensor, out: torch.Tensor) -> torc
 
 
 @triton.jit
+def _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha,
+              beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr):  # fmt: skip
+    acc = acc * alpha
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    if HAS_BIAS:
+        x = tl.load(
+            bias + batch * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=cmask, other=0
+        ).to(ACC)
+        acc += beta * x
+    tl.store(
+        c + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn,
+        acc.to(c.dtype.element_ty),
+        mask=cmask,
+    )
+
+
+@triton.jit
 def _mm_kernel(
     a,
     b,
     c,
     bias,
+    ws,
+    arrivals,
     M,
     N,
     K,
@@ -122,6 +141,7 @@ def _mm_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    SPLIT: tl.constexpr,
 ):
     # Grouped order: GROUP_M row tiles share their column tiles in L2.
     pid = tl.program_id(0)
@@ -136,39 +156,83 @@ def _mm_kernel(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
+    # Split-K (one matrix, axis 2 of the grid): this program's run of K.
+    k_lo = pid * 0
+    k_hi = K
+    if SPLIT > 1:
+        per = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K
+        k_lo = tl.program_id(2) * per
+        k_hi = tl.minimum(K, k_lo + per)
     # Rows and columns past the edge read row/column (i mod size), in bounds:
     # the loads need no mask there (their results are never stored).
     ra = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
     rb = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
-    a_ptr = a + batch * s_ab + ra[:, None].to(tl.int64) * s_am + rk[None, :] * s_ak
-    b_ptr = b + batch * s_bb + rb[None, :].to(tl.int64) * s_bn + rk[:, None] * s_bk
+    a_ptr = a + batch * s_ab + ra[:, None].to(tl.int64) * s_am + (k_lo + rk[None, :]) * s_ak
+    b_ptr = b + batch * s_bb + rb[None, :].to(tl.int64) * s_bn + (k_lo + rk[:, None]) * s_bk
     acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         if EVEN_K:
             at = tl.load(a_ptr)
             bt = tl.load(b_ptr)
         else:
             k = k0 + rk
-            at = tl.load(a_ptr, mask=k[None, :] < K, other=0)
-            bt = tl.load(b_ptr, mask=k[:, None] < K, other=0)
+            at = tl.load(a_ptr, mask=k[None, :] < k_hi, other=0)
+            bt = tl.load(b_ptr, mask=k[:, None] < k_hi, other=0)
         a_ptr += BLOCK_K * s_ak
         b_ptr += BLOCK_K * s_bk
         if UPCAST:
             at = at.to(tl.float32)
             bt = bt.to(tl.float32)
         acc += tl.dot(at, bt, input_precision=PRECISION, out_dtype=ACC)
-    acc = acc * alpha
-    cmask = (rm[:, None] < M) & (rn[None, :] < N)
-    if HAS_BIAS:
-        x = tl.load(
-            bias + batch * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=cmask, other=0
-        ).to(ACC)
-        acc += beta * x
-    tl.store(
-        c + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn,
-        acc.to(c.dtype.element_ty),
-        mask=cmask,
-    )
+    if SPLIT > 1:
+        # Each split stores its partial tile; the last to arrive sums them in split
+        # order (deterministic), stores the result and re-arms the tile's counter.
+        tiles = tl.num_programs(0)
+        tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        own = (tl.program_id(2) * tiles + pid).to(tl.int64) * (BLOCK_M * BLOCK_N)
+        tl.store(ws + own + tile, acc)
+        tl.debug_barrier()  # every warp's partial is written before the arrival
+        if tl.atomic_add(arrivals + pid, 1) == SPLIT - 1:
+            tl.debug_barrier()
+            acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+            for s in range(SPLIT):
+                part = (s * tiles + pid).to(tl.int64) * (BLOCK_M * BLOCK_N)
+                acc += tl.load(ws + part + tile, cache_modifier=".cg")
+            tl.atomic_xchg(arrivals + pid, 0)
+            _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
+                      alpha, beta, HAS_BIAS, ACC)  # fmt: skip
+    else:
+        _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha,
+                  beta, HAS_BIAS, ACC)  # fmt: skip
+
+
+# Split-K's arrival counters, one per output tile, zero between launches (the last
+# program of a tile re-arms its counter): per device, outliving every launch plan.
+ARRIVALS = 1 << 14
+_arrivals = {}
+
+
+def _arrival_counters(device):
+    t = _arrivals.get(device)
+    if t is None:
+        with paused():  # not part of the op being recorded, if any
+            t = _arrivals[device] = torch.zeros(ARRIVALS, dtype=torch.int32, device=device)
+        if t.device.type == "privateuseone":
+            persistent(t)
+    return t
+
+
+def _acc_torch(dtype):
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _split_k(M, N, K, bm, bn, Bt):
+    """Splits of K for one matrix whose output tiles would leave most of the GPU idle
+    (a weight gradient: M x N small, K = the tokens): the driver's choice, 1 = none."""
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    if Bt != 1 or tiles > ARRIVALS:
+        return 1
+    return spec("mm_split_k", tiles, K) or 1
 
 
 def _check_dtype(dtype):
@@ -292,14 +356,22 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
     has_bias = bias is not None and beta != 0
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
-    grid = (cdiv(M, bm) * cdiv(N, bn), Bt)
+    split = _split_k(M, N, K, bm, bn, Bt)
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    if split > 1:
+        ws = empty((split * tiles * bm * bn,), _acc_torch(a.dtype), a.device)
+        arrivals = _arrival_counters(a.device)
+    else:
+        ws, arrivals = c, c
     launch(
         _mm_kernel,
-        grid,
+        (tiles, Bt, split),
         a,
         b,
         c,
         x,
+        ws,
+        arrivals,
         M,
         N,
         K,
@@ -313,7 +385,8 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         ACC=acc,
         PRECISION=precision,
         UPCAST=upcast,
-        EVEN_K=K % bk == 0,
+        EVEN_K=K % (bk * split) == 0,
+        SPLIT=split,
         GROUP_M=8,
         BLOCK_M=bm,
         BLOCK_N=bn,

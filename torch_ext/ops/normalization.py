@@ -150,6 +150,66 @@ def _norm_bwd_dx_kernel(
 
 
 @triton.jit
+def _norm_bwd_row_kernel(
+    dy,
+    x,
+    w,
+    mean_in,
+    rstd_in,
+    dx,
+    pw,
+    pb,
+    M,
+    D,
+    HAS_W: tl.constexpr,
+    RMS: tl.constexpr,
+    PARTIALS: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    # Layer/RMS norm backward for rows that fit one tile (D <= BLOCK_N): dy and x read
+    # once; each program takes every num_programs-th block of rows and, with PARTIALS,
+    # also sums its rows' dw = dy * xhat and db = dy into row `pid` of pw and pb (a
+    # second kernel adds those rows up: no column-sum pass over the whole input).
+    pid = tl.program_id(0)
+    c = tl.arange(0, BLOCK_N)
+    cmask = c < D
+    if HAS_W:
+        wv = tl.load(w + c, mask=cmask, other=0).to(ACC)
+    aw = tl.zeros((BLOCK_N,), ACC)
+    ab = tl.zeros((BLOCK_N,), ACC)
+    for rb in range(pid, tl.cdiv(M, BLOCK_M), tl.num_programs(0)):
+        row = rb * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
+        rmask = row < M
+        m = rmask[:, None] & cmask[None, :]
+        offs = row[:, None] * D + c[None, :]
+        rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
+        xv = tl.load(x + offs, mask=m, other=0).to(ACC)
+        if RMS:
+            xhat = xv * rstd[:, None]
+        else:
+            mean = tl.load(mean_in + row, mask=rmask, other=0).to(ACC)
+            xhat = tl.where(m, (xv - mean[:, None]) * rstd[:, None], 0)
+        g0 = tl.load(dy + offs, mask=m, other=0).to(ACC)
+        g = g0
+        if HAS_W:
+            g = g0 * wv[None, :]
+        c1 = tl.sum(g * xhat, 1) / D
+        if RMS:
+            d = (g - xhat * c1[:, None]) * rstd[:, None]
+        else:
+            d = (g - xhat * c1[:, None] - (tl.sum(g, 1) / D)[:, None]) * rstd[:, None]
+        tl.store(dx + offs, d.to(dx.dtype.element_ty), mask=m)
+        if PARTIALS:
+            aw += tl.sum(g0 * xhat, 0)
+            ab += tl.sum(g0, 0)
+    if PARTIALS:
+        tl.store(pw + pid * D + c, aw, mask=cmask)
+        tl.store(pb + pid * D + c, ab, mask=cmask)
+
+
+@triton.jit
 def _norm_bwd_dw_kernel(
     dy,
     x,
@@ -160,11 +220,13 @@ def _norm_bwd_dw_kernel(
     M,
     D,
     RMS: tl.constexpr,
+    PARTIALS: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
-    # Column sums over rows (layer/rms norm): dw = sum dy * xhat, db = sum dy.
+    # Column sums over rows (layer/rms norm): dw = sum dy * xhat, db = sum dy; with
+    # PARTIALS, the sums of _norm_bwd_row_kernel's M rows of partials (dy: dw's, x: db's).
     c = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     cmask = c < D
     aw = tl.zeros((BLOCK_M, BLOCK_N), ACC)
@@ -175,14 +237,18 @@ def _norm_bwd_dw_kernel(
         m = rmask[:, None] & cmask[None, :]
         offs = row[:, None].to(tl.int64) * D + c[None, :]
         g = tl.load(dy + offs, mask=m, other=0).to(ACC)
-        rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
-        if RMS:
-            mean = tl.zeros((BLOCK_M,), ACC)
+        if PARTIALS:
+            aw += g
+            ab += tl.load(x + offs, mask=m, other=0).to(ACC)
         else:
-            mean = tl.load(mean_in + row, mask=rmask, other=0).to(ACC)
-        xhat = (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None]
-        aw += g * xhat
-        ab += g
+            rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
+            if RMS:
+                mean = tl.zeros((BLOCK_M,), ACC)
+            else:
+                mean = tl.load(mean_in + row, mask=rmask, other=0).to(ACC)
+            xhat = (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None]
+            aw += g * xhat
+            ab += g
     tl.store(dw + c, tl.sum(aw, 0).to(dw.dtype.element_ty), mask=cmask)
     if db is not None:
         tl.store(db + c, tl.sum(ab, 0).to(db.dtype.element_ty), mask=cmask)
@@ -250,7 +316,7 @@ def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
     )
 
 
-def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
+def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db, partials=False):
     bn = min(next_pow2(max(D, 1)), 64)
     budget = spec("reduction_block", M) or 4096
     bm = pow2_at_most(max(M, 1), max(1, budget // bn))
@@ -266,10 +332,57 @@ def _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db):
         M,
         D,
         RMS=rms,
+        PARTIALS=partials,
         ACC=tl_float_acc(x.dtype),
         BLOCK_M=bm,
         BLOCK_N=bn,
     )
+
+
+def _norm_backward(dy, x, w, mean, rstd, M, D, rms, dx, dw, db):
+    """Layer/RMS norm backward: dx (when given) and dw/db (when given). Rows of one tile
+    take _norm_bwd_row_kernel (one read of dy and x; dw/db from its per-program partials,
+    two launches in all); wider rows the two-pass dx kernel and a column-sum dw kernel."""
+    if M == 0:
+        for t in (dw, db):
+            if t is not None:
+                t.zero_()
+        return
+    bm, bn = _row_blocks(M, D)
+    if dx is None or D > bn:
+        if dx is not None:
+            _norm_dx(dy, x, w, mean, rstd, M, D, 1, D, 1, rms, dx)
+        if dw is not None:
+            _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db)
+        return
+    blocks = cdiv(M, bm)
+    programs = min(blocks, spec("norm_backward_programs") or blocks)
+    acc = tl_float_acc(x.dtype)
+    stat = torch.float64 if acc == tl.float64 else torch.float32
+    pw = empty((programs, D), stat, x.device) if dw is not None else dx
+    pb = empty((programs, D), stat, x.device) if dw is not None else dx
+    launch(
+        _norm_bwd_row_kernel,
+        (programs,),
+        dy,
+        x,
+        w if w is not None else x,
+        mean if mean is not None else rstd,
+        rstd,
+        dx,
+        pw,
+        pb,
+        M,
+        D,
+        HAS_W=w is not None,
+        RMS=rms,
+        PARTIALS=dw is not None,
+        ACC=acc,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+    )
+    if dw is not None:
+        _norm_dw(pw, pb, None, rstd, programs, D, rms, dw, db, partials=True)
 
 
 def _split(x, normalized_shape):
@@ -319,17 +432,15 @@ def native_layer_norm_backward(
     dy = contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)
     w = contiguous(weight) if weight is not None else None
-    dx = dw = db = None
-    if output_mask[0]:
-        dx = empty(sizes(x), x.dtype, x.device)
-        _norm_dx(dy, x, w, mean, rstd, M, D, 1, D, 1, False, dx)
+    dx = empty(sizes(x), x.dtype, x.device) if output_mask[0] else None
+    dw_t = db_t = None
     if output_mask[1] or output_mask[2]:
         pdt = weight.dtype if weight is not None else x.dtype
         dw_t = torch.empty(normalized_shape, dtype=pdt, device=x.device)
         db_t = torch.empty(normalized_shape, dtype=pdt, device=x.device)
-        _norm_dw(dy, x, mean, rstd, M, D, False, dw_t, db_t)
-        dw = dw_t if output_mask[1] else None
-        db = db_t if output_mask[2] else None
+    _norm_backward(dy, x, w, mean, rstd, M, D, False, dx, dw_t, db_t)
+    dw = dw_t if output_mask[1] else None
+    db = db_t if output_mask[2] else None
     return dx, dw, db
 
 
@@ -365,11 +476,9 @@ def rms_norm_bwd(
     dy = contiguous(grad_out)
     _, M, D = _split(x, normalized_shape)
     w = contiguous(weight) if weight is not None else None
-    dx = dw = None
-    if output_mask[0]:
-        dx = empty(sizes(x), x.dtype, x.device)
-        _norm_dx(dy, x, w, None, rstd, M, D, 1, D, 1, True, dx)
+    dx = empty(sizes(x), x.dtype, x.device) if output_mask[0] else None
+    dw = None
     if output_mask[1] and weight is not None:
         dw = torch.empty(normalized_shape, dtype=weight.dtype, device=x.device)
-        _norm_dw(dy, x, None, rstd, M, D, True, dw, None)
+    _norm_backward(dy, x, w, None, rstd, M, D, True, dx, dw, None)
     return dx, dw

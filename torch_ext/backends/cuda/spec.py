@@ -137,6 +137,24 @@ def mm_config(m: int, n: int, k: int, dtype: Any, layout: str = "nn") -> Optiona
     return 128, 256, 64, 8, 3 if layout == "nn" else 4
 
 
+def mm_split_k(tiles: int, k: int) -> Optional[int]:
+    """Splits of K for a matrix product of `tiles` output tiles: one wave of programs
+    where the tiles alone would fill less than half the multiprocessors and K is long
+    (the weight gradients of a linear layer: Llama's 256 x 1024 key projection over
+    4096 tokens was 8 tiles, 53 TFLOP/s on an H200). Each split keeps >= 256 of K."""
+    sms = _sm_count()
+    if tiles * 2 > sms or k < 1024:
+        return None
+    return min(sms // tiles, 16, k // 256)
+
+
+def norm_backward_programs() -> int:
+    """Programs of the layer/RMS norm backward over rows of one tile: two per
+    multiprocessor, each summing its rows' weight and bias gradients (partials a second
+    launch adds up): GPT-2's 768-wide column sums ran on 12 programs before (H200)."""
+    return 2 * _sm_count()
+
+
 def attention_grouped_min_programs() -> int:
     """Attention backward with grouped heads: the dK/dV programs (key blocks x batch x
     key heads) below which each query head keeps its own programs (and a group sum
