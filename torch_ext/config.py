@@ -178,19 +178,6 @@ VARIABLES: tuple[Variable, ...] = (
         _bool,
     ),
     Variable(
-        "TORCH_EXT_MM_PAD_MISALIGNED",
-        "run",
-        "bool",
-        "0",
-        "`0`",
-        "`1`: a matrix product first copies a large operand whose rows are not 16-byte "
-        "aligned (GPT-2's 50257-wide logits and their gradient) into an aligned buffer, "
-        "so that the kernel's tile loads are vectorised; off until measured on a GPU "
-        "(`python -m bench --suite transformer`), read once per process",
-        ("torch_ext/ops/matmul.py",),
-        _bool,
-    ),
-    Variable(
         "TORCH_EXT_CACHE_DIR",
         "run",
         "path",

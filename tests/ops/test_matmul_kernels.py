@@ -66,35 +66,6 @@ def test_int_mm_refused(device):
         blas.mm(a, a)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", ["rows", "columns", "batched"])
-def test_misaligned_operands_padded(layout, dtype, device, monkeypatch):
-    """TORCH_EXT_MM_PAD_MISALIGNED: an operand whose rows (or columns) are not 16-byte
-    aligned is copied into aligned rows first; the product is unchanged, and operands
-    already aligned are not copied."""
-    monkeypatch.setattr(blas, "_pad_misaligned", lambda: True)
-    monkeypatch.setattr(blas, "PAD_MIN_ELEMENTS", 0)
-    from torch_ext.ops import _launch
-
-    if layout == "rows":  # row stride 37: misaligned for every dtype
-        a, b = randn((9, 37), dtype, device), randn((37, 16), dtype, device)
-    elif layout == "columns":  # a.t() of a (37, 9) matrix: column stride 9
-        a, b = randn((37, 9), dtype, device).t(), randn((37, 16), dtype, device)
-    else:  # a batch whose matrices start at odd offsets, b aligned
-        a, b = randn((3, 9, 37), dtype, device), randn((3, 37, 16), dtype, device)
-    out = torch.empty(a.shape[:-1] + (16,), dtype=dtype, device=device)
-    before = _launch.launches()
-    (blas.bmm_out if layout == "batched" else blas.mm_out)(a, b, out)
-    assert _launch.launches() - before == 2  # the copy of a, the product
-    assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=37)
-    # aligned operands (rows of 16 elements) are read in place: one launch
-    a16 = randn((9, 16), dtype, device)
-    out16 = torch.empty(9, 16, dtype=dtype, device=device)
-    before = _launch.launches()
-    blas.mm_out(a16, randn((16, 16), dtype, device), out16)
-    assert _launch.launches() - before == 1
-
-
 @pytest.mark.parametrize("split", [2, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_split_k(split, dtype, device, monkeypatch):

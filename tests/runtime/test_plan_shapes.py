@@ -338,24 +338,6 @@ def test_ops_nested_in_a_recording_keep_their_own_sizes():
         torch.testing.assert_close(wd.grad.cpu(), wc.grad)
 
 
-def test_padded_misaligned_operand_replays_other_row_counts(monkeypatch):
-    """With TORCH_EXT_MM_PAD_MISALIGNED, the copy into aligned rows is part of the plan
-    (a temporary sized by the call): a new row count replays it with the product."""
-    from torch_ext.ops import matmul
-
-    monkeypatch.setattr(matmul, "_pad_misaligned", lambda: True)
-    monkeypatch.setattr(matmul, "PAD_MIN_ELEMENTS", 0)
-    per_size = {}
-    for M in range(33, 38):
-        a, b = torch.randn(M, 37), torch.randn(37, 16)
-        before = stats()
-        got = a.to(DEV) @ b.to(DEV)
-        d = delta(before)
-        per_size[M] = (d["recorded"], d["replayed"])
-        torch.testing.assert_close(got.cpu(), a @ b, rtol=1e-4, atol=1e-4)
-    assert sum(r for r, _ in per_size.values()) == 2, (per_size, C._plan_stats()["reasons"])
-
-
 @pytest.mark.parametrize(
     "make",
     [

@@ -9,7 +9,6 @@ Any strides are accepted (a broadcast bias has stride 0).  float32 uses
 input_precision="ieee" (no TF32) so results match PyTorch's CPU reference.
 """
 
-import functools
 import math
 
 import triton
@@ -254,73 +253,6 @@ def as3(t, shape=None):
     return (t, size, st)
 
 
-@triton.jit
-def _pad_copy_kernel(
-    src, dst, R, C, s_b, s_r, s_c, d_b, d_r, d_c, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr
-):
-    rr = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    cc = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    b = tl.program_id(2).to(tl.int64)
-    m = (rr[:, None] < R) & (cc[None, :] < C)
-    r64 = rr[:, None].to(tl.int64)
-    x = tl.load(src + b * s_b + r64 * s_r + cc[None, :] * s_c, mask=m)
-    tl.store(dst + b * d_b + r64 * d_r + cc[None, :] * d_c, x, mask=m)
-
-
-# Operands of at least this many elements are copied into aligned rows when
-# TORCH_EXT_MM_PAD_MISALIGNED is on (smaller ones cost little to load unaligned).
-PAD_MIN_ELEMENTS = 1 << 20
-
-
-@functools.lru_cache(maxsize=None)
-def _pad_misaligned():
-    from .. import config
-
-    return bool(config.get("TORCH_EXT_MM_PAD_MISALIGNED"))
-
-
-def _aligned(op):
-    """An operand (tensor, sizes, strides) whose rows (or columns) are not 16-byte
-    aligned, copied into a buffer whose are, when that is switched on: the kernel's
-    tile loads are then vectorised. One launch more; any other operand as it is."""
-    t, (Bt, R, C), st = op
-    if not _pad_misaligned():
-        return op
-    align = 16 // t.element_size()
-    if st[2] == 1:
-        lead, rows, cols = st[1], R, C  # rows contiguous
-    elif st[1] == 1:
-        lead, rows, cols = st[2], C, R  # columns contiguous: rows of the transpose
-    else:
-        return op
-    if lead % align == 0 and (Bt == 1 or st[0] % align == 0):
-        return op
-    if Bt * R * C < PAD_MIN_ELEMENTS:
-        return op
-    # A multiple of 16 elements: every stride of the copy is then one Triton takes as
-    # divisible by 16, whatever the row count (a multiple of `align` alone would make
-    # rows * padded's divisibility, so the kernel compiled, depend on the row count)
-    padded = (cols + 15) // 16 * 16
-    buf = empty((Bt, rows, padded), t.dtype, t.device)
-    if st[2] == 1:
-        dst = (rows * padded, padded, 1)
-    else:
-        dst = (rows * padded, 1, padded)  # (Bt, R, C) read through the transpose
-    launch(
-        _pad_copy_kernel,
-        (cdiv(R, 32), cdiv(C, 128), Bt),
-        t,
-        buf,
-        R,
-        C,
-        *st,
-        *dst,
-        BLOCK_R=32,
-        BLOCK_C=128,
-    )
-    return (buf, (Bt, R, C), dst)
-
-
 def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     """c[i] = alpha * a[i] @ b[i] + beta * bias[i]; 3-d operands, any strides. Each of
     a, b, c, bias: a 3-d tensor, or (tensor, sizes, strides) from as3."""
@@ -330,9 +262,6 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     if bias is not None and not isinstance(bias, tuple):
         bias = as3(bias)
     _check_dtype(a.dtype)
-    (a, a_shape, a_st), (b, b_shape, b_st) = (
-        _aligned(x) for x in ((a, a_shape, a_st), (b, b_shape, b_st))
-    )
     Bt, M, K = a_shape
     N = b_shape[2]
     if math.prod(c_shape) == 0:
