@@ -8,13 +8,14 @@ padding, dilation and output padding (plain ops, convention (3)):
       -> (grad_input, grad_weight, grad_bias)   (None where not asked for)
 
 PyTorch sends every convolution of a PrivateUse1 tensor to these two. They
-run Triton kernels that read every operand in place through its strides (NCHW
-or channels_last; no column buffers, no host syncs):
+run Triton kernels (no column buffers, no host syncs):
 
-  conv_igemm.py      the plain forward as an implicit GEMM, bias fused
-  conv_igemm_bwd.py  its adjoint (input gradient; the transposed forward) as a
-                     gather, and the weight gradient (ordered slices, no atomics)
-  conv_depthwise.py  groups == in_channels: direct kernels for all three
+  conv_igemm.py      the plain forward and its adjoint gather (input gradient; the
+                     transposed forward) as one implicit GEMM over channels-inner
+                     operands (NCHW tensors copied to channels-last and back), bias fused
+  conv_igemm_bwd.py  the weight gradient, likewise (ordered slices, no atomics)
+  conv_depthwise.py  groups == in_channels: direct kernels for all three, reading
+                     every operand in place through its strides
 
 A transposed convolution's forward is the plain convolution's input gradient,
 its input gradient the plain forward; its weight gradient swaps the roles of
@@ -40,9 +41,9 @@ from ._common import split3, store_masked
 from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
-from .conv_igemm import conv_forward
+from .conv_igemm import channels_inner, conv_format, conv_forward, conv_scatter
 from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthwise
-from .conv_igemm_bwd import conv_scatter, conv_weight_grad
+from .conv_igemm_bwd import conv_weight_grad
 
 
 @triton.jit
@@ -299,8 +300,11 @@ def convolution_backward_overrideable(
         if output_mask[1]:
             grad_weight = dw_weight_grad(gout, input, weight.shape, stride, padding, dilation)
     elif not transposed:
+        fmt = conv_format(gout, weight)
+        if output_mask[0] and output_mask[1]:
+            gout = channels_inner(gout).movedim(-1, 1)  # laid out once for both kernels
         if output_mask[0]:
-            grad_input = conv_scatter(gout, weight, None, *geom, in_sp)
+            grad_input = conv_scatter(gout, weight, None, *geom, in_sp, fmt)
         if output_mask[1]:
             grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     else:
