@@ -230,6 +230,7 @@ def test_bounds_errors_reported_late_from_a_replayed_launch(monkeypatch):
 
     monkeypatch.setattr(_bounds, "_rings", {})
     monkeypatch.setattr(_bounds._Ring, "__init__", deferred)
+    monkeypatch.setattr(_bounds, "POLL_INTERVAL_S", 0.0)
     w = torch.randn(10, 4).to(DEVICE)
     good = torch.tensor([1, 2, 3]).to(DEVICE)
     for _ in range(3):
@@ -243,6 +244,33 @@ def test_bounds_errors_reported_late_from_a_replayed_launch(monkeypatch):
             F.embedding(good, w)
     torch.privateuseone.synchronize()  # reported once
     assert F.embedding(good, w).cpu().equal(w.cpu()[[1, 2, 3]])
+
+
+def test_bounds_polls_are_rate_limited_and_synchronize_reports(monkeypatch):
+    """On the GPU a checked op looks at the flags at most once per POLL_INTERVAL_S (the
+    copy-back and its event cost the host per call); synchronize() reports at once."""
+    from torch_ext.ops import _bounds
+
+    init = _bounds._Ring.__init__
+
+    def deferred(self, device):
+        init(self, device)
+        self.deferred = True
+
+    monkeypatch.setattr(_bounds, "_rings", {})
+    monkeypatch.setattr(_bounds._Ring, "__init__", deferred)
+    monkeypatch.setattr(_bounds, "POLL_INTERVAL_S", 3600.0)
+    w = torch.randn(10, 4).to(DEVICE)
+    good = torch.tensor([1, 2, 3]).to(DEVICE)
+    F.embedding(good, w)  # the first poll: starts a copy
+    ring = _bounds._ring(w.device)
+    first = ring.polled
+    F.embedding(torch.tensor([1, 12, 3]).to(DEVICE), w)
+    for _ in range(5):
+        F.embedding(good, w)  # within the interval: not looked at
+    assert ring.polled == first
+    with pytest.raises(IndexError, match="index 12 is out of bounds"):
+        torch.privateuseone.synchronize()
 
 
 def test_host_reads_keep_the_call_on_python():
