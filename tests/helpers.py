@@ -309,3 +309,13 @@ def bench_shard(out, suite, shard, scale="1e-4"):
         lines = (Path(out) / f"{impl}.jsonl").read_text().splitlines()
         rows[impl] = [r for r in map(json.loads, lines) if not r.get("meta")]
     return rows
+
+
+def force_spec(monkeypatch, module, **values):
+    """The driver specialisations `values` (name: value) as `module` sees them through its
+    `spec`, the others as the active driver gives them: a GPU's choice forced at a size
+    the interpreter runs quickly."""
+    spec = module.spec
+    monkeypatch.setattr(
+        module, "spec", lambda name, *a: values[name] if name in values else spec(name, *a)
+    )

@@ -10,7 +10,7 @@ import torch
 from torch_ext.ops import _launch, _multi_tensor, optim
 from torch_ext.ops._declare import KERNELS
 
-from helpers import assert_kernel_close, randn, to_ref
+from helpers import assert_kernel_close, force_spec, randn, to_ref
 
 SHAPES = [(10,), (3, 4), (0,), (5, 1), ()]
 
@@ -329,13 +329,8 @@ def test_amp_update_scale(inf, tracker, device):
 def small_chunks(monkeypatch):
     """Blocks of 16 elements, 4 per chunk (the GPU's loop of blocks per program, at a
     size the interpreter runs quickly): tensors of 1 to 13 blocks, partial chunks."""
-    spec = _multi_tensor.spec
     monkeypatch.setattr(_multi_tensor, "block_for", lambda n: 16)
-    monkeypatch.setattr(
-        _multi_tensor,
-        "spec",
-        lambda name, *a: 4 if name == "multi_tensor_iters" else spec(name, *a),
-    )
+    force_spec(monkeypatch, _multi_tensor, multi_tensor_iters=4)
 
 
 CHUNKED = [(1,), (16,), (17,), (63,), (64,), (65,), (13, 16), (3, 67)]

@@ -8,7 +8,7 @@ import torch
 
 from torch_ext.ops import matmul as blas
 
-from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 
 
@@ -73,10 +73,7 @@ def test_split_k(split, dtype, device, monkeypatch):
     split's partial tile, summed by the last program to arrive in a fixed order. Uneven
     splits (an empty one included), a bias, transposed operands, the counters re-armed
     for the next call, and the same bits every time."""
-    spec = blas.spec
-    monkeypatch.setattr(
-        blas, "spec", lambda name, *a: split if name == "mm_split_k" else spec(name, *a)
-    )
+    force_spec(monkeypatch, blas, mm_split_k=split)
     a = randn((300, 20), dtype, device).t()  # (20, 300): a weight gradient's layout
     b = randn((300, 36), dtype, device)
     bias = randn((36,), dtype, device)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch_ext.ops import group_norm as gn
 from torch_ext.ops import normalization as norm
 
-from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 
 
@@ -103,9 +103,7 @@ def test_norm_backward_programs_over_row_blocks(mask, dtype, device, monkeypatch
     """The GPU's layout of the layer/RMS norm backward, forced at a small size: blocks of
     4 rows, 3 programs each taking every third block (8 blocks: uneven), per-program
     weight/bias partials added up by a second launch."""
-    spec = norm.spec
-    forced = {"norm_backward_programs": 3, "reduction_block": 512}
-    monkeypatch.setattr(norm, "spec", lambda name, *a: forced.get(name) or spec(name, *a))
+    force_spec(monkeypatch, norm, norm_backward_programs=3, reduction_block=512)
     x = randn((6, 5, 72), dtype, device)
     w, b = randn((72,), dtype, device), randn((72,), dtype, device)
     g = randn((6, 5, 72), dtype, device)

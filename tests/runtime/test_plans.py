@@ -216,10 +216,10 @@ def test_bounds_errors_still_raised_after_warm_calls():
         torch.privateuseone.synchronize()
 
 
-def test_bounds_errors_reported_late_from_a_replayed_launch(monkeypatch):
-    """The GPU's way (ops/_bounds.py, deferred): the flags come back by an asynchronous
-    copy of the ring and of the plans' slots, and a later checked op raises. A replayed
-    launch writes its plan's own slot past the ring: the copy must take it."""
+@pytest.fixture
+def deferred_bounds(monkeypatch):
+    """ops/_bounds.py as on the GPU (flags copied back asynchronously, polled by later
+    checked ops), on a fresh ring; the module for setting POLL_INTERVAL_S."""
     from torch_ext.ops import _bounds
 
     init = _bounds._Ring.__init__
@@ -230,6 +230,14 @@ def test_bounds_errors_reported_late_from_a_replayed_launch(monkeypatch):
 
     monkeypatch.setattr(_bounds, "_rings", {})
     monkeypatch.setattr(_bounds._Ring, "__init__", deferred)
+    return _bounds
+
+
+def test_bounds_errors_reported_late_from_a_replayed_launch(deferred_bounds, monkeypatch):
+    """The GPU's way (ops/_bounds.py, deferred): the flags come back by an asynchronous
+    copy of the ring and of the plans' slots, and a later checked op raises. A replayed
+    launch writes its plan's own slot past the ring: the copy must take it."""
+    _bounds = deferred_bounds
     monkeypatch.setattr(_bounds, "POLL_INTERVAL_S", 0.0)
     w = torch.randn(10, 4).to(DEVICE)
     good = torch.tensor([1, 2, 3]).to(DEVICE)
@@ -246,19 +254,10 @@ def test_bounds_errors_reported_late_from_a_replayed_launch(monkeypatch):
     assert F.embedding(good, w).cpu().equal(w.cpu()[[1, 2, 3]])
 
 
-def test_bounds_polls_are_rate_limited_and_synchronize_reports(monkeypatch):
+def test_bounds_polls_are_rate_limited_and_synchronize_reports(deferred_bounds, monkeypatch):
     """On the GPU a checked op looks at the flags at most once per POLL_INTERVAL_S (the
     copy-back and its event cost the host per call); synchronize() reports at once."""
-    from torch_ext.ops import _bounds
-
-    init = _bounds._Ring.__init__
-
-    def deferred(self, device):
-        init(self, device)
-        self.deferred = True
-
-    monkeypatch.setattr(_bounds, "_rings", {})
-    monkeypatch.setattr(_bounds._Ring, "__init__", deferred)
+    _bounds = deferred_bounds
     monkeypatch.setattr(_bounds, "POLL_INTERVAL_S", 3600.0)
     w = torch.randn(10, 4).to(DEVICE)
     good = torch.tensor([1, 2, 3]).to(DEVICE)

@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from ._common import pad3, split3, suggest_memory_format, tl_float_acc
-from ._launch import cdiv, launch
+from ._launch import cdiv, launch, next_pow2
 from ..backends import spec
 
 
@@ -159,7 +159,7 @@ def _igemm(x, wt, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fm
     OP = math.prod(o)
     M = N * OP
     bm, bn, bk, warps, stages = conv_tiles(M, co, cr * KP, x.dtype)
-    bk = min(bk, max(16, 1 << (max(cr, 1) - 1).bit_length()))  # channels per step
+    bk = min(bk, max(16, next_pow2(cr)))  # channels per step
     upcast, precision = conv_precision(x.dtype)
     launch(
         _igemm_kernel,

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import pad3, split3, tl_float_acc
+from ._common import float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
 from .conv_igemm import channels_inner, conv_precision, conv_tiles, conv_warps, needs_int64
 
@@ -90,8 +90,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     tiles = cdiv(ca, bm) * cdiv(cb, bn)
     split = _splits(R, tiles * groups * KP)
     RS = cdiv(R, split)
-    buf_dtype = torch.float64 if dy.dtype == torch.float64 else torch.float32
-    buf_dtype = dy.dtype if split == 1 else buf_dtype  # one slice: written in place
+    buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
     buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
     if R == 0:
         return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)

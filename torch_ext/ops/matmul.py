@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 import torch
 
-from ._common import tl_float_acc
+from ._common import float_acc, tl_float_acc
 from ..backends import spec
 from ._launch import cdiv, launch, paused, persistent, pow2_at_most
 from ._symbolic import empty, expand_strides, numel, sizes, strides
@@ -221,14 +221,9 @@ def _arrival_counters(device):
     return t
 
 
-def _acc_torch(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _split_k(M, N, K, bm, bn, Bt):
+def _split_k(tiles, K, Bt):
     """Splits of K for one matrix whose output tiles would leave most of the GPU idle
     (a weight gradient: M x N small, K = the tokens): the driver's choice, 1 = none."""
-    tiles = cdiv(M, bm) * cdiv(N, bn)
     if Bt != 1 or tiles > ARRIVALS:
         return 1
     return spec("mm_split_k", tiles, K) or 1
@@ -285,10 +280,10 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
     has_bias = bias is not None and beta != 0
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
-    split = _split_k(M, N, K, bm, bn, Bt)
     tiles = cdiv(M, bm) * cdiv(N, bn)
+    split = _split_k(tiles, K, Bt)
     if split > 1:
-        ws = empty((split * tiles * bm * bn,), _acc_torch(a.dtype), a.device)
+        ws = empty((split * tiles * bm * bn,), float_acc(a.dtype), a.device)
         arrivals = _arrival_counters(a.device)
     else:
         ws, arrivals = c, c

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import tl_float_acc
+from ._common import float_acc, tl_float_acc
 from ._launch import cdiv, launch
 from ._common import contiguous
 from ..backends import spec
@@ -358,9 +358,8 @@ def _norm_backward(dy, x, w, mean, rstd, M, D, rms, dx, dw, db):
     blocks = cdiv(M, bm)
     programs = min(blocks, spec("norm_backward_programs") or blocks)
     acc = tl_float_acc(x.dtype)
-    stat = torch.float64 if acc == tl.float64 else torch.float32
-    pw = empty((programs, D), stat, x.device) if dw is not None else dx
-    pb = empty((programs, D), stat, x.device) if dw is not None else dx
+    pw = empty((programs, D), float_acc(x.dtype), x.device) if dw is not None else dx
+    pb = empty((programs, D), float_acc(x.dtype), x.device) if dw is not None else dx
     launch(
         _norm_bwd_row_kernel,
         (programs,),
