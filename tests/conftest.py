@@ -9,13 +9,16 @@ across tests/ (rootdir import mode, no __init__.py): kernel-level files are
 tests/ops/test_<family>_kernels.py, dispatcher-level ones tests/native/test_<family>.py."""
 
 import os
+import random
 import sys
+import zlib
 
 os.environ.setdefault("TORCH_EXT_HOST_DEVICES", "2")
 os.environ.setdefault("TORCH_EXT_FALLBACK", "error")
 
 from pathlib import Path  # noqa: E402
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 
 # Float32 convolutions compute in float32, as the CPU references do. PyTorch's
@@ -30,6 +33,16 @@ if _TESTS not in sys.path:
 RECORD = Path(__file__).resolve().parent.parent / "build" / "op_coverage.txt"
 
 
+@pytest.fixture(autouse=True)
+def _seeded(request):
+    """Every test starts from a seed of its own name: random inputs are the same on
+    every run and machine (a failure reproduces; CI cannot meet an input no local run
+    saw). A test that wants other draws seeds them itself."""
+    seed = zlib.crc32(request.node.nodeid.encode())
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked two_devices skip, saying why, where fewer than two devices exist (a
     one-GPU machine); CI's host driver simulates two, so they run there."""
@@ -42,7 +55,6 @@ def pytest_collection_modifyitems(config, items):
         return
     if count >= 2:
         return
-    import pytest
 
     skip = pytest.mark.skip(
         reason=f"needs two privateuseone devices; this machine has {count} "

@@ -113,3 +113,19 @@ def test_glu_errors():
         F.glu(torch.tensor(1.0, device=DEV))
     with pytest.raises(RuntimeError, match="does not match"):
         torch.ops.aten.glu_backward(torch.randn(3, 3, device=DEV), torch.randn(3, 4, device=DEV), 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_shrink_lambda_in_the_tensors_dtype(dtype):
+    """hardshrink and the shrink backwards compare x with lambd rounded to x's dtype
+    (fp16 0.30005 is within 0.3 there), softshrink subtracts it in float32: results
+    equal PyTorch's bit for bit at the boundary."""
+    vals = [0.30078125, 0.30004883, 0.3, 0.29980469, 0.5, 0.1, 0.0, -2.0]
+    x = torch.tensor(vals + [-v for v in vals], dtype=dtype)
+    g = torch.linspace(-1, 1, x.numel(), dtype=dtype)
+    d, gd = x.to(DEV), g.to(DEV)
+    for lam in (0.3, 0.5, 0.1):
+        assert torch.equal(F.hardshrink(d, lam).cpu(), F.hardshrink(x, lam)), lam
+        assert torch.equal(F.softshrink(d, lam).cpu(), F.softshrink(x, lam)), lam
+        for op in (torch.ops.aten.hardshrink_backward, torch.ops.aten.softshrink_backward):
+            assert torch.equal(op(gd, d, lam).cpu(), op(g, x, lam)), (op, lam)

@@ -69,6 +69,18 @@ def _rint(x):
 
 
 @triton.jit
+def _scalar_in(v, x):
+    """The scalar argument v as PyTorch's kernels read it beside a tensor x loaded
+    as stored: rounded to x's dtype, returned in the dtype x computes in (float64
+    for float64, else float32)."""
+    if x.dtype == tl.float64:
+        r = tl.full([], v, tl.float64)
+    else:
+        r = tl.full([], v, tl.float32).to(x.dtype).to(tl.float32)
+    return r
+
+
+@triton.jit
 def _exp(x):
     return tl.exp(x)
 

@@ -24,10 +24,13 @@ from ._declare import Scalar, kernel
 
 
 @kernel()
-@pointwise(num_inputs=1)
+@pointwise(num_inputs=1, cast=[False])
 @triton.jit
 def hardshrink(x, lambd):
-    return tl.where((x >= -lambd) & (x <= lambd), 0.0, x).to(x.dtype)
+    # x as stored: PyTorch compares it with lambd rounded to the tensor's dtype
+    lam = _math._scalar_in(lambd, x)
+    v = x.to(lam.dtype)
+    return tl.where((v >= -lam) & (v <= lam), 0.0, v)
 
 
 @kernel()
@@ -39,10 +42,13 @@ def softshrink(x, lambd):
 
 
 @kernel()
-@pointwise(num_inputs=2)
+@pointwise(num_inputs=2, cast=[True, False])
 @triton.jit
 def shrink_backward(grad, x, lambd):
-    return tl.where((x >= -lambd) & (x <= lambd), 0.0, grad).to(grad.dtype)
+    # x as stored, lambd rounded to its dtype (as PyTorch's hard/softshrink backward)
+    lam = _math._scalar_in(lambd, x)
+    v = x.to(lam.dtype)
+    return tl.where((v >= -lam) & (v <= lam), 0.0, grad).to(grad.dtype)
 
 
 @kernel()

@@ -102,4 +102,40 @@ def _fix_interpreter_index() -> None:
     interpreter._patch_lang = patched
 
 
+def _bf16_round_nearest(data: Any) -> Any:
+    """float32 array -> bfloat16 bits (uint16), rounded to nearest even as a GPU
+    converts; NaNs stay quiet NaNs of the same sign."""
+    import numpy as np
+
+    b = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    rounded = ((b + np.uint32(0x7FFF) + ((b >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    nan = (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return np.where(nan, ((b >> 16) | np.uint32(0x40)).astype(np.uint16), rounded)
+
+
+def _fix_interpreter_bf16_cast() -> None:
+    """Triton's interpreter converts float32 to bfloat16 by truncation (its
+    cast passes no rounding mode); compiled kernels round to nearest even.  So
+    that the host driver computes the GPU's bfloat16 results (a stored
+    bfloat16, a scalar rounded to a bfloat16 tensor's dtype), the cast rounds."""
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    cast = getattr(builder, "cast_impl", None)
+    if cast is None or getattr(cast, "_torch_ext_rounds", False):
+        return
+
+    def cast_impl(self: Any, src: Any, dst_type: Any) -> Any:
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            return interpreter.TensorHandle(_bf16_round_nearest(src.data), dst_type.scalar)
+        return cast(self, src, dst_type)
+
+    cast_impl._torch_ext_rounds = True
+    builder.cast_impl = cast_impl
+
+
 _fix_interpreter_index()
+_fix_interpreter_bf16_cast()
