@@ -14,6 +14,8 @@
 #   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/
 #   transformer  the transformer suite (GEMMs in three orientations, SDPA fwd+bwd),
 #           python -m bench --suite transformer, into out_dir/transformer/
+#   conv    the convolution suite (ResNet-50 and MobileNetV3 shapes, three passes, NCHW
+#           and channels_last), python -m bench --suite conv, into out_dir/conv/
 #   TEST_WORKERS=8 ...                           # tests/ in 8 processes (default: one per core, with pytest-xdist)
 # tests/native needs expecttest (carry its wheel to a machine without it).
 #
@@ -71,6 +73,10 @@ fi
 if step transformer; then
   "$PY" -m bench --suite transformer --out "$OUT_DIR/transformer" >"$OUT_DIR/transformer.log" 2>&1 || status=1
   echo "transformer: see $OUT_DIR/transformer/results.md"
+fi
+if step conv; then
+  "$PY" -m bench --suite conv --out "$OUT_DIR/conv" >"$OUT_DIR/conv.log" 2>&1 || status=1
+  echo "conv: see $OUT_DIR/conv/results.md"
 fi
 if step bench; then
   "$PY" -m bench --out "$OUT_DIR/bench" >"$OUT_DIR/bench.log" 2>&1 || status=1

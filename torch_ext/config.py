@@ -178,14 +178,27 @@ VARIABLES: tuple[Variable, ...] = (
         _bool,
     ),
     Variable(
+        "TORCH_EXT_AUTOTUNE",
+        "run",
+        "choice",
+        "auto",
+        "`auto`",
+        "tile configurations of convolutions timed on first use and remembered across "
+        "processes (in `<TORCH_EXT_CACHE_DIR>/autotune/`): `auto` on the cuda driver, `on` "
+        "on any driver, `off` never (the heuristic's choice); nothing is timed under "
+        "`torch.use_deterministic_algorithms(True)`",
+        ("torch_ext/ops/_tune.py",),
+        _choice("auto", "on", "off"),
+    ),
+    Variable(
         "TORCH_EXT_CACHE_DIR",
         "run",
         "path",
         None,
         "`~/.cache/torch_ext/pointwise`",
-        "where generated pointwise kernels are written, and `torch_ext.warmup`'s records "
-        "(in its `warmup/` folder)",
-        ("torch_ext/ops/_pointwise.py", "torch_ext/warmup.py"),
+        "where generated pointwise kernels are written, `torch_ext.warmup`'s records "
+        "(in its `warmup/` folder) and tuned tile configurations (`autotune/`)",
+        ("torch_ext/ops/_pointwise.py", "torch_ext/warmup.py", "torch_ext/ops/_tune.py"),
     ),
     Variable(
         "TORCH_EXT_MANIFEST",

@@ -367,9 +367,15 @@ def _launch(kernel, grid, args, kwargs, philox=None, grid_syms=None):
         if tuned is not None and len(tuned) != before:
             # The autotuner benchmarked configs: those launches are not the
             # op's, so this call's recording is not kept (the next one is).
-            c_ext = _c_ext()
-            if c_ext is not None and hasattr(c_ext, "_plan_retry"):
-                c_ext._plan_retry()
+            retry_recording()
+
+
+def retry_recording():
+    """The op being recorded (if any) is not kept: its launches included some that
+    are not the op's (tuning); the next call with its key records."""
+    c_ext = _c_ext()
+    if c_ext is not None and hasattr(c_ext, "_plan_retry"):
+        c_ext._plan_retry()
 
 
 # Plain-Python grid helpers: triton.cdiv / next_power_of_2 are JIT-callable

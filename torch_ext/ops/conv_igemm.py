@@ -25,6 +25,7 @@ import triton.language as tl
 
 from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch, next_pow2
+from ._tune import tuned
 from ..backends import spec
 
 
@@ -97,7 +98,7 @@ def _igemm_kernel(
 
 def conv_tiles(M, N, K, dtype):
     """(BM, BN, BK, num_warps, num_stages) by a cheap heuristic over a few tile
-    shapes (no autotuning); a driver may override it with spec("conv_config")."""
+    shapes; a driver may override it with spec("conv_config")."""
     cfg = spec("conv_config", M, N, K, dtype)
     if cfg:
         return cfg
@@ -105,9 +106,31 @@ def conv_tiles(M, N, K, dtype):
         return (64 if M >= 64 else 16), (32 if N >= 32 else 16), 16, 4, 2
     bm = 128 if M >= 4096 else 64 if M >= 64 else 16
     bn = 128 if N >= 128 else 64 if N >= 64 else 32 if N >= 32 else 16
-    half = dtype in (torch.float16, torch.bfloat16)
-    bk = 64 if half and K >= 64 else 32 if K >= 32 else 16
+    bk = _conv_bk(K, dtype)
     return bm, bn, bk, conv_warps(bm, bn), 3
+
+
+def _conv_bk(K, dtype):
+    half = dtype in (torch.float16, torch.bfloat16)
+    return 64 if half and K >= 64 else 32 if K >= 32 else 16
+
+
+def conv_candidates(M, N, K, dtype):
+    """The configurations ops/_tune.py times for an (M x K) @ (K x N) implicit GEMM:
+    the heuristic's first, then the 64/128 tile shapes that fit the problem (a
+    driver may give its own list with spec("conv_candidates")); float64 is not tuned."""
+    first = conv_tiles(M, N, K, dtype)
+    if dtype == torch.float64:
+        return [first]
+    extra = spec("conv_candidates", M, N, K, dtype)
+    if extra is None:
+        bk = _conv_bk(K, dtype)
+        extra = [
+            (bm, bn, bk, conv_warps(bm, bn), 3 if bm * bn >= 128 * 128 else 4)
+            for bm, bn in ((128, 128), (128, 64), (64, 128), (64, 64))
+            if bm <= max(64, next_pow2(M)) and bn <= max(64, next_pow2(N))
+        ]
+    return [first, *extra]
 
 
 def conv_warps(bm, bn):
@@ -158,18 +181,25 @@ def _igemm(x, wt, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fm
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     OP = math.prod(o)
     M = N * OP
-    bm, bn, bk, warps, stages = conv_tiles(M, co, cr * KP, x.dtype)
-    bk = min(bk, max(16, next_pow2(cr)))  # channels per step
     upcast, precision = conv_precision(x.dtype)
-    launch(
-        _igemm_kernel,
-        (cdiv(M, bm), cdiv(co, bn), groups),
-        xi, wt, bias if bias is not None else y_inner, y_inner,
-        M, groups, cr, co, KP, OP, o[1], o[2], *grid, k[1], k[2], *s, *p, *d,
-        SCATTER=scatter, HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
-        ACC=tl_float_acc(x.dtype), IDX64=needs_int64(xi, y_inner, wt),
-        BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
-    )  # fmt: skip
+    idx64 = needs_int64(xi, y_inner, wt)
+
+    def run(cfg):
+        bm, bn, bk, warps, stages = cfg
+        bk = min(bk, max(16, next_pow2(cr)))  # channels per step
+        launch(
+            _igemm_kernel,
+            (cdiv(M, bm), cdiv(co, bn), groups),
+            xi, wt, bias if bias is not None else y_inner, y_inner,
+            M, groups, cr, co, KP, OP, o[1], o[2], *grid, k[1], k[2], *s, *p, *d,
+            SCATTER=scatter, HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
+            ACC=tl_float_acc(x.dtype), IDX64=idx64,
+            BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
+        )  # fmt: skip
+
+    key = ("dgrad" if scatter else "fwd", x.dtype, precision, bias is not None, M, groups,
+           cr, co, KP, *o, *grid, *k, *s, *p, *d)  # fmt: skip
+    run(tuned("conv", key, conv_candidates(M, co, cr * KP, x.dtype), run, x.device))
     return _result(y_inner, fmt)
 
 

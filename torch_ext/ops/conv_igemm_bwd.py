@@ -20,7 +20,8 @@ import triton.language as tl
 
 from ._common import float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
-from .conv_igemm import channels_inner, conv_precision, conv_tiles, conv_warps, needs_int64
+from ._tune import tuned
+from .conv_igemm import channels_inner, conv_candidates, conv_precision, conv_warps, needs_int64
 
 
 @triton.jit
@@ -85,25 +86,31 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     s, p, d = pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1)
     KP, OP = math.prod(k), math.prod(o)
     R = N * OP
-    bm, bn, bk, warps, stages = conv_tiles(ca, cb, R, dy.dtype)
-    bm, bn = min(bm, 128), min(bn, 128)
-    tiles = cdiv(ca, bm) * cdiv(cb, bn)
-    split = _splits(R, tiles * groups * KP)
-    RS = cdiv(R, split)
-    buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
-    buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
     if R == 0:
-        return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)
+        return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
     dyi, imi = channels_inner(dy), channels_inner(im)
     upcast, precision = conv_precision(dy.dtype)
-    launch(
-        _conv_wgrad_kernel,
-        (tiles, KP * split, groups),
-        dyi, imi, buf, R, RS, split, groups, ca, cb, OP, o[1], o[2], *i, k[1], k[2],
-        *s, *p, *d, *buf.stride(),
-        UPCAST=upcast, PRECISION=precision, ACC=tl_float_acc(dy.dtype),
-        IDX64=needs_int64(dyi, imi, buf), BM=bm, BN=bn, BK=bk,
-        num_warps=conv_warps(bm, bn), num_stages=stages,
-    )  # fmt: skip
-    gw = buf[0] if split == 1 else buf.sum(0)
+
+    def run(cfg):
+        bm, bn, bk, warps, stages = cfg
+        bm, bn = min(bm, 128), min(bn, 128)
+        tiles = cdiv(ca, bm) * cdiv(cb, bn)
+        split = _splits(R, tiles * groups * KP)
+        RS = cdiv(R, split)
+        buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
+        buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
+        launch(
+            _conv_wgrad_kernel,
+            (tiles, KP * split, groups),
+            dyi, imi, buf, R, RS, split, groups, ca, cb, OP, o[1], o[2], *i, k[1], k[2],
+            *s, *p, *d, *buf.stride(),
+            UPCAST=upcast, PRECISION=precision, ACC=tl_float_acc(dy.dtype),
+            IDX64=needs_int64(dyi, imi, buf), BM=bm, BN=bn, BK=bk,
+            num_warps=conv_warps(bm, bn), num_stages=stages,
+        )  # fmt: skip
+        return buf
+
+    key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
+    buf = run(tuned("conv", key, conv_candidates(ca, cb, R, dy.dtype), run, dy.device))
+    gw = buf[0] if buf.shape[0] == 1 else buf.sum(0)
     return gw.to(dy.dtype).reshape(w_shape)

@@ -165,3 +165,9 @@ def attention_grouped_min_programs() -> int:
     (bench/models' Llama, 8 x 4 key heads x 8 key blocks = 256 programs, is grouped on
     an H100's 132; a batch of 1 at 512 tokens, 32 programs, is not)."""
     return _sm_count()
+
+
+def autotune() -> bool:
+    # Timings on a GPU mean something: ops/_tune.py times tile candidates here
+    # (TORCH_EXT_AUTOTUNE=auto).
+    return True

@@ -1,0 +1,165 @@
+"""Tile configurations chosen by timing (torch_ext/ops/_tune.py): the fastest candidate
+is kept, remembered in a file a later process reads, not timed under deterministic
+algorithms or with the switch off, and a tuning call's plan recording is retried."""
+
+import json
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_ext
+from helpers import DEV, run_python
+from torch_ext.ops import _tune
+
+C = torch_ext._C
+
+
+@pytest.fixture
+def tuning(tmp_path, monkeypatch):
+    """Tuning on (the host driver's default is off), choices in a file of this test."""
+    path = tmp_path / "autotune" / "dev.json"
+    monkeypatch.setenv("TORCH_EXT_AUTOTUNE", "on")
+    monkeypatch.setattr(_tune, "cache_file", lambda device: str(path))
+    _tune.forget()
+    yield path
+    _tune.forget()
+
+
+def fake(delays):
+    """A run(cfg) that takes delays[cfg] seconds (the host driver's events time the host),
+    counting its calls per configuration."""
+    calls = {cfg: 0 for cfg in delays}
+
+    def run(cfg):
+        calls[cfg] += 1
+        if delays[cfg] is None:
+            raise RuntimeError("out of resources")
+        torch.ones(4, device=DEV).add_(1)  # something on the device's stream
+        time.sleep(delays[cfg])
+
+    return run, calls
+
+
+def test_fastest_candidate_is_kept_and_remembered(tuning):
+    run, calls = fake({(1,): 0.04, (2,): 0.0, (3,): 0.02})
+    dev = torch.device(DEV)
+    assert _tune.tuned("t", ("k", 1), [(1,), (2,), (3,)], run, dev) == (2,)
+    assert all(n == _tune._REPS + 1 for n in calls.values()), calls
+    assert _tune.tuned("t", ("k", 1), [(1,), (2,), (3,)], run, dev) == (2,)
+    assert sum(calls.values()) == 3 * (_tune._REPS + 1)  # not timed again
+    assert json.loads(tuning.read_text())["entries"] == {"t|k,1": [2]}
+
+
+def test_another_process_reads_the_file(tuning):
+    run, _ = fake({(1,): 0.03, (2,): 0.0})
+    _tune.tuned("t", ("k",), [(1,), (2,)], run, torch.device(DEV))
+    _tune.forget()  # as a new process: only the file
+    run2, calls = fake({(1,): 0.0, (2,): 0.03})
+    assert _tune.tuned("t", ("k",), [(1,), (2,)], run2, torch.device(DEV)) == (2,)
+    assert sum(calls.values()) == 0 and _tune.stats["tuned"] == 0
+
+
+def test_changed_candidates_and_unreadable_files_are_timed_again(tuning):
+    tuning.parent.mkdir(parents=True)
+    tuning.write_text("{not json")
+    run, calls = fake({(1,): 0.03, (2,): 0.0, (5,): 0.0})
+    assert _tune.tuned("t", ("k",), [(1,), (2,)], run, torch.device(DEV)) == (2,)
+    assert json.loads(tuning.read_text())["entries"] == {"t|k": [2]}  # rewritten
+    # (2,) is no longer a candidate: measured again among the new list
+    assert _tune.tuned("t", ("k",), [(1,), (5,)], run, torch.device(DEV)) == (5,)
+
+
+def test_a_failing_candidate_is_skipped_and_the_heuristic_error_raised(tuning):
+    run, _ = fake({(1,): 0.0, (2,): None})
+    assert _tune.tuned("t", ("a",), [(1,), (2,)], run, torch.device(DEV)) == (1,)
+    run, _ = fake({(1,): None, (2,): None})
+    with pytest.raises(RuntimeError, match="out of resources"):
+        _tune.tuned("t", ("b",), [(1,), (2,)], run, torch.device(DEV))
+
+
+@pytest.mark.parametrize("how", ["off", "deterministic"])
+def test_nothing_is_timed_when_off_or_deterministic(tuning, monkeypatch, how):
+    run, calls = fake({(1,): 0.03, (2,): 0.0})
+    if how == "off":
+        monkeypatch.setenv("TORCH_EXT_AUTOTUNE", "off")
+    torch.use_deterministic_algorithms(how == "deterministic")
+    try:
+        assert _tune.tuned("t", ("k",), [(1,), (2,)], run, torch.device(DEV)) == (1,)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert sum(calls.values()) == 0 and not tuning.exists()
+
+
+def test_auto_times_nothing_on_the_host_driver(tuning, monkeypatch):
+    monkeypatch.setenv("TORCH_EXT_AUTOTUNE", "auto")
+    assert _tune.enabled() is (torch_ext._C._driver_name() == "cuda")
+
+
+def test_convolutions_tuned_once_per_key_and_equal_to_cpu(tuning):
+    """Forward, input and weight gradients each tune once (every candidate computes the
+    same result); the call after tuning records a plan and the next replays it."""
+    x = torch.randn(2, 8, 9, 9, dtype=torch.float64)
+    w = torch.randn(16, 8, 3, 3, dtype=torch.float64)
+    xd = x.float().to(DEV).requires_grad_()
+    wd = w.float().to(DEV).requires_grad_()
+    before = dict(C._plan_stats())
+    for _ in range(3):
+        y = F.conv2d(xd, wd, padding=1, stride=2)
+        y.backward(torch.ones_like(y))
+    assert _tune.stats["tuned"] == 3, _tune.stats
+    entries = json.loads(tuning.read_text())["entries"]
+    assert sorted(k.split("|")[1].split(",")[0] for k in entries) == ["dgrad", "fwd", "wgrad"]
+    assert dict(C._plan_stats())["replayed"] > before["replayed"]
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    yr = F.conv2d(xr, wr, padding=1, stride=2)
+    yr.backward(torch.ones_like(yr))
+    torch.testing.assert_close(y.detach().cpu().double(), yr.detach(), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(xd.grad.cpu().double() / 3, xr.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(wd.grad.cpu().double() / 3, wr.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_a_fresh_process_reuses_the_choices(tmp_path):
+    """Two processes with one cache directory: the second times nothing."""
+    code = """
+        import torch, torch.nn.functional as F, torch_ext
+        from torch_ext.ops import _tune
+        x = torch.randn(2, 4, 8, 8, device="privateuseone")
+        w = torch.randn(8, 4, 3, 3, device="privateuseone")
+        F.conv2d(x, w, padding=1).cpu()
+        print("tuned", _tune.stats["tuned"])
+    """
+    env = dict(TORCH_EXT_AUTOTUNE="on", TORCH_EXT_CACHE_DIR=str(tmp_path))
+    first = run_python(code, **env)
+    assert first.returncode == 0 and "tuned 1" in first.stdout, first.stderr[-2000:]
+    files = list((tmp_path / "autotune").glob("*.json"))
+    assert len(files) == 1, files
+    second = run_python(code, **env)
+    assert second.returncode == 0 and "tuned 0" in second.stdout, second.stderr[-2000:]
+
+
+@pytest.mark.parametrize("pick", range(5))
+def test_every_convolution_candidate_computes_the_result(monkeypatch, pick):
+    """Whichever configuration the timing picks, forward, input and weight gradients
+    (grouped, strided, dilated, with bias) equal the CPU's."""
+    from torch_ext.ops import conv_igemm, conv_igemm_bwd
+
+    def choose(family, key, candidates, run, device):
+        return list(candidates)[min(pick, len(candidates) - 1)]
+
+    monkeypatch.setattr(conv_igemm, "tuned", choose)
+    monkeypatch.setattr(conv_igemm_bwd, "tuned", choose)
+    x = torch.randn(2, 6, 11, 10, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(130, 3, 3, 2, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(130, dtype=torch.float64, requires_grad=True)
+    args = dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
+    y = F.conv2d(x, w, b, **args)
+    g = torch.randn_like(y)
+    ref = torch.autograd.grad(y, (x, w, b), g)
+    xd, wd, bd = (t.detach().float().to(DEV).requires_grad_() for t in (x, w, b))
+    yd = F.conv2d(xd, wd, bd, **args)
+    got = torch.autograd.grad(yd, (xd, wd, bd), g.float().to(DEV))
+    torch.testing.assert_close(yd.detach().cpu().double(), y.detach(), atol=1e-4, rtol=1e-4)
+    for a, r in zip(got, ref):
+        torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)

@@ -1,0 +1,183 @@
+"""Tile configurations chosen by measurement, remembered across processes.
+
+    cfg = tuned("conv", key, candidates, run)
+    run(cfg)
+
+`candidates` lists an op's launch configurations (tile sizes, warps, stages), its
+heuristic's choice first; `run(cfg)` launches the op's kernels with one of them and
+writes the op's outputs (each candidate computes the same result, so tuning launches
+only overwrite). The first call with a `key` (every value that changes the launch:
+sizes, strides, dtype, flags) times each candidate on the device's current stream
+(one launch to compile and warm up, then a few timed ones, between two timing
+events) and keeps the fastest; later calls, and later processes, read it back.
+
+Switch: TORCH_EXT_AUTOTUNE. `auto` (the default) tunes where the driver says timings
+mean something (the cuda driver; Triton's interpreter on the host driver does not),
+`on` tunes on any driver (the tests use it on the host driver), `off` always takes
+the heuristic's choice. Under `torch.use_deterministic_algorithms(True)` nothing is
+timed: a remembered choice is used, else the heuristic's, so that a deterministic
+run does not depend on timing noise.
+
+The choices are kept in `<TORCH_EXT_CACHE_DIR>/autotune/<device>-<driver>-triton-<version>.json`,
+one file per GPU model, driver and Triton version, as {family|key: config}. A
+process merges its new choices into the file (read, merge, write a temporary,
+rename), so concurrent processes lose nothing but a duplicate measurement; an
+unreadable file is ignored (and rewritten). A remembered configuration that is no
+longer a candidate (the candidate list changed) is measured again.
+
+A call that tunes while the launch-plan layer records it is not kept (the timing
+launches are not the op's); the next call with that key records the chosen launch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+from .. import config as _config
+from ..backends import spec
+
+_REPS = 5  # timed launches per candidate, after one warm-up launch
+
+_lock = threading.RLock()
+_memory: dict[str, tuple] = {}  # "family|key" -> config, this process
+_loaded: set[str] = set()  # cache files read into _memory
+stats = {"tuned": 0, "timed_launches": 0}
+
+
+def enabled() -> bool:
+    """Whether a new key is timed (TORCH_EXT_AUTOTUNE, the driver, deterministic mode)."""
+    mode = _config.get("TORCH_EXT_AUTOTUNE")
+    if mode == "off" or torch.are_deterministic_algorithms_enabled():
+        return False
+    return mode == "on" or bool(spec("autotune"))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "device"
+
+
+def cache_file(device: torch.device) -> str:
+    from triton import __version__ as triton_version
+
+    from ..backends import active_driver
+    from ._pointwise import cache_dir
+
+    try:
+        name = torch.privateuseone.get_device_name(device.index or 0)
+    except Exception:  # noqa: BLE001 -- a name only labels the file
+        name = "device"
+    stem = f"{_slug(name)}-{active_driver()}-triton-{triton_version}"
+    return os.path.join(cache_dir(), "autotune", stem + ".json")
+
+
+def _read(path: str) -> dict[str, list]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        entries = data.get("entries", {}) if isinstance(data, dict) else {}
+        return {k: v for k, v in entries.items() if isinstance(v, list)}
+    except (OSError, ValueError):
+        return {}
+
+
+def _load(path: str) -> None:
+    if path in _loaded:
+        return
+    _loaded.add(path)
+    for k, v in _read(path).items():
+        _memory.setdefault(k, tuple(v))
+
+
+def _store(path: str, entry: str, cfg: tuple) -> None:
+    """Merges {entry: cfg} into the file (best effort: tuning must not fail an op)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        entries = _read(path)
+        entries[entry] = list(cfg)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"version": 1, "entries": entries}, f, indent=0, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _key_text(key: Sequence[Any]) -> str:
+    return ",".join(str(v).replace("torch.", "") for v in key)
+
+
+def _time(run: Callable[[tuple], Any], cfg: tuple, device: torch.device) -> float:
+    """Milliseconds per launch of `cfg` on the current stream."""
+    run(cfg)  # compiles, warms the caches
+    start = torch.Event(device=device, enable_timing=True)
+    end = torch.Event(device=device, enable_timing=True)
+    start.record()
+    for _ in range(_REPS):
+        run(cfg)
+    end.record()
+    end.synchronize()
+    stats["timed_launches"] += _REPS + 1
+    return start.elapsed_time(end) / _REPS
+
+
+def tuned(
+    family: str,
+    key: Sequence[Any],
+    candidates: Sequence[tuple],
+    run: Callable[[tuple], Any],
+    device: torch.device,
+) -> tuple:
+    """The configuration to launch with (module doc); candidates[0] when not tuning."""
+    candidates = list(dict.fromkeys(tuple(c) for c in candidates))
+    if len(candidates) == 1:
+        return candidates[0]
+    entry = f"{family}|{_key_text(key)}"
+    path = cache_file(device)
+    with _lock:
+        _load(path)
+        known = _memory.get(entry)
+        if known in candidates:
+            return known
+        if not enabled():
+            return candidates[0]
+        best: Optional[tuple] = None
+        best_ms = float("inf")
+        first_error: Optional[BaseException] = None
+        for cfg in candidates:
+            try:
+                ms = _time(run, cfg, device)
+            except Exception as e:  # noqa: BLE001 -- e.g. a tile that needs too much shared memory
+                if cfg == candidates[0]:
+                    first_error = e
+                continue
+            if ms < best_ms:
+                best, best_ms = cfg, ms
+        if best is None:
+            raise (
+                first_error
+                if first_error is not None
+                else RuntimeError(f"torch_ext: no {family} configuration ran")
+            )
+        _memory[entry] = best
+        stats["tuned"] += 1
+        _store(path, entry, best)
+        from ._launch import retry_recording
+
+        retry_recording()
+        return best
+
+
+def forget() -> None:
+    """Drops this process's choices (the files stay): the tests' fresh start."""
+    with _lock:
+        _memory.clear()
+        _loaded.clear()
+        for k in stats:
+            stats[k] = 0
