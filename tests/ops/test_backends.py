@@ -49,3 +49,28 @@ def test_host_bf16_cast_rounds_to_nearest_even():
     assert np.array_equal(got, want)
     nan = _bf16_round_nearest(np.array([float("nan"), -float("nan")], dtype=np.float32))
     assert torch.isnan(torch.from_numpy(nan.view(np.int16)).view(torch.bfloat16)).all()
+
+
+def test_casts_to_bf16_round_the_value():
+    """int32, float32 and float64 values cast to bfloat16 inside a kernel equal torch's
+    conversion bit for bit (the interpreter alone truncates float32 and reinterprets the
+    bits of integers and float64)."""
+    import numpy as np
+    import torch
+    import triton
+    import triton.language as tl
+
+    from helpers import KERNEL_DEVICE
+
+    @triton.jit
+    def cast(x, y, n, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(y + i, tl.load(x + i, mask=i < n).to(tl.bfloat16), mask=i < n)
+
+    g = torch.Generator().manual_seed(0)
+    f32 = torch.randn(512, generator=g) * torch.exp(torch.randn(512, generator=g) * 10)
+    for x in (f32, f32.double(), torch.randint(-(2**30), 2**30, (512,), generator=g).int()):
+        y = torch.empty(512, dtype=torch.bfloat16, device=KERNEL_DEVICE)
+        cast[(1,)](x.to(KERNEL_DEVICE), y, 512, BLOCK=512)
+        got = y.cpu().view(torch.int16).numpy()
+        assert np.array_equal(got, x.bfloat16().view(torch.int16).numpy()), x.dtype

@@ -103,11 +103,13 @@ def _fix_interpreter_index() -> None:
 
 
 def _bf16_round_nearest(data: Any) -> Any:
-    """float32 array -> bfloat16 bits (uint16), rounded to nearest even as a GPU
-    converts; NaNs stay quiet NaNs of the same sign."""
+    """Numbers (any real dtype) -> bfloat16 bits (uint16): through float32 (as torch
+    converts), then rounded to nearest even as a GPU converts float32; NaNs stay quiet
+    NaNs of the same sign."""
     import numpy as np
 
-    b = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    with np.errstate(all="ignore"):
+        b = np.asarray(data).astype(np.float32).view(np.uint32)
     rounded = ((b + np.uint32(0x7FFF) + ((b >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
     nan = (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
     return np.where(nan, ((b >> 16) | np.uint32(0x40)).astype(np.uint16), rounded)
@@ -115,9 +117,10 @@ def _bf16_round_nearest(data: Any) -> Any:
 
 def _fix_interpreter_bf16_cast() -> None:
     """Triton's interpreter converts float32 to bfloat16 by truncation (its
-    cast passes no rounding mode); compiled kernels round to nearest even.  So
-    that the host driver computes the GPU's bfloat16 results (a stored
-    bfloat16, a scalar rounded to a bfloat16 tensor's dtype), the cast rounds."""
+    cast passes no rounding mode), and integers and float64 bit for bit (garbage);
+    compiled kernels round the value to nearest even.  So that the host driver
+    computes the GPU's bfloat16 results (a stored bfloat16, a scalar rounded to a
+    bfloat16 tensor's dtype), every cast to bfloat16 rounds the value."""
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -129,7 +132,7 @@ def _fix_interpreter_bf16_cast() -> None:
         return
 
     def cast_impl(self: Any, src: Any, dst_type: Any) -> Any:
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+        if dst_type.scalar == tl.bfloat16 and src.dtype.scalar != tl.bfloat16:
             return interpreter.TensorHandle(_bf16_round_nearest(src.data), dst_type.scalar)
         return cast(self, src, dst_type)
 
