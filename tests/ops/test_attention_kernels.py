@@ -68,3 +68,23 @@ def test_flash_attention_gqa(causal, grouped, device, monkeypatch):
     assert _launch.launches() - before == (3 if grouped else 5)
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         assert_close(got, want.float(), reduce_dim=16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("d", [80, 96, 128, 256])
+def test_flash_attention_head_dims(d, dtype, device):
+    """Head dims of real models (Phi 80, 96; Llama 128; Gemma 256), forward and
+    backward: on a GPU their tiles and pipeline stages must fit its shared memory
+    (backends/cuda/spec.py attention_tiles)."""
+    q = randn((1, 2, 19, d), dtype, device)
+    k = randn((1, 2, 23, d), dtype, device)
+    v = randn((1, 2, 23, d), dtype, device)
+    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
+    out, lse = attention.flash_attention_fwd(q, k, v, None, True)
+    assert_close(out, ref.detach().to(dtype), dtype, reduce_dim=d)
+    g = randn(ref.shape, dtype, device)
+    ref.backward(to_ref(g))
+    dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, None, True)
+    for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+        assert_close(got, want.to(dtype), dtype, reduce_dim=d)

@@ -51,11 +51,14 @@ def _setup(q, k, v, attn_mask, scale):
         mask, mstrides, bool_mask = q, (0, 0, 0, 0), False
     upcast = bool(spec("dot_needs_fp32_inputs", q.dtype))
     precision = "ieee" if q.dtype in (torch.float32, torch.float64) or upcast else None
-    bm, bn = spec("attention_blocks", Lq, Lk, D) or (64, 64)
-    bm = max(16, pow2_at_most(Lq, bm))
-    bn = max(16, pow2_at_most(Lk, bn))
     bd = max(16, next_pow2(D))
     bdv = max(16, next_pow2(DV))
+    # (BLOCK_M, BLOCK_N, pipeline stages of the forward, dK/dV and dQ kernels): a
+    # driver bounds them by its shared memory (None: the compiler's default)
+    tiles = spec("attention_tiles", max(bd, bdv), q.element_size())
+    bm, bn, *stages = tiles or (64, 64, None, None, None)
+    bm = max(16, pow2_at_most(Lq, bm))
+    bn = max(16, pow2_at_most(Lk, bn))
     return (
         B,
         H,
@@ -74,7 +77,12 @@ def _setup(q, k, v, attn_mask, scale):
         bn,
         bd,
         bdv,
+        stages,
     )
+
+
+def _stages(n):
+    return {} if n is None else {"num_stages": n}
 
 
 def _empty_in_layout(q, shape, dtype=None):
@@ -102,9 +110,8 @@ def flash_attention_fwd(
 ):
     """(out, lse); with dropout (p, seed, offset) the kernel also writes seed and
     offset into `draw`, two 0-dim int64 device tensors, for the backward."""
-    (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv) = (
-        _setup(q, k, v, attn_mask, scale)
-    )
+    (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv,
+     stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
     out = _empty_in_layout(q, (B, H, Lq, DV))
     lse = _symbolic.empty((B, H, Lq), torch.float32, q.device)
     if numel(out) == 0:
@@ -145,6 +152,7 @@ def flash_attention_fwd(
         BLOCK_N=bn,
         BLOCK_D=bd,
         BLOCK_DV=bdv,
+        **_stages(stages[0]),
     )
     return out, lse
 
@@ -152,9 +160,8 @@ def flash_attention_fwd(
 def flash_attention_bwd(
     grad_out, q, k, v, out, lse, attn_mask=None, is_causal=False, scale=None, dropout=None
 ):
-    (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv) = (
-        _setup(q, k, v, attn_mask, scale)
-    )
+    (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv,
+     stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
     # Gradients in their inputs' layouts, as PyTorch's attention backward gives them.
     dq, dk, dv = (_empty_in_layout(t, sizes(t)) for t in (q, k, v))
     # Grouped heads (G query heads per key head): a dK/dV program loops over its key
@@ -229,8 +236,10 @@ def flash_attention_bwd(
         *drop_args,
     )
     kv_grid = (cdiv(Lk, bn), B * (H // G) if grouped else B * H)
-    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, **flags)
-    launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, GROUPED=False, **flags)
+    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, **flags,
+           **_stages(stages[1]))  # fmt: skip
+    launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, GROUPED=False,
+           **flags, **_stages(stages[2]))  # fmt: skip
     if separate:
         from .reduction import SUM, reduce_into
 

@@ -158,6 +158,23 @@ def norm_backward_programs() -> int:
     return 2 * _sm_count()
 
 
+def attention_tiles(head: int, itemsize: int) -> tuple:
+    """(BLOCK_M, BLOCK_N, pipeline stages of the attention forward, dK/dV and dQ
+    kernels) for heads padded to `head` elements of `itemsize` bytes, within an
+    H100/H200's 227 KB of shared memory per block. Compiled for sm_90 (Triton 3.9):
+    64x64 tiles with 3 stages take up to 180 KB at 256-byte rows (bf16 head 128), but
+    the dQ kernel's 352 KB at bf16 head 256 and 272 KB at float32 head 128 are over
+    the limit (such a kernel cannot launch); the rows below stay under 210 KB."""
+    row = head * itemsize
+    if row <= 256:
+        return 64, 64, 3, 3, 3
+    if row <= 512:  # bf16 head 256, float32 head 128
+        return 64, 64, 2, 2, 1
+    if row <= 1024:  # float32 head 256, float64 head 128
+        return 32, 32, 2, 2, 2
+    return 16, 16, 1, 1, 1
+
+
 def attention_grouped_min_programs() -> int:
     """Attention backward with grouped heads: the dK/dV programs (key blocks x batch x
     key heads) below which each query head keeps its own programs (and a group sum
