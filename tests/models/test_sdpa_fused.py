@@ -111,11 +111,17 @@ def _mask(seed, offset, shape, p):
     return out.cpu().bool()
 
 
+@pytest.mark.parametrize("dq_atomic", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("hk", [4, 2])
-def test_dropout_is_fused_and_exact_against_its_mask(causal, hk):
+def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, monkeypatch):
     # SDPA with dropout (HF models train with attention dropout) runs the fused kernel;
-    # forward and gradients equal float64 attention with the kernel's own mask
+    # forward and gradients equal float64 attention with the kernel's own mask, with dQ
+    # in its own kernel or accumulated atomically by the dK/dV kernel
+    from helpers import force_spec
+    from torch_ext.ops import attention
+
+    force_spec(monkeypatch, attention, attention_dq_atomic=dq_atomic)
     p = 0.3
     q, k, v = qkv(hq=4, hk=hk, lq=21, lk=29)
     torch.manual_seed(7)

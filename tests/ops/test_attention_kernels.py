@@ -88,3 +88,70 @@ def test_flash_attention_head_dims(d, dtype, device):
     dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, None, True)
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         assert_close(got, want.to(dtype), dtype, reduce_dim=d)
+
+
+ATOMIC_CASES = [
+    (torch.float32, False, None, 1, 16),
+    (torch.bfloat16, True, None, 1, 16),
+    (torch.float16, False, "bool", 1, 80),
+    (torch.float32, True, "float", 3, 16),  # grouped heads
+    (torch.bfloat16, False, None, 3, 32),
+]
+
+
+@pytest.mark.parametrize("dtype,causal,mask_kind,group,d", ATOMIC_CASES)
+@pytest.mark.parametrize("grouped", [True, False])
+def test_dq_accumulated_atomically(
+    dtype, causal, mask_kind, group, d, grouped, device, monkeypatch
+):
+    """The dK/dV kernel adding each query tile's dQ share atomically (the driver's choice
+    outside deterministic mode): the same gradients, one kernel fewer; deterministic
+    algorithms keep the separate dQ kernel."""
+    from helpers import force_spec
+    from torch_ext.ops import _launch
+
+    force_spec(
+        monkeypatch,
+        attention,
+        attention_dq_atomic=True,
+        attention_grouped_min_programs=0 if grouped else 1 << 30,
+    )
+    hk = 2
+    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)  # strided, as models
+    k = randn((2, hk, 45, d), dtype, device)
+    v = randn((2, hk, 45, d), dtype, device)
+    mask = None
+    if mask_kind == "bool":
+        m = torch.rand(37, 45) > 0.2
+        m[:, 0] = True
+        mask = m.to(device)
+    elif mask_kind == "float":
+        mask = randn((1, hk * group, 37, 45), dtype, device)
+    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(
+        qr,
+        kr.repeat_interleave(group, 1),
+        vr.repeat_interleave(group, 1),
+        attn_mask=to_ref(mask),
+        is_causal=causal,
+    )
+    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+    g = randn(ref.shape, dtype, device)
+    ref.backward(to_ref(g))
+    for deterministic in (False, True):
+        torch.use_deterministic_algorithms(deterministic)
+        try:
+            before = _launch.launches()
+            dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal)
+            launched = _launch.launches() - before
+        finally:
+            torch.use_deterministic_algorithms(False)
+        # delta, dK/dV (+ dQ shares), and the float32 buffer's copy unless float32;
+        # deterministic: delta, dK/dV, dQ; not grouped: the two group sums after
+        atomic_copy = 0 if dtype == torch.float32 else 1
+        want = 3 if deterministic else 2 + atomic_copy
+        want += 2 if group > 1 and not grouped else 0
+        assert launched == want, (deterministic, launched)
+        assert dq.stride() == q.stride()
+        for got, ref_grad in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+            assert_close(got, ref_grad.to(dtype), dtype, reduce_dim=16)

@@ -25,6 +25,7 @@ from ._symbolic import expand_strides, numel, sizes, strides
 from ._declare import kernel
 from .random import philox_draw
 from .attention_kernels import _attn_fwd_kernel, _attn_bwd_delta_kernel, _attn_bwd_kernel
+from .copy import copy_kernel
 
 
 def _setup(q, k, v, attn_mask, scale):
@@ -180,6 +181,14 @@ def flash_attention_bwd(
             fill_(t, 0)
         return dq, dk, dv
     delta = _symbolic.empty((B, H, Lq), torch.float32, q.device)
+    # dQ: its own kernel (each query tile loops over the keys: deterministic), or,
+    # where the driver prefers it and deterministic algorithms are off (as CUDA's flash
+    # attention), added atomically in float32 by the dK/dV kernel (no second pass over
+    # the scores); into dq itself when float32, else into a buffer copied after.
+    atomic = bool(spec("attention_dq_atomic")) and not torch.are_deterministic_algorithms_enabled()
+    dq_acc = dq
+    if atomic and q.dtype != torch.float32:
+        dq_acc = _symbolic.empty((B, H, Lq, D), torch.float32, q.device)
     launch(
         _attn_bwd_delta_kernel,
         (cdiv(Lq, bm), B * H),
@@ -191,7 +200,12 @@ def flash_attention_bwd(
         DV,
         *strides(out),
         *strides(grad_out),
+        dq_acc,
+        D,
+        *strides(dq_acc),
+        ZERO_DQ=atomic,
         BLOCK_M=bm,
+        BLOCK_D=bd,
         BLOCK_DV=bdv,
     )
     drop_args, has_dropout = _dropout_args(dropout, lse)
@@ -214,7 +228,7 @@ def flash_attention_bwd(
         grad_out,
         lse,
         delta,
-        dq,
+        dq_acc,
         dk_h,
         dv_h,
         mask,
@@ -229,17 +243,20 @@ def flash_attention_bwd(
         *strides(v),
         *strides(grad_out),
         *mst,
-        *strides(dq),
+        *strides(dq_acc),
         *strides(dk_h),
         *strides(dv_h),
         scale,
         *drop_args,
     )
     kv_grid = (cdiv(Lk, bn), B * (H // G) if grouped else B * H)
-    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, **flags,
-           **_stages(stages[1]))  # fmt: skip
-    launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, GROUPED=False,
-           **flags, **_stages(stages[2]))  # fmt: skip
+    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped,
+           DQ_ATOMIC=atomic, **flags, **_stages(stages[1]))  # fmt: skip
+    if not atomic:
+        launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, GROUPED=False,
+               DQ_ATOMIC=False, **flags, **_stages(stages[2]))  # fmt: skip
+    elif dq_acc is not dq:
+        copy_kernel((dq,), (dq_acc,))
     if separate:
         from .reduction import SUM, reduce_into
 

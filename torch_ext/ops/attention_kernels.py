@@ -181,14 +181,31 @@ def _attn_bwd_delta_kernel(
     sgh,
     sgl,
     sgd,
+    dq,
+    D,
+    dqb,
+    dqh,
+    dql,
+    dqd,
+    ZERO_DQ: tl.constexpr,
     BLOCK_M: tl.constexpr,
+    BLOCK_D: tl.constexpr,
     BLOCK_DV: tl.constexpr,
 ):
+    # delta = rowsum(dO * O); ZERO_DQ: also zeroes these rows of dq, which the dK/dV
+    # kernel then accumulates into atomically (DQ_ATOMIC)
     pid_m = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
     b = bh // H
     h = bh % H
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    if ZERO_DQ:
+        rd = tl.arange(0, BLOCK_D)
+        tl.store(
+            dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
+            tl.zeros((BLOCK_M, BLOCK_D), dq.dtype.element_ty),
+            mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+        )
     rdv = tl.arange(0, BLOCK_DV)
     m = (rm < Lq)[:, None] & (rdv < DV)[None, :]
     ov = tl.load(
@@ -307,13 +324,15 @@ def _attn_bwd_kernel(
     DROPOUT: tl.constexpr,
     FOR_DQ: tl.constexpr,
     GROUPED: tl.constexpr,
+    DQ_ATOMIC: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_DV: tl.constexpr,
 ):
     # FOR_DQ: a program owns BLOCK_M queries and loops over keys (dq);
-    # otherwise it owns BLOCK_N keys and loops over queries (dk, dv). GROUPED (dk, dv
+    # otherwise it owns BLOCK_N keys and loops over queries (dk, dv; with DQ_ATOMIC
+    # also each query tile's share of dq, added atomically in float32). GROUPED (dk, dv
     # with G query heads per key head): program_id(1) is (batch, key head), the program
     # loops over the group's G query heads too and stores the summed dk, dv into the key
     # head's own gradient; otherwise it is (batch, query head) and stores that head's.
@@ -395,6 +414,15 @@ def _attn_bwd_kernel(
         )
         if UPCAST:
             v_n = v_n.to(tl.float32)
+        k_n = v_n  # the keys as rows, for DQ_ATOMIC
+        if DQ_ATOMIC:
+            k_n = tl.load(
+                k + b * skb + hk * skh + cols[:, None] * skl + rd[None, :] * skd,
+                mask=(cols < Lk)[:, None] & (rd < D)[None, :],
+                other=0,
+            )
+            if UPCAST:
+                k_n = k_n.to(tl.float32)
         dk_acc = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
         dv_acc = tl.zeros((BLOCK_N, BLOCK_DV), tl.float32)
         start = 0
@@ -407,7 +435,9 @@ def _attn_bwd_kernel(
                 q, do, lse, delta, mask, b, h, bhq, cols, rd, rdv, k_ptrs, kmask, v_n,
                 dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
                 Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
-                CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_M, BLOCK_N,
+                k_n, dq, dqb, dqh, dql, dqd,
+                CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC,
+                BLOCK_M, BLOCK_N,
             )  # fmt: skip
         tl.store(
             dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
@@ -426,11 +456,13 @@ def _kv_head_grads(
     q, do, lse, delta, mask, b, h, bh, cols, rd, rdv, k_ptrs, kmask, v_n,
     dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
     Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
+    k_n, dq, dqb, dqh, dql, dqd,
     CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
     UPCAST: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    DQ_ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    """dk, dv of keys `cols` from query head h (flat index bh), added to the accumulators."""
+    """dk, dv of keys `cols` from query head h (flat index bh), added to the accumulators;
+    with DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
     for m0 in range(start, Lq, BLOCK_M):
         rm = m0 + tl.arange(0, BLOCK_M)
         q_t, g_t, lse_t, dl_t = _query_tile(
@@ -457,4 +489,12 @@ def _kv_head_grads(
         dk_acc += tl.dot(
             tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
         )
+        if DQ_ATOMIC:
+            dq_t = tl.dot(ds.to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32)
+            tl.atomic_add(
+                dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
+                dq_t * scale,
+                mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+                sem="relaxed",
+            )
     return dk_acc, dv_acc
