@@ -12,6 +12,18 @@ from helpers import assert_kernel_close as assert_close
 CASES = [(False, None), (False, "bool"), (False, "float"), (True, None)]
 
 
+def attn_mask(kind, heads, dtype, device):
+    """None, a boolean (37, 45) mask with a key kept per row, or an additive
+    (1, heads, 37, 45) one."""
+    if kind == "bool":
+        m = torch.rand(37, 45) > 0.2
+        m[:, 0] = True
+        return m.to(device)
+    if kind == "float":
+        return randn((1, heads, 37, 45), dtype, device)
+    return None
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("causal,mask_kind", CASES)
 def test_flash_attention(causal, mask_kind, dtype, device):
@@ -19,13 +31,7 @@ def test_flash_attention(causal, mask_kind, dtype, device):
     q = randn((2, 37, 3, 16), dtype, device).transpose(1, 2)
     k = randn((2, 45, 3, 16), dtype, device).transpose(1, 2)
     v = randn((2, 3, 45, 8), dtype, device)
-    mask = None
-    if mask_kind == "bool":
-        m = torch.rand(37, 45) > 0.2
-        m[:, 0] = True
-        mask = m.to(device)
-    elif mask_kind == "float":
-        mask = randn((1, 3, 37, 45), dtype, device)
+    mask = attn_mask(mask_kind, 3, dtype, device)
     qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
     ref = F.scaled_dot_product_attention(qr, kr, vr, attn_mask=to_ref(mask), is_causal=causal)
     out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
@@ -120,13 +126,7 @@ def test_dq_accumulated_atomically(
     q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)  # strided, as models
     k = randn((2, hk, 45, d), dtype, device)
     v = randn((2, hk, 45, d), dtype, device)
-    mask = None
-    if mask_kind == "bool":
-        m = torch.rand(37, 45) > 0.2
-        m[:, 0] = True
-        mask = m.to(device)
-    elif mask_kind == "float":
-        mask = randn((1, hk * group, 37, 45), dtype, device)
+    mask = attn_mask(mask_kind, hk * group, dtype, device)
     qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
     ref = F.scaled_dot_product_attention(
         qr,
