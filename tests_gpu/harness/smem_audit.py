@@ -1,0 +1,154 @@
+"""Shared memory of the matrix-product kernels on a Hopper GPU, without one.
+
+Compiles the attention, matmul and implicit-GEMM convolution kernels the cuda driver
+would launch (its specialisations: tiles, stages, warps) for sm_90 with Triton's own
+compiler (`kernel.warmup` on a compile-only Triton driver: PTX and cubin, nothing runs)
+and reports each kernel's shared memory against an H100/H200's 227 KB per block. A
+kernel over it cannot launch there ("out of resources"); the host driver's interpreter
+would never notice. Runs on any machine with Triton (ptxas ships with it).
+
+    python tests_gpu/harness/smem_audit.py                       # every case below
+    SMEM_CASES=attention python tests_gpu/harness/smem_audit.py  # one family
+    SMEM_ATTENTION=bfloat16:256,float32:128 ...                  # dtype:head pairs
+
+Exit status 1 when a kernel is over the limit (tests/ops/test_backends.py runs a few).
+"""
+
+import os
+import sys
+import types
+
+os.environ["TORCH_EXT_DRIVER"] = "cuda"  # the cuda driver's specialisations
+
+import torch  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.runtime import driver  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_pkg = types.ModuleType("torch_ext")  # the kernels without the extension (no GPU here)
+_pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
+sys.modules["torch_ext"] = _pkg
+
+LIMIT = 232448  # bytes of shared memory one block may use on sm_90
+
+
+class CompileOnly:
+    """A Triton driver that targets sm_90 and launches nothing."""
+
+    def get_current_target(self):
+        return GPUTarget("cuda", 90, 32)
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        pass
+
+    def get_current_stream(self, device=None):
+        return 0
+
+
+driver.set_active(CompileOnly())
+
+from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
+
+cuda_spec._sm_count = lambda: 132  # an H100's multiprocessors (no device to ask)
+
+rows = []
+
+
+def compile_only(case):
+    def launch(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
+        name = getattr(getattr(kernel, "fn", None), "__name__", str(kernel))
+        compiled = kernel.warmup(*args, grid=grid, **kwargs)
+        rows.append((case, name, compiled.metadata.num_stages, compiled.metadata.shared))
+
+    return launch
+
+
+def attention_cases():
+    from torch_ext.ops import attention
+
+    pairs = os.environ.get("SMEM_ATTENTION")
+    if pairs:
+        wanted = [(getattr(torch, p.split(":")[0]), int(p.split(":")[1])) for p in pairs.split(",")]
+    else:
+        wanted = [
+            (dt, d)
+            for dt in (torch.bfloat16, torch.float16, torch.float32)
+            for d in (64, 80, 96, 128, 256)
+        ]
+    for atomic in (False, True):
+        cuda_spec.attention_dq_atomic = lambda atomic=atomic: atomic
+        for dt, d in wanted:
+            case = f"attention {str(dt)[6:]} head {d}{' atomic dQ' if atomic else ''}"
+            attention.launch = compile_only(case)
+            attention.copy_kernel = lambda outs, ins: None  # a pointwise copy, not audited
+            q = torch.empty(2, 4, 512, d, dtype=dt)
+            out, lse = torch.empty_like(q), torch.empty(2, 4, 512)
+            attention.flash_attention_fwd(q, q, q, None, True)
+            attention.flash_attention_bwd(torch.empty_like(q), q, q, q, out, lse, None, True)
+
+
+def matmul_cases():
+    from torch_ext.ops import matmul
+
+    matmul._arrival_counters = lambda device: torch.zeros(matmul.ARRIVALS, dtype=torch.int32)
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        for m, n, k in ((4096, 4096, 4096), (256, 1024, 4096)):
+            for layout in ("nn", "nt", "tn"):
+                matmul.launch = compile_only(f"mm {str(dt)[6:]} {m}x{n}x{k} {layout}")
+                a = (
+                    torch.empty(m, k, dtype=dt)
+                    if layout[0] == "n"
+                    else torch.empty(k, m, dtype=dt).t()
+                )
+                b = (
+                    torch.empty(k, n, dtype=dt)
+                    if layout[1] == "n"
+                    else torch.empty(n, k, dtype=dt).t()
+                )
+                matmul.mm_out(a, b, torch.empty(m, n, dtype=dt))
+
+
+def conv_cases():
+    from torch_ext.ops import conv_igemm, conv_igemm_bwd
+
+    def every_candidate(family, key, candidates, run, device):
+        for cfg in candidates:
+            run(cfg)
+        return candidates[0]
+
+    conv_igemm.tuned = conv_igemm_bwd.tuned = every_candidate
+    for dt in (torch.bfloat16, torch.float32):
+        for c in (64, 512):
+            case = f"conv {str(dt)[6:]} 3x3 {c} channels, every tile candidate"
+            conv_igemm.launch = conv_igemm_bwd.launch = compile_only(case)
+            x = torch.empty(32, c, 14, 14, dtype=dt).to(memory_format=torch.channels_last)
+            w = torch.empty(c, c, 3, 3, dtype=dt)
+            conv_igemm.conv_forward(x, w, None, [1, 1], [1, 1], [1, 1], 1, [14, 14])
+            conv_igemm.conv_scatter(x, w, None, [1, 1], [1, 1], [1, 1], 1, [14, 14])
+            conv_igemm_bwd.conv_weight_grad(x, x, w.shape, [1, 1], [1, 1], [1, 1], 1)
+
+
+FAMILIES = {"attention": attention_cases, "matmul": matmul_cases, "conv": conv_cases}
+
+
+def main():
+    families = os.environ.get("SMEM_CASES", ",".join(FAMILIES)).split(",")
+    for family in families:
+        FAMILIES[family]()
+    over = [r for r in rows if r[3] > LIMIT]
+    worst = {}
+    for case, name, stages, shared in rows:
+        if shared > worst.get((case, name), (0, 0))[1]:
+            worst[(case, name)] = (stages, shared)
+    for (case, name), (stages, shared) in worst.items():
+        flag = "  OVER" if shared > LIMIT else ""
+        print(f"{case:48s} {name:24s} stages {stages}  {shared / 1024:6.1f} KB{flag}")
+    print(f"{len(rows)} compiled, {len(over)} over {LIMIT // 1024} KB", flush=True)
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
