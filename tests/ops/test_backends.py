@@ -95,4 +95,6 @@ def test_attention_kernels_fit_hopper_shared_memory():
         text=True,
         timeout=600,
     )
-    assert r.returncode == 0 and "14 compiled, 0 over" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert r.returncode == 0 and "14 compiled, 0 over 227 KB" in r.stdout, (
+        r.stdout + r.stderr[-3000:]
+    )

@@ -3,9 +3,11 @@
 Compiles the attention, matmul and implicit-GEMM convolution kernels the cuda driver
 would launch (its specialisations: tiles, stages, warps) for sm_90 with Triton's own
 compiler (`kernel.warmup` on a compile-only Triton driver: PTX and cubin, nothing runs)
-and reports each kernel's shared memory against an H100/H200's 227 KB per block. A
-kernel over it cannot launch there ("out of resources"); the host driver's interpreter
-would never notice. Runs on any machine with Triton (ptxas ships with it).
+and reports each kernel's shared memory against an H100/H200's 227 KB per block, and
+its registers per thread and spilled bytes (cuobjdump, `SMEM_REGISTERS=0` skips). A
+kernel over the shared-memory limit cannot launch there ("out of resources"); the host
+driver's interpreter would never notice. Runs on any machine with Triton (ptxas and
+cuobjdump ship with it).
 
     python tests_gpu/harness/smem_audit.py                       # every case below
     SMEM_CASES=attention python tests_gpu/harness/smem_audit.py  # one family
@@ -30,6 +32,7 @@ _pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
 sys.modules["torch_ext"] = _pkg
 
 LIMIT = 232448  # bytes of shared memory one block may use on sm_90
+AUDIT_REGISTERS = os.environ.get("SMEM_REGISTERS", "1") != "0"
 
 
 class CompileOnly:
@@ -57,11 +60,32 @@ cuda_spec._sm_count = lambda: 132  # an H100's multiprocessors (no device to ask
 rows = []
 
 
+def registers(cubin):
+    """(registers per thread, bytes of local memory: spills) from cuobjdump, or (0, 0)."""
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    if not os.path.exists(tool):
+        return 0, 0
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
+    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", text)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
 def compile_only(case):
     def launch(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
         name = getattr(getattr(kernel, "fn", None), "__name__", str(kernel))
         compiled = kernel.warmup(*args, grid=grid, **kwargs)
-        rows.append((case, name, compiled.metadata.num_stages, compiled.metadata.shared))
+        meta = compiled.metadata
+        regs = registers(compiled.asm["cubin"]) if AUDIT_REGISTERS else (0, 0)
+        rows.append((case, name, meta.num_stages, meta.shared, *regs))
 
     return launch
 
@@ -140,13 +164,21 @@ def main():
         FAMILIES[family]()
     over = [r for r in rows if r[3] > LIMIT]
     worst = {}
-    for case, name, stages, shared in rows:
-        if shared > worst.get((case, name), (0, 0))[1]:
-            worst[(case, name)] = (stages, shared)
-    for (case, name), (stages, shared) in worst.items():
+    for case, name, stages, shared, regs, spill in rows:
+        if shared >= worst.get((case, name), (0, -1))[1]:
+            worst[(case, name)] = (stages, shared, regs, spill)
+    for (case, name), (stages, shared, regs, spill) in worst.items():
         flag = "  OVER" if shared > LIMIT else ""
-        print(f"{case:48s} {name:24s} stages {stages}  {shared / 1024:6.1f} KB{flag}")
-    print(f"{len(rows)} compiled, {len(over)} over {LIMIT // 1024} KB", flush=True)
+        spills = f", {spill} B spilled" if spill else ""
+        print(
+            f"{case:52s} {name:24s} stages {stages} {shared / 1024:6.1f} KB "
+            f"{regs:3d} regs{spills}{flag}"
+        )
+    spilled = sum(1 for r in rows if r[5])
+    print(
+        f"{len(rows)} compiled, {len(over)} over {LIMIT // 1024} KB, {spilled} spilling registers",
+        flush=True,
+    )
     return 1 if over else 0
 
 
