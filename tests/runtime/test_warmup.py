@@ -42,25 +42,9 @@ import triton.experimental.gluon  # noqa: F401
 import torch
 import torch_ext
 os.environ["TRITON_INTERPRET"] = "0"
-from triton.backends.compiler import GPUTarget
-from triton.runtime import driver
-
-
-class CompileOnly:
-    def get_current_target(self):
-        return GPUTarget("cuda", 90, 32)
-
-    def get_current_device(self):
-        return 0
-
-    def set_current_device(self, device):
-        pass
-
-    def get_current_stream(self, device=None):
-        return 0
-
-
-driver.set_active(CompileOnly())
+sys.path.insert(0, os.path.join(os.environ["PYTHONPATH"], "tests_gpu", "harness"))
+import compile_only
+compile_only.use()
 sys.path.insert(0, sys.argv[1])
 import kmod
 
