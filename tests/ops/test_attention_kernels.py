@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from torch_ext.ops import attention
 
-from helpers import randn, to_ref
+from helpers import force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 
 CASES = [(False, None), (False, "bool"), (False, "float"), (True, None)]
@@ -113,7 +113,6 @@ def test_dq_accumulated_atomically(
     """The dK/dV kernel adding each query tile's dQ share atomically (the driver's choice
     outside deterministic mode): the same gradients, one kernel fewer; deterministic
     algorithms keep the separate dQ kernel."""
-    from helpers import force_spec
     from torch_ext.ops import _launch
 
     force_spec(

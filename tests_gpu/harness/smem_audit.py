@@ -63,7 +63,7 @@ def registers(cubin):
     return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
 
 
-def compile_only(case):
+def recorder(case):
     def launch(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
         name = getattr(getattr(kernel, "fn", None), "__name__", str(kernel))
         compiled = kernel.warmup(*args, grid=grid, **kwargs)
@@ -90,7 +90,7 @@ def attention_cases():
         cuda_spec.attention_dq_atomic = lambda atomic=atomic: atomic
         for dt, d in wanted:
             case = f"attention {str(dt)[6:]} head {d}{' atomic dQ' if atomic else ''}"
-            attention.launch = compile_only(case)
+            attention.launch = recorder(case)
             attention.copy_kernel = lambda outs, ins: None  # a pointwise copy, not audited
             q = torch.empty(2, 4, 512, d, dtype=dt)
             out, lse = torch.empty_like(q), torch.empty(2, 4, 512)
@@ -105,7 +105,7 @@ def matmul_cases():
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         for m, n, k in ((4096, 4096, 4096), (256, 1024, 4096)):
             for layout in ("nn", "nt", "tn"):
-                matmul.launch = compile_only(f"mm {str(dt)[6:]} {m}x{n}x{k} {layout}")
+                matmul.launch = recorder(f"mm {str(dt)[6:]} {m}x{n}x{k} {layout}")
                 a = (
                     torch.empty(m, k, dtype=dt)
                     if layout[0] == "n"
@@ -131,7 +131,7 @@ def conv_cases():
     for dt in (torch.bfloat16, torch.float32):
         for c in (64, 512):
             case = f"conv {str(dt)[6:]} 3x3 {c} channels, every tile candidate"
-            conv_igemm.launch = conv_igemm_bwd.launch = compile_only(case)
+            conv_igemm.launch = conv_igemm_bwd.launch = recorder(case)
             x = torch.empty(32, c, 14, 14, dtype=dt).to(memory_format=torch.channels_last)
             w = torch.empty(c, c, 3, 3, dtype=dt)
             conv_igemm.conv_forward(x, w, None, [1, 1], [1, 1], [1, 1], 1, [14, 14])

@@ -42,6 +42,7 @@ import torch
 
 from .. import config as _config
 from ..backends import spec
+from ._launch import retry_recording
 
 _REPS = 5  # timed launches per candidate, after one warm-up launch
 
@@ -136,7 +137,7 @@ def tuned(
 ) -> tuple:
     """The configuration to launch with (module doc); candidates[0] when not tuning."""
     candidates = list(dict.fromkeys(tuple(c) for c in candidates))
-    if len(candidates) == 1:
+    if len(candidates) == 1 or _config.get("TORCH_EXT_AUTOTUNE") == "off":
         return candidates[0]
     entry = f"{family}|{_key_text(key)}"
     path = cache_file(device)
@@ -168,8 +169,6 @@ def tuned(
         _memory[entry] = best
         stats["tuned"] += 1
         _store(path, entry, best)
-        from ._launch import retry_recording
-
         retry_recording()
         return best
 

@@ -16,8 +16,13 @@ import triton.language as tl
 
 from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
-from .conv_igemm import padded_strides
 from ..backends import spec
+
+
+def padded_strides(t):
+    """(N, C, *spatial) strides with the spatial ones padded to three dimensions."""
+    st = list(t.stride())
+    return st[:2] + pad3(st[2:], 0)
 
 
 @triton.jit

@@ -146,11 +146,6 @@ def conv_precision(dtype):
     return upcast, None
 
 
-def padded_strides(t):
-    st = list(t.stride())
-    return st[:2] + pad3(st[2:], 0)
-
-
 def channels_inner(t):
     """t (N, C, *spatial) as a contiguous (N, *spatial, C) tensor: a view of a
     channels_last tensor, a copy of any other."""
