@@ -12,15 +12,22 @@ those caches warm, measuring only the first step. Each piece is written to
 <out>/models_pieces/ as it finishes, and the report (models.{json,md,png})
 is remade from every piece there, so workloads run in separate invocations
 merge into one report. A piece that crashed or timed out keeps its error.
+"Empty caches" includes ours: TORCH_EXT_CACHE_DIR (the warm-up records and the
+convolution tuning file) points into the same temporary folder.
+
+On a machine with several GPUs, `--gpus N` runs N pieces side by side, each in
+its own process on its own GPU (CUDA_VISIBLE_DEVICES); a piece never shares a GPU.
 """
 
 import argparse
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.models import report
@@ -37,7 +44,7 @@ def default_out():
     return Path(__file__).resolve().parent.parent / "results" / name.replace(" ", "_")
 
 
-def _run_piece(workload, side, args, cache, first_only, out_file):
+def _run_piece(workload, side, args, cache, first_only, out_file, gpu=None):
     cmd = [sys.executable, "-m", "bench.models.runner", "--workload", workload, "--side", side]
     cmd += ["--steps", str(args.steps), "--out", str(out_file)]
     if args.tiny:
@@ -49,7 +56,10 @@ def _run_piece(workload, side, args, cache, first_only, out_file):
         "PYTHONUNBUFFERED": "1",
         "TRITON_CACHE_DIR": str(Path(cache) / "triton"),
         "TORCHINDUCTOR_CACHE_DIR": str(Path(cache) / "inductor"),
+        "TORCH_EXT_CACHE_DIR": str(Path(cache) / "torch_ext"),
     }
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -80,6 +90,26 @@ def _available(side):
     return True
 
 
+def _piece(workload, side, args, pieces, gpu):
+    """Runs one (workload, side) cold, then warm, and writes its piece."""
+    with tempfile.TemporaryDirectory(prefix="bench_models_cache_") as cache:
+        piece = pieces / f"{workload}__{side}.json"
+        rec = _run_piece(workload, side, args, cache, False, piece, gpu)
+        if not args.no_warm and "error" not in rec:
+            warm_file = pieces / f"{workload}__{side}.warm.tmp"
+            warm = _run_piece(workload, side, args, cache, True, warm_file, gpu)
+            rec["first_step_warm_s"] = warm.get("first_step_s")
+            if "error" in warm:
+                rec["warm_error"] = warm["error"]
+            warm_file.unlink(missing_ok=True)
+    rec["steps_arg"] = args.steps
+    rec["side_by_side_gpus"] = args.gpus
+    piece.write_text(json.dumps(rec, indent=1))
+    status = rec.get("error") or f"{rec.get('ms', float('nan')):.2f} ms"
+    where = "" if gpu is None else f", GPU {gpu}"
+    print(f"== {workload} / {side}: {status} ({rec['process_wall_s']:.0f} s{where})", flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench models")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
@@ -89,6 +119,9 @@ def main(argv=None):
     p.add_argument("--out", default=None, help="default: bench/results/<GPU name>/")
     p.add_argument("--timeout", type=float, default=900, help="seconds per process")
     p.add_argument("--no-warm", action="store_true", help="skip the warm-cache first-step run")
+    p.add_argument(
+        "--gpus", type=int, default=1, help="pieces side by side, one per GPU (CUDA_VISIBLE_DEVICES)"
+    )
     args = p.parse_args(argv)
 
     out = Path(args.out) if args.out else default_out()
@@ -98,24 +131,31 @@ def main(argv=None):
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
         p.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    if args.gpus < 1:
+        p.error("--gpus must be at least 1")
+    jobs = []
     for workload in workloads:
         for side in filter(None, args.sides.split(",")):
-            if not _available(side):
+            if _available(side):
+                jobs.append((workload, side))
+            else:
                 print(f"== {workload} / {side}: flag_gems is not importable, skipped", flush=True)
-                continue
-            with tempfile.TemporaryDirectory(prefix="bench_models_cache_") as cache:
-                piece = pieces / f"{workload}__{side}.json"
-                rec = _run_piece(workload, side, args, cache, False, piece)
-                if not args.no_warm and "error" not in rec:
-                    warm = _run_piece(workload, side, args, cache, True, pieces / "warm.tmp")
-                    rec["first_step_warm_s"] = warm.get("first_step_s")
-                    if "error" in warm:
-                        rec["warm_error"] = warm["error"]
-                    (pieces / "warm.tmp").unlink(missing_ok=True)
-            rec["steps_arg"] = args.steps
-            piece.write_text(json.dumps(rec, indent=1))
-            status = rec.get("error") or f"{rec.get('ms', float('nan')):.2f} ms"
-            print(f"== {workload} / {side}: {status} ({rec['process_wall_s']:.0f} s)", flush=True)
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if args.gpus > 1 and visible and len(visible) < args.gpus:
+        p.error(f"--gpus {args.gpus}, but CUDA_VISIBLE_DEVICES names {len(visible)}")
+    gpus = queue.Queue()  # the GPUs free now; a piece takes one and gives it back
+    for i in range(args.gpus):
+        gpus.put((visible[i] if visible else i) if args.gpus > 1 else None)
+
+    def run(job):
+        gpu = gpus.get()
+        try:
+            _piece(*job, args, pieces, gpu)
+        finally:
+            gpus.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=args.gpus) as pool:
+        list(pool.map(run, jobs))
     md = report.render(out)
     print(md)
     return 0

@@ -58,8 +58,11 @@ def markdown(recs):
     if tiny:
         lines += ["Tiny configuration (2-layer models): a smoke run, not a measurement.", ""]
     torch_v = sorted({r.get("torch") for r in recs if r.get("torch")})
+    side_by_side = max((r.get("side_by_side_gpus") or 1) for r in recs) if recs else 1
+    together = f", {side_by_side} at a time, each on a GPU of its own" if side_by_side > 1 else ""
     lines += [
-        f"torch {', '.join(torch_v)}; median after warm-up; each piece in a fresh process.",
+        f"torch {', '.join(torch_v)}; median after warm-up; each piece in a fresh process"
+        f"{together}.",
         "",
     ]
     lines.append("| workload | " + " | ".join(SIDE_NAMES[s] for s in sides) + " |")
@@ -95,8 +98,9 @@ def markdown(recs):
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines += [
         "",
-        "First-step times: a fresh process with empty kernel caches (Triton's, and "
-        "Inductor's for torch.compile) and again with those caches warm. Our fast-path "
+        "First-step times: a fresh process with empty kernel caches (Triton's, Inductor's "
+        "for torch.compile, and ours: TORCH_EXT_CACHE_DIR's warm-up records and "
+        "convolution tuning) and again with those caches warm. Our fast-path "
         "launch cache lives in memory, so it is empty in both. GPU busy ms: the time the "
         "GPU spent in one step's kernels (the union of their intervals, through the "
         "profiler's CUDA activity, one extra step); well under the step's ms means the "
