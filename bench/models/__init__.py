@@ -120,7 +120,10 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=900, help="seconds per process")
     p.add_argument("--no-warm", action="store_true", help="skip the warm-cache first-step run")
     p.add_argument(
-        "--gpus", type=int, default=1, help="pieces side by side, one per GPU (CUDA_VISIBLE_DEVICES)"
+        "--gpus",
+        type=int,
+        default=1,
+        help="pieces side by side, one per GPU (CUDA_VISIBLE_DEVICES)",
     )
     args = p.parse_args(argv)
 
