@@ -34,6 +34,7 @@ from bench.models import report
 from bench.models.workloads import WORKLOADS
 
 DEFAULT_SIDES = "privateuseone,cuda,compile,flaggems"
+NO_KERNEL_CACHE = ("cuda", "cpu")  # sides with nothing to warm: no warm-cache run
 
 
 def default_out():
@@ -95,7 +96,8 @@ def _piece(workload, side, args, pieces, gpu):
     with tempfile.TemporaryDirectory(prefix="bench_models_cache_") as cache:
         piece = pieces / f"{workload}__{side}.json"
         rec = _run_piece(workload, side, args, cache, False, piece, gpu)
-        if not args.no_warm and "error" not in rec:
+        # torch eager keeps no compiled kernels on disk: its warm first step is its cold one.
+        if not args.no_warm and "error" not in rec and side not in NO_KERNEL_CACHE:
             warm_file = pieces / f"{workload}__{side}.warm.tmp"
             warm = _run_piece(workload, side, args, cache, True, warm_file, gpu)
             rec["first_step_warm_s"] = warm.get("first_step_s")

@@ -100,7 +100,8 @@ def markdown(recs):
         "",
         "First-step times: a fresh process with empty kernel caches (Triton's, Inductor's "
         "for torch.compile, and ours: TORCH_EXT_CACHE_DIR's warm-up records and "
-        "convolution tuning) and again with those caches warm. Our fast-path "
+        "convolution tuning) and again with those caches warm (not for torch eager, which "
+        "keeps no compiled kernels on disk). Our fast-path "
         "launch cache lives in memory, so it is empty in both. GPU busy ms: the time the "
         "GPU spent in one step's kernels (the union of their intervals, through the "
         "profiler's CUDA activity, one extra step); well under the step's ms means the "

@@ -52,3 +52,19 @@ def test_hung_side_is_reported(tmp_path):
     (rec,) = json.loads((tmp_path / "models.json").read_text())
     assert rec["side"] == "cpu" and "timed out" in rec["error"]
     assert "fails: process timed out" in (tmp_path / "models.md").read_text()
+
+
+def test_warm_cache_run_is_ours_not_eagers(tmp_path):
+    """The warm-cache first step runs again in a fresh process on the caches the cold
+    run filled (ours: Triton's and TORCH_EXT_CACHE_DIR); torch eager keeps nothing on
+    disk, so it gets no warm run."""
+    cmd = [sys.executable, "-m", "bench", "models", "--tiny", "--steps", "2"]
+    cmd += ["--workloads", "llama_decode", "--sides", "privateuseone,cpu"]
+    cmd += ["--out", str(tmp_path), "--timeout", "240"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by = {r["side"]: r for r in json.loads((tmp_path / "models.json").read_text())}
+    assert by["privateuseone"]["first_step_warm_s"] > 0, by["privateuseone"]
+    assert "warm_error" not in by["privateuseone"]
+    assert by["cpu"].get("first_step_warm_s") is None
+    assert not list((tmp_path / "models_pieces").glob("*.tmp"))

@@ -1,4 +1,5 @@
-"""Shared memory of the matrix-product kernels on a Hopper GPU, without one.
+"""Shared memory of the matrix-product kernels on a Hopper GPU, without one; and that
+the installed Triton compiles them (and batch norm's) at all.
 
 Compiles the attention, matmul and implicit-GEMM convolution kernels the cuda driver
 would launch (its specialisations: tiles, stages, warps) for sm_90 with Triton's own
@@ -139,7 +140,29 @@ def conv_cases():
             conv_igemm_bwd.conv_weight_grad(x, x, w.shape, [1, 1], [1, 1], [1, 1], 1)
 
 
-FAMILIES = {"attention": attention_cases, "matmul": matmul_cases, "conv": conv_cases}
+def batch_norm_cases():
+    """Batch norm at ResNet-50's shapes, NCHW and channels_last, training forward and
+    backward: Triton 3.6 failed to compile the channels_last statistics merge
+    (an OptimizeThreadLocality assertion), which Triton 3.9 compiles."""
+    from torch_ext.ops import batch_norm
+
+    for fmt in (torch.contiguous_format, torch.channels_last):
+        for c, hw in ((64, 112), (256, 56), (512, 28), (1024, 14), (2048, 7)):
+            batch_norm.launch = recorder(f"batch_norm bf16 32x{c}x{hw}x{hw} {str(fmt)[6:]}")
+            x = torch.empty(32, c, hw, hw, dtype=torch.bfloat16).to(memory_format=fmt)
+            w, rm, rv = (torch.empty(c) for _ in range(3))
+            _, mean, invstd = batch_norm.bn_forward(x, w, w, rm, rv, True, 0.1, 1e-5)
+            batch_norm.native_batch_norm_backward(
+                x, x, w, rm, rv, mean, invstd, True, 1e-5, [True, True, True]
+            )
+
+
+FAMILIES = {
+    "attention": attention_cases,
+    "matmul": matmul_cases,
+    "conv": conv_cases,
+    "batch_norm": batch_norm_cases,
+}
 
 
 def main():

@@ -125,25 +125,29 @@ def _bn_apply_kernel(
     c = cb * BC + tl.arange(0, BC)
     cm = c < C
     if TRAIN:  # merge the partials (Chan et al.), SPLIT_P of them at a time
-        tot = tl.zeros((BC,), ACC)
-        s1 = tl.zeros((BC,), ACC)
+        # The loops add whole (BC, SPLIT_P) tiles and reduce once after them: a reduction
+        # inside them trips an assertion of Triton 3.6 (OptimizeThreadLocality) at
+        # BC=64 and SPLIT_P >= 32 (channels_last ResNet shapes).
+        tot2 = tl.zeros((BC, SPLIT_P), ACC)
+        s12 = tl.zeros((BC, SPLIT_P), ACC)
         for j0 in range(0, nsplit, SPLIT_P):
             j = j0 + tl.arange(0, SPLIT_P)
             pm = cm[:, None] & (j < nsplit)[None, :]
             po = j[None, :] * C + c[:, None]
             pc = tl.load(part + po, mask=pm, other=0)
-            tot += tl.sum(pc, 1)
-            s1 += tl.sum(pc * tl.load(part + nsplit * C + po, mask=pm, other=0), 1)
-        mean = s1 / tot
-        m2 = tl.zeros((BC,), ACC)
+            tot2 += pc
+            s12 += pc * tl.load(part + nsplit * C + po, mask=pm, other=0)
+        tot = tl.sum(tot2, 1)
+        mean = tl.sum(s12, 1) / tot
+        m22 = tl.zeros((BC, SPLIT_P), ACC)
         for j0 in range(0, nsplit, SPLIT_P):
             j = j0 + tl.arange(0, SPLIT_P)
             pm = cm[:, None] & (j < nsplit)[None, :]
             po = j[None, :] * C + c[:, None]
             pc = tl.load(part + po, mask=pm, other=0)
             dm = tl.where(pm, tl.load(part + nsplit * C + po, mask=pm, other=0) - mean[:, None], 0)
-            m2 += tl.sum(tl.load(part + 2 * nsplit * C + po, mask=pm, other=0) + pc * dm * dm, 1)
-        var = m2 / tot
+            m22 += tl.load(part + 2 * nsplit * C + po, mask=pm, other=0) + pc * dm * dm
+        var = tl.sum(m22, 1) / tot
         invstd = 1.0 / tl.sqrt(var + eps)
         if sp == 0:
             tl.store(smean + c, mean.to(smean.dtype.element_ty), mask=cm)
@@ -223,14 +227,17 @@ def _bn_bwd_dx_kernel(
         invstd = sv
     sdy = tl.zeros((BC,), ACC)
     dot = tl.zeros((BC,), ACC)
-    if SUMS:
+    if SUMS:  # tiles added in the loop, reduced after it (see _bn_apply_kernel)
+        sdy2 = tl.zeros((BC, SPLIT_P), ACC)
+        dot2 = tl.zeros((BC, SPLIT_P), ACC)
         for j0 in range(0, nsplit, SPLIT_P):
             j = j0 + tl.arange(0, SPLIT_P)
             pm = cm[:, None] & (j < nsplit)[None, :]
             po = j[None, :] * C + c[:, None]
-            sdy += tl.sum(tl.load(part + po, mask=pm, other=0), 1)
-            dot += tl.sum(tl.load(part + nsplit * C + po, mask=pm, other=0), 1)
-        dot = dot * invstd
+            sdy2 += tl.load(part + po, mask=pm, other=0)
+            dot2 += tl.load(part + nsplit * C + po, mask=pm, other=0)
+        sdy = tl.sum(sdy2, 1)
+        dot = tl.sum(dot2, 1) * invstd
         if sp == 0:
             if DW:
                 tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
