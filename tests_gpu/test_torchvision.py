@@ -32,6 +32,19 @@ import torchvision
 
 from conftest import DEV
 
+
+def _record(**row):
+    """The zoo's table row (tests/models/zoo.py `record`: ZOO_REPORT)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "tests", "models", "zoo.py")
+    spec = importlib.util.spec_from_file_location("_zoo_table_rows", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.record(**row)
+
+
 MODELS = {
     "resnet50": lambda: torchvision.models.resnet50(num_classes=10),
     "mobilenet_v3_large": lambda: torchvision.models.mobilenet_v3_large(num_classes=10),
@@ -78,6 +91,11 @@ def test_trains_like_cpu(name):
         scale = max(g.abs().max().item(), floor)
         rows.append(((ours64[1][n] - g).abs().max().item() / scale, n))
     worst = max(rows)
+    _record(
+        test="train (torchvision)", model=name, steps=1, device=str(DEV),
+        loss_diff=abs(got[2] - exact[2]), grad_diff_rel=worst[0], worst_grad=worst[1],
+        note="float64 gradients; loss after the step in float32, against float64",
+    )  # fmt: skip
     assert worst[0] <= 1e-6, f"{name}: float64 gradient {worst[1]} off the CPU's by {worst[0]:.1e}"
     assert ours64[0] == pytest.approx(exact[0], rel=1e-10)
     assert ours64[2] == pytest.approx(exact[2], rel=1e-5)

@@ -46,11 +46,16 @@ def train(entry: zoo.Entry, device: str, steps: int | None = None):
 def test_trains_like_cpu(entry):
     ref_losses, ref_grads = train(entry, "cpu")
     losses, grads = train(entry, DEV)
-    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), **LOSS_TOL)
     assert grads.keys() == ref_grads.keys()
     scale = max(g.abs().max().item() for g in ref_grads.values())
     worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
     diff = (grads[worst] - ref_grads[worst]).abs().max().item()
+    zoo.record(
+        test="train", model=entry.name, steps=len(losses), device=str(DEV),
+        loss_diff=max(abs(a - b) for a, b in zip(losses, ref_losses)),
+        grad_diff_rel=diff / scale, worst_grad=worst,
+    )  # fmt: skip
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), **LOSS_TOL)
     assert diff <= GRAD_REL * scale, f"{worst}: gradient differs by {diff:.3e} (scale {scale:.3e})"
 
 
@@ -88,4 +93,8 @@ def decode_logits(entry: zoo.Entry, device: str, cache: str, prompt: int = 5, st
 def test_kv_cache_decode_logits_match_cpu(entry, cache):
     ref = decode_logits(entry, "cpu", cache)
     got = decode_logits(entry, DEV, cache)
+    zoo.record(
+        test=f"decode {cache}", model=entry.name, steps=len(got), device=str(DEV),
+        logit_diff=(got - ref).abs().max().item(),
+    )  # fmt: skip
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
