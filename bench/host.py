@@ -87,6 +87,7 @@ def worker(impl, torch_device, calls, out):
             mod.synchronize()
 
     rows = []
+    name = "cpu" if mod is None else mod.get_device_name(0)
     with torch.no_grad():
         for n in (s[0] for s in SIZES):
             for name, fn, args in cases(torch, device, n):
@@ -103,8 +104,8 @@ def worker(impl, torch_device, calls, out):
                 except Exception as e:
                     row["error"] = f"{type(e).__name__}: {e}"[:300]
                 rows.append(row)
-    name = "cpu" if mod is None else mod.get_device_name(0)
-    Path(out).write_text(json.dumps({"impl": impl, "device_name": name, "rows": rows}))
+                # after every row: a worker cut by the timeout keeps what it measured
+                Path(out).write_text(json.dumps({"impl": impl, "device_name": name, "rows": rows}))
 
 
 def markdown(results, calls):
@@ -175,14 +176,32 @@ def main(argv=None):
         if piece.exists():
             results[impl] = json.loads(piece.read_text())
             piece.unlink()
+            if tail.startswith("timed out"):  # the rows it measured stay; the rest say why
+                results[impl]["error"] = tail
+                done = {(r["op"], r["shape"]) for r in results[impl]["rows"]}
+                import torch
+
+                names = [c[0] for c in cases(torch, "cpu", 1)]
+                for n in (s[0] for s in SIZES):
+                    for op in names:
+                        if (op, f"{n}x64") not in done:
+                            results[impl]["rows"].append(
+                                {"op": op, "shape": f"{n}x64", "impl": impl, "error": tail}
+                            )
         else:
             print(f"== host / {impl} failed: {tail}", flush=True)
             results[impl] = {"impl": impl, "device_name": "?", "error": tail, "rows": []}
-    (out / "host.json").write_text(json.dumps({"calls": args.calls, "results": results}, indent=1))
-    md = markdown(results, args.calls)
-    (out / "host.md").write_text(md)
-    print(md)
+        # after every implementation: a run cut short keeps the ones that finished
+        _write(out, results, args.calls)
+    print(_write(out, results, args.calls))
     return 0
+
+
+def _write(out, results, calls):
+    (out / "host.json").write_text(json.dumps({"calls": calls, "results": results}, indent=1))
+    md = markdown(results, calls)
+    (out / "host.md").write_text(md)
+    return md
 
 
 if __name__ == "__main__":

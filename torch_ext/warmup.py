@@ -355,7 +355,8 @@ def _compile_all(jobs: list[tuple[Any, str]], workers: Optional[int], report: Re
             report.failed.append((fn._fn_name if hasattr(fn, "_fn_name") else str(fn), str(e)))
             return None
 
-    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = workers if workers is not None else min(8, cpus or 1)
     if workers <= 1 or len(jobs) <= 1:
         results = [one(job) for job in jobs]
     else:

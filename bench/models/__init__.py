@@ -16,7 +16,9 @@ merge into one report. A piece that crashed or timed out keeps its error.
 convolution tuning file) points into the same temporary folder.
 
 On a machine with several GPUs, `--gpus N` runs N pieces side by side, each in
-its own process on its own GPU (CUDA_VISIBLE_DEVICES); a piece never shares a GPU.
+its own process on its own GPU (CUDA_VISIBLE_DEVICES) and its own 1/N of the CPUs
+(`cpu_share`: pinned, with Inductor's and OpenMP's thread counts to match); a
+piece never shares a GPU or a core.
 """
 
 import argparse
@@ -45,7 +47,19 @@ def default_out():
     return Path(__file__).resolve().parent.parent / "results" / name.replace(" ", "_")
 
 
-def _run_piece(workload, side, args, cache, first_only, out_file, gpu=None):
+def cpu_share(slot, slots):
+    """The CPUs piece `slot` of `slots` side-by-side pieces may use: this process's CPUs
+    cut into `slots` contiguous parts. Cold compiles (ours, Inductor's worker pool)
+    otherwise take every core and slow a host-bound neighbour's steps by half (session
+    13, 4 H100s: torch eager's GPT-2 step 79.8 ms beside compiling pieces, 50.8 alone)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if slots <= 1 or len(cpus) < slots:
+        return cpus
+    per = len(cpus) // slots
+    return cpus[slot * per : (slot + 1) * per]
+
+
+def _run_piece(workload, side, args, cache, first_only, out_file, gpu=None, cpus=None):
     cmd = [sys.executable, "-m", "bench.models.runner", "--workload", workload, "--side", side]
     cmd += ["--steps", str(args.steps), "--out", str(out_file)]
     if args.tiny:
@@ -61,6 +75,9 @@ def _run_piece(workload, side, args, cache, first_only, out_file, gpu=None):
     }
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if cpus:  # bench.models.runner pins itself before importing torch
+        env["BENCH_CPUS"] = ",".join(map(str, cpus))
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = env["OMP_NUM_THREADS"] = str(len(cpus))
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -91,21 +108,24 @@ def _available(side):
     return True
 
 
-def _piece(workload, side, args, pieces, gpu):
+def _piece(workload, side, args, pieces, slot, gpu):
     """Runs one (workload, side) cold, then warm, and writes its piece."""
+    cpus = cpu_share(slot, args.gpus) if args.gpus > 1 else None
     with tempfile.TemporaryDirectory(prefix="bench_models_cache_") as cache:
         piece = pieces / f"{workload}__{side}.json"
-        rec = _run_piece(workload, side, args, cache, False, piece, gpu)
+        rec = _run_piece(workload, side, args, cache, False, piece, gpu, cpus)
         # torch eager keeps no compiled kernels on disk: its warm first step is its cold one.
         if not args.no_warm and "error" not in rec and side not in NO_KERNEL_CACHE:
             warm_file = pieces / f"{workload}__{side}.warm.tmp"
-            warm = _run_piece(workload, side, args, cache, True, warm_file, gpu)
+            warm = _run_piece(workload, side, args, cache, True, warm_file, gpu, cpus)
             rec["first_step_warm_s"] = warm.get("first_step_s")
             if "error" in warm:
                 rec["warm_error"] = warm["error"]
             warm_file.unlink(missing_ok=True)
     rec["steps_arg"] = args.steps
     rec["side_by_side_gpus"] = args.gpus
+    if cpus:
+        rec["cpus"] = len(cpus)
     piece.write_text(json.dumps(rec, indent=1))
     status = rec.get("error") or f"{rec.get('ms', float('nan')):.2f} ms"
     where = "" if gpu is None else f", GPU {gpu}"
@@ -148,16 +168,16 @@ def main(argv=None):
     visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
     if args.gpus > 1 and visible and len(visible) < args.gpus:
         p.error(f"--gpus {args.gpus}, but CUDA_VISIBLE_DEVICES names {len(visible)}")
-    gpus = queue.Queue()  # the GPUs free now; a piece takes one and gives it back
+    slots = queue.Queue()  # (slot, GPU) free now; a piece takes one and gives it back
     for i in range(args.gpus):
-        gpus.put((visible[i] if visible else i) if args.gpus > 1 else None)
+        slots.put((i, (visible[i] if visible else i) if args.gpus > 1 else None))
 
     def run(job):
-        gpu = gpus.get()
+        slot = slots.get()
         try:
-            _piece(*job, args, pieces, gpu)
+            _piece(*job, args, pieces, *slot)
         finally:
-            gpus.put(gpu)
+            slots.put(slot)
 
     with ThreadPoolExecutor(max_workers=args.gpus) as pool:
         list(pool.map(run, jobs))

@@ -59,7 +59,11 @@ def markdown(recs):
         lines += ["Tiny configuration (2-layer models): a smoke run, not a measurement.", ""]
     torch_v = sorted({r.get("torch") for r in recs if r.get("torch")})
     side_by_side = max((r.get("side_by_side_gpus") or 1) for r in recs) if recs else 1
-    together = f", {side_by_side} at a time, each on a GPU of its own" if side_by_side > 1 else ""
+    together = ""
+    if side_by_side > 1:
+        cpus = sorted({r["cpus"] for r in recs if r.get("cpus")})
+        share = f" and {'/'.join(map(str, cpus))} CPUs" if cpus else ""
+        together = f", {side_by_side} at a time, each on a GPU{share} of its own"
     lines += [
         f"torch {', '.join(torch_v)}; median after warm-up; each piece in a fresh process"
         f"{together}.",

@@ -19,6 +19,9 @@ import traceback
 
 T_START = time.perf_counter()
 
+if os.environ.get("BENCH_CPUS"):  # `--gpus N`: this piece's share of the CPUs, set first
+    os.sched_setaffinity(0, {int(c) for c in os.environ["BENCH_CPUS"].split(",")})
+
 import torch  # noqa: E402
 
 SIDES = ("privateuseone", "cuda", "compile", "flaggems", "cpu")
@@ -153,6 +156,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     rec = {"workload": args.workload, "side": args.side, "tiny": args.tiny}
     rec["triton_cache_dir"] = os.environ.get("TRITON_CACHE_DIR")
+    if hasattr(os, "sched_getaffinity"):
+        rec["cpus_allowed"] = len(os.sched_getaffinity(0))
     rec["torch"] = torch.__version__
     try:
         measure(args, rec)

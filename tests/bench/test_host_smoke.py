@@ -29,3 +29,20 @@ def test_bench_host_few_calls(tmp_path):
             assert "error" not in r and r["us"] > 0, r
     md = (tmp_path / "host.md").read_text()
     assert "| softmax | 64x64 |" in md and "ours ÷ torch" in md
+
+
+def test_worker_cut_by_its_timeout_keeps_its_rows(tmp_path):
+    """A worker past --timeout: the rows it measured stay, every other row says it timed
+    out, and the files are written (the GPU run of session 13 lost a whole host run when
+    FlagGems' worker outlived the outer limit)."""
+    cmd = [sys.executable, "-m", "bench", "host", "--calls", "100000", "--impls", "torch"]
+    cmd += ["--torch-device", "cpu", "--out", str(tmp_path), "--timeout", "12"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads((tmp_path / "host.json").read_text())["results"]["torch"]
+    assert "timed out after 12 s" in res["error"]
+    rows = res["rows"]
+    assert {(r["op"], r["shape"]) for r in rows} == {(o, s) for o in OPS for s in ("1x64", "64x64")}
+    assert all(("us" in r) != ("error" in r) for r in rows)
+    assert any("error" in r for r in rows)  # 100000 AdamW steps alone outlast 12 s
+    assert "timed out" in (tmp_path / "host.md").read_text()

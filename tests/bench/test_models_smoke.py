@@ -35,8 +35,10 @@ def test_bench_models_tiny(tmp_path):
     assert ours["speedup_vs_torch"] > 0
     md = (tmp_path / "models.md").read_text()
     assert "| gpt2_train |" in md and "torch_ext (privateuseone)" in md
-    assert "2 at a time, each on a GPU of its own" in md
+    assert "2 at a time, each on a GPU and 1 CPUs of its own" in md
     assert sorted(r["side_by_side_gpus"] for r in recs) == [2] * 4
+    # Each piece pinned to half of this 2-core machine's CPUs.
+    assert all(r["cpus"] == 1 and r["cpus_allowed"] == 1 for r in recs), recs
     # Each piece's caches were its own: ours (TORCH_EXT_CACHE_DIR) beside Triton's.
     assert len({r["triton_cache_dir"] for r in recs}) == 4
 
