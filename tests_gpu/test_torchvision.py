@@ -34,18 +34,16 @@ from conftest import DEV
 
 
 def _record(**row):
-    """The zoo's table row (tests/models/zoo.py `record`: ZOO_REPORT)."""
-    import importlib.util
+    """A row of the zoo's table (tests/models/zoo_table.py `record`: ZOO_REPORT)."""
     import os
     import sys
 
-    path = os.path.join(os.path.dirname(__file__), "..", "tests", "models", "zoo.py")
-    mod = sys.modules.get("_zoo_rows")
-    if mod is None:  # registered before it runs: its dataclasses look themselves up there
-        spec = importlib.util.spec_from_file_location("_zoo_rows", path)
-        mod = sys.modules["_zoo_rows"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    mod.record(**row)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "models"))
+    try:
+        import zoo_table
+    finally:
+        del sys.path[0]
+    zoo_table.record(**row)
 
 
 MODELS = {

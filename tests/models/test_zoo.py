@@ -12,6 +12,7 @@ import transformers
 
 import torch_ext  # noqa: F401
 import zoo
+import zoo_table
 
 from helpers import DEV
 
@@ -50,7 +51,7 @@ def test_trains_like_cpu(entry):
     scale = max(g.abs().max().item() for g in ref_grads.values())
     worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
     diff = (grads[worst] - ref_grads[worst]).abs().max().item()
-    zoo.record(
+    zoo_table.record(
         test="train", model=entry.name, steps=len(losses), device=str(DEV),
         loss_diff=max(abs(a - b) for a, b in zip(losses, ref_losses)),
         grad_diff_rel=diff / scale, worst_grad=worst,
@@ -93,7 +94,7 @@ def decode_logits(entry: zoo.Entry, device: str, cache: str, prompt: int = 5, st
 def test_kv_cache_decode_logits_match_cpu(entry, cache):
     ref = decode_logits(entry, "cpu", cache)
     got = decode_logits(entry, DEV, cache)
-    zoo.record(
+    zoo_table.record(
         test=f"decode {cache}", model=entry.name, steps=len(got), device=str(DEV),
         logit_diff=(got - ref).abs().max().item(),
     )  # fmt: skip

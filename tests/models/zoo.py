@@ -4,8 +4,6 @@ privateuseone and on the CPU and compare. One entry per architecture people brin
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -300,13 +298,3 @@ VISION = [
 
 ALL = TEXT + VISION
 BY_NAME = {e.name: e for e in TEXT + VISION}
-
-
-def record(**row) -> None:
-    """Appends one JSON line (model, steps, differences against the CPU) to the file that
-    ZOO_REPORT names, when set: the table of a zoo run (`python tests/models/zoo_table.py
-    FILE`). One short write per row, so xdist's workers can share the file."""
-    path = os.environ.get("ZOO_REPORT")
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps(row) + "\n")

@@ -1,4 +1,5 @@
-"""The table of a zoo run: `ZOO_REPORT=rows.jsonl pytest tests/models/test_zoo.py`, then
+"""The table of a zoo run: `record` writes its rows (tests/models/test_zoo.py,
+tests_gpu/test_torchvision.py) when `ZOO_REPORT=rows.jsonl pytest ...` names a file, then
 
     python tests/models/zoo_table.py rows.jsonl [more.jsonl ...]
 
@@ -9,7 +10,18 @@ device the files hold (the host driver's `privateuseone:0` and the cuda driver's
 name, so each file's device is named by its file)."""
 
 import json
+import os
 import sys
+
+
+def record(**row) -> None:
+    """Appends one JSON line (model, test, steps, differences against the CPU) to the
+    file that ZOO_REPORT names, when set. One short write per row, so xdist's workers can
+    share the file."""
+    path = os.environ.get("ZOO_REPORT")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 def main(paths):
