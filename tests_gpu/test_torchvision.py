@@ -48,6 +48,9 @@ def _record(**row):
 
 MODELS = {
     "resnet50": lambda: torchvision.models.resnet50(num_classes=10),
+    # on our device with weights and inputs in channels_last (the model benchmark's
+    # resnet50_train_cl), against the CPU in its default layout
+    "resnet50_channels_last": lambda: torchvision.models.resnet50(num_classes=10),
     "mobilenet_v3_large": lambda: torchvision.models.mobilenet_v3_large(num_classes=10),
     "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(num_classes=10),
     "vit_b_16": lambda: torchvision.models.vit_b_16(num_classes=10, image_size=64),
@@ -78,10 +81,15 @@ def test_trains_like_cpu(name):
             if isinstance(m, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
                 m.p = 0.0
         x, y = torch.randn(2, 3, 64, 64), torch.randint(0, 10, (2,))
+        fmt = torch.channels_last if name.endswith("_channels_last") else torch.preserve_format
+
+        def ours(m, t):  # on our device, in the layout the case names
+            return m.to(DEV).to(memory_format=fmt), t.to(DEV).to(memory_format=fmt)
+
         exact = _step(copy.deepcopy(model).double(), x.double(), y)
-        ours64 = _step(copy.deepcopy(model).double().to(DEV), x.double().to(DEV), y.to(DEV))
+        ours64 = _step(*ours(copy.deepcopy(model).double(), x.double()), y.to(DEV))
         ref = _step(copy.deepcopy(model), x, y)
-        got = _step(model.to(DEV), x.to(DEV), y.to(DEV))
+        got = _step(*ours(model, x), y.to(DEV))
     finally:
         torch.backends.cudnn.allow_tf32 = old
     # float64: every gradient and the step's result

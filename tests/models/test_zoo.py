@@ -26,15 +26,23 @@ def _to(batch: dict, device: str) -> dict:
     return {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in batch.items()}
 
 
-def train(entry: zoo.Entry, device: str, steps: int | None = None):
+def _channels_last(batch: dict) -> dict:
+    return {k: (v.to(memory_format=torch.channels_last) if k == "pixel_values" else v)
+            for k, v in batch.items()}  # fmt: skip
+
+
+def train(entry: zoo.Entry, device: str, steps: int | None = None, channels_last=False):
     torch.manual_seed(0)
     model = entry.build()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # built before .to(), as users do
     model.to(device)
+    if channels_last:  # as users switch a vision model: weights and inputs
+        model.to(memory_format=torch.channels_last)
     gen = torch.Generator().manual_seed(1)
     losses = []
     for _ in range(entry.steps if steps is None else steps):
-        loss = model(**_to(entry.batch(gen), device)).loss
+        batch = _to(entry.batch(gen), device)
+        loss = model(**(_channels_last(batch) if channels_last else batch)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -53,6 +61,29 @@ def test_trains_like_cpu(entry):
     diff = (grads[worst] - ref_grads[worst]).abs().max().item()
     zoo_table.record(
         test="train", model=entry.name, steps=len(losses), device=str(DEV),
+        loss_diff=max(abs(a - b) for a, b in zip(losses, ref_losses)),
+        grad_diff_rel=diff / scale, worst_grad=worst,
+    )  # fmt: skip
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), **LOSS_TOL)
+    assert diff <= GRAD_REL * scale, f"{worst}: gradient differs by {diff:.3e} (scale {scale:.3e})"
+
+
+CONVNETS = [zoo.BY_NAME[n] for n in ("resnet", "convnext", "mobilenet_v2")]
+
+
+@pytest.mark.parametrize("entry", CONVNETS, ids=[e.name for e in CONVNETS])
+def test_channels_last_trains_like_cpu(entry):
+    """The convolutional models with weights and inputs in channels_last on our device
+    (ResNet-50 in channels_last is a model-benchmark workload) against the CPU in its
+    default layout: the same losses and gradients as the NCHW run is held to."""
+    ref_losses, ref_grads = train(entry, "cpu")
+    losses, grads = train(entry, DEV, channels_last=True)
+    assert grads.keys() == ref_grads.keys()
+    scale = max(g.abs().max().item() for g in ref_grads.values())
+    worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
+    diff = (grads[worst] - ref_grads[worst]).abs().max().item()
+    zoo_table.record(
+        test="train channels_last", model=entry.name, steps=len(losses), device=str(DEV),
         loss_diff=max(abs(a - b) for a, b in zip(losses, ref_losses)),
         grad_diff_rel=diff / scale, worst_grad=worst,
     )  # fmt: skip
