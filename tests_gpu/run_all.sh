@@ -14,6 +14,9 @@
 #   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/
 #   transformer  the transformer suite (GEMMs in three orientations, SDPA fwd+bwd),
 #           python -m bench --suite transformer, into out_dir/transformer/
+#   attention  the attention backward's dQ two ways and every kernel's tile candidates
+#           against torch's SDPA (tests_gpu/harness/attention_dq.py, attention_tiles.py),
+#           into out_dir/attention_{dq,tiles}.txt
 #   conv    the convolution suite (ResNet-50 and MobileNetV3 shapes, three passes, NCHW
 #           and channels_last), python -m bench --suite conv, into out_dir/conv/
 #   TEST_WORKERS=8 ...                           # tests/ in 8 processes (default: one per core, with pytest-xdist)
@@ -73,6 +76,11 @@ fi
 if step transformer; then
   "$PY" -m bench --suite transformer --out "$OUT_DIR/transformer" >"$OUT_DIR/transformer.log" 2>&1 || status=1
   echo "transformer: see $OUT_DIR/transformer/results.md"
+fi
+if step attention; then
+  "$PY" tests_gpu/harness/attention_dq.py >"$OUT_DIR/attention_dq.txt" 2>&1 || status=1
+  "$PY" tests_gpu/harness/attention_tiles.py >"$OUT_DIR/attention_tiles.txt" 2>&1 || status=1
+  grep -h "best\|^==" "$OUT_DIR/attention_tiles.txt"
 fi
 if step conv; then
   "$PY" -m bench --suite conv --out "$OUT_DIR/conv" >"$OUT_DIR/conv.log" 2>&1 || status=1

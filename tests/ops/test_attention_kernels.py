@@ -154,3 +154,53 @@ def test_dq_accumulated_atomically(
         assert dq.stride() == q.stride()
         for got, ref_grad in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
             assert_close(got, ref_grad.to(dtype), dtype, reduce_dim=16)
+
+
+KERNEL_TILES = {  # kind -> (BLOCK_M, BLOCK_N, warps, stages): unlike each other and the shared
+    "fwd": (32, 16, 2, 1),
+    "dkdv": (16, 32, 4, 2),
+    "dq": (32, 16, 2, 1),
+}
+
+
+@pytest.mark.parametrize("causal,mask_kind,group", [(True, None, 1), (False, "float", 3)])
+def test_per_kernel_tiles(causal, mask_kind, group, device, monkeypatch):
+    """A driver's own tiles, warps and stages per kernel (spec attention_kernel_tiles, which
+    tests_gpu/harness/attention_tiles.py sweeps): forward, dK/dV and dQ each with tiles
+    unlike the others' and the shared ones, at lengths no tile divides; the same output and
+    gradients, and each kernel launched with its own."""
+    force_spec(monkeypatch, attention, attention_kernel_tiles=None)  # reference: shared tiles
+    seen = []
+    real = attention.launch
+
+    def spy(kernel, grid, *args, **kw):
+        seen.append((kw.get("FOR_DQ"), kw.get("BLOCK_M"), kw.get("BLOCK_N"), kw.get("num_warps")))
+        return real(kernel, grid, *args, **kw)
+
+    dtype, hk, d = torch.float32, 2, 16
+    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)
+    k = randn((2, hk, 45, d), dtype, device)
+    v = randn((2, hk, 45, d), dtype, device)
+    mask = attn_mask(mask_kind, hk * group, dtype, device)
+    g = randn((2, hk * group, 37, d), dtype, device)
+    want_out, want_lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+    want = attention.flash_attention_bwd(g, q, k, v, want_out, want_lse, mask, causal)
+    real_spec = attention.spec
+    monkeypatch.setattr(
+        attention,
+        "spec",
+        lambda name, *a: KERNEL_TILES[a[0]]
+        if name == "attention_kernel_tiles"
+        else real_spec(name, *a),
+    )
+    monkeypatch.setattr(attention, "launch", spy)
+    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+    got = attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal)
+    assert_close(out, want_out, dtype, reduce_dim=16)
+    assert_close(lse, want_lse, dtype, reduce_dim=16)
+    for a, b in zip(got, want):
+        assert_close(a, b, dtype, reduce_dim=16)
+    tiles = {(fd, m, n, w) for fd, m, n, w in seen if m is not None and n is not None}
+    assert (None, 32, 16, 2) in tiles  # forward
+    assert (False, 16, 32, 4) in tiles  # dK/dV
+    assert (True, 32, 16, 2) in tiles  # dQ

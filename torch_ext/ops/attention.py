@@ -86,6 +86,23 @@ def _stages(n):
     return {} if n is None else {"num_stages": n}
 
 
+def _kernel_tiles(kind, q, Lq, Lk, bm, bn, stages, bd, bdv):
+    """(BLOCK_M, BLOCK_N, launch options) of one attention kernel: `kind` "fwd", "dkdv" or
+    "dq". A driver may give a kernel tiles, warps and stages of its own
+    (spec `attention_kernel_tiles(kind, head, itemsize)` -> (BLOCK_M, BLOCK_N, warps,
+    stages), or None for the shared tiles of `attention_tiles`):
+    tests_gpu/harness/attention_tiles.py sweeps them on a GPU. Tiles stay powers of two
+    no longer than the sequences (at least 16)."""
+    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size())
+    if own is None:
+        return bm, bn, _stages(stages)
+    m, n, warps, nstages = own
+    opts = _stages(nstages)
+    if warps is not None:
+        opts["num_warps"] = warps
+    return max(16, pow2_at_most(Lq, m)), max(16, pow2_at_most(Lk, n)), opts
+
+
 def _empty_in_layout(q, shape, dtype=None):
     """An output of `shape` whose dimensions are laid out in q's order, as PyTorch's
     attention paths return it (a (B, L, H, D) buffer seen as (B, H, L, D) stays so);
@@ -119,6 +136,7 @@ def flash_attention_fwd(
         return out, lse
     drop_args, has_dropout = _dropout_args(dropout, None)
     draw = draw if draw is not None else (lse, lse)
+    bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
     launch(
         _attn_fwd_kernel,
         (cdiv(Lq, bm), B * H),
@@ -153,7 +171,7 @@ def flash_attention_fwd(
         BLOCK_N=bn,
         BLOCK_D=bd,
         BLOCK_DV=bdv,
-        **_stages(stages[0]),
+        **opts,
     )
     return out, lse
 
@@ -170,7 +188,11 @@ def flash_attention_bwd(
     # where that leaves programs enough to fill the device (spec); else per-query-head
     # dk/dv in float32, summed over each group after (two launches, B*H*Lk*(D+DV)*4
     # bytes of temporaries).
-    grouped = G > 1 and cdiv(Lk, bn) * B * (H // G) >= (spec("attention_grouped_min_programs") or 0)
+    kv_m, kv_n, kv_opts = _kernel_tiles("dkdv", q, Lq, Lk, bm, bn, stages[1], bd, bdv)
+    q_m, q_n, q_opts = _kernel_tiles("dq", q, Lq, Lk, bm, bn, stages[2], bd, bdv)
+    grouped = G > 1 and cdiv(Lk, kv_n) * B * (H // G) >= (
+        spec("attention_grouped_min_programs") or 0
+    )
     separate = G > 1 and not grouped
     dk_h = _symbolic.empty((B, H, Lk, D), torch.float32, q.device) if separate else dk
     dv_h = _symbolic.empty((B, H, Lk, DV), torch.float32, q.device) if separate else dv
@@ -216,8 +238,6 @@ def flash_attention_bwd(
         UPCAST=upcast,
         PRECISION=precision,
         DROPOUT=has_dropout,
-        BLOCK_M=bm,
-        BLOCK_N=bn,
         BLOCK_D=bd,
         BLOCK_DV=bdv,
     )
@@ -249,12 +269,12 @@ def flash_attention_bwd(
         scale,
         *drop_args,
     )
-    kv_grid = (cdiv(Lk, bn), B * (H // G) if grouped else B * H)
+    kv_grid = (cdiv(Lk, kv_n), B * (H // G) if grouped else B * H)
     launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped,
-           DQ_ATOMIC=atomic, **flags, **_stages(stages[1]))  # fmt: skip
+           DQ_ATOMIC=atomic, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
     if not atomic:
-        launch(_attn_bwd_kernel, (cdiv(Lq, bm), B * H), *common, FOR_DQ=True, GROUPED=False,
-               DQ_ATOMIC=False, **flags, **_stages(stages[2]))  # fmt: skip
+        launch(_attn_bwd_kernel, (cdiv(Lq, q_m), B * H), *common, FOR_DQ=True, GROUPED=False,
+               DQ_ATOMIC=False, **flags, BLOCK_M=q_m, BLOCK_N=q_n, **q_opts)  # fmt: skip
     elif dq_acc is not dq:
         copy_kernel((dq,), (dq_acc,))
     if separate:
