@@ -9,10 +9,18 @@ import triton.language as tl
 
 
 @triton.jit
+def _keys_t(k_ptrs, kmask, UPCAST: tl.constexpr):
+    """A (BLOCK_D, BLOCK_N) tile of keys, transposed for q @ k^T."""
+    k_t = tl.load(k_ptrs, mask=kmask, other=0)
+    if UPCAST:
+        k_t = k_t.to(tl.float32)
+    return k_t
+
+
+@triton.jit
 def _scores(
     q_t,
-    k_ptrs,
-    kmask,
+    k_t,
     mask_ptrs,
     rm,
     rn,
@@ -26,10 +34,7 @@ def _scores(
     UPCAST: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    # Scaled scores of a (BLOCK_M, BLOCK_N) tile, -inf where masked.
-    k_t = tl.load(k_ptrs, mask=kmask, other=0)
-    if UPCAST:
-        k_t = k_t.to(tl.float32)
+    # Scaled scores of a (BLOCK_M, BLOCK_N) tile, -inf where masked; k_t from _keys_t.
     s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
     cols = n0 + rn
     valid = (cols < Lk)[None, :] & (rm < Lq)[:, None]
@@ -133,9 +138,10 @@ def _attn_fwd_kernel(
         cols = n0 + rn
         k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
         m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
+        k_t = _keys_t(k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], UPCAST)
         s = _scores(
-            q_t, k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], m_ptrs, rm, rn, n0, Lq, Lk,
-            scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+            q_t, k_t, m_ptrs, rm, rn, n0, Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+            PRECISION,
         )  # fmt: skip
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
@@ -362,9 +368,11 @@ def _attn_bwd_kernel(
             cols = n0 + rn
             k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
             m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
+            # one load of the keys serves both products (as k^T for the scores, as k for dq)
+            k_t = _keys_t(k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], UPCAST)
             s = _scores(
-                q_t, k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], m_ptrs, rm, rn, n0, Lq,
-                Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+                q_t, k_t, m_ptrs, rm, rn, n0, Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+                PRECISION,
             )  # fmt: skip
             p = tl.exp(s - lse_t[:, None])
             vT = tl.load(
@@ -379,14 +387,9 @@ def _attn_bwd_kernel(
                 keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
                 dp = tl.where(keep, dp * keep_scale, 0.0)
             ds = p * (dp - dl_t[:, None])
-            k_n = tl.load(
-                k + b * skb + (h // G) * skh + cols[:, None] * skl + rd[None, :] * skd,
-                mask=(cols < Lk)[:, None] & (rd < D)[None, :],
-                other=0,
+            acc += tl.dot(
+                ds.to(k_t.dtype), tl.trans(k_t), input_precision=PRECISION, out_dtype=tl.float32
             )
-            if UPCAST:
-                k_n = k_n.to(tl.float32)
-            acc += tl.dot(ds.to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32)
         tl.store(
             dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
             (acc * scale).to(dq.dtype.element_ty),
@@ -405,8 +408,12 @@ def _attn_bwd_kernel(
             heads = 1
             hs = h
         cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        k_ptrs = k + b * skb + hk * skh + cols[None, :] * skl + rd[:, None] * skd
-        kmask = (cols < Lk)[None, :] & (rd < D)[:, None]
+        # the program's keys, loaded once for every query tile of its loop
+        k_t = _keys_t(
+            k + b * skb + hk * skh + cols[None, :] * skl + rd[:, None] * skd,
+            (cols < Lk)[None, :] & (rd < D)[:, None],
+            UPCAST,
+        )
         v_n = tl.load(
             v + b * svb + hk * svh + cols[:, None] * svl + rdv[None, :] * svd,
             mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
@@ -432,7 +439,7 @@ def _attn_bwd_kernel(
             h = h0 + gi
             bhq = b * H + h
             dk_acc, dv_acc = _kv_head_grads(
-                q, do, lse, delta, mask, b, h, bhq, cols, rd, rdv, k_ptrs, kmask, v_n,
+                q, do, lse, delta, mask, b, h, bhq, cols, rd, rdv, k_t, v_n,
                 dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
                 Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
                 k_n, dq, dqb, dqh, dql, dqd,
@@ -453,7 +460,7 @@ def _attn_bwd_kernel(
 
 @triton.jit
 def _kv_head_grads(
-    q, do, lse, delta, mask, b, h, bh, cols, rd, rdv, k_ptrs, kmask, v_n,
+    q, do, lse, delta, mask, b, h, bh, cols, rd, rdv, k_t, v_n,
     dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
     Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
     k_n, dq, dqb, dqh, dql, dqd,
@@ -471,8 +478,8 @@ def _kv_head_grads(
         )  # fmt: skip
         m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
         s = _scores(
-            q_t, k_ptrs, kmask, m_ptrs, rm, cols - pid * BLOCK_N, pid * BLOCK_N, Lq, Lk, scale,
-            CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+            q_t, k_t, m_ptrs, rm, cols - pid * BLOCK_N, pid * BLOCK_N, Lq, Lk, scale, CAUSAL,
+            HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
         )  # fmt: skip
         p = tl.exp(s - lse_t[:, None])
         pd = p
