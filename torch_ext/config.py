@@ -287,6 +287,16 @@ VARIABLES: tuple[Variable, ...] = (
         _choice("cpu", "privateuseone", "cuda"),
     ),
     Variable(
+        "ZOO_REPORT",
+        "test",
+        "text",
+        None,
+        "—",
+        "a file: the model zoo's tests (tests/models/test_zoo.py, tests_gpu/test_torchvision.py) "
+        "append a row per model to it; `python tests/models/zoo_table.py FILE` prints the table",
+        ("tests/models/zoo_table.py",),
+    ),
+    Variable(
         "TRITON_INTERPRET",
         "run",
         "bool",
