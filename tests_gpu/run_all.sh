@@ -10,8 +10,12 @@
 #           ours and torch's (python -m bench census), into out_dir/census_*.{txt,json}
 #   tune    the matmul tiling sweep against cuBLAS (tests_gpu/harness/tune_mm.py)
 #   models  python -m bench models, every workload on every side (MODELS_WORKLOADS,
-#           MODELS_SIDES to narrow), results in bench/results/<GPU>/
-#   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/
+#           MODELS_SIDES to narrow; MODELS_GPUS=4: four pieces at a time, one GPU and a
+#           quarter of the CPUs each), results in bench/results/<GPU>/
+#   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/;
+#           run it with nothing else on the machine
+#   zoo     the model zoo and the torchvision set with the cuda driver, their table
+#           (ZOO_REPORT) into out_dir/zoo.md
 #   transformer  the transformer suite (GEMMs in three orientations, SDPA fwd+bwd),
 #           python -m bench --suite transformer, into out_dir/transformer/
 #   attention  the attention backward's dQ two ways and every kernel's tile candidates
@@ -66,8 +70,19 @@ if step tune; then
 fi
 if step models; then
   "$PY" -m bench models ${MODELS_WORKLOADS:+--workloads "$MODELS_WORKLOADS"} \
-    ${MODELS_SIDES:+--sides "$MODELS_SIDES"} >"$OUT_DIR/models.log" 2>&1 || status=1
+    ${MODELS_SIDES:+--sides "$MODELS_SIDES"} ${MODELS_GPUS:+--gpus "$MODELS_GPUS"} \
+    >"$OUT_DIR/models.log" 2>&1 || status=1
   grep '^== ' "$OUT_DIR/models.log"
+fi
+if step zoo; then
+  rows="$(cd "$OUT_DIR" && pwd)/zoo.jsonl"
+  rm -f "$rows"
+  for t in tests/models/test_zoo.py tests_gpu/test_torchvision.py; do  # two conftests: two runs
+    ZOO_REPORT="$rows" "${PYTEST[@]}" -n "${TEST_WORKERS:-8}" "$t" >>"$OUT_DIR/zoo.log" 2>&1 ||
+      status=1
+    echo "zoo $t: $(tail -1 "$OUT_DIR/zoo.log")"
+  done
+  "$PY" tests/models/zoo_table.py "$rows" >"$OUT_DIR/zoo.md" 2>&1 || status=1
 fi
 if step host; then
   "$PY" -m bench host >"$OUT_DIR/host.log" 2>&1 || status=1
