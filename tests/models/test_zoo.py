@@ -51,21 +51,27 @@ def train(entry: zoo.Entry, device: str, steps: int | None = None, channels_last
     return losses, grads
 
 
-@pytest.mark.parametrize("entry", zoo.ALL, ids=[e.name for e in zoo.ALL])
-def test_trains_like_cpu(entry):
+def _trains_like_cpu(entry: zoo.Entry, test: str, channels_last: bool = False):
+    """Ours (in channels_last if asked) against the CPU's default layout: every step's
+    loss, and every gradient after the last; the row goes to the zoo's table."""
     ref_losses, ref_grads = train(entry, "cpu")
-    losses, grads = train(entry, DEV)
+    losses, grads = train(entry, DEV, channels_last=channels_last)
     assert grads.keys() == ref_grads.keys()
     scale = max(g.abs().max().item() for g in ref_grads.values())
     worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
     diff = (grads[worst] - ref_grads[worst]).abs().max().item()
     zoo_table.record(
-        test="train", model=entry.name, steps=len(losses), device=str(DEV),
+        test=test, model=entry.name, steps=len(losses), device=str(DEV),
         loss_diff=max(abs(a - b) for a, b in zip(losses, ref_losses)),
         grad_diff_rel=diff / scale, worst_grad=worst,
     )  # fmt: skip
     torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), **LOSS_TOL)
     assert diff <= GRAD_REL * scale, f"{worst}: gradient differs by {diff:.3e} (scale {scale:.3e})"
+
+
+@pytest.mark.parametrize("entry", zoo.ALL, ids=[e.name for e in zoo.ALL])
+def test_trains_like_cpu(entry):
+    _trains_like_cpu(entry, "train")
 
 
 CONVNETS = [zoo.BY_NAME[n] for n in ("resnet", "convnext", "mobilenet_v2")]
@@ -75,20 +81,8 @@ CONVNETS = [zoo.BY_NAME[n] for n in ("resnet", "convnext", "mobilenet_v2")]
 def test_channels_last_trains_like_cpu(entry):
     """The convolutional models with weights and inputs in channels_last on our device
     (ResNet-50 in channels_last is a model-benchmark workload) against the CPU in its
-    default layout: the same losses and gradients as the NCHW run is held to."""
-    ref_losses, ref_grads = train(entry, "cpu")
-    losses, grads = train(entry, DEV, channels_last=True)
-    assert grads.keys() == ref_grads.keys()
-    scale = max(g.abs().max().item() for g in ref_grads.values())
-    worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
-    diff = (grads[worst] - ref_grads[worst]).abs().max().item()
-    zoo_table.record(
-        test="train channels_last", model=entry.name, steps=len(losses), device=str(DEV),
-        loss_diff=max(abs(a - b) for a, b in zip(losses, ref_losses)),
-        grad_diff_rel=diff / scale, worst_grad=worst,
-    )  # fmt: skip
-    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), **LOSS_TOL)
-    assert diff <= GRAD_REL * scale, f"{worst}: gradient differs by {diff:.3e} (scale {scale:.3e})"
+    default layout, held to what the NCHW run is held to."""
+    _trains_like_cpu(entry, "train channels_last", channels_last=True)
 
 
 DECODERS = [e for e in zoo.ALL if e.decoder]
