@@ -49,9 +49,10 @@ def default_out():
 
 def cpu_share(slot, slots):
     """The CPUs piece `slot` of `slots` side-by-side pieces may use: this process's CPUs
-    cut into `slots` contiguous parts. Cold compiles (ours, Inductor's worker pool)
-    otherwise take every core and slow a host-bound neighbour's steps by half (session
-    13, 4 H100s: torch eager's GPT-2 step 79.8 ms beside compiling pieces, 50.8 alone)."""
+    cut into `slots` contiguous parts. Unpinned, cold compiles (ours, Inductor's worker
+    pool) can take every core from a host-bound neighbour's timed steps (session 13, 4
+    H100s unpinned: torch eager's GPT-2 step 79.8 ms beside compiling pieces, against
+    50.8 in an earlier run alone)."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if slots <= 1 or len(cpus) < slots:
         return cpus
@@ -168,6 +169,11 @@ def main(argv=None):
     visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
     if args.gpus > 1 and visible and len(visible) < args.gpus:
         p.error(f"--gpus {args.gpus}, but CUDA_VISIBLE_DEVICES names {len(visible)}")
+    if args.gpus > 1 and not visible:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.device_count() < args.gpus:
+            p.error(f"--gpus {args.gpus}, but this machine has {torch.cuda.device_count()} GPUs")
     slots = queue.Queue()  # (slot, GPU) free now; a piece takes one and gives it back
     for i in range(args.gpus):
         slots.put((i, (visible[i] if visible else i) if args.gpus > 1 else None))
