@@ -11,7 +11,8 @@
 #   tune    the matmul tiling sweep against cuBLAS (tests_gpu/harness/tune_mm.py)
 #   models  python -m bench models, every workload on every side (MODELS_WORKLOADS,
 #           MODELS_SIDES to narrow; MODELS_GPUS=4: four pieces at a time, one GPU and a
-#           quarter of the CPUs each), results in bench/results/<GPU>/
+#           quarter of the CPUs each; MODELS_ARGS: more of its options), results in
+#           bench/results/<GPU>/
 #   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/;
 #           run it with nothing else on the machine
 #   zoo     the model zoo and the torchvision set with the cuda driver, their table
@@ -70,7 +71,7 @@ if step tune; then
 fi
 if step models; then
   "$PY" -m bench models ${MODELS_WORKLOADS:+--workloads "$MODELS_WORKLOADS"} \
-    ${MODELS_SIDES:+--sides "$MODELS_SIDES"} ${MODELS_GPUS:+--gpus "$MODELS_GPUS"} \
+    ${MODELS_SIDES:+--sides "$MODELS_SIDES"} ${MODELS_GPUS:+--gpus "$MODELS_GPUS"} ${MODELS_ARGS:-} \
     >"$OUT_DIR/models.log" 2>&1 || status=1
   grep '^== ' "$OUT_DIR/models.log"
 fi

@@ -79,10 +79,11 @@ def _run_piece(workload, side, args, cache, first_only, out_file, gpu=None, cpus
     if cpus:  # bench.models.runner pins itself before importing torch
         env["BENCH_CPUS"] = ",".join(map(str, cpus))
         env["TORCHINDUCTOR_COMPILE_THREADS"] = env["OMP_NUM_THREADS"] = str(len(cpus))
+    timeout = args.side_timeouts.get(side, args.timeout)
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, env=env, timeout=args.timeout, capture_output=True, text=True, cwd=_root()
+            cmd, env=env, timeout=timeout, capture_output=True, text=True, cwd=_root()
         )
         rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-3000:]
     except subprocess.TimeoutExpired as e:
@@ -91,7 +92,7 @@ def _run_piece(workload, side, args, cache, first_only, out_file, gpu=None, cpus
     try:
         rec = json.loads(Path(out_file).read_text())
     except (OSError, ValueError):
-        what = f"timed out after {args.timeout:.0f} s" if rc == "timeout" else f"exit code {rc}"
+        what = f"timed out after {timeout:g} s" if rc == "timeout" else f"exit code {rc}"
         rec = {"workload": workload, "side": side, "error": f"process {what}", "log_tail": tail}
     rec["process_wall_s"] = wall
     return rec
@@ -141,6 +142,12 @@ def main(argv=None):
     p.add_argument("--tiny", action="store_true", help="2-layer models, small batches")
     p.add_argument("--out", default=None, help="default: bench/results/<GPU name>/")
     p.add_argument("--timeout", type=float, default=900, help="seconds per process")
+    p.add_argument(
+        "--side-timeout",
+        default="",
+        help="SIDE=SECONDS[,...]: another --timeout for a side (e.g. flaggems=150, whose "
+        "ResNet-50 runs for minutes without a step)",
+    )
     p.add_argument("--no-warm", action="store_true", help="skip the warm-cache first-step run")
     p.add_argument(
         "--gpus",
@@ -159,6 +166,13 @@ def main(argv=None):
         p.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
     if args.gpus < 1:
         p.error("--gpus must be at least 1")
+    args.side_timeouts = {}
+    for item in filter(None, args.side_timeout.split(",")):
+        side, _, secs = item.partition("=")
+        try:
+            args.side_timeouts[side.strip()] = float(secs)
+        except ValueError:
+            p.error(f"--side-timeout {item!r}: expected SIDE=SECONDS")
     jobs = []
     for workload in workloads:
         for side in filter(None, args.sides.split(",")):

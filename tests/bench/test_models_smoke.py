@@ -48,11 +48,11 @@ def test_hung_side_is_reported(tmp_path):
     timeout shorter than torch's import)."""
     cmd = [sys.executable, "-m", "bench", "models", "--tiny", "--steps", "2", "--no-warm"]
     cmd += ["--workloads", "gpt2_train", "--sides", "cpu", "--out", str(tmp_path)]
-    cmd += ["--timeout", "0.5"]
+    cmd += ["--timeout", "240", "--side-timeout", "cpu=0.5"]  # this side's own limit
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (rec,) = json.loads((tmp_path / "models.json").read_text())
-    assert rec["side"] == "cpu" and "timed out" in rec["error"]
+    assert rec["side"] == "cpu" and "timed out after 0.5 s" in rec["error"], rec["error"]
     assert "fails: process timed out" in (tmp_path / "models.md").read_text()
 
 
@@ -70,3 +70,12 @@ def test_warm_cache_run_is_ours_not_eagers(tmp_path):
     assert "warm_error" not in by["privateuseone"]
     assert by["cpu"].get("first_step_warm_s") is None
     assert not list((tmp_path / "models_pieces").glob("*.tmp"))
+
+
+def test_bad_side_timeout_is_named(tmp_path):
+    cmd = [sys.executable, "-m", "bench", "models", "--tiny", "--side-timeout", "flaggems"]
+    cmd += ["--out", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (
+        proc.returncode == 2 and "--side-timeout 'flaggems': expected SIDE=SECONDS" in proc.stderr
+    )
