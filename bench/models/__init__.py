@@ -55,7 +55,7 @@ def cpu_share(slot, slots):
     50.8 in an earlier run alone)."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if slots <= 1 or len(cpus) < slots:
-        return cpus
+        return None  # one piece at a time, or too few CPUs to share: no pinning
     per = len(cpus) // slots
     return cpus[slot * per : (slot + 1) * per]
 
@@ -112,7 +112,7 @@ def _available(side):
 
 def _piece(workload, side, args, pieces, slot, gpu):
     """Runs one (workload, side) cold, then warm, and writes its piece."""
-    cpus = cpu_share(slot, args.gpus) if args.gpus > 1 else None
+    cpus = cpu_share(slot, args.gpus)
     with tempfile.TemporaryDirectory(prefix="bench_models_cache_") as cache:
         piece = pieces / f"{workload}__{side}.json"
         rec = _run_piece(workload, side, args, cache, False, piece, gpu, cpus)

@@ -421,15 +421,6 @@ def _attn_bwd_kernel(
         )
         if UPCAST:
             v_n = v_n.to(tl.float32)
-        k_n = v_n  # the keys as rows, for DQ_ATOMIC
-        if DQ_ATOMIC:
-            k_n = tl.load(
-                k + b * skb + hk * skh + cols[:, None] * skl + rd[None, :] * skd,
-                mask=(cols < Lk)[:, None] & (rd < D)[None, :],
-                other=0,
-            )
-            if UPCAST:
-                k_n = k_n.to(tl.float32)
         dk_acc = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
         dv_acc = tl.zeros((BLOCK_N, BLOCK_DV), tl.float32)
         start = 0
@@ -442,7 +433,7 @@ def _attn_bwd_kernel(
                 q, do, lse, delta, mask, b, h, bhq, cols, rd, rdv, k_t, v_n,
                 dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
                 Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
-                k_n, dq, dqb, dqh, dql, dqd,
+                dq, dqb, dqh, dql, dqd,
                 CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC,
                 BLOCK_M, BLOCK_N,
             )  # fmt: skip
@@ -463,7 +454,7 @@ def _kv_head_grads(
     q, do, lse, delta, mask, b, h, bh, cols, rd, rdv, k_t, v_n,
     dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
     Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
-    k_n, dq, dqb, dqh, dql, dqd,
+    dq, dqb, dqh, dql, dqd,
     CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
     UPCAST: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
     DQ_ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -497,7 +488,9 @@ def _kv_head_grads(
             tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
         )
         if DQ_ATOMIC:
-            dq_t = tl.dot(ds.to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32)
+            dq_t = tl.dot(
+                ds.to(k_t.dtype), tl.trans(k_t), input_precision=PRECISION, out_dtype=tl.float32
+            )  # the program's keys as rows: the same tile as the scores' k^T
             tl.atomic_add(
                 dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
                 dq_t * scale,
