@@ -98,7 +98,7 @@ def _mask_kernel(out, seed, offset, Lq, Lk, p, BM: tl.constexpr, BN: tl.constexp
     bh = tl.program_id(0).to(tl.int64)
     rm = tl.arange(0, BM)
     cols = tl.arange(0, BN)
-    keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p)
+    keep = _dropout_keep(seed, offset, bh, rm[:, None], cols[None, :], Lq, Lk, p)
     ok = (rm < Lq)[:, None] & (cols < Lk)[None, :]
     tl.store(out + bh * Lq * Lk + rm[:, None] * Lk + cols[None, :], keep.to(tl.int8), mask=ok)
 

@@ -204,3 +204,34 @@ def test_per_kernel_tiles(causal, mask_kind, group, device, monkeypatch):
     assert (None, 32, 16, 2) in tiles  # forward
     assert (False, 16, 32, 4) in tiles  # dK/dV
     assert (True, 32, 16, 2) in tiles  # dQ
+
+
+@pytest.mark.parametrize("lq,lk", [(64, 48), (40, 80)])
+@pytest.mark.parametrize("tiles", [(16, 16), (16, 32), (32, 16)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_unmasked_interior_tiles(causal, tiles, lq, lk, device, monkeypatch):
+    """Each kernel takes the tiles wholly inside both lengths and below the causal
+    diagonal without a mask and the rest with it: many tiles of both kinds, both
+    orders of the lengths (top-left causal alignment), tiles of unequal sides."""
+    m, n = tiles
+    force_spec(monkeypatch, attention, attention_kernel_tiles=None)
+    real_spec = attention.spec
+    monkeypatch.setattr(
+        attention,
+        "spec",
+        lambda name, *a: (m, n, None, None)
+        if name == "attention_kernel_tiles"
+        else real_spec(name, *a),
+    )
+    q = randn((1, 2, lq, 16), torch.float32, device)
+    k = randn((1, 2, lk, 16), torch.float32, device)
+    v = randn((1, 2, lk, 16), torch.float32, device)
+    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+    out, lse = attention.flash_attention_fwd(q, k, v, None, causal)
+    assert_close(out, ref.detach().float(), reduce_dim=16)
+    g = randn(ref.shape, torch.float32, device)
+    ref.backward(to_ref(g))
+    dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, None, causal)
+    for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+        assert_close(got, want.float(), reduce_dim=16)

@@ -2,6 +2,12 @@
 program per query tile) and the backward (delta = rowsum(dO * O), then dQ, dK, dV).
 Dropout (DROPOUT) drops probabilities after the softmax's normaliser, from a Philox
 number per (batch*head, query, key) that the backward regenerates.
+
+Each kernel walks its tiles in two loops: the tiles that are wholly inside both lengths
+and wholly below the causal diagonal take no mask (CHECK=False: no comparisons and no
+select on the scores), the others (the diagonal's, a partial last tile, every tile under
+an attention mask) take the full one. The dK/dV kernel computes the transposed scores
+(keys x queries) so that none of its products needs a computed tile transposed.
 """
 
 import triton
@@ -9,39 +15,15 @@ import triton.language as tl
 
 
 @triton.jit
-def _keys_t(k_ptrs, kmask, UPCAST: tl.constexpr):
-    """A (BLOCK_D, BLOCK_N) tile of keys, transposed for q @ k^T."""
-    k_t = tl.load(k_ptrs, mask=kmask, other=0)
-    if UPCAST:
-        k_t = k_t.to(tl.float32)
-    return k_t
-
-
-@triton.jit
-def _scores(
-    q_t,
-    k_t,
-    mask_ptrs,
-    rm,
-    rn,
-    n0,
-    Lq,
-    Lk,
-    scale,
-    CAUSAL: tl.constexpr,
-    HAS_MASK: tl.constexpr,
-    BOOL_MASK: tl.constexpr,
-    UPCAST: tl.constexpr,
-    PRECISION: tl.constexpr,
-):
-    # Scaled scores of a (BLOCK_M, BLOCK_N) tile, -inf where masked; k_t from _keys_t.
-    s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
-    cols = n0 + rn
-    valid = (cols < Lk)[None, :] & (rm < Lq)[:, None]
+def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+            BOOL_MASK: tl.constexpr):  # fmt: skip
+    """Scores s with -inf where query r may not see key c (r, c broadcast to s's shape:
+    rows x cols, or cols x rows in the transposed scores)."""
+    valid = (c < Lk) & (r < Lq)
     if CAUSAL:
-        valid = valid & (cols[None, :] <= rm[:, None])
+        valid = valid & (c <= r)
     if HAS_MASK:
-        mv = tl.load(mask_ptrs, mask=valid, other=0)
+        mv = tl.load(m_ptrs, mask=valid, other=0)
         if BOOL_MASK:
             valid = valid & (mv != 0)
         else:
@@ -50,11 +32,74 @@ def _scores(
 
 
 @triton.jit
-def _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop):
-    # Philox number of element (bh, row, col) of the (B*H, Lq, Lk) probabilities: the
-    # forward and both backward kernels draw the same one, so the mask is regenerated
-    idx = (bh * Lq + rm[:, None].to(tl.int64)) * Lk + cols[None, :].to(tl.int64)
+def _dropout_keep(seed, offset, bh, r, c, Lq, Lk, p_drop):
+    # Philox number of element (bh, row, col) of the (B*H, Lq, Lk) probabilities (r, c
+    # broadcast to the tile's shape): the forward and both backward kernels draw the same
+    # one, so the mask is regenerated
+    idx = (bh * Lq + r.to(tl.int64)) * Lk + c.to(tl.int64)
     return tl.rand(seed, offset + idx) >= p_drop
+
+
+@triton.jit
+def _unmasked_end(lo, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+                  BLOCK_N: tl.constexpr):  # fmt: skip
+    """Keys [0, end) in whole BLOCK_N tiles that rows lo.. all see, with no mask."""
+    end = Lk
+    if CAUSAL:
+        end = tl.minimum(end, lo + 1)  # keys up to the tile's first row
+    end = (end // BLOCK_N) * BLOCK_N
+    if HAS_MASK:
+        end = 0
+    return end
+
+
+@triton.jit
+def _fwd_tiles(
+    acc, m_i, l_i, q_t, k_base, v_base, m_base, lo, hi, bh, rm, rd, rdv,
+    Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
+    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """The online softmax over key tiles [lo, hi) of one query tile."""
+    for n0 in range(lo, hi, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        k_t = tl.load(
+            k_base + cols[None, :] * skl + rd[:, None] * skd,
+            mask=(cols < Lk)[None, :] & (rd < D)[:, None],
+            other=0,
+        )
+        if UPCAST:
+            k_t = k_t.to(tl.float32)
+        s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
+        if CHECK:
+            s = _masked(
+                s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
+                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+            )  # fmt: skip
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_safe = m_new
+        p = tl.exp(s - m_safe[:, None])
+        alpha = tl.exp(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v_t = tl.load(
+            v_base + cols[:, None] * svl + rdv[None, :] * svd,
+            mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
+            other=0,
+        )
+        if UPCAST:
+            v_t = v_t.to(tl.float32)
+        if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
+            keep = _dropout_keep(seed, offset, bh, rm[:, None], cols[None, :], Lq, Lk, p_drop)
+            p = tl.where(keep, p * keep_scale, 0.0)
+        acc = acc * alpha[:, None] + tl.dot(
+            p.to(v_t.dtype), v_t, input_precision=PRECISION, out_dtype=tl.float32
+        )
+        m_i = m_new
+    return acc, m_i, l_i
 
 
 @triton.jit(do_not_specialize=["seed", "offset"])
@@ -117,8 +162,8 @@ def _attn_fwd_kernel(
             tl.store(offset_out, offset.to(tl.int64))
     b = bh // H
     h = bh % H
+    hk = h // G
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.arange(0, BLOCK_N)
     rd = tl.arange(0, BLOCK_D)
     rdv = tl.arange(0, BLOCK_DV)
     q_t = tl.load(
@@ -134,34 +179,20 @@ def _attn_fwd_kernel(
     end = Lk
     if CAUSAL:
         end = tl.minimum(Lk, (pid_m + 1) * BLOCK_M)
-    for n0 in range(0, end, BLOCK_N):
-        cols = n0 + rn
-        k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
-        m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
-        k_t = _keys_t(k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], UPCAST)
-        s = _scores(
-            q_t, k_t, m_ptrs, rm, rn, n0, Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
-            PRECISION,
-        )  # fmt: skip
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        p = tl.exp(s - m_safe[:, None])
-        alpha = tl.exp(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v_t = tl.load(
-            v + b * svb + (h // G) * svh + cols[:, None] * svl + rdv[None, :] * svd,
-            mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
-            other=0,
-        )
-        if UPCAST:
-            v_t = v_t.to(tl.float32)
-        if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
-            keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
-            p = tl.where(keep, p * keep_scale, 0.0)
-        acc = acc * alpha[:, None] + tl.dot(
-            p.to(v_t.dtype), v_t, input_precision=PRECISION, out_dtype=tl.float32
-        )
-        m_i = m_new
+    mid = _unmasked_end(pid_m * BLOCK_M, Lq, Lk, CAUSAL, HAS_MASK, BLOCK_N)
+    k_base = k + b * skb + hk * skh
+    v_base = v + b * svb + hk * svh
+    m_base = mask + b * smb + h * smh
+    acc, m_i, l_i = _fwd_tiles(
+        acc, m_i, l_i, q_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv, Lq, Lk, D, DV,
+        skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
+        False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+    )  # fmt: skip
+    acc, m_i, l_i = _fwd_tiles(
+        acc, m_i, l_i, q_t, k_base, v_base, m_base, mid, end, bh, rm, rd, rdv, Lq, Lk, D, DV,
+        skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
+        True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+    )  # fmt: skip
     out = acc / l_i[:, None]
     tl.store(
         o + b * sob + h * soh + rm[:, None] * sol + rdv[None, :] * sod,
@@ -224,47 +255,107 @@ def _attn_bwd_delta_kernel(
 
 
 @triton.jit
-def _query_tile(
-    q,
-    do,
-    lse,
-    delta,
-    b,
-    h,
-    bh,
-    rm,
-    rd,
-    rdv,
-    Lq,
-    D,
-    DV,
-    sqb,
-    sqh,
-    sql,
-    sqd,
-    sgb,
-    sgh,
-    sgl,
-    sgd,
-    UPCAST: tl.constexpr,
-):
-    """Rows rm of q and of the output gradient, with their lse and delta."""
-    q_t = tl.load(
-        q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
-        mask=(rm < Lq)[:, None] & (rd < D)[None, :],
-        other=0,
-    )
-    g_t = tl.load(
-        do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd,
-        mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
-        other=0,
-    )
-    if UPCAST:
-        q_t = q_t.to(tl.float32)
-        g_t = g_t.to(tl.float32)
-    lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
-    dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
-    return q_t, g_t, lse_t, dl_t
+def _dq_tiles(
+    acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, lo, hi, bh, rm, rd, rdv,
+    Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
+    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """dq of one query tile over key tiles [lo, hi)."""
+    for n0 in range(lo, hi, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        # one load of the keys serves both products (as k^T for the scores, as k for dq)
+        k_t = tl.load(
+            k_base + cols[None, :] * skl + rd[:, None] * skd,
+            mask=(cols < Lk)[None, :] & (rd < D)[:, None],
+            other=0,
+        )
+        vT = tl.load(
+            v_base + cols[None, :] * svl + rdv[:, None] * svd,
+            mask=(cols < Lk)[None, :] & (rdv < DV)[:, None],
+            other=0,
+        )
+        if UPCAST:
+            k_t = k_t.to(tl.float32)
+            vT = vT.to(tl.float32)
+        s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
+        if CHECK:
+            s = _masked(
+                s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
+                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+            )  # fmt: skip
+        p = tl.exp(s - lse_t[:, None])
+        dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
+        if DROPOUT:
+            keep = _dropout_keep(seed, offset, bh, rm[:, None], cols[None, :], Lq, Lk, p_drop)
+            dp = tl.where(keep, dp * keep_scale, 0.0)
+        ds = p * (dp - dl_t[:, None])
+        acc += tl.dot(
+            ds.to(k_t.dtype), tl.trans(k_t), input_precision=PRECISION, out_dtype=tl.float32
+        )
+    return acc
+
+
+@triton.jit
+def _kv_tiles(
+    dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse_base, dl_base, m_base, dq_base, lo, hi,
+    cols, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd,
+    scale, seed, offset, p_drop, keep_scale,
+    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr,
+):  # fmt: skip
+    """dk, dv of keys `cols` from the query tiles [lo, hi) of one query head (flat index
+    bh), added to the accumulators, through the transposed scores (keys x queries); with
+    DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
+    for m0 in range(lo, hi, BLOCK_M):
+        rm = m0 + tl.arange(0, BLOCK_M)
+        qT = tl.load(
+            q_base + rm[None, :] * sql + rd[:, None] * sqd,
+            mask=(rm < Lq)[None, :] & (rd < D)[:, None],
+            other=0,
+        )
+        g_t = tl.load(
+            g_base + rm[:, None] * sgl + rdv[None, :] * sgd,
+            mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
+            other=0,
+        )
+        if UPCAST:
+            qT = qT.to(tl.float32)
+            g_t = g_t.to(tl.float32)
+        lse_r = tl.load(lse_base + rm, mask=rm < Lq, other=0)
+        dl_r = tl.load(dl_base + rm, mask=rm < Lq, other=0)
+        sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale
+        if CHECK:
+            sT = _masked(
+                sT, rm[None, :], cols[:, None], m_base + rm[None, :] * sml + cols[:, None] * smn,
+                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+            )  # fmt: skip
+        pT = tl.exp(sT - lse_r[None, :])
+        pdT = pT
+        if DROPOUT:
+            keep = _dropout_keep(seed, offset, bh, rm[None, :], cols[:, None], Lq, Lk, p_drop)
+            pdT = tl.where(keep, pT * keep_scale, 0.0)
+        dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
+        dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
+        if DROPOUT:
+            dpT = tl.where(keep, dpT * keep_scale, 0.0)
+        dsT = pT * (dpT - dl_r[None, :])
+        dk_acc += tl.dot(
+            dsT.to(qT.dtype), tl.trans(qT), input_precision=PRECISION, out_dtype=tl.float32
+        )
+        if DQ_ATOMIC:
+            dq_t = tl.dot(
+                tl.trans(dsT).to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32
+            )
+            tl.atomic_add(
+                dq_base + rm[:, None] * dql + rd[None, :] * dqd,
+                dq_t * scale,
+                mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+                sem="relaxed",
+            )
+    return dk_acc, dv_acc
 
 
 @triton.jit
@@ -355,41 +446,40 @@ def _attn_bwd_kernel(
     rdv = tl.arange(0, BLOCK_DV)
     if FOR_DQ:
         rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-        q_t, g_t, lse_t, dl_t = _query_tile(
-            q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV, sqb, sqh, sql, sqd, sgb, sgh,
-            sgl, sgd, UPCAST,
-        )  # fmt: skip
+        q_t = tl.load(
+            q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,
+            mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+            other=0,
+        )
+        g_t = tl.load(
+            do + b * sgb + h * sgh + rm[:, None] * sgl + rdv[None, :] * sgd,
+            mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
+            other=0,
+        )
+        if UPCAST:
+            q_t = q_t.to(tl.float32)
+            g_t = g_t.to(tl.float32)
+        lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
+        dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
         end = Lk
         if CAUSAL:
             end = tl.minimum(Lk, (pid + 1) * BLOCK_M)
-        for n0 in range(0, end, BLOCK_N):
-            rn = tl.arange(0, BLOCK_N)
-            cols = n0 + rn
-            k_ptrs = k + b * skb + (h // G) * skh + cols[None, :] * skl + rd[:, None] * skd
-            m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
-            # one load of the keys serves both products (as k^T for the scores, as k for dq)
-            k_t = _keys_t(k_ptrs, (cols < Lk)[None, :] & (rd < D)[:, None], UPCAST)
-            s = _scores(
-                q_t, k_t, m_ptrs, rm, rn, n0, Lq, Lk, scale, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
-                PRECISION,
-            )  # fmt: skip
-            p = tl.exp(s - lse_t[:, None])
-            vT = tl.load(
-                v + b * svb + (h // G) * svh + cols[None, :] * svl + rdv[:, None] * svd,
-                mask=(cols < Lk)[None, :] & (rdv < DV)[:, None],
-                other=0,
-            )
-            if UPCAST:
-                vT = vT.to(tl.float32)
-            dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
-            if DROPOUT:
-                keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
-                dp = tl.where(keep, dp * keep_scale, 0.0)
-            ds = p * (dp - dl_t[:, None])
-            acc += tl.dot(
-                ds.to(k_t.dtype), tl.trans(k_t), input_precision=PRECISION, out_dtype=tl.float32
-            )
+        mid = _unmasked_end(pid * BLOCK_M, Lq, Lk, CAUSAL, HAS_MASK, BLOCK_N)
+        hk = h // G
+        k_base = k + b * skb + hk * skh
+        v_base = v + b * svb + hk * svh
+        m_base = mask + b * smb + h * smh
+        acc = _dq_tiles(
+            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv,
+            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop,
+            keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+        )  # fmt: skip
+        acc = _dq_tiles(
+            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, mid, end, bh, rm, rd, rdv,
+            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop,
+            keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+        )  # fmt: skip
         tl.store(
             dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
             (acc * scale).to(dq.dtype.element_ty),
@@ -408,11 +498,11 @@ def _attn_bwd_kernel(
             heads = 1
             hs = h
         cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        # the program's keys, loaded once for every query tile of its loop
-        k_t = _keys_t(
-            k + b * skb + hk * skh + cols[None, :] * skl + rd[:, None] * skd,
-            (cols < Lk)[None, :] & (rd < D)[:, None],
-            UPCAST,
+        # the program's keys and values as rows, loaded once for every query tile
+        k_n = tl.load(
+            k + b * skb + hk * skh + cols[:, None] * skl + rd[None, :] * skd,
+            mask=(cols < Lk)[:, None] & (rd < D)[None, :],
+            other=0,
         )
         v_n = tl.load(
             v + b * svb + hk * svh + cols[:, None] * svl + rdv[None, :] * svd,
@@ -420,22 +510,39 @@ def _attn_bwd_kernel(
             other=0,
         )
         if UPCAST:
+            k_n = k_n.to(tl.float32)
             v_n = v_n.to(tl.float32)
         dk_acc = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
         dv_acc = tl.zeros((BLOCK_N, BLOCK_DV), tl.float32)
         start = 0
+        mid = 0  # query tiles from `mid` on see every key of the program, with no mask
         if CAUSAL:
             start = (pid * BLOCK_N // BLOCK_M) * BLOCK_M
+            mid = tl.cdiv((pid + 1) * BLOCK_N - 1, BLOCK_M) * BLOCK_M
+        if HAS_MASK:
+            mid = Lq
+        mid = tl.where((pid + 1) * BLOCK_N > Lk, Lq, mid)  # a partial key tile: all masked
+        mid = tl.maximum(mid, start)
         for gi in range(0, heads):
             h = h0 + gi
             bhq = b * H + h
-            dk_acc, dv_acc = _kv_head_grads(
-                q, do, lse, delta, mask, b, h, bhq, cols, rd, rdv, k_t, v_n,
-                dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
-                Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
-                dq, dqb, dqh, dql, dqd,
-                CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC,
-                BLOCK_M, BLOCK_N,
+            q_base = q + b * sqb + h * sqh
+            g_base = do + b * sgb + h * sgh
+            m_base = mask + b * smb + h * smh
+            dq_base = dq + b * dqb + h * dqh
+            dk_acc, dv_acc = _kv_tiles(
+                dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
+                m_base, dq_base, start, tl.minimum(mid, Lq), cols, rd, rdv, bhq, Lq, Lk, D,
+                DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
+                keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
+                DQ_ATOMIC, BLOCK_M,
+            )  # fmt: skip
+            dk_acc, dv_acc = _kv_tiles(
+                dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
+                m_base, dq_base, mid, Lq, cols, rd, rdv, bhq, Lq, Lk, D,
+                DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
+                keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
+                DQ_ATOMIC, BLOCK_M,
             )  # fmt: skip
         tl.store(
             dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
@@ -447,54 +554,3 @@ def _attn_bwd_kernel(
             dv_acc.to(dv.dtype.element_ty),
             mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
         )
-
-
-@triton.jit
-def _kv_head_grads(
-    q, do, lse, delta, mask, b, h, bh, cols, rd, rdv, k_t, v_n,
-    dk_acc, dv_acc, start, pid, seed, offset, p_drop, keep_scale, scale,
-    Lq, Lk, D, DV, sqb, sqh, sql, sqd, sgb, sgh, sgl, sgd, smb, smh, sml, smn,
-    dq, dqb, dqh, dql, dqd,
-    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
-    UPCAST: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
-    DQ_ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    """dk, dv of keys `cols` from query head h (flat index bh), added to the accumulators;
-    with DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
-    for m0 in range(start, Lq, BLOCK_M):
-        rm = m0 + tl.arange(0, BLOCK_M)
-        q_t, g_t, lse_t, dl_t = _query_tile(
-            q, do, lse, delta, b, h, bh, rm, rd, rdv, Lq, D, DV, sqb, sqh, sql, sqd, sgb, sgh,
-            sgl, sgd, UPCAST,
-        )  # fmt: skip
-        m_ptrs = mask + b * smb + h * smh + rm[:, None] * sml + cols[None, :] * smn
-        s = _scores(
-            q_t, k_t, m_ptrs, rm, cols - pid * BLOCK_N, pid * BLOCK_N, Lq, Lk, scale, CAUSAL,
-            HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
-        )  # fmt: skip
-        p = tl.exp(s - lse_t[:, None])
-        pd = p
-        if DROPOUT:
-            keep = _dropout_keep(seed, offset, bh, rm, cols, Lq, Lk, p_drop)
-            pd = tl.where(keep, p * keep_scale, 0.0)
-        dv_acc += tl.dot(
-            tl.trans(pd).to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32
-        )
-        dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
-        if DROPOUT:
-            dp = tl.where(keep, dp * keep_scale, 0.0)
-        ds = p * (dp - dl_t[:, None])
-        dk_acc += tl.dot(
-            tl.trans(ds).to(q_t.dtype), q_t, input_precision=PRECISION, out_dtype=tl.float32
-        )
-        if DQ_ATOMIC:
-            dq_t = tl.dot(
-                ds.to(k_t.dtype), tl.trans(k_t), input_precision=PRECISION, out_dtype=tl.float32
-            )  # the program's keys as rows: the same tile as the scores' k^T
-            tl.atomic_add(
-                dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
-                dq_t * scale,
-                mask=(rm < Lq)[:, None] & (rd < D)[None, :],
-                sem="relaxed",
-            )
-    return dk_acc, dv_acc
