@@ -87,7 +87,7 @@ def worker(impl, torch_device, calls, out):
             mod.synchronize()
 
     rows = []
-    name = "cpu" if mod is None else mod.get_device_name(0)
+    device_name = "cpu" if mod is None else mod.get_device_name(0)
     with torch.no_grad():
         for n in (s[0] for s in SIZES):
             for name, fn, args in cases(torch, device, n):
@@ -105,7 +105,9 @@ def worker(impl, torch_device, calls, out):
                     row["error"] = f"{type(e).__name__}: {e}"[:300]
                 rows.append(row)
                 # after every row: a worker cut by the timeout keeps what it measured
-                Path(out).write_text(json.dumps({"impl": impl, "device_name": name, "rows": rows}))
+                Path(out).write_text(
+                    json.dumps({"impl": impl, "device_name": device_name, "rows": rows})
+                )
 
 
 def markdown(results, calls):

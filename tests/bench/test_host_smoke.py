@@ -29,6 +29,12 @@ def test_bench_host_few_calls(tmp_path):
             assert "error" not in r and r["us"] > 0, r
     md = (tmp_path / "host.md").read_text()
     assert "| softmax | 64x64 |" in md and "ours ÷ torch" in md
+    # the title names the device (the rows' loop once overwrote its name with an op's)
+    assert data["results"]["torch"]["device_name"] == "cpu"
+    assert (
+        md.splitlines()[0].startswith("# Host cost per op on ")
+        and "adamw" not in md.splitlines()[0]
+    )
 
 
 def test_worker_cut_by_its_timeout_keeps_its_rows(tmp_path):
