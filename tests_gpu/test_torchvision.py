@@ -106,7 +106,12 @@ def test_trains_like_cpu(name):
         note="float64 gradients; loss after the step in float32, against float64",
     )  # fmt: skip
     assert worst[0] <= 1e-6, f"{name}: float64 gradient {worst[1]} off the CPU's by {worst[0]:.1e}"
-    assert ours64[0] == pytest.approx(exact[0], rel=1e-10)
+    # the forward's loss in float64: 1e-8 relative. On the H100 EfficientNet-B0's was
+    # 7.3e-10 off the CPU's (session 14; 1e-10 held on the host driver): its SiLU and
+    # squeeze-excitation sigmoids differ from the CPU's by an ulp or so (libdevice against
+    # the CPU's exp), and batch norm over 2 samples amplifies that, as the gradients'
+    # 1e-6 bound above allows for
+    assert ours64[0] == pytest.approx(exact[0], rel=1e-8)
     assert ours64[2] == pytest.approx(exact[2], rel=1e-5)
     # float32: the loss, and the loss after the step as close to float64's as the CPU's
     assert set(got[1]) == set(exact[1])
