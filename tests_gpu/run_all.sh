@@ -15,8 +15,9 @@
 #           bench/results/<GPU>/
 #   host    python -m bench host (per-op host cost), results in bench/results/<GPU>/;
 #           run it with nothing else on the machine
-#   zoo     the model zoo and the torchvision set with the cuda driver, their table
-#           (ZOO_REPORT) into out_dir/zoo.md
+#   zoo     the model zoo and the torchvision set with the cuda driver (convolution
+#           tuning off unless TORCH_EXT_AUTOTUNE says otherwise), their table (ZOO_REPORT)
+#           into out_dir/zoo.md
 #   transformer  the transformer suite (GEMMs in three orientations, SDPA fwd+bwd),
 #           python -m bench --suite transformer, into out_dir/transformer/
 #   attention  the attention backward's dQ two ways and every kernel's tile candidates
@@ -79,7 +80,9 @@ if step zoo; then
   rows="$(cd "$OUT_DIR" && pwd)/zoo.jsonl"
   rm -f "$rows"
   for t in tests/models/test_zoo.py tests_gpu/test_torchvision.py; do  # two conftests: two runs
-    ZOO_REPORT="$rows" "${PYTEST[@]}" -n "${TEST_WORKERS:-8}" "$t" >>"$OUT_DIR/zoo.log" 2>&1 ||
+    # tuning off: the tests check results, and timing every convolution candidate of
+    # every shape in two dtypes kept the torchvision set compiling for minutes
+    TORCH_EXT_AUTOTUNE=${TORCH_EXT_AUTOTUNE:-off} ZOO_REPORT="$rows" "${PYTEST[@]}" -n "${TEST_WORKERS:-8}" "$t" >>"$OUT_DIR/zoo.log" 2>&1 ||
       status=1
     echo "zoo $t: $(tail -1 "$OUT_DIR/zoo.log")"
   done
