@@ -191,6 +191,17 @@ VARIABLES: tuple[Variable, ...] = (
         _choice("auto", "on", "off"),
     ),
     Variable(
+        "TORCH_EXT_COMPILE_THREADS",
+        "run",
+        "int",
+        None,
+        "CPUs, at most 8",
+        "threads that compile a tuned op's candidate configurations side by side before "
+        "they are timed (`1`: one after another)",
+        ("torch_ext/ops/_tune.py",),
+        _int,
+    ),
+    Variable(
         "TORCH_EXT_CACHE_DIR",
         "run",
         "path",

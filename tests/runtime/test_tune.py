@@ -4,6 +4,7 @@ algorithms or with the switch off, and a tuning call's plan recording is retried
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from helpers import DEV, run_python
 from torch_ext.ops import _tune
 
 C = torch_ext._C
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -163,3 +165,79 @@ def test_every_convolution_candidate_computes_the_result(monkeypatch, pick):
     torch.testing.assert_close(yd.detach().cpu().double(), y.detach(), atol=1e-4, rtol=1e-4)
     for a, r in zip(got, ref):
         torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)
+
+
+_PRECOMPILE = """
+import json, os, sys, threading
+import triton.experimental.gluon  # noqa: F401
+import torch
+import torch_ext
+os.environ["TRITON_INTERPRET"] = "0"
+sys.path.insert(0, os.path.join(sys.argv[1], "tests_gpu", "harness"))
+import compile_only
+compile_only.use()
+from torch_ext.ops import _launch, _tune
+sys.path.insert(0, sys.argv[2])
+from kmod import scale  # (a @triton.jit function must come from a file)
+
+x, y = torch.empty(64), torch.empty(64)
+threads = set()
+
+
+def run(cfg):
+    threads.add(threading.get_ident())
+    if cfg == 5:
+        raise RuntimeError("out of resources")  # skipped here, met again when timed
+    _launch.launch(scale, (1,), x, y, 64, FACTOR=cfg, BLOCK=64)
+
+
+_tune.active_driver = lambda: "cuda"  # a driver that compiles (its GPU: compile_only)
+launched = _launch.launches()
+used = _tune.precompile([1, 2, 3, 4, 5], run, torch.device("privateuseone", 0))
+# a nested tuned op while compiling takes the heuristic's choice, untimed
+with _launch.compiling_only():
+    nested = _tune.tuned("conv", (1,), [(7,), (8,)], lambda cfg: 1 / 0, torch.device("cpu"))
+print(json.dumps({
+    "used": used, "threads": len(threads), "compiled": torch_ext.compile_stats()["compiled"],
+    "launched": _launch.launches() - launched, "nested": list(nested),
+    "after": _launch.compiling(),
+}))
+"""
+
+
+def test_candidates_compile_side_by_side_and_run_nothing(tmp_path):
+    """Before timing, each candidate's kernels compile in threads of their own
+    (`_launch.compiling_only`: real sm_90 compiles through a driver that cannot launch):
+    every candidate compiled once, nothing launched or counted, a failing candidate
+    skipped, a nested tuned op untimed, the switch back off after."""
+    (tmp_path / "kmod.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def scale(x, y, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):\n"
+        "    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(y + i, tl.load(x + i, mask=i < n) * FACTOR, mask=i < n)\n"
+    )
+    code = _PRECOMPILE.replace("sys.argv[1]", repr(str(REPO)))
+    r = run_python(
+        code.replace("sys.argv[2]", repr(str(tmp_path))),
+        TORCH_EXT_DRIVER="host",
+        TRITON_CACHE_DIR=tmp_path / "triton",
+        TORCH_EXT_CACHE_DIR=tmp_path / "torch_ext",
+        TORCH_EXT_COMPILE_PROGRESS="0",
+        TORCH_EXT_COMPILE_THREADS="4",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["used"] == 4 and got["threads"] > 1, got
+    assert got["compiled"] == 4, got  # FACTOR 1..4, each once
+    assert got["launched"] == 0 and got["nested"] == [7] and got["after"] is False, got
+
+
+def test_precompile_is_skipped_where_kernels_are_interpreted(monkeypatch):
+    monkeypatch.setenv("TORCH_EXT_COMPILE_THREADS", "4")
+    ran = []
+    assert _tune.precompile([(1,), (2,)], ran.append, DEV) == 0  # the host driver
+    assert ran == []
+    monkeypatch.setenv("TORCH_EXT_COMPILE_THREADS", "1")
+    monkeypatch.setattr(_tune, "active_driver", lambda: "cuda")
+    assert _tune.precompile([(1,), (2,)], ran.append, DEV) == 0  # one thread: none ahead
+    assert ran == []

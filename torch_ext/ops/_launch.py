@@ -8,6 +8,7 @@ own copies) tensors pass unchanged.
 """
 
 import sys
+import threading
 import torch
 
 from ..backends import spec
@@ -115,6 +116,8 @@ def launch(kernel, grid, *args, philox=None, **kwargs):
     `random.philox_draw`, {parameter name: its mark} (the draw's `marks`), so
     that a launch plan replaying this launch passes a fresh draw."""
     global launch_count
+    if getattr(_local, "compile_only", False):
+        return _compile(kernel, grid, args, kwargs)
     launch_count += 1
     if any(type(a) is CallNumber for a in args):
         args, philox = _take_numbers(kernel, args, philox)
@@ -130,6 +133,38 @@ def launch(kernel, grid, *args, philox=None, **kwargs):
 
 
 _profiling = torch._C._autograd._profiler_enabled
+_local = threading.local()  # compile_only: this thread's launches only compile
+
+
+class compiling_only:
+    """Inside, this thread's launch() compiles its kernel for the launch's arguments
+    (Triton's `warmup`) and runs nothing, counts nothing and records nothing: tuning
+    compiles its candidates side by side (ops/_tune.py) before timing them one by one."""
+
+    def __enter__(self):
+        self.prev = getattr(_local, "compile_only", False)
+        _local.compile_only = True
+        return self
+
+    def __exit__(self, *exc):
+        _local.compile_only = self.prev
+
+
+def compiling() -> bool:
+    """Whether this thread's launches only compile (compiling_only)."""
+    return getattr(_local, "compile_only", False)
+
+
+def _compile(kernel, grid, args, kwargs):
+    if _symbolic.has_syms(grid, args, kwargs):
+        grid, args, kwargs, _, _ = _symbolic.launch_args(kernel, grid, args, kwargs)
+    args = tuple(float(a) if type(a) is CallNumber else a for a in args)
+    alias = _setup()[0]
+    if alias is not None:
+        storages = {}
+        args = tuple(_map_arg(a, alias, storages) for a in args)
+        kwargs = {k: _map_arg(v, alias, storages) for k, v in kwargs.items()}
+    return kernel.warmup(*args, grid=grid, **kwargs)
 
 
 def _name(kernel):
