@@ -15,6 +15,7 @@ bench/results/<GPU name>/).
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -67,7 +68,7 @@ def cases(torch, device, n):
     ]
 
 
-def worker(impl, torch_device, calls, out):
+def worker(impl, torch_device, calls, out, repeats=1):
     import torch
 
     if impl == "ours":
@@ -96,11 +97,16 @@ def worker(impl, torch_device, calls, out):
                     for _ in range(max(3, calls // 20)):
                         fn(*args)
                     sync()
-                    t = time.perf_counter()
-                    for _ in range(calls):
-                        fn(*args)
-                    sync()
-                    row["us"] = (time.perf_counter() - t) / calls * 1e6
+                    per = max(1, calls // repeats)
+                    batches = []
+                    for _ in range(repeats):
+                        t = time.perf_counter()
+                        for _ in range(per):
+                            fn(*args)
+                        sync()
+                        batches.append((time.perf_counter() - t) / per * 1e6)
+                    row["us"] = statistics.median(batches)
+                    row["us_batches"] = batches
                 except Exception as e:
                     row["error"] = f"{type(e).__name__}: {e}"[:300]
                 rows.append(row)
@@ -110,14 +116,15 @@ def worker(impl, torch_device, calls, out):
                 )
 
 
-def markdown(results, calls):
+def markdown(results, calls, repeats=1):
     impls = [i for i in IMPL_NAMES if i in results]
     devices = sorted({r["device_name"] for r in results.values()})
     lines = [
         f"# Host cost per op on {', '.join(devices)}",
         "",
-        f"Wall µs per call, {calls} calls back to back, float32, no autograd, one sync at the "
-        "end; each implementation in its own process, same run.",
+        f"Wall µs per call, {calls} calls back to back in {repeats} batches, each ending in a "
+        "sync, the median batch; float32, no autograd; each implementation in its own "
+        "process, same run.",
         "",
         "| op | shape | " + " | ".join(IMPL_NAMES[i] for i in impls) + " | ours ÷ torch |",
         "|---" * (len(impls) + 3) + "|",
@@ -140,13 +147,19 @@ def main(argv=None):
     p.add_argument("--impls", default="ours,torch,flaggems")
     p.add_argument("--torch-device", default="cuda")
     p.add_argument("--calls", type=int, default=2000)
+    p.add_argument(
+        "--repeats", type=int, default=5,
+        help="the calls in this many batches, each synchronised; a row is their median",
+    )  # fmt: skip
     p.add_argument("--out", default=None, help="default: bench/results/<GPU name>/")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
     if args.worker:
-        worker(args.worker, args.torch_device, args.calls, args.worker_out)
+        worker(args.worker, args.torch_device, args.calls, args.worker_out, args.repeats)
         return 0
     if args.out:
         out = Path(args.out)
@@ -167,6 +180,7 @@ def main(argv=None):
         piece = out / f"host_{impl}.tmp.json"
         cmd = [sys.executable, "-m", "bench.host", "--worker", impl, "--worker-out", str(piece)]
         cmd += ["--calls", str(args.calls), "--torch-device", args.torch_device]
+        cmd += ["--repeats", str(args.repeats)]
         try:
             proc = subprocess.run(
                 cmd, cwd=root, timeout=args.timeout, capture_output=True, text=True,
@@ -194,14 +208,15 @@ def main(argv=None):
             print(f"== host / {impl} failed: {tail}", flush=True)
             results[impl] = {"impl": impl, "device_name": "?", "error": tail, "rows": []}
         # after every implementation: a run cut short keeps the ones that finished
-        _write(out, results, args.calls)
-    print(_write(out, results, args.calls))
+        _write(out, results, args.calls, args.repeats)
+    print(_write(out, results, args.calls, args.repeats))
     return 0
 
 
-def _write(out, results, calls):
-    (out / "host.json").write_text(json.dumps({"calls": calls, "results": results}, indent=1))
-    md = markdown(results, calls)
+def _write(out, results, calls, repeats=1):
+    data = {"calls": calls, "repeats": repeats, "results": results}
+    (out / "host.json").write_text(json.dumps(data, indent=1))
+    md = markdown(results, calls, repeats)
     (out / "host.md").write_text(md)
     return md
 

@@ -15,18 +15,20 @@ OPS = {
 
 
 def test_bench_host_few_calls(tmp_path):
-    cmd = [sys.executable, "-m", "bench", "host", "--calls", "3", "--impls", "ours,torch"]
-    cmd += ["--torch-device", "cpu", "--out", str(tmp_path)]
+    cmd = [sys.executable, "-m", "bench", "host", "--calls", "6", "--impls", "ours,torch"]
+    cmd += ["--torch-device", "cpu", "--out", str(tmp_path), "--repeats", "3"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((tmp_path / "host.json").read_text())
-    assert data["calls"] == 3
+    assert data["calls"] == 6 and data["repeats"] == 3
     for impl in ("ours", "torch"):
         rows = data["results"][impl]["rows"]
         assert {r["op"] for r in rows} == OPS
         assert {r["shape"] for r in rows} == {"1x64", "64x64"}
         for r in rows:
             assert "error" not in r and r["us"] > 0, r
+            # three batches of two calls; the row is their median
+            assert len(r["us_batches"]) == 3 and r["us"] == sorted(r["us_batches"])[1], r
     md = (tmp_path / "host.md").read_text()
     assert "| softmax | 64x64 |" in md and "ours ÷ torch" in md
     # the title names the device (the rows' loop once overwrote its name with an op's)
