@@ -54,6 +54,31 @@ def _unmasked_end(lo, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
 
 
 @triton.jit
+def _key_scores(
+    q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
+    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """(keys^T, scaled scores) of key tile `cols` for query rows rm: the keys as a
+    (BLOCK_D, BLOCK_N) tile (q @ k^T; the dQ kernel's k too, transposed back), the
+    scores masked where CHECK."""
+    k_t = tl.load(
+        k_base + cols[None, :] * skl + rd[:, None] * skd,
+        mask=(cols < Lk)[None, :] & (rd < D)[:, None],
+        other=0,
+    )
+    if UPCAST:
+        k_t = k_t.to(tl.float32)
+    s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
+    if CHECK:
+        s = _masked(
+            s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
+            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+        )  # fmt: skip
+    return k_t, s
+
+
+@triton.jit
 def _fwd_tiles(
     acc, m_i, l_i, q_t, k_base, v_base, m_base, lo, hi, bh, rm, rd, rdv,
     Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
@@ -64,19 +89,11 @@ def _fwd_tiles(
     """The online softmax over key tiles [lo, hi) of one query tile."""
     for n0 in range(lo, hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
-        k_t = tl.load(
-            k_base + cols[None, :] * skl + rd[:, None] * skd,
-            mask=(cols < Lk)[None, :] & (rd < D)[:, None],
-            other=0,
-        )
-        if UPCAST:
-            k_t = k_t.to(tl.float32)
-        s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
+        _, s = _key_scores(
+            q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
+            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+        )  # fmt: skip
         if CHECK:
-            s = _masked(
-                s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
-                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
-            )  # fmt: skip
             m_new = tl.maximum(m_i, tl.max(s, 1))
             m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
         else:
@@ -266,25 +283,17 @@ def _dq_tiles(
     for n0 in range(lo, hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         # one load of the keys serves both products (as k^T for the scores, as k for dq)
-        k_t = tl.load(
-            k_base + cols[None, :] * skl + rd[:, None] * skd,
-            mask=(cols < Lk)[None, :] & (rd < D)[:, None],
-            other=0,
-        )
+        k_t, s = _key_scores(
+            q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
+            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+        )  # fmt: skip
         vT = tl.load(
             v_base + cols[None, :] * svl + rdv[:, None] * svd,
             mask=(cols < Lk)[None, :] & (rdv < DV)[:, None],
             other=0,
         )
         if UPCAST:
-            k_t = k_t.to(tl.float32)
             vT = vT.to(tl.float32)
-        s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
-        if CHECK:
-            s = _masked(
-                s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
-                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
-            )  # fmt: skip
         p = tl.exp(s - lse_t[:, None])
         dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
         if DROPOUT:
