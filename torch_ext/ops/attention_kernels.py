@@ -16,9 +16,10 @@ import triton.language as tl
 
 @triton.jit
 def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
-            BOOL_MASK: tl.constexpr):  # fmt: skip
+            BOOL_MASK: tl.constexpr, LOG2: tl.constexpr = False):  # fmt: skip
     """Scores s with -inf where query r may not see key c (r, c broadcast to s's shape:
-    rows x cols, or cols x rows in the transposed scores)."""
+    rows x cols, or cols x rows in the transposed scores). LOG2: s is in base-2 units
+    (the forward's), and so is an additive mask's share."""
     valid = (c < Lk) & (r < Lq)
     if CAUSAL:
         valid = valid & (c <= r)
@@ -26,6 +27,8 @@ def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexp
         mv = tl.load(m_ptrs, mask=valid, other=0)
         if BOOL_MASK:
             valid = valid & (mv != 0)
+        elif LOG2:
+            s = s + mv.to(tl.float32) * 1.4426950408889634
         else:
             s = s + mv.to(tl.float32)
     return tl.where(valid, s, -float("inf"))
@@ -58,6 +61,7 @@ def _key_scores(
     q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+    LOG2: tl.constexpr = False,
 ):  # fmt: skip
     """(keys^T, scaled scores) of key tile `cols` for query rows rm: the keys as a
     (BLOCK_D, BLOCK_N) tile (q @ k^T; the dQ kernel's k too, transposed back), the
@@ -73,7 +77,7 @@ def _key_scores(
     if CHECK:
         s = _masked(
             s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
-            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, LOG2,
         )  # fmt: skip
     return k_t, s
 
@@ -86,21 +90,22 @@ def _fwd_tiles(
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    """The online softmax over key tiles [lo, hi) of one query tile."""
+    """The online softmax over key tiles [lo, hi) of one query tile, in base 2: `scale`
+    includes log2(e), so exp2 takes the scores as they come (one multiply fewer per
+    score than exp), and each tile's P @ V accumulates into the rescaled output."""
     for n0 in range(lo, hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         _, s = _key_scores(
             q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
-            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, True,
         )  # fmt: skip
+        m_new = tl.maximum(m_i, tl.max(s, 1))
         if CHECK:
-            m_new = tl.maximum(m_i, tl.max(s, 1))
             m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
         else:
-            m_new = tl.maximum(m_i, tl.max(s, 1))
             m_safe = m_new
-        p = tl.exp(s - m_safe[:, None])
-        alpha = tl.exp(m_i - m_safe)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
         v_t = tl.load(
             v_base + cols[:, None] * svl + rdv[None, :] * svd,
@@ -112,9 +117,10 @@ def _fwd_tiles(
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
             keep = _dropout_keep(seed, offset, bh, rm[:, None], cols[None, :], Lq, Lk, p_drop)
             p = tl.where(keep, p * keep_scale, 0.0)
-        acc = acc * alpha[:, None] + tl.dot(
-            p.to(v_t.dtype), v_t, input_precision=PRECISION, out_dtype=tl.float32
-        )
+        acc = tl.dot(
+            p.to(v_t.dtype), v_t, acc * alpha[:, None], input_precision=PRECISION,
+            out_dtype=tl.float32,
+        )  # fmt: skip
         m_i = m_new
     return acc, m_i, l_i
 
@@ -200,14 +206,15 @@ def _attn_fwd_kernel(
     k_base = k + b * skb + hk * skh
     v_base = v + b * svb + hk * svh
     m_base = mask + b * smb + h * smh
+    scale2 = scale * 1.4426950408889634  # scores in base 2 (log2(e) folded in)
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv, Lq, Lk, D, DV,
-        skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
+        skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
         False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
     )  # fmt: skip
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q_t, k_base, v_base, m_base, mid, end, bh, rm, rd, rdv, Lq, Lk, D, DV,
-        skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
+        skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
         True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
     )  # fmt: skip
     out = acc / l_i[:, None]
@@ -216,7 +223,8 @@ def _attn_fwd_kernel(
         out.to(o.dtype.element_ty),
         mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
     )
-    tl.store(lse + bh * Lq + rm, m_i + tl.log(l_i), mask=rm < Lq)
+    # the log-sum-exp in natural units, as the backward (and PyTorch) read it
+    tl.store(lse + bh * Lq + rm, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=rm < Lq)
 
 
 @triton.jit
