@@ -54,6 +54,23 @@ def _unmasked_end(lo, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
 
 
 @triton.jit
+def _scores(
+    q_t, k_t, m_base, rm, cols, Lq, Lk, sml, smn, scale,
+    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """The scaled scores q @ k^T of query rows rm and key tile `cols` (k_t: the keys as a
+    (BLOCK_D, BLOCK_N) tile), masked where CHECK."""
+    s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
+    if CHECK:
+        s = _masked(
+            s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
+            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+        )  # fmt: skip
+    return s
+
+
+@triton.jit
 def _fwd_tiles(
     acc, m_i, l_i, q_t, k_base, v_base, m_base, lo, hi, bh, rm, rd, rdv,
     Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
@@ -71,17 +88,12 @@ def _fwd_tiles(
         )
         if UPCAST:
             k_t = k_t.to(tl.float32)
-        s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
-        if CHECK:
-            s = _masked(
-                s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
-                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
-            )  # fmt: skip
-            m_new = tl.maximum(m_i, tl.max(s, 1))
+        s = _scores(q_t, k_t, m_base, rm, cols, Lq, Lk, sml, smn, scale,
+                    CHECK, CAUSAL, HAS_MASK, BOOL_MASK, PRECISION)  # fmt: skip
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = m_new
+        if CHECK:  # rows whose keys so far are all masked
             m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        else:
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_safe = m_new
         p = tl.exp(s - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
@@ -279,12 +291,8 @@ def _dq_tiles(
         if UPCAST:
             k_t = k_t.to(tl.float32)
             vT = vT.to(tl.float32)
-        s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale
-        if CHECK:
-            s = _masked(
-                s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
-                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
-            )  # fmt: skip
+        s = _scores(q_t, k_t, m_base, rm, cols, Lq, Lk, sml, smn, scale,
+                    CHECK, CAUSAL, HAS_MASK, BOOL_MASK, PRECISION)  # fmt: skip
         p = tl.exp(s - lse_t[:, None])
         dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
         if DROPOUT:
