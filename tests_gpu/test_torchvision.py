@@ -24,8 +24,6 @@ loss before the step is held to float64's within 1e-4, and the loss after it as 
 the CPU's float32 (or 1e-3)."""
 
 import copy
-import os
-import sys
 
 import pytest
 import torch
@@ -34,9 +32,18 @@ import torchvision
 
 from conftest import DEV
 
-# the zoo's table (tests/models/zoo_table.py: ZOO_REPORT rows), shared with tests/models
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "models"))
-import zoo_table  # noqa: E402
+
+def _record(**row):
+    """A row of the zoo's table (tests/models/zoo_table.py `record`: ZOO_REPORT)."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "models"))
+    try:
+        import zoo_table
+    finally:
+        del sys.path[0]
+    zoo_table.record(**row)
 
 
 MODELS = {
@@ -93,7 +100,7 @@ def test_trains_like_cpu(name):
         scale = max(g.abs().max().item(), floor)
         rows.append(((ours64[1][n] - g).abs().max().item() / scale, n))
     worst = max(rows)
-    zoo_table.record(
+    _record(
         test="train (torchvision)", model=name, steps=1, device=str(DEV),
         loss_diff=abs(got[2] - exact[2]), grad_diff_rel=worst[0], worst_grad=worst[1],
         note="float64 gradients; loss after the step in float32, against float64",
