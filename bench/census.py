@@ -38,14 +38,16 @@ def _top_aten(e):
 
 
 def count(events, side):
-    """{top-level aten op: [calls, kernels]} of one profiled step."""
-    table = collections.defaultdict(lambda: [0, 0])
+    """{top-level aten op: [calls, kernels, host µs]} of one profiled step (host µs: the
+    CPU time of the op's top-level calls, what it costs the thread that launches)."""
+    table = collections.defaultdict(lambda: [0, 0, 0.0])
     for e in events:
         if not e.name.startswith("aten::"):
             continue
         top = _top_aten(e)
         if top == e.name and _top_aten(e.cpu_parent) is None:
             table[top][0] += 1
+            table[top][2] += e.cpu_time_total
         if side == "cuda":
             table[top][1] += len(getattr(e, "kernels", ()))
     if side != "cuda":
@@ -162,7 +164,7 @@ def census(workload, side, tiny=False, warmup=3, device_time=None):
         detail = {}
         ops, summary = device_times(trace_events(prof), detail)
         device_time.update(ops=ops, summary=summary, **detail)
-    return table, sum(k for _, k in table.values())
+    return table, sum(row[1] for row in table.values())
 
 
 def main(argv=None):
@@ -183,14 +185,19 @@ def main(argv=None):
             f"({s['busy_us'] / max(s['span_us'], 1e-9):.0%}), {s['kernels']} kernels (CUPTI)"
         )
     times = dt.get("ops", {})
-    print(f"{'kernels':>8} {'calls':>6} {'device ms':>10}  op")
+    host = sum(row[2] for row in table.values())
+    print(f"host: {host / 1e3:.2f} ms in top-level aten ops (under the profiler)")
+    print(f"{'kernels':>8} {'calls':>6} {'device ms':>10} {'host ms':>8} {'host µs/call':>12}  op")
     order = sorted(table, key=lambda op: (-times.get(op, [0, 0.0])[1], -table[op][1]))
     for op in order + sorted(set(times) - set(table)):
-        calls, kernels = table.get(op, (0, 0))
+        calls, kernels, host_us = table.get(op, (0, 0, 0.0))
         ms = times.get(op, [0, 0.0])[1] / 1e3
-        if kernels or ms:
+        if kernels or ms or host_us:
             many = "  (more than one per call)" if kernels > calls > 0 else ""
-            print(f"{kernels:8d} {calls:6d} {ms:10.3f}  {op}{many}")
+            per = host_us / max(calls, 1)
+            print(
+                f"{kernels:8d} {calls:6d} {ms:10.3f} {host_us / 1e3:8.3f} {per:12.1f}  {op}{many}"
+            )
     for title, rows in (("calls", dt.get("calls", {})), ("kernels", dt.get("kernels", {}))):
         top = sorted(rows.items(), key=lambda kv: -kv[1][1])[: args.top]
         if top:
