@@ -1,5 +1,5 @@
-"""The benchmark command: torch_ext on privateuseone vs PyTorch eager on cuda
-vs FlagGems on cuda, same ops, shapes and dtypes, one run.
+"""The benchmark command: torch_ext on privateuseone vs PyTorch eager, torch.compile
+and FlagGems on cuda, same ops, shapes and dtypes, one run.
 
     python -m bench --out bench_out            # on a machine with an NVIDIA GPU
     python -m bench --out /tmp/b --torch-device cpu --scale 0.001 --impls torch   # dry run
@@ -42,7 +42,7 @@ def main(argv=None):
         return lengths.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m bench")
     p.add_argument("--out", default="bench_out")
-    p.add_argument("--impls", default="torch,ours,flaggems")
+    p.add_argument("--impls", default="torch,compile,ours,flaggems")
     p.add_argument("--torch-device", default="cuda")
     p.add_argument("--scale", type=float, default=1.0)
     p.add_argument("--small-calls", type=int, default=2000)

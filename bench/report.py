@@ -8,7 +8,8 @@ import math
 import sys
 from pathlib import Path
 
-IMPLS = ("ours", "torch", "flaggems")
+IMPLS = ("ours", "torch", "compile", "flaggems")
+PEERS = ("torch", "compile", "flaggems")
 ELEMENTWISE_BW_OPS = ("add", "mul", "exp")
 
 
@@ -62,7 +63,7 @@ def summarize(meta, rows):
             if rec.get("flops"):
                 row[f"{impl}_tflops"] = rec["flops"] / (ms * 1e-3) / 1e12
             row["matrix"] = rec.get("matrix", False)
-        for peer in ("torch", "flaggems"):
+        for peer in PEERS:
             if row.get("ours_ms") and row.get(f"{peer}_ms"):
                 row[f"speedup_vs_{peer}"] = row[f"{peer}_ms"] / row["ours_ms"]
         ref, mine = by_impl.get("torch"), by_impl.get("ours")
@@ -114,14 +115,84 @@ def summarize(meta, rows):
     for r in table:
         by_category.setdefault(category(r), []).append(r)
     summary["geomean_by_category"] = {
-        cat: {
-            peer: _geomean([r.get(f"speedup_vs_{peer}") for r in rows])
-            for peer in ("torch", "flaggems")
-        }
+        cat: {peer: _geomean([r.get(f"speedup_vs_{peer}") for r in rows]) for peer in PEERS}
         for cat, rows in sorted(by_category.items())
     }
     summary["targets"] = targets(summary)
+    summary["suite_targets"] = suite_targets(table)
     return table, summary
+
+
+def _pass_of(row):
+    """fwd, dgrad or wgrad for the conv and transformer suites' cases (None: other)."""
+    for p in ("fwd", "dgrad", "wgrad"):
+        if row["op"].endswith("_" + p) or row["shape"].endswith(" " + p):
+            return p
+    return None
+
+
+def suite_targets(table):
+    """Issue 15's and 16's targets over the cases present: {target: [value text, verdict]}."""
+    out = {}
+
+    def verdict(ok):
+        return "met" if ok else "missed"
+
+    def geo_min(rows, key):
+        vals = [r[key] for r in rows if r.get(key)]
+        if not vals:
+            return None
+        worst = min(rows, key=lambda r: r.get(key) or math.inf)
+        return _geomean(vals), worst[key], f"{worst['op']} {worst['shape']}"
+
+    convs = [r for r in table if r["op"].startswith("conv") and r["dtype"] == "bfloat16"]
+    for p in ("fwd", "dgrad", "wgrad"):
+        for layout in ("nchw", "nhwc"):
+            for net, goal in (("resnet50", True), ("mbv3_dw", False)):
+                rows = [
+                    r
+                    for r in convs
+                    if _pass_of(r) == p
+                    and r["shape"].startswith(net)
+                    and r["shape"].endswith(layout)
+                ]
+                g = geo_min(rows, "speedup_vs_torch")
+                if not g:
+                    continue
+                value = f"geomean {g[0]:.2f}x over {len(rows)}, lowest {g[1]:.2f}x ({g[2]})"
+                if goal:
+                    name = f"conv {p} ResNet-50 {layout}: geomean >= 0.9x cuDNN, none below 0.6x"
+                    out[name] = [value, verdict(g[0] >= 0.9 and g[1] >= 0.6)]
+                else:
+                    out[f"conv {p} MobileNetV3 depthwise {layout} (no target)"] = [value, "-"]
+    bn = [r for r in table if r["op"].startswith("batch_norm_")]
+    if bn:
+        g = geo_min(bn, "ours_bw_frac")
+        if g:
+            out["batch norm fwd/bwd >= 80% of copy bandwidth"] = [
+                f"geomean {g[0]:.0%} over {len(bn)}, lowest {g[1]:.0%} ({g[2]})",
+                verdict(g[1] >= 0.8),
+            ]
+    gemms = [r for r in table if r["op"].startswith("linear_")]
+    if gemms:
+        for r in gemms:
+            if r.get("ours_tflops") and r.get("torch_tflops"):
+                r["of_torch_tflops"] = r["ours_tflops"] / r["torch_tflops"]
+        g = geo_min(gemms, "of_torch_tflops")
+        if g:
+            out["transformer GEMMs: geomean >= 85% of cuBLAS, none below 70%"] = [
+                f"geomean {g[0]:.0%} over {len(gemms)}, lowest {g[1]:.0%} ({g[2]})",
+                verdict(g[0] >= 0.85 and g[1] >= 0.70),
+            ]
+    sdpa = [r for r in table if r["op"].startswith("sdpa")]
+    if sdpa:
+        g = geo_min(sdpa, "speedup_vs_torch")
+        if g:
+            out["SDPA fwd+bwd >= 0.9x torch's choice, per configuration"] = [
+                f"geomean {g[0]:.2f}x over {len(sdpa)}, lowest {g[1]:.2f}x ({g[2]})",
+                verdict(g[1] >= 0.9),
+            ]
+    return out
 
 
 REDUCTION_OPS = (
@@ -225,9 +296,21 @@ def markdown(meta, table, summary):
     }
     for name, verdict in summary["targets"].items():
         lines.append(f"| {name} | {vals[name]} | {verdict} |")
-    lines += ["", "| category | geomean vs torch | geomean vs FlagGems |", "|---|---|---|"]
+    if summary.get("suite_targets"):
+        lines += ["", "## Targets of the suite (issues 15, 16)", ""]
+        lines += ["| target | value | verdict |", "|---|---|---|"]
+        for name, (value, verdict) in summary["suite_targets"].items():
+            lines.append(f"| {name} | {value} | {verdict} |")
+    lines += [
+        "",
+        "| category | geomean vs torch | vs torch.compile | vs FlagGems |",
+        "|---|---|---|---|",
+    ]
     for cat, g in summary["geomean_by_category"].items():
-        lines.append(f"| {cat} | {_fmt(g['torch'], '.2f')} | {_fmt(g['flaggems'], '.2f')} |")
+        lines.append(
+            f"| {cat} | {_fmt(g['torch'], '.2f')} | {_fmt(g.get('compile'), '.2f')} | "
+            f"{_fmt(g['flaggems'], '.2f')} |"
+        )
     lines += [
         "",
         f"Ops measured natively: {summary['ops_measured']} of {summary['ops_total']} cases.",
@@ -236,10 +319,11 @@ def markdown(meta, table, summary):
     lines.append("## Per op")
     lines.append("")
     lines.append(
-        "| op | shape | dtype | ours ms | torch ms | FlagGems ms | vs torch | vs FlagGems | "
-        "ours BW (of copy) | TFLOP/s ours / torch / FG | host µs ours / torch / FG | check |"
+        "| op | shape | dtype | ours ms | torch ms | compile ms | FlagGems ms | vs torch | "
+        "vs compile | vs FlagGems | ours BW (of copy) | TFLOP/s ours / torch / compile / FG | "
+        "host µs ours / torch / compile / FG | check |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def note(r):
         return f" (torch: {r['torch_note']})" if r.get("torch_note") else ""
@@ -262,8 +346,9 @@ def markdown(meta, table, summary):
         if "check_rel_diff" in r:
             check = f"{r['check_rel_diff']:.1e}" + ("" if r.get("check_shape_ok") else " SHAPE")
         lines.append(
-            f"| {r['op']} | {r['shape']}{note(r)} | {r['dtype']} | {ms('ours')} | {ms('torch')} | {ms('flaggems')} | "
-            f"{_fmt(r.get('speedup_vs_torch'), '.2f')} | {_fmt(r.get('speedup_vs_flaggems'), '.2f')} | "
+            f"| {r['op']} | {r['shape']}{note(r)} | {r['dtype']} | {ms('ours')} | {ms('torch')} | "
+            f"{ms('compile')} | {ms('flaggems')} | {_fmt(r.get('speedup_vs_torch'), '.2f')} | "
+            f"{_fmt(r.get('speedup_vs_compile'), '.2f')} | {_fmt(r.get('speedup_vs_flaggems'), '.2f')} | "
             f"{bw} | {tfl} | {host} | {check} |"
         )
     errors = [
@@ -287,10 +372,11 @@ def plot(table, path, title):
     labels = [f"{r['op']}\n{r['dtype']}" for r in table]
     x = range(len(table))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(10, 0.6 * len(table)), 9))
-    width = 0.4
+    width = 0.27
     for off, key, name in (
-        (-width / 2, "ours_ms", "torch_ext (privateuseone)"),
-        (width / 2, "flaggems_ms", "FlagGems"),
+        (-width, "ours_ms", "torch_ext (privateuseone)"),
+        (0, "compile_ms", "torch.compile"),
+        (width, "flaggems_ms", "FlagGems"),
     ):
         vals = [(r["torch_ms"] / r[key]) if r.get(key) and r.get("torch_ms") else 0 for r in table]
         ax1.bar([i + off for i in x], vals, width, label=name)
@@ -300,8 +386,13 @@ def plot(table, path, title):
     ax1.set_xticks(list(x), labels, fontsize=7, rotation=60)
     ax1.legend()
     ax1.set_title(title)
-    width = 0.27
-    for off, impl in ((-width, "ours"), (0, "torch"), (width, "flaggems")):
+    width = 0.2
+    for off, impl in (
+        (-1.5 * width, "ours"),
+        (-0.5 * width, "torch"),
+        (0.5 * width, "compile"),
+        (1.5 * width, "flaggems"),
+    ):
         vals = [r.get(f"{impl}_host_us") or 0 for r in table]
         ax2.bar([i + off for i in x], vals, width, label=impl)
     ax2.set_yscale("log")
@@ -325,7 +416,9 @@ def render(out_dir):
     )
     (out_dir / "results.md").write_text(markdown(meta, table, summary))
     plotted = plot(
-        table, out_dir / "results.png", f"torch_ext vs PyTorch eager vs FlagGems on {gpu}"
+        table,
+        out_dir / "results.png",
+        f"torch_ext vs PyTorch eager, torch.compile, FlagGems on {gpu}",
     )
     return summary, plotted
 

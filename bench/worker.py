@@ -1,6 +1,6 @@
 """Times every case on one implementation, in its own process.
 
-    python -m bench.worker --impl ours|torch|flaggems --out results.jsonl
+    python -m bench.worker --impl ours|torch|compile|flaggems --out results.jsonl
 
 Each implementation runs in a process of its own: Triton's active driver is
 process-global, and ours replaces it (torch_ext launches on privateuseone
@@ -48,6 +48,10 @@ class Impl:
 
     def call(self, fn, *args):
         return fn(*args)
+
+    def wrap(self, fn):
+        """The callable this side times for a case's function."""
+        return fn
 
     def spin(self, ns):
         """Keeps this side's current stream busy for `ns` nanoseconds (a GPU
@@ -115,9 +119,22 @@ class FlagGems(Impl):
         flag_gems.enable()
 
 
+class Compiled(Impl):
+    """torch.compile (Inductor, default mode) of each case's function on torch's device:
+    one compiled graph per case and input shape, compiled before the timed calls."""
+
+    def __init__(self, torch_device):
+        super().__init__("compile", torch_device)
+
+    def wrap(self, fn):
+        return torch.compile(fn, dynamic=False)
+
+
 def make_impl(name, torch_device):
     if name == "torch":
         return Impl("torch", torch_device)
+    if name == "compile":
+        return Compiled(torch_device)
     if name == "flaggems":
         return FlagGems()
     if name == "ours":
@@ -224,13 +241,14 @@ def run_case(impl, case, scale, small_calls):
     try:
         cpu_inputs = case.make(case.dtype, scale)
         args = to_device(cpu_inputs, impl.device)
-        out = impl.call(case.fn, *args)
+        fn = impl.wrap(case.fn)
+        out = impl.call(fn, *args)
         impl.sync()
         rec["check"] = fingerprint(out)
         describe = getattr(case, "describe", None)  # e.g. the attention backend torch picks
         if describe is not None:
             rec["note"] = describe(*args)
-        ms, reps = kernel_ms(impl, case.fn, args)
+        ms, reps = kernel_ms(impl, fn, args)
         rec.update(kernel_ms=ms, reps=reps)
         rec["bytes"] = suite.input_bytes(cpu_inputs) + suite.output_bytes(out)
         if "gather" in case.tags:  # only the gathered rows are read
@@ -240,7 +258,7 @@ def run_case(impl, case, scale, small_calls):
         del args, out
         tiny = to_device(suite.tiny_inputs(case), impl.device)
         rec["small_shape"] = [list(t.shape) for t in tiny if isinstance(t, torch.Tensor)]
-        rec["host_us"] = host_us(impl, case.fn, tiny, calls=small_calls)
+        rec["host_us"] = host_us(impl, fn, tiny, calls=small_calls)
     except Exception as e:  # reported as n/a with the reason, never faked
         rec["error"] = (
             f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
@@ -257,7 +275,7 @@ def conv_cases_shard(cases, spec):
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("--impl", required=True, choices=["ours", "torch", "flaggems"])
+    p.add_argument("--impl", required=True, choices=["ours", "torch", "compile", "flaggems"])
     p.add_argument("--out", required=True)
     p.add_argument(
         "--torch-device", default="cuda", help="device of the 'torch' peer (cpu: dry run)"

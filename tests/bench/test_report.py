@@ -1,0 +1,77 @@
+"""bench/report.py: the kernel benchmark's tables from the workers' JSON lines, with
+torch.compile as a peer and the targets of issues 15 and 16 per suite."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench import report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _write(out, impl, rows):
+    lines = [{"meta": True, "impl": impl, "device": "cuda:0", "copy_gbps": 1000.0}]
+    lines += [{**r, "impl": impl} for r in rows]
+    (out / f"{impl}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+
+def _row(op, shape, ms, **extra):
+    return {"op": op, "shape": shape, "dtype": "bfloat16", "kernel_ms": ms, "bytes": 1e9,
+            "host_us": 5.0, **extra}  # fmt: skip
+
+
+def test_suite_targets_and_the_compile_column(tmp_path):
+    cases = [  # (op, shape, ms ours, torch, compile, flops)
+        ("conv_fwd", "resnet50 64->64 k3 s1 @56 nchw", 1.0, 1.0, 0.9, None),
+        ("conv_fwd", "resnet50 64->256 k1 s1 @56 nchw", 2.0, 1.0, 1.0, None),  # 0.5x: lowest
+        ("conv_wgrad", "resnet50 64->64 k3 s1 @56 nchw", 1.0, 1.0, 1.0, None),
+        ("conv_dgrad", "mbv3_dw 16->16 k3 s1 @112 nhwc", 2.0, 1.0, 1.0, None),
+        ("batch_norm_fwd", "64x112", 1.6, 1.0, 1.0, None),  # 2 GB / 1.6 ms: 62% of copy
+        ("linear_fwd", "gpt2 768->2304 x4096 fwd", 1.0, 0.8, 0.8, 1e12),
+        ("sdpa_fwd_bwd", "H12 D64 L512", 1.0, 0.95, 0.95, 1e12),
+    ]
+    impls = {"ours": 2, "torch": 3, "compile": 4}
+    for impl, col in impls.items():
+        rows = []
+        for case in cases:
+            extra = {"flops": case[5], "matrix": True} if case[5] else {}
+            rows.append(_row(case[0], case[1], case[col], **extra))
+        _write(tmp_path, impl, rows)
+    summary, _ = report.render(tmp_path)
+    t = summary["suite_targets"]
+    goal = ": geomean >= 0.9x cuDNN, none below 0.6x"
+    fwd = t["conv fwd ResNet-50 nchw" + goal]
+    assert fwd[1] == "missed" and "lowest 0.50x (conv_fwd resnet50 64->256" in fwd[0], fwd
+    assert t["conv wgrad ResNet-50 nchw" + goal][1] == "met"
+    assert "conv fwd ResNet-50 nhwc" + goal not in t  # no case
+    assert t["conv dgrad MobileNetV3 depthwise nhwc (no target)"] == [
+        "geomean 0.50x over 1, lowest 0.50x (conv_dgrad mbv3_dw 16->16 k3 s1 @112 nhwc)",
+        "-",
+    ]
+    bn = t["batch norm fwd/bwd >= 80% of copy bandwidth"]
+    assert bn[1] == "missed" and "62%" in bn[0], bn
+    gemm = t["transformer GEMMs: geomean >= 85% of cuBLAS, none below 70%"]
+    assert gemm[1] == "missed" and "80%" in gemm[0], gemm
+    assert t["SDPA fwd+bwd >= 0.9x torch's choice, per configuration"][1] == "met"
+    rows = json.loads((tmp_path / "results.json").read_text())["rows"]
+    first = rows[0]
+    assert first["compile_ms"] == 0.9 and abs(first["speedup_vs_compile"] - 0.9) < 1e-12
+    md = (tmp_path / "results.md").read_text()
+    assert (
+        "| conv_fwd | resnet50 64->64 k3 s1 @56 nchw | bfloat16 | 1.0000 | 1.0000 | 0.9000 |" in md
+    )
+    assert "## Targets of the suite (issues 15, 16)" in md
+
+
+def test_compile_worker_on_the_cpu(tmp_path):
+    """The compile side is a real torch.compile of each case (Inductor on the CPU here)."""
+    cmd = [sys.executable, "-m", "bench", "--impls", "compile", "--torch-device", "cpu",
+           "--scale", "0.0005", "--small-calls", "2", "--ops", "add", "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = [json.loads(x) for x in (tmp_path / "compile.jsonl").read_text().splitlines()]
+    assert recs[0]["meta"] and recs[0]["impl"] == "compile"
+    assert [r["op"] for r in recs[1:]] == ["add", "add"]
+    assert all("error" not in r and r["kernel_ms"] > 0 for r in recs[1:]), recs
