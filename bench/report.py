@@ -131,6 +131,16 @@ def _pass_of(row):
     return None
 
 
+MEMORY_BOUND = (
+    *("softmax", "log_softmax", "layer_norm", "rms_norm", "amax", "amin", "argmax"),
+    *("cross_entropy", "gelu", "gelu_tanh"),
+)
+
+
+def _dtype_of(rows, label):
+    return next((r["dtype"] for r in rows if f"{r['op']} {r['shape']}" == label), "")
+
+
 def suite_targets(table):
     """Issue 15's and 16's targets over the cases present: {target: [value text, verdict]}."""
     out = {}
@@ -173,6 +183,29 @@ def suite_targets(table):
                 f"geomean {g[0]:.0%} over {len(bn)}, lowest {g[1]:.0%} ({g[2]})",
                 verdict(g[1] >= 0.8),
             ]
+    square = [r for r in table if r["op"] in ("mm", "bmm", "addmm")]
+    for r in square:
+        if r.get("ours_tflops") and r.get("torch_tflops"):
+            r["of_torch_tflops"] = r["ours_tflops"] / r["torch_tflops"]
+    g = geo_min(square, "of_torch_tflops")
+    if g:
+        out["mm/bmm/addmm bf16, fp16 at 4096^3 >= 90% of cuBLAS"] = [
+            f"lowest {g[1]:.0%} ({g[2]}), geomean {g[0]:.0%} over {len(square)}",
+            verdict(g[1] >= 0.9),
+        ]
+    memory = [r for r in table if r["op"] in MEMORY_BOUND]
+    g = geo_min(memory, "ours_bw_frac")
+    if g:
+        out["memory-bound ops >= 85% of copy bandwidth"] = [
+            f"lowest {g[1]:.0%} ({g[2]} {_dtype_of(memory, g[2])}), geomean {g[0]:.0%} over {len(memory)}",
+            verdict(g[1] >= 0.85),
+        ]
+    g = geo_min(memory, "speedup_vs_flaggems")
+    if g:
+        out["memory-bound ops >= 1.0x FlagGems, each"] = [
+            f"lowest {g[1]:.2f}x ({g[2]}), geomean {g[0]:.2f}x",
+            verdict(g[1] >= 1.0),
+        ]
     gemms = [r for r in table if r["op"].startswith("linear_")]
     if gemms:
         for r in gemms:

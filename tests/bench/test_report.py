@@ -28,7 +28,9 @@ def test_suite_targets_and_the_compile_column(tmp_path):
         ("conv_fwd", "resnet50 64->256 k1 s1 @56 nchw", 2.0, 1.0, 1.0, None),  # 0.5x: lowest
         ("conv_wgrad", "resnet50 64->64 k3 s1 @56 nchw", 1.0, 1.0, 1.0, None),
         ("conv_dgrad", "mbv3_dw 16->16 k3 s1 @112 nhwc", 2.0, 1.0, 1.0, None),
-        ("batch_norm_fwd", "64x112", 1.6, 1.0, 1.0, None),  # 2 GB / 1.6 ms: 62% of copy
+        ("batch_norm_fwd", "64x112", 1.6, 1.0, 1.0, None),  # 1 GB in 1.6 ms: 62% of copy
+        ("softmax", "8192x8192", 1.25, 1.1, 1.2, None),  # 1 GB in 1.25 ms: 80% of copy
+        ("mm", "4096x4096x4096", 1.0, 0.95, 0.95, 1e12),  # 95% of cuBLAS
         ("linear_fwd", "gpt2 768->2304 x4096 fwd", 1.0, 0.8, 0.8, 1e12),
         ("sdpa_fwd_bwd", "H12 D64 L512", 1.0, 0.95, 0.95, 1e12),
     ]
@@ -52,6 +54,9 @@ def test_suite_targets_and_the_compile_column(tmp_path):
     ]
     bn = t["batch norm fwd/bwd >= 80% of copy bandwidth"]
     assert bn[1] == "missed" and "62%" in bn[0], bn
+    soft = t["memory-bound ops >= 85% of copy bandwidth"]
+    assert soft == ["lowest 80% (softmax 8192x8192 bfloat16), geomean 80% over 1", "missed"]
+    assert t["mm/bmm/addmm bf16, fp16 at 4096^3 >= 90% of cuBLAS"][1] == "met"
     gemm = t["transformer GEMMs: geomean >= 85% of cuBLAS, none below 70%"]
     assert gemm[1] == "missed" and "80%" in gemm[0], gemm
     assert t["SDPA fwd+bwd >= 0.9x torch's choice, per configuration"][1] == "met"
