@@ -167,6 +167,38 @@ def test_every_convolution_candidate_computes_the_result(monkeypatch, pick):
         torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)
 
 
+@pytest.mark.parametrize("pick", range(6))
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_every_depthwise_candidate_computes_the_result(monkeypatch, pick, layout):
+    """The depthwise kernels' configurations (channel and row blocks, warps) each give
+    the CPU's forward, input and weight gradients; 24 channels in channels_last take the
+    aligned loads (vec_of 8), the candidates' channel blocks cover them partly."""
+    from torch_ext.ops import conv_depthwise
+
+    def choose(family, key, candidates, run, device):
+        assert family == "dwconv"
+        return list(candidates)[min(pick, len(candidates) - 1)]
+
+    monkeypatch.setattr(conv_depthwise, "tuned", choose)
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(3, 24, 9, 11, dtype=torch.float64).contiguous(memory_format=fmt)
+    w = torch.randn(24, 1, 3, 3, dtype=torch.float64).contiguous(memory_format=fmt)
+    b = torch.randn(24, dtype=torch.float64)
+    x.requires_grad_(), w.requires_grad_(), b.requires_grad_()
+    if layout == "channels_last":
+        assert conv_depthwise.vec_of(24, x) == 8
+    args = dict(stride=(2, 1), padding=1, groups=24)
+    y = F.conv2d(x, w, b, **args)
+    g = torch.randn_like(y)
+    ref = torch.autograd.grad(y, (x, w, b), g)
+    xd, wd, bd = (t.detach().float().to(DEV).requires_grad_() for t in (x, w, b))
+    yd = F.conv2d(xd, wd, bd, **args)
+    got = torch.autograd.grad(yd, (xd, wd, bd), g.float().to(DEV))
+    torch.testing.assert_close(yd.detach().cpu().double(), y.detach(), atol=1e-4, rtol=1e-4)
+    for a, r in zip(got, ref):
+        torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)
+
+
 _PRECOMPILE = """
 import json, os, sys, threading
 import triton.experimental.gluon  # noqa: F401

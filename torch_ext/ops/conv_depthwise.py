@@ -7,6 +7,10 @@ no buffers but the weight gradient's ordered float32 slices (deterministic).
   forward:  y[n, co, o]  = bias[co] + sum_k x[n, co // MULT, o*s - p + k*d] * w[co, 0, k]
   dgrad:    gx[n, c, i]  = sum_{j, k} dy[n, c*MULT + j, (i + p - k*d) / s] * w[c*MULT + j, 0, k]
   wgrad:    gw[co, 0, k] = sum_{n, o} dy[n, co, o] * x[n, co // MULT, o*s - p + k*d]
+
+Channel counts and the batch and spatial strides reach the kernels divided by VEC
+(vec_of), which multiply them back: Triton then knows runs of VEC channels start
+aligned and loads them in one instruction where channels are innermost.
 """
 
 import math
@@ -16,6 +20,7 @@ import triton.language as tl
 
 from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
+from ._tune import tuned
 from ..backends import spec
 
 
@@ -25,13 +30,33 @@ def padded_strides(t):
     return st[:2] + pad3(st[2:], 0)
 
 
+def vec_of(channels, *tensors):
+    """The largest of 8, 4, 2, 1 that divides `channels` and every batch and spatial
+    stride of `tensors`: the kernels take those divided by it and multiply back, so that
+    Triton sees runs of channels start aligned (channels_last with 72 or 120 channels,
+    which Triton's divisibility-by-16 specialisation misses, loaded 16 bytes at a time
+    instead of 2; an NCHW tensor's unit spatial stride gives 1)."""
+    vals = [channels] + [v for t in tensors for i, v in enumerate(padded_strides(t)) if i != 1]
+    return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in vals))
+
+
+def _divided(t, vec):
+    """padded_strides(t) with the batch and spatial strides divided by vec."""
+    st = padded_strides(t)
+    return [v if i == 1 else v // vec for i, v in enumerate(st)]
+
+
 @triton.jit
 def _dw_fwd_kernel(
     x, w, b, y, M, C, MULT, KP, OP, O1, O2, I0, I1, I2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     xsn, xsc, xs0, xs1, xs2, wso, ws0, ws1, ws2, ysn, ysc, ys0, ys1, ys2,
     HAS_BIAS: tl.constexpr, ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr,
+    VEC: tl.constexpr,
 ):  # fmt: skip
+    C = C * VEC
+    xsn, xs0, xs1, xs2 = xsn * VEC, xs0 * VEC, xs1 * VEC, xs2 * VEC
+    ysn, ys0, ys1, ys2 = ysn * VEC, ys0 * VEC, ys1 * VEC, ys2 * VEC
     rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
     co = tl.program_id(1) * BC + tl.arange(0, BC)
     m_ok = rm < M
@@ -63,8 +88,12 @@ def _dw_dgrad_kernel(
     dy, w, gx, M, C, MULT, KP, IP, I1, I2, G0, G1, G2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     dsn, dsc, ds0, ds1, ds2, wso, ws0, ws1, ws2, gsn, gsc, gs0, gs1, gs2,
-    ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr,
+    ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr, VEC: tl.constexpr,
+    ONE_MULT: tl.constexpr,
 ):  # fmt: skip
+    C = C * VEC
+    dsn, ds0, ds1, ds2 = dsn * VEC, ds0 * VEC, ds1 * VEC, ds2 * VEC
+    gsn, gs0, gs1, gs2 = gsn * VEC, gs0 * VEC, gs1 * VEC, gs2 * VEC
     rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
     c = tl.program_id(1) * BC + tl.arange(0, BC)
     m_ok = rm < M
@@ -73,9 +102,13 @@ def _dw_dgrad_kernel(
     i0, i1, i2 = split3(rm % IP, I1, I2)
     acc = tl.zeros((BM, BC), ACC)
     for jk in range(0, MULT * KP):
-        j = jk // KP
-        k0, k1, k2 = split3(jk % KP, K1, K2)
-        co = (c * MULT + j).to(tl.int64)
+        if ONE_MULT:  # the channel itself: its runs of channels stay contiguous
+            k0, k1, k2 = split3(jk, K1, K2)
+            co = c.to(tl.int64)
+        else:
+            j = jk // KP
+            k0, k1, k2 = split3(jk % KP, K1, K2)
+            co = (c * MULT + j).to(tl.int64)
         t0 = i0 + p0 - k0 * d0
         t1 = i1 + p1 - k1 * d1
         t2 = i2 + p2 - k2 * d2
@@ -100,8 +133,11 @@ def _dw_wgrad_kernel(
     dy, x, buf, R, RS, CO, MULT, OP, O1, O2, I0, I1, I2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     dsn, dsc, ds0, ds1, ds2, xsn, xsc, xs0, xs1, xs2, bsp, bsc,
-    ACC: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+    ACC: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, VEC: tl.constexpr,
 ):  # fmt: skip
+    CO = CO * VEC
+    dsn, ds0, ds1, ds2 = dsn * VEC, ds0 * VEC, ds1 * VEC, ds2 * VEC
+    xsn, xs0, xs1, xs2 = xsn * VEC, xs0 * VEC, xs1 * VEC, xs2 * VEC
     k = tl.program_id(0)
     co = tl.program_id(1) * BC + tl.arange(0, BC)
     split = tl.program_id(2)
@@ -146,6 +182,29 @@ def _blocks(c, channels_last):
     return bc, max(16, min(tile // bc, rows_cap))
 
 
+def dw_candidates(c, channels_last, wgrad=False):
+    """(channel block, rows block, warps) configurations ops/_tune.py times, the
+    heuristic's (_blocks) first: wider channel blocks where channels are innermost
+    (channels_last), longer runs of rows where pixels are (NCHW). The weight gradient
+    reads two tiles per row: its heuristic takes half the rows."""
+    bc, rows = _blocks(c, channels_last)
+    first = (bc, max(16, rows // 2) if wgrad else rows, 4)
+    if channels_last:
+        extra = [(32, 64, 4), (64, 64, 4), (16, 128, 4), (128, 32, 4), (64, 128, 8)]
+    else:
+        extra = [(16, 128, 4), (8, 256, 4), (4, 512, 4), (32, 64, 4), (16, 256, 8)]
+    cap = max(16 if channels_last else 4, triton.next_power_of_2(c))
+    return [first] + [e for e in extra if e[0] <= cap]
+
+
+def _tune_key(tag, *tensors, geom=()):
+    """Every value that changes a depthwise launch: sizes, strides, dtypes, geometry."""
+    key = [tag]
+    for t in tensors:
+        key += [t.dtype, *t.shape, *t.stride()]
+    return key + [v for g in geom for v in g]
+
+
 def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
     N, C, CO = x.shape[0], x.shape[1], w.shape[0]
     fmt = suggest_memory_format(x)
@@ -156,14 +215,22 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
     im, o = pad3(x.shape[2:], 1), pad3(out_sp, 1)
     OP = math.prod(o)
     M = N * OP
-    bc, bm = _blocks(CO, fmt != torch.contiguous_format)
     ws = list(w.stride())
-    launch(
-        _dw_fwd_kernel, (cdiv(M, bm), cdiv(CO, bc)),
-        x, w, bias if bias is not None else y, y, M, C, CO // C, math.prod(k), OP, o[1], o[2],
-        *im, k[1], k[2], *s, *p, *d, *padded_strides(x), ws[0], *pad3(ws[2:], 0), *padded_strides(y),
-        HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm, BC=bc,
-    )  # fmt: skip
+    vec = vec_of(C, x, y)
+
+    def run(cfg):
+        bc, bm, warps = cfg
+        launch(
+            _dw_fwd_kernel, (cdiv(M, bm), cdiv(CO, bc)),
+            x, w, bias if bias is not None else y, y, M, C // vec, CO // C, math.prod(k), OP,
+            o[1], o[2], *im, k[1], k[2], *s, *p, *d, *_divided(x, vec), ws[0], *pad3(ws[2:], 0),
+            *_divided(y, vec), HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm,
+            BC=bc, VEC=vec, num_warps=warps,
+        )  # fmt: skip
+
+    cands = dw_candidates(CO, fmt != torch.contiguous_format)
+    key = _tune_key("fwd", x, w, y, geom=(k, s, p, d, [bias is not None]))
+    run(tuned("dwconv", key, cands, run, x.device))
     return y
 
 
@@ -177,14 +244,23 @@ def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
     im, g = pad3(in_shape[2:], 1), pad3(dy.shape[2:], 1)
     IP = math.prod(im)
     M = N * IP
-    bc, bm = _blocks(C, fmt != torch.contiguous_format)
     ws = list(w.stride())
-    launch(
-        _dw_dgrad_kernel, (cdiv(M, bm), cdiv(C, bc)),
-        dy, w, gx, M, C, w.shape[0] // C, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
-        *s, *p, *d, *padded_strides(dy), ws[0], *pad3(ws[2:], 0), *padded_strides(gx),
-        ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc,
-    )  # fmt: skip
+    mult = w.shape[0] // C
+    vec = vec_of(C, dy, gx) if mult == 1 else 1
+
+    def run(cfg):
+        bc, bm, warps = cfg
+        launch(
+            _dw_dgrad_kernel, (cdiv(M, bm), cdiv(C, bc)),
+            dy, w, gx, M, C // vec, mult, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
+            *s, *p, *d, *_divided(dy, vec), ws[0], *pad3(ws[2:], 0), *_divided(gx, vec),
+            ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc, VEC=vec, ONE_MULT=mult == 1,
+            num_warps=warps,
+        )  # fmt: skip
+
+    cands = dw_candidates(C, fmt != torch.contiguous_format)
+    key = _tune_key("dgrad", dy, w, gx, geom=(k, s, p, d))
+    run(tuned("dwconv", key, cands, run, dy.device))
     return gx
 
 
@@ -194,21 +270,31 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
     im, o = pad3(x.shape[2:], 1), pad3(dy.shape[2:], 1)
     KP, OP = math.prod(k), math.prod(o)
     R = N * OP
-    bc, rows = _blocks(CO, suggest_memory_format(x) != torch.contiguous_format)
-    bufs = cdiv(CO, bc) * KP
-    split = 1 if R < 8192 or bufs >= 512 else max(1, min(32, R // 4096, 512 // bufs))
-    RS = cdiv(R, split)
-    acc_dt = torch.float64 if dy.dtype == torch.float64 else torch.float32
-    acc_dt = dy.dtype if split == 1 else acc_dt  # one slice: written in place
-    buf = torch.empty((split, CO, KP), dtype=acc_dt, device=dy.device)
+    gw = torch.empty((CO, KP), dtype=dy.dtype, device=dy.device)
     if R == 0:
-        return buf.zero_().sum(0).to(dy.dtype).reshape(w_shape)
-    br = max(16, rows // 2)  # two loads per row: half the forward tile
-    launch(
-        _dw_wgrad_kernel, (KP, cdiv(CO, bc), split),
-        dy, x, buf, R, RS, CO, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
-        *padded_strides(dy), *padded_strides(x), buf.stride(0), buf.stride(1),
-        ACC=tl_float_acc(dy.dtype), BR=br, BC=bc,
-    )  # fmt: skip
-    gw = buf[0] if split == 1 else buf.sum(0)
-    return gw.to(dy.dtype).reshape(w_shape)
+        return gw.zero_().reshape(w_shape)
+    acc_dt = torch.float64 if dy.dtype == torch.float64 else torch.float32
+    vec = vec_of(CO, dy, x) if CO == C else 1
+
+    def run(cfg):
+        bc, br, warps = cfg
+        bufs = cdiv(CO, bc) * KP
+        split = 1 if R < 8192 or bufs >= 512 else max(1, min(32, R // 4096, 512 // bufs))
+        RS = cdiv(R, split)
+        # one slice: written in place; more: float32 slices summed in a fixed order
+        buf = (
+            gw[None] if split == 1 else torch.empty((split, CO, KP), dtype=acc_dt, device=dy.device)
+        )
+        launch(
+            _dw_wgrad_kernel, (KP, cdiv(CO, bc), split),
+            dy, x, buf, R, RS, CO // vec, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
+            *_divided(dy, vec), *_divided(x, vec), buf.stride(0), buf.stride(1),
+            ACC=tl_float_acc(dy.dtype), BR=br, BC=bc, VEC=vec, num_warps=warps,
+        )  # fmt: skip
+        if split > 1:
+            gw.copy_(buf.sum(0))
+
+    cands = dw_candidates(CO, suggest_memory_format(x) != torch.contiguous_format, wgrad=True)
+    key = _tune_key("wgrad", dy, x, geom=(k, s, p, d))
+    run(tuned("dwconv", key, cands, run, dy.device))
+    return gw.reshape(w_shape)
