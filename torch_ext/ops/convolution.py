@@ -16,6 +16,8 @@ run Triton kernels (no column buffers, no host syncs):
   conv_igemm_bwd.py  the weight gradient, likewise (ordered slices, no atomics)
   conv_depthwise.py  groups == in_channels: direct kernels for all three, reading
                      every operand in place through its strides
+  conv_gemm.py       1x1 NCHW convolutions (stride 1, no padding): batched matrix
+                     products on the matmul kernel, NCHW read and written in place
 
 A transposed convolution's forward is the plain convolution's input gradient,
 its input gradient the plain forward; its weight gradient swaps the roles of
@@ -44,6 +46,8 @@ from ._common import MAX_SPATIAL
 from .conv_igemm import channels_inner, conv_format, conv_forward, conv_scatter
 from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthwise
 from .conv_igemm_bwd import conv_weight_grad
+from .conv_gemm import is_nchw_pointwise, pointwise_forward, pointwise_input_grad
+from .conv_gemm import pointwise_weight_grad, wgrad_fits
 
 
 @triton.jit
@@ -270,6 +274,8 @@ def convolution_overrideable(
         )
     if is_depthwise(input, weight, g, transposed):
         return dw_forward(input, weight, bias, stride, padding, dilation, out_sp)
+    if is_nchw_pointwise(input, weight, stride, padding, dilation, g, transposed):
+        return pointwise_forward(input, weight, bias)
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
         return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
@@ -299,6 +305,14 @@ def convolution_backward_overrideable(
             grad_input = dw_input_grad(gout, weight, stride, padding, dilation, input.shape)
         if output_mask[1]:
             grad_weight = dw_weight_grad(gout, input, weight.shape, stride, padding, dilation)
+    elif is_nchw_pointwise(input, weight, stride, padding, dilation, g, transposed):
+        if output_mask[0]:
+            grad_input = pointwise_input_grad(gout, weight, input.shape)
+        if output_mask[1]:
+            if wgrad_fits(gout, input):
+                grad_weight = pointwise_weight_grad(gout, input, weight.shape)
+            else:
+                grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     elif not transposed:
         fmt = conv_format(gout, weight)
         if output_mask[0] and output_mask[1]:

@@ -1,0 +1,76 @@
+"""ops/conv_gemm.py: 1x1 NCHW convolutions as batched matrix products (no layout copies),
+forward and both gradients against the CPU in float64, and which convolutions take it."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torch_ext.ops import conv_gemm
+
+DEV = "privateuseone"
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """Counts the calls of each of the path's three products."""
+    calls = {"fwd": 0, "dgrad": 0, "wgrad": 0}
+    for name, tag in (("pointwise_forward", "fwd"), ("pointwise_input_grad", "dgrad"),
+                      ("pointwise_weight_grad", "wgrad")):  # fmt: skip
+        from torch_ext.ops import convolution
+
+        real = getattr(conv_gemm, name)
+
+        def counted(*a, _real=real, _tag=tag):
+            calls[_tag] += 1
+            return _real(*a)
+
+        monkeypatch.setattr(convolution, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "shape", [(3, 8, 5, 7), (2, 4, 64), (2, 4, 3, 2, 5)], ids=["2d", "1d", "3d"]
+)
+def test_pointwise_convolution_matches_cpu(taken, dtype, shape):
+    nd = len(shape) - 2
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, shape[1], *([1] * nd), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    y = conv(x, w, b)
+    g = torch.randn_like(y)
+    ref = torch.autograd.grad(y, (x, w, b), g)
+    xd, wd, bd = (t.detach().to(dtype).to(DEV).requires_grad_() for t in (x, w, b))
+    yd = conv(xd, wd, bd)
+    got = torch.autograd.grad(yd, (xd, wd, bd), g.to(dtype).to(DEV))
+    assert taken == {"fwd": 1, "dgrad": 1, "wgrad": 1}
+    assert yd.is_contiguous()
+    for a, r in zip((yd, *got), (y, *ref)):
+        err = (a.detach().cpu().double() - r).abs().max() / r.abs().max()
+        assert err < 2e-2, (a.shape, err)
+
+
+def test_other_convolutions_keep_the_implicit_gemm(taken):
+    x = torch.randn(2, 8, 6, 6, dtype=torch.bfloat16, device=DEV)
+    w1 = torch.randn(4, 8, 1, 1, dtype=torch.bfloat16, device=DEV)
+    F.conv2d(x, w1, stride=2)  # strided
+    F.conv2d(x, w1, padding=1)  # padded
+    F.conv2d(x, torch.randn(4, 4, 1, 1, dtype=torch.bfloat16, device=DEV), groups=2)
+    F.conv2d(x.contiguous(memory_format=torch.channels_last), w1)  # channels_last
+    F.conv2d(x.float(), w1.float())  # float32: cudnn.allow_tf32's path
+    assert taken == {"fwd": 0, "dgrad": 0, "wgrad": 0}
+
+
+def test_weight_gradient_of_wide_layers_stays_on_the_implicit_gemm(taken):
+    """Few pixels, many channels: per-image float32 slices would outweigh the activations."""
+    x = torch.randn(2, 64, 2, 2, dtype=torch.bfloat16, device=DEV, requires_grad=True)
+    w = torch.randn(64, 64, 1, 1, dtype=torch.bfloat16, device=DEV, requires_grad=True)
+    F.conv2d(x, w).sum().backward()
+    assert taken == {"fwd": 1, "dgrad": 1, "wgrad": 0}
+    ref = F.conv2d(x.detach().cpu().double(), w.detach().cpu().double().requires_grad_())
+    assert x.grad is not None and w.grad.shape == w.shape
+    wr = w.detach().cpu().double().requires_grad_()
+    F.conv2d(x.detach().cpu().double(), wr).sum().backward()
+    assert ref.shape == (2, 64, 2, 2)
+    torch.testing.assert_close(w.grad.cpu().double(), wr.grad, atol=0.1, rtol=2e-2)

@@ -1,0 +1,91 @@
+"""1x1 convolutions of NCHW tensors (stride 1, no padding, one group) as batched matrix
+products on the matmul kernel, reading and writing NCHW in place.
+
+With P the pixels of an image and x[n] its (C x P) matrix (channel stride P, pixel
+stride 1):
+
+  forward  y[n]  = W (CO x C) @ x[n] + bias        (W broadcast over the batch)
+  dgrad    dx[n] = W^T (C x CO) @ dy[n]
+  wgrad    dW    = sum_n dy[n] (CO x P) @ x[n]^T   (float32 slices per image, then
+                                                   their sum: deterministic)
+
+The implicit GEMM (conv_igemm.py) wants channels innermost and copies an NCHW tensor to
+channels_last and its result back: for a 1x1 convolution those copies cost more than the
+product (ResNet-50's 1x1 layers at batch 32 on an H100: 0.21 ms against cuDNN's 0.03 at
+256->64 channels, 56x56). Strided, padded, grouped and channels_last convolutions stay
+on the implicit GEMM.
+"""
+
+import math
+
+import torch
+
+from .matmul import _bmm
+
+
+def is_nchw_pointwise(x, w, stride, padding, dilation, groups, transposed):
+    """Whether conv(x, w) is a 1x1, stride-1, unpadded, single-group convolution of an
+    NCHW-contiguous float16/bfloat16 input with an NCHW result (PyTorch's memory-format
+    rule). float32 stays on the implicit GEMM, which follows cudnn.allow_tf32 as CUDA's
+    convolutions do (the matmul kernel follows the matmul precision instead)."""
+    return (
+        not transposed
+        and groups == 1
+        and x.dim() >= 3
+        and all(k == 1 for k in w.shape[2:])
+        and all(s == 1 for s in stride)
+        and all(p == 0 for p in padding)
+        and x.is_contiguous()
+        and w.is_contiguous()
+        and x.dtype in (torch.float16, torch.bfloat16)
+    )
+
+
+def _image_matrices(t):
+    """(t, (N, C, P), strides) of a contiguous (N, C, *spatial) tensor."""
+    n, c = t.shape[0], t.shape[1]
+    p = math.prod(t.shape[2:])
+    return (t, (n, c, p), (c * p, p, 1))
+
+
+def pointwise_forward(x, w, bias):
+    n, co = x.shape[0], w.shape[0]
+    y = torch.empty((n, co, *x.shape[2:]), dtype=x.dtype, device=x.device)
+    if y.numel() == 0:
+        return y
+    xm = _image_matrices(x)
+    c, p = xm[1][1], xm[1][2]
+    wm = (w, (n, co, c), (0, c, 1))
+    b = (bias, (n, co, p), (0, bias.stride(0), 0)) if bias is not None else None
+    _bmm(wm, xm, _image_matrices(y), b, beta=1.0 if bias is not None else 0.0)
+    return y
+
+
+def pointwise_input_grad(dy, w, in_shape):
+    n, co, c = dy.shape[0], w.shape[0], w.shape[1]
+    dx = torch.empty(tuple(in_shape), dtype=dy.dtype, device=dy.device)
+    if dx.numel() == 0:
+        return dx
+    wt = (w, (n, c, co), (0, 1, c))
+    _bmm(wt, _image_matrices(dy.contiguous()), _image_matrices(dx))
+    return dx
+
+
+def wgrad_fits(dy, x):
+    """Whether the per-image float32 slices of the weight gradient stay small beside the
+    activations (early layers: many pixels, few channels); else the implicit GEMM."""
+    n, co, c = dy.shape[0], dy.shape[1], x.shape[1]
+    p = math.prod(x.shape[2:])
+    return dy.is_contiguous() and 4 * n * co * c * 4 <= n * (co + c) * p * dy.element_size()
+
+
+def pointwise_weight_grad(dy, x, w_shape):
+    n, co, c = dy.shape[0], w_shape[0], w_shape[1]
+    p = math.prod(x.shape[2:])
+    if n == 0 or p == 0:
+        return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
+    acc = torch.float64 if dy.dtype == torch.float64 else torch.float32
+    slices = torch.empty((n, co, c), dtype=acc, device=dy.device)
+    xt = (x, (n, p, c), (c * p, 1, p))  # x[n]^T
+    _bmm(_image_matrices(dy), xt, slices)
+    return slices.sum(0).to(dy.dtype).reshape(w_shape)
