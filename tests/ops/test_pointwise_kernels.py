@@ -414,3 +414,44 @@ def test_clamp_both_bounds_and_nan(dtype, device):
     for lo, hi in ((-0.1, 0.1), (-1, 1), (float("nan"), 1.0), (0.5, -0.5)):
         got = ternary.clamp_scalar(x.to(device), lo, hi)
         torch.testing.assert_close(got.cpu(), x.clamp(lo, hi), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_transposing_copies_take_the_tile_kernel(monkeypatch, dtype):
+    """The copy kernel from an NCHW tensor to a channels_last one and from a transposed
+    matrix to a contiguous one (input along rows, output along columns: what the cuda
+    driver's .contiguous() runs) takes the tile kernel, at sizes that leave partial
+    tiles, and so does a binary op writing a contiguous out= from a transposed input;
+    a plain strided copy keeps the flat kernel."""
+    from torch_ext.ops import _pointwise
+
+    kinds = []
+    real = _pointwise.Pointwise._kernel
+
+    def spy(self, in_kinds, cdt, num_extra, rank, contig, idx64):
+        kinds.append(contig)
+        return real(self, in_kinds, cdt, num_extra, rank, contig, idx64)
+
+    monkeypatch.setattr(_pointwise.Pointwise, "_kernel", spy)
+    dev = "privateuseone"
+    x = (torch.randn(3, 40, 7, 9) * 10).to(dtype)
+    xd = x.to(dev)
+    got = torch.empty_like(xd, memory_format=torch.channels_last)
+    # dims in the output's memory order, as the C++ iterator path hands them over
+    copy.copy_kernel((got.permute(0, 2, 3, 1),), (xd.permute(0, 2, 3, 1),))
+    assert torch.equal(got.cpu(), x) and got.is_contiguous(memory_format=torch.channels_last)
+    m = x.reshape(120, 63)
+    got = torch.empty(63, 120, dtype=dtype, device=dev)
+    copy.copy_kernel((got,), (xd.reshape(120, 63).t(),))
+    assert torch.equal(got.cpu(), m.t())
+    if dtype.is_floating_point:  # two inputs, one transposed, and a scalar
+        y = torch.randn(63, 120).to(dtype)
+        out = torch.empty(63, 120, dtype=dtype, device=dev)
+        torch.add(xd.reshape(120, 63).t(), y.to(dev), alpha=2, out=out)
+        ref = torch.add(m.t().double(), y.double(), alpha=2)
+        assert torch.allclose(out.cpu().double(), ref, rtol=1e-2, atol=1e-2)
+    assert kinds and set(kinds) == {"tile"}, kinds
+    kinds.clear()
+    got = torch.empty(3, 20, 7, 9, dtype=dtype, device=dev)
+    copy.copy_kernel((got,), (xd[:, ::2],))  # strided, not transposing
+    assert kinds == [False] and torch.equal(got.cpu(), x[:, ::2])

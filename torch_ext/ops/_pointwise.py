@@ -163,6 +163,18 @@ def coalesce(shape, strides_list):
     return out_shape, out_strides
 
 
+def _transposing(shape, strides_list):
+    """Whether the tile kernel serves these coalesced operands: two or three dimensions,
+    the last two at least 16 long (and the batch within a grid's second axis), and an
+    operand contiguous along the rows where the output (the last operand) is along the
+    columns."""
+    if len(shape) not in (2, 3) or shape[-1] < 16 or shape[-2] < 16:
+        return False
+    if len(shape) == 3 and shape[0] >= 65536:
+        return False
+    return strides_list[-1][-1] == 1 and any(st[-2] == 1 for st in strides_list[:-1])
+
+
 def broadcast_strides(t, shape):
     """Strides of tensor t viewed with the broadcast `shape` (0 where expanded)."""
     nd = len(shape)
@@ -176,7 +188,15 @@ def broadcast_strides(t, shape):
 
 
 def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, contig, idx64):
-    """in_kinds[i]: 't' tensor or 's' scalar. in_cast[i]: cast input i to cdt."""
+    """in_kinds[i]: 't' tensor or 's' scalar. in_cast[i]: cast input i to cdt.
+    contig: True (flat, every operand contiguous), False (flat task ids unravelled by
+    the sizes), or "tile" (rank 3, (batch, rows, columns): a program owns a BR x BK tile
+    of one batch entry, so that an operand whose rows are contiguous -- a transposed
+    input, an NCHW tensor copied to channels_last -- is read along its rows while the
+    output is written along its columns; Triton exchanges the two layouts on chip)."""
+    tile = contig == "tile"
+    if tile:
+        contig = False
     ins = [f"in{i}" for i in range(num_in)]
     outs = [f"out{i}" for i in range(num_out)]
     extras = [f"e{i}" for i in range(num_extra)]
@@ -205,20 +225,35 @@ def _kernel_source(num_in, num_out, num_extra, in_kinds, in_cast, cdt, rank, con
         "",
         "",
         f"@triton.jit(do_not_specialize={no_specialize!r})",
-        f"def _kernel({', '.join(params)}, BLOCK: tl.constexpr):",
+        f"def _kernel({', '.join(params)}, BLOCK: tl.constexpr):"
+        if not tile
+        else f"def _kernel({', '.join(params)}, BR: tl.constexpr, BK: tl.constexpr):",
     ]
-    if idx64:
-        lines.append("    tid = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+    if tile:
+        lines.append("    tiles_k = tl.cdiv(s2, BK)")
+        lines.append("    pid = tl.program_id(0)")
+        lines.append("    i1 = (pid // tiles_k) * BR + tl.arange(0, BR)")
+        lines.append("    i2 = (pid % tiles_k) * BK + tl.arange(0, BK)")
+        lines.append("    i0 = tl.program_id(1)")
+        if idx64:
+            for v in ("i0", "i1", "i2"):
+                lines.append(f"    {v} = {v}.to(tl.int64)")
+        lines.append("    mask = (i1 < s1)[:, None] & (i2 < s2)[None, :]")
     else:
-        lines.append("    tid = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
-    lines.append("    mask = tid < n")
+        if idx64:
+            lines.append("    tid = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+        else:
+            lines.append("    tid = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
+        lines.append("    mask = tid < n")
 
     def offset(t):
         if contig:
             return "tid"
+        if tile:
+            return f"i0 * {t}_st0 + i1[:, None] * {t}_st1 + i2[None, :] * {t}_st2"
         return " + ".join(f"i{d} * {t}_st{d}" for d in range(rank))
 
-    if not contig:
+    if not contig and not tile:
         lines.append("    rem = tid")
         for d in range(rank - 1, 0, -1):
             lines.append(f"    i{d} = rem % s{d}")
@@ -337,6 +372,8 @@ class Pointwise:
         idx64 = numel + 1024 * 64 >= 2**31 or max_off >= 2**31
         in_kinds = ["t" if isinstance(t, torch.Tensor) else "s" for t in ins]
         cdt = compute_dtype(common_dtype)
+        if _transposing(cshape, cstrides):
+            return self._launch_tiles(ins, outs, extra, in_kinds, cdt, cshape, cstrides, idx64)
         kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
         block = pow2_at_most(numel, spec("pointwise_block", numel) or 1024)
         scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
@@ -354,6 +391,25 @@ class Pointwise:
         launch(
             kernel, (cdiv(numel, block),), *args, BLOCK=block, num_warps=4 if block <= 1024 else 8
         )
+
+    def _launch_tiles(self, ins, outs, extra, in_kinds, cdt, cshape, cstrides, idx64):
+        """The "tile" kernel over (batch, rows, columns) (see _kernel_source)."""
+        if len(cshape) == 2:
+            cshape, cstrides = [1, *cshape], [[0, *st] for st in cstrides]
+        kernel = self._kernel(in_kinds, cdt, len(extra), 3, "tile", idx64)
+        br, bk = pow2_at_most(cshape[1], 64), pow2_at_most(cshape[2], 64)
+        scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
+        numel = cshape[0] * cshape[1] * cshape[2]
+        if cdt == torch.float64:
+            args = [part for x in scalars for part in _split_f64(x)]
+            args += [t for t in ins if isinstance(t, torch.Tensor)] + list(outs) + [numel]
+        else:
+            args = list(ins) + list(outs) + list(extra) + [numel]
+        args += cshape
+        for st in cstrides:
+            args += st
+        grid = (cdiv(cshape[1], br) * cdiv(cshape[2], bk), cshape[0])
+        launch(kernel, grid, *args, BR=br, BK=bk, num_warps=4)
 
     # -- functional convention -------------------------------------------
     def result_dtypes(self, inputs):
