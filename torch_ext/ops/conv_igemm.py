@@ -125,11 +125,17 @@ def conv_candidates(M, N, K, dtype):
     extra = spec("conv_candidates", M, N, K, dtype)
     if extra is None:
         bk = _conv_bk(K, dtype)
-        extra = [
-            (bm, bn, bk, conv_warps(bm, bn), 3 if bm * bn >= 128 * 128 else 4)
+        shapes = [
+            (bm, bn)
             for bm, bn in ((128, 128), (128, 64), (64, 128), (64, 64))
             if bm <= max(64, next_pow2(M)) and bn <= max(64, next_pow2(N))
         ]
+        extra = [
+            (bm, bn, bk, conv_warps(bm, bn), 3 if bm * bn >= 128 * 128 else 4) for bm, bn in shapes
+        ]
+        if K <= 2 * bk:  # one or two steps of the reduction (1x1 layers): buffers for
+            # stages the loop never fills only cost blocks per multiprocessor
+            extra += [(bm, bn, bk, conv_warps(bm, bn), 1) for bm, bn in shapes]
     return [first, *extra]
 
 
