@@ -312,7 +312,7 @@ def sdpa_overrideable(
     none = torch.empty(0, device=query.device)
     Lq, Lk = sizes(query)[2], sizes(key)[2]
     if dropout_p != 0.0:
-        # one Philox number per (batch*head, query, key); the kernel writes the draw's
+        # one Philox counter per (batch*head, query, 4 keys); the kernel writes the draw's
         # seed and offset into two device tensors for the backward, so that replays
         # of both (launch plans) carry each call's draw
         B, H = query.shape[:2]

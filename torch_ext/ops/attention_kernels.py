@@ -35,12 +35,25 @@ def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexp
 
 
 @triton.jit
-def _dropout_keep(seed, offset, bh, r, c, Lq, Lk, p_drop):
-    # Philox number of element (bh, row, col) of the (B*H, Lq, Lk) probabilities (r, c
-    # broadcast to the tile's shape): the forward and both backward kernels draw the same
-    # one, so the mask is regenerated
-    idx = (bh * Lq + r.to(tl.int64)) * Lk + c.to(tl.int64)
-    return tl.rand(seed, offset + idx) >= p_drop
+def _dropout_keep(seed, offset, bh, rm, c0, Lq, Lk, p_drop, BN: tl.constexpr,
+                  TRANS: tl.constexpr = False):  # fmt: skip
+    """Which probabilities of query rows rm and keys c0 .. c0 + BN (c0 a multiple of 4)
+    survive dropout, as a (rows, BN) tile, (BN, rows) with TRANS. One Philox counter per
+    (batch*head, query, group of 4 keys): (bh * Lq + row) * ceil(Lk / 4) + key // 4, its
+    four numbers to the group's keys in order, so that the forward and both backward
+    kernels draw the same mask whatever their tiles, at a quarter of the Philox rounds
+    of a counter per element."""
+    BM: tl.constexpr = rm.shape[0]
+    groups = (Lk + 3) // 4
+    gq = c0 // 4 + tl.arange(0, BN // 4)
+    ctr = (bh * Lq + rm.to(tl.int64))[:, None] * groups + gq[None, :]
+    r0, r1, r2, r3 = tl.randint4x(seed, offset + ctr)
+    # join(join(r0, r2), join(r1, r3))[.., a, b] = r(2a + b): row-major, key 4j + l <- r_l
+    bits = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), (BM, BN))
+    keep = tl.uint_to_uniform_float(bits) >= p_drop
+    if TRANS:
+        keep = tl.trans(keep.to(tl.int8)) != 0
+    return keep
 
 
 @triton.jit
@@ -115,7 +128,7 @@ def _fwd_tiles(
         if UPCAST:
             v_t = v_t.to(tl.float32)
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
-            keep = _dropout_keep(seed, offset, bh, rm[:, None], cols[None, :], Lq, Lk, p_drop)
+            keep = _dropout_keep(seed, offset, bh, rm, n0, Lq, Lk, p_drop, BLOCK_N)
             p = tl.where(keep, p * keep_scale, 0.0)
         acc = tl.dot(
             p.to(v_t.dtype), v_t, acc * alpha[:, None], input_precision=PRECISION,
@@ -305,7 +318,7 @@ def _dq_tiles(
         p = tl.exp(s - lse_t[:, None])
         dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
         if DROPOUT:
-            keep = _dropout_keep(seed, offset, bh, rm[:, None], cols[None, :], Lq, Lk, p_drop)
+            keep = _dropout_keep(seed, offset, bh, rm, n0, Lq, Lk, p_drop, BLOCK_N)
             dp = tl.where(keep, dp * keep_scale, 0.0)
         ds = p * (dp - dl_t[:, None])
         acc += tl.dot(
@@ -317,13 +330,14 @@ def _dq_tiles(
 @triton.jit
 def _kv_tiles(
     dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse_base, dl_base, m_base, dq_base, lo, hi,
-    cols, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd,
+    cols, cols0, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd,
     scale, seed, offset, p_drop, keep_scale,
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    """dk, dv of keys `cols` from the query tiles [lo, hi) of one query head (flat index
+    """dk, dv of keys `cols` (from cols0) from the query tiles [lo, hi) of one query head (flat index
     bh), added to the accumulators, through the transposed scores (keys x queries); with
     DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
     for m0 in range(lo, hi, BLOCK_M):
@@ -352,7 +366,7 @@ def _kv_tiles(
         pT = tl.exp(sT - lse_r[None, :])
         pdT = pT
         if DROPOUT:
-            keep = _dropout_keep(seed, offset, bh, rm[None, :], cols[:, None], Lq, Lk, p_drop)
+            keep = _dropout_keep(seed, offset, bh, rm, cols0, Lq, Lk, p_drop, BLOCK_N, True)
             pdT = tl.where(keep, pT * keep_scale, 0.0)
         dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
         dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
@@ -549,17 +563,17 @@ def _attn_bwd_kernel(
             dq_base = dq + b * dqb + h * dqh
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
-                m_base, dq_base, start, tl.minimum(mid, Lq), cols, rd, rdv, bhq, Lq, Lk, D,
-                DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
+                m_base, dq_base, start, tl.minimum(mid, Lq), cols, pid * BLOCK_N, rd, rdv, bhq,
+                Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
                 keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
-                DQ_ATOMIC, BLOCK_M,
+                DQ_ATOMIC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
-                m_base, dq_base, mid, Lq, cols, rd, rdv, bhq, Lq, Lk, D,
-                DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
+                m_base, dq_base, mid, Lq, cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV,
+                sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
                 keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
-                DQ_ATOMIC, BLOCK_M,
+                DQ_ATOMIC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
         tl.store(
             dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
