@@ -183,8 +183,9 @@ VARIABLES: tuple[Variable, ...] = (
         "choice",
         "auto",
         "`auto`",
-        "tile configurations of convolutions timed on first use and remembered across "
-        "processes (in `<TORCH_EXT_CACHE_DIR>/autotune/`): `auto` on the cuda driver, `on` "
+        "tile configurations of convolutions (implicit GEMM, depthwise) and of fp16/bf16 "
+        "matrix products of at least 256 per dimension timed on first use and remembered "
+        "across processes (in `<TORCH_EXT_CACHE_DIR>/autotune/`): `auto` on the cuda driver, `on` "
         "on any driver, `off` never (the heuristic's choice); nothing is timed under "
         "`torch.use_deterministic_algorithms(True)`",
         ("torch_ext/ops/_tune.py",),

@@ -88,3 +88,71 @@ def test_split_k(split, dtype, device, monkeypatch):
     assert int(to_ref(blas._arrival_counters(out.device)).abs().sum()) == 0  # re-armed
     blas.mm_out(a, b, out)
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=300)
+
+
+def test_float32_follows_the_matmul_precision(monkeypatch):
+    """float32 products multiply in float32 under "highest" (PyTorch's default) and in TF32
+    under "high", as CUDA's do; the flag is part of the launch plans' keys, so a plan
+    recorded under one setting is not replayed under the other."""
+    from torch_ext.ops import matmul
+
+    seen = []
+    real = matmul.launch
+
+    def spy(kernel, grid, *args, **kw):
+        seen.append(kw.get("PRECISION"))
+        return real(kernel, grid, *args, **kw)
+
+    monkeypatch.setattr(matmul, "launch", spy)
+    a = torch.randn(40, 24, device="privateuseone")
+    b = torch.randn(24, 56, device="privateuseone")
+    old = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        for _ in range(2):  # recorded, then replayed (no Python)
+            torch.mm(a, b)
+        assert seen == ["ieee"], seen
+        torch.set_float32_matmul_precision("high")
+        out = torch.mm(a, b)
+        assert seen == ["ieee", "tf32"], seen
+    finally:
+        torch.set_float32_matmul_precision(old)
+    torch.testing.assert_close(out.cpu(), a.cpu() @ b.cpu(), atol=1e-2, rtol=1e-2)
+    assert matmul.matmul_precision(torch.bfloat16) is None
+    assert matmul.matmul_precision(torch.float64) == "ieee"
+
+
+@pytest.mark.parametrize("pick", range(6))
+def test_every_matmul_candidate_computes_the_product(monkeypatch, pick):
+    """Whichever tile configuration the timing picks for a large bf16 product, mm, addmm
+    and bmm equal the CPU's; an in-place addmm_ is never timed (a timing launch would add
+    its product twice)."""
+    from torch_ext.ops import matmul
+
+    chosen = []
+
+    def choose(family, key, candidates, run, device):
+        assert family == "mm" and len(candidates) == 6
+        chosen.append(key)
+        return list(candidates)[pick]
+
+    monkeypatch.setattr(matmul, "tuned", choose)
+    g = torch.Generator().manual_seed(pick)
+    m = 300 + pick  # a size of its own: no launch plan of another test replays here
+    a = torch.randn(m, 260, generator=g).bfloat16()
+    b = torch.randn(260, 270, generator=g).bfloat16()
+    bias = torch.randn(270, generator=g).bfloat16()
+    dev = [t.to("privateuseone") for t in (a, b, bias)]
+    ref = a.double() @ b.double()
+    got = torch.mm(dev[0], dev[1]).cpu().double()
+    assert (got - ref).abs().max() <= 0.02 * ref.abs().max()
+    got = torch.addmm(dev[2], dev[0], dev[1]).cpu().double()
+    assert (got - (ref + bias.double())).abs().max() <= 0.02 * ref.abs().max()
+    got = torch.bmm(dev[0][None].expand(2, -1, -1), dev[1][None].expand(2, -1, -1))
+    assert (got.cpu().double() - ref).abs().max() <= 0.02 * ref.abs().max()
+    assert len(chosen) == 3
+    c = torch.randn(m, 270, generator=g).bfloat16()
+    cd = c.to("privateuseone")
+    cd.addmm_(dev[0], dev[1])
+    assert len(chosen) == 3  # not timed
+    assert (cd.cpu().double() - (ref + c.double())).abs().max() <= 0.02 * ref.abs().max()

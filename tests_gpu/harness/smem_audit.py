@@ -99,9 +99,16 @@ def attention_cases():
             attention.flash_attention_bwd(torch.empty_like(q), q, q, q, out, lse, None, True)
 
 
+def _every_candidate(family, key, candidates, run, device):
+    for cfg in candidates:
+        run(cfg)
+    return candidates[0]
+
+
 def matmul_cases():
     from torch_ext.ops import matmul
 
+    matmul.tuned = _every_candidate  # each tile configuration the tuner may time
     matmul._arrival_counters = lambda device: torch.zeros(matmul.ARRIVALS, dtype=torch.int32)
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         for m, n, k in ((4096, 4096, 4096), (256, 1024, 4096)):
@@ -123,12 +130,7 @@ def matmul_cases():
 def conv_cases():
     from torch_ext.ops import conv_igemm, conv_igemm_bwd
 
-    def every_candidate(family, key, candidates, run, device):
-        for cfg in candidates:
-            run(cfg)
-        return candidates[0]
-
-    conv_igemm.tuned = conv_igemm_bwd.tuned = every_candidate
+    conv_igemm.tuned = conv_igemm_bwd.tuned = _every_candidate
     for dt in (torch.bfloat16, torch.float32):
         for c in (64, 512):
             case = f"conv {str(dt)[6:]} 3x3 {c} channels, every tile candidate"

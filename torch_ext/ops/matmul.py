@@ -5,8 +5,12 @@ addmm.out (self, mat1, mat2, beta, alpha, out); baddbmm.out (self, batch1,
 batch2, beta, alpha, out).  Plain (3): mv(self, vec), mv_out(self, vec, out),
 dot(self, tensor).
 
-Any strides are accepted (a broadcast bias has stride 0).  float32 uses
-input_precision="ieee" (no TF32) so results match PyTorch's CPU reference.
+Any strides are accepted (a broadcast bias has stride 0). float32 follows
+torch.get_float32_matmul_precision() as CUDA's matmuls do: "highest" (PyTorch's default)
+multiplies in float32 (input_precision="ieee"), "high" and "medium" in TF32; the launch
+plans' keys hold that flag. fp16/bf16 products of at least 256 in each dimension take
+the fastest of a few tile configurations (ops/_tune.py, family "mm"), measured once per
+size bucket on the cuda driver and remembered across processes.
 """
 
 import math
@@ -17,7 +21,8 @@ import torch
 
 from ._common import float_acc, tl_float_acc
 from ..backends import spec
-from ._launch import cdiv, launch, paused, persistent, pow2_at_most
+from ._launch import cdiv, launch, next_pow2, paused, persistent, pow2_at_most
+from ._tune import tuned
 from ._symbolic import empty, expand_strides, numel, sizes, strides
 from ._declare import Scalar, kernel
 from ._common import sized_like
@@ -268,56 +273,66 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         return
     # "n" (rows contiguous) or "t" (columns contiguous) per operand, as BLAS says.
     layout = ("t" if a_st[1] != 1 else "n") + ("t" if b_st[2] != 1 else "n")
-    bm, bn, bk, warps, stages = spec("mm_config", M, N, K, a.dtype, layout) or _default_config(
-        M, N, K, a.dtype
-    )
-    bm = max(16, pow2_at_most(M, bm))
-    bn = max(16, pow2_at_most(N, bn))
-    bk = max(16, pow2_at_most(max(K, 1), bk))
+    first = spec("mm_config", M, N, K, a.dtype, layout) or _default_config(M, N, K, a.dtype)
     acc = tl_float_acc(a.dtype)
     # A driver whose tl.dot lacks a dtype (the interpreter: bfloat16) gets fp32 tiles.
     upcast = bool(spec("dot_needs_fp32_inputs", a.dtype))
-    precision = "ieee" if a.dtype in (torch.float32, torch.float64) or upcast else None
+    precision = matmul_precision(a.dtype, upcast)
     has_bias = bias is not None and beta != 0
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
-    tiles = cdiv(M, bm) * cdiv(N, bn)
-    split = _split_k(tiles, K, Bt)
-    if split > 1:
-        ws = empty((split * tiles * bm * bn,), float_acc(a.dtype), a.device)
-        arrivals = _arrival_counters(a.device)
+
+    def run(cfg):
+        bm, bn, bk, warps, stages = cfg
+        bm = max(16, pow2_at_most(M, bm))
+        bn = max(16, pow2_at_most(N, bn))
+        bk = max(16, pow2_at_most(max(K, 1), bk))
+        tiles = cdiv(M, bm) * cdiv(N, bn)
+        split = _split_k(tiles, K, Bt)
+        if split > 1:
+            ws = empty((split * tiles * bm * bn,), float_acc(a.dtype), a.device)
+            arrivals = _arrival_counters(a.device)
+        else:
+            ws, arrivals = c, c
+        launch(
+            _mm_kernel, (tiles, Bt, split), a, b, c, x, ws, arrivals, M, N, K,
+            *a_st, *b_st, *c_st, *x_st, alpha, beta,
+            HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
+            EVEN_K=K % (bk * split) == 0, SPLIT=split, GROUP_M=8,
+            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
+        )  # fmt: skip
+
+    cands = mm_candidates(first, M, N, K, a.dtype)
+    if has_bias and x.untyped_storage().data_ptr() == c.untyped_storage().data_ptr():
+        cands = [first]  # c += a @ b in place (addmm_): a timing launch would add twice
+    if len(cands) > 1:
+        # size buckets (powers of two): a decision on each size, not its value, so that a
+        # launch plan still serves every size of the bucket
+        key = (a.dtype, layout, precision, Bt > 1, has_bias, *(next_pow2(v) for v in (M, N, K)))
+        run(tuned("mm", key, cands, run, a.device))
     else:
-        ws, arrivals = c, c
-    launch(
-        _mm_kernel,
-        (tiles, Bt, split),
-        a,
-        b,
-        c,
-        x,
-        ws,
-        arrivals,
-        M,
-        N,
-        K,
-        *a_st,
-        *b_st,
-        *c_st,
-        *x_st,
-        alpha,
-        beta,
-        HAS_BIAS=has_bias,
-        ACC=acc,
-        PRECISION=precision,
-        UPCAST=upcast,
-        EVEN_K=K % (bk * split) == 0,
-        SPLIT=split,
-        GROUP_M=8,
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        num_warps=warps,
-        num_stages=stages,
-    )
+        run(first)
+
+
+def matmul_precision(dtype, upcast=False):
+    """tl.dot's input_precision for a float matrix product: float32 follows
+    torch.get_float32_matmul_precision() ("highest": ieee; "high", "medium": tf32), float64
+    and fp32 tiles of an upcasting driver take ieee; fp16/bf16 need none."""
+    if dtype == torch.float32 and not upcast:
+        return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+    if dtype in (torch.float32, torch.float64) or upcast:
+        return "ieee"
+    return None
+
+
+def mm_candidates(first, M, N, K, dtype):
+    """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) to time for an
+    fp16/bf16 product of at least 256 in each dimension: the table's (`first`), then the
+    tile shapes that sweeps found best on some transformer shape; one otherwise."""
+    if dtype not in (torch.float16, torch.bfloat16) or min(M, N, K) < 256:
+        return [first]
+    extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
+             (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)]  # fmt: skip
+    return list(dict.fromkeys([tuple(first), *extra]))
 
 
 def _default_config(M, N, K, dtype):
