@@ -51,3 +51,12 @@ def test_device_times_charge_kernels_to_the_op_that_launched_them():
     }
     # 30..80 overlapped (50 µs) plus 300..310: 60 µs busy over a 280 µs span
     assert summary == {"busy_us": 60.0, "span_us": 280, "kernels": 3}
+
+
+def test_host_profile_of_a_decode_step():
+    """`--cprofile`: steps timed without a profiler, then cProfile's table, which names
+    the ops the model calls (a decode step reaches index_copy_ for the static cache)."""
+    ms, table = census.host_profile("llama_decode_static", "privateuseone", tiny=True,
+                                    warmup=1, steps=1, top=100000)  # fmt: skip
+    assert ms > 0
+    assert "index_copy_" in table and "tottime" in table
