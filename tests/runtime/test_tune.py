@@ -141,6 +141,19 @@ def test_a_fresh_process_reuses_the_choices(tmp_path):
     assert second.returncode == 0 and "tuned 0" in second.stdout, second.stderr[-2000:]
 
 
+def _conv_matches_cpu(x, w, b, args):
+    """conv2d's output and gradients on the device (float32) equal the CPU's (float64)."""
+    y = F.conv2d(x, w, b, **args)
+    g = torch.randn_like(y)
+    ref = torch.autograd.grad(y, (x, w, b), g)
+    xd, wd, bd = (t.detach().float().to(DEV).requires_grad_() for t in (x, w, b))
+    yd = F.conv2d(xd, wd, bd, **args)
+    got = torch.autograd.grad(yd, (xd, wd, bd), g.float().to(DEV))
+    torch.testing.assert_close(yd.detach().cpu().double(), y.detach(), atol=1e-4, rtol=1e-4)
+    for a, r in zip(got, ref):
+        torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)
+
+
 @pytest.mark.parametrize("pick", range(5))
 def test_every_convolution_candidate_computes_the_result(monkeypatch, pick):
     """Whichever configuration the timing picks, forward, input and weight gradients
@@ -156,15 +169,7 @@ def test_every_convolution_candidate_computes_the_result(monkeypatch, pick):
     w = torch.randn(130, 3, 3, 2, dtype=torch.float64, requires_grad=True)
     b = torch.randn(130, dtype=torch.float64, requires_grad=True)
     args = dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
-    y = F.conv2d(x, w, b, **args)
-    g = torch.randn_like(y)
-    ref = torch.autograd.grad(y, (x, w, b), g)
-    xd, wd, bd = (t.detach().float().to(DEV).requires_grad_() for t in (x, w, b))
-    yd = F.conv2d(xd, wd, bd, **args)
-    got = torch.autograd.grad(yd, (xd, wd, bd), g.float().to(DEV))
-    torch.testing.assert_close(yd.detach().cpu().double(), y.detach(), atol=1e-4, rtol=1e-4)
-    for a, r in zip(got, ref):
-        torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)
+    _conv_matches_cpu(x, w, b, args)
 
 
 @pytest.mark.parametrize("pick", range(6))
@@ -188,15 +193,7 @@ def test_every_depthwise_candidate_computes_the_result(monkeypatch, pick, layout
     if layout == "channels_last":
         assert conv_depthwise.vec_of(24, x) == 8
     args = dict(stride=(2, 1), padding=1, groups=24)
-    y = F.conv2d(x, w, b, **args)
-    g = torch.randn_like(y)
-    ref = torch.autograd.grad(y, (x, w, b), g)
-    xd, wd, bd = (t.detach().float().to(DEV).requires_grad_() for t in (x, w, b))
-    yd = F.conv2d(xd, wd, bd, **args)
-    got = torch.autograd.grad(yd, (xd, wd, bd), g.float().to(DEV))
-    torch.testing.assert_close(yd.detach().cpu().double(), y.detach(), atol=1e-4, rtol=1e-4)
-    for a, r in zip(got, ref):
-        torch.testing.assert_close(a.cpu().double(), r, atol=1e-3, rtol=1e-4)
+    _conv_matches_cpu(x, w, b, args)
 
 
 _PRECOMPILE = """
