@@ -55,6 +55,33 @@ def rms_norm_backward_fake(
     return _like(input) if output_mask[0] else None, dw
 
 
+def cross_entropy_fake(
+    input: Tensor, target: Tensor, reduction: int, ignore_index: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    n = input.shape[0]
+    if reduction == 0:
+        loss = input.new_empty((n,))
+    else:
+        loss = input.new_empty(())
+    return (
+        loss,
+        input.new_empty((n,), dtype=torch.float32),
+        input.new_empty((), dtype=torch.float32),
+    )
+
+
+def cross_entropy_backward_fake(
+    grad_out: Tensor,
+    input: Tensor,
+    target: Tensor,
+    lse: Tensor,
+    count: Tensor,
+    reduction: int,
+    ignore_index: int,
+) -> Tensor:
+    return _like(input)
+
+
 def skip_layer_norm_fake(
     x: Tensor,
     residual: Tensor,

@@ -38,6 +38,10 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   AT_FORALL_FP32_SET_OPT_DTYPE(FP32_SET_OPT_DTYPE)
   AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(KERNEL_DIFFERENT_REDISPATCH_SIGNATURE_PRIVATEUSEONE)
   AT_FORALL_PROMOTE(PROMOTE)
+  // CompositeImplicitAutograd in PyTorch, so CUDA's autocast lists only its parts
+  // (log_softmax, nll_loss: float32); here it has an autograd kernel of its own
+  // (CrossEntropy.cpp), which autocast reaches before any decomposition.
+  FP32(cross_entropy_loss)
   m.impl(TORCH_SELECTIVE_NAME("aten::binary_cross_entropy"),
          TORCH_FN((&binary_cross_entropy_banned)));
 }

@@ -40,6 +40,7 @@ from . import (  # noqa: F401
     binary,
     convolution,
     copy,
+    cross_entropy,
     ctc_loss,
     distance,
     embedding_bag,

@@ -1,0 +1,181 @@
+"""Cross entropy over class indices, fused: torch_ext::cross_entropy and its backward
+(plain ops (3)), what aten::cross_entropy_loss runs on privateuseone through its
+autograd kernel (csrc/aten/CrossEntropy.cpp) for a (N, C) input, class-index targets, no
+class weights and no label smoothing; other calls take PyTorch's composite
+(log_softmax + nll_loss).
+
+  torch_ext::cross_entropy(input, target, reduction, ignore_index) -> (loss, lse, count)
+  torch_ext::cross_entropy_backward(grad_out, input, target, lse, count, reduction,
+                                    ignore_index) -> grad_input
+
+A program per row reads its C logits once: an online maximum and sum give the row's
+log-sum-exp (kept for the backward, N floats) and its loss lse - x[target] (0 for
+ignore_index); mean and sum then add the N row losses in one program, in order
+(deterministic). The backward writes (softmax(x) - onehot(target)) * g per row from x and
+the saved lse, one read and one write of the logits. The composite writes the (N, C)
+log-probabilities and reads them back, and its backward materialises a dense (N, C)
+gradient of nll_loss first: for GPT-2's 4096 x 50257 float32 logits, 0.8 GB each.
+reduction: 0 none, 1 mean, 2 sum. count: the rows that count (float32, 0-dim).
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from . import _bounds
+from ._common import contiguous
+from ._declare import kernel
+from ._launch import launch
+from ._symbolic import empty, sizes
+
+NONE, MEAN, SUM = 0, 1, 2
+_BLOCK = 4096  # logits per step of a row
+_REDUCE_BLOCK = 1024
+
+
+@triton.jit
+def _ce_rows_kernel(x, target, loss, lse, C, sxn, ignore_index, flag, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    one = row + tl.arange(0, 1)  # the row's target, loss and lse as 1-element blocks
+    base = x + row * sxn
+    cols = tl.arange(0, BLOCK)
+    m = tl.full([BLOCK], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for c0 in range(0, C, BLOCK):
+        v = tl.load(base + c0 + cols, mask=c0 + cols < C, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, v)
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(v - m_safe)
+        m = m_new
+    top = tl.max(m, 0)
+    top_safe = tl.where(top == -float("inf"), 0.0, top)
+    row_lse = top_safe + tl.log(tl.sum(s * tl.exp(m - top_safe), 0))
+    t = tl.load(target + one).to(tl.int64)
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= C))
+    _bounds.record(flag, t, bad)
+    valid = valid & (bad == 0)
+    xt = tl.load(base + t, mask=valid, other=0).to(tl.float32)
+    v = tl.where(valid, row_lse - xt, 0.0)
+    if loss.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
+    tl.store(loss + one, v.to(loss.dtype.element_ty))
+    tl.store(lse + one, row_lse + tl.zeros([1], tl.float32))
+
+
+@triton.jit
+def _ce_reduce_kernel(loss, target, out, count, N, ignore_index, C, MEAN: tl.constexpr,
+                      BLOCK: tl.constexpr):  # fmt: skip
+    # one program: the row losses in order, and the rows that count
+    total = tl.zeros([BLOCK], tl.float32)
+    valid = tl.zeros([BLOCK], tl.float32)
+    for n0 in range(0, N, BLOCK):
+        n = n0 + tl.arange(0, BLOCK)
+        total += tl.load(loss + n, mask=n < N, other=0)
+        t = tl.load(target + n, mask=n < N, other=ignore_index).to(tl.int64)
+        valid += tl.where((t != ignore_index) & (t >= 0) & (t < C), 1.0, 0.0)
+    s = tl.sum(total, 0)
+    k = tl.sum(valid, 0)
+    if MEAN:
+        s = s / k
+    if out.dtype.element_ty == tl.bfloat16:
+        s = s.to(tl.float32)
+    tl.store(out, s.to(out.dtype.element_ty))
+    tl.store(count, k)
+
+
+@triton.jit
+def _ce_backward_kernel(g, x, target, lse, count, gx, C, sxn, sgn, sgxn, ignore_index,
+                        REDUCTION: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    row = tl.program_id(0).to(tl.int64)
+    one = row + tl.arange(0, 1)
+    t = tl.load(target + one).to(tl.int64)
+    valid = (t != ignore_index) & (t >= 0) & (t < C)
+    if REDUCTION == 0:
+        gr = tl.load(g + one * sgn).to(tl.float32)
+    else:
+        gr = tl.load(g + one * 0).to(tl.float32)
+        if REDUCTION == 1:
+            gr = gr / tl.load(count + one * 0)
+    gr = tl.where(valid, gr, 0.0)
+    row_lse = tl.load(lse + one)
+    cols = tl.arange(0, BLOCK)
+    for c0 in range(0, C, BLOCK):
+        c = c0 + cols
+        v = tl.load(x + row * sxn + c, mask=c < C, other=0).to(tl.float32)
+        d = tl.exp(v - row_lse) - tl.where(c == t, 1.0, 0.0)
+        r = gr * d
+        if gx.dtype.element_ty == tl.bfloat16:
+            r = r.to(tl.float32)
+        tl.store(gx + row * sgxn + c, r.to(gx.dtype.element_ty), mask=c < C)
+
+
+def supported(input, target, weight, label_smoothing):
+    """Whether the fused kernels serve this aten::cross_entropy_loss call (module doc)."""
+    return (
+        input.dim() == 2
+        and target.dim() == 1
+        and target.dtype == torch.long
+        and weight is None
+        and label_smoothing == 0.0
+        and input.dtype in (torch.float32, torch.float16, torch.bfloat16)
+    )
+
+
+def _block(C):
+    return min(_BLOCK, max(16, triton.next_power_of_2(C)))
+
+
+@kernel(shapes=True)
+def cross_entropy_fwd(
+    input: torch.Tensor, target: torch.Tensor, reduction: int, ignore_index: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """torch_ext::cross_entropy -> (loss, lse, count) (module doc)."""
+    x = contiguous(input)
+    t = contiguous(target)
+    N, C = sizes(x)
+    if sizes(t)[0] != N:
+        raise ValueError(
+            f"Expected input batch_size ({N}) to match target batch_size ({sizes(t)[0]})."
+        )
+    rows = empty((N,), x.dtype if reduction == NONE else torch.float32, x.device)
+    lse = empty((N,), torch.float32, x.device)
+    count = empty((), torch.float32, x.device)
+    if N:
+        flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
+        launch(_ce_rows_kernel, (N,), x, t, rows, lse, C, C, ignore_index, flag, BLOCK=_block(C))
+        _bounds.check(flag)
+    if reduction == NONE:
+        count.fill_(0)
+        return rows, lse, count
+    out = empty((), x.dtype, x.device)
+    launch(
+        _ce_reduce_kernel, (1,), rows, t, out, count, N, ignore_index, C,
+        MEAN=reduction == MEAN, BLOCK=_REDUCE_BLOCK,
+    )  # fmt: skip
+    return out, lse, count
+
+
+@kernel(shapes=True)
+def cross_entropy_bwd(
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    target: torch.Tensor,
+    lse: torch.Tensor,
+    count: torch.Tensor,
+    reduction: int,
+    ignore_index: int,
+) -> torch.Tensor:
+    """torch_ext::cross_entropy_backward -> grad_input (module doc)."""
+    x = contiguous(input)
+    t = contiguous(target)
+    N, C = sizes(x)
+    gx = empty((N, C), x.dtype, x.device)
+    if N:
+        g = grad_out if grad_out.dim() else grad_out.reshape(1)
+        sg = g.stride(0) if reduction == NONE else 0
+        launch(
+            _ce_backward_kernel, (N,), g, x, t, lse, count, gx, C, C, sg, C, ignore_index,
+            REDUCTION=reduction, BLOCK=_block(C),
+        )  # fmt: skip
+    return gx
