@@ -7,7 +7,9 @@
 #   STEPS=build,bench bash tests_gpu/run_all.sh  # a subset
 # Steps: build, tests_gpu, tests, bench (the kernel benchmark), and on request:
 #   census  kernels and device time per aten op of one GPT-2 and one Llama train step,
-#           ours and torch's (python -m bench census), into out_dir/census_*.{txt,json}
+#           ours and torch's (python -m bench census), into out_dir/census_*.{txt,json},
+#           then the steps without a profiler and cProfile's table (census_*_cprofile.txt);
+#           CENSUS_WORKLOADS=llama_decode_static for the static-cache decode
 #   tune    the matmul tiling sweep against cuBLAS (tests_gpu/harness/tune_mm.py)
 #   models  python -m bench models, every workload on every side (MODELS_WORKLOADS,
 #           MODELS_SIDES to narrow; MODELS_GPUS=4: four pieces at a time, one GPU and a
@@ -63,6 +65,9 @@ if step census; then
       "$PY" -m bench census ${CENSUS_ARGS:-} --workload "$w" --side "$side" --json "$OUT_DIR/census_${w}_$side.json" \
         >"$OUT_DIR/census_${w}_$side.txt" 2>&1 || status=1
       echo "census $w $side: $(grep -m1 'GPU busy' "$OUT_DIR/census_${w}_$side.txt")"
+      "$PY" -m bench census --cprofile --workload "$w" --side "$side" \
+        >"$OUT_DIR/census_${w}_${side}_cprofile.txt" 2>&1 || status=1
+      echo "census $w $side without a profiler: $(grep -m1 'ms per step' "$OUT_DIR/census_${w}_${side}_cprofile.txt")"
     done
   done
 fi
