@@ -178,13 +178,12 @@ def suite_targets(table):
                 else:
                     out[f"conv {p} MobileNetV3 depthwise {layout} (no target)"] = [value, "-"]
     bn = [r for r in table if r["op"].startswith("batch_norm_")]
-    if bn:
-        g = geo_min(bn, "ours_bw_frac")
-        if g:
-            out["batch norm fwd/bwd >= 80% of copy bandwidth"] = [
-                f"geomean {g[0]:.0%} over {len(bn)}, lowest {g[1]:.0%} ({g[2]})",
-                verdict(g[1] >= 0.8),
-            ]
+    g = geo_min(bn, "ours_bw_frac")
+    if g:
+        out["batch norm fwd/bwd >= 80% of copy bandwidth"] = [
+            f"geomean {g[0]:.0%} over {len(bn)}, lowest {g[1]:.0%} ({g[2]})",
+            verdict(g[1] >= 0.8),
+        ]
     square = [r for r in table if r["op"] in ("mm", "bmm", "addmm")]
     g = geo_min(square, "of_torch_tflops")
     if g:
@@ -206,21 +205,19 @@ def suite_targets(table):
             verdict(g[1] >= 1.0),
         ]
     gemms = [r for r in table if r["op"].startswith("linear_")]
-    if gemms:
-        g = geo_min(gemms, "of_torch_tflops")
-        if g:
-            out["transformer GEMMs: geomean >= 85% of cuBLAS, none below 70%"] = [
-                f"geomean {g[0]:.0%} over {len(gemms)}, lowest {g[1]:.0%} ({g[2]})",
-                verdict(g[0] >= 0.85 and g[1] >= 0.70),
-            ]
+    g = geo_min(gemms, "of_torch_tflops")
+    if g:
+        out["transformer GEMMs: geomean >= 85% of cuBLAS, none below 70%"] = [
+            f"geomean {g[0]:.0%} over {len(gemms)}, lowest {g[1]:.0%} ({g[2]})",
+            verdict(g[0] >= 0.85 and g[1] >= 0.70),
+        ]
     sdpa = [r for r in table if r["op"].startswith("sdpa")]
-    if sdpa:
-        g = geo_min(sdpa, "speedup_vs_torch")
-        if g:
-            out["SDPA fwd+bwd >= 0.9x torch's choice, per configuration"] = [
-                f"geomean {g[0]:.2f}x over {len(sdpa)}, lowest {g[1]:.2f}x ({g[2]})",
-                verdict(g[1] >= 0.9),
-            ]
+    g = geo_min(sdpa, "speedup_vs_torch")
+    if g:
+        out["SDPA fwd+bwd >= 0.9x torch's choice, per configuration"] = [
+            f"geomean {g[0]:.2f}x over {len(sdpa)}, lowest {g[1]:.2f}x ({g[2]})",
+            verdict(g[1] >= 0.9),
+        ]
     return out
 
 

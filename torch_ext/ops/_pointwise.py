@@ -372,16 +372,16 @@ class Pointwise:
         idx64 = numel + 1024 * 64 >= 2**31 or max_off >= 2**31
         in_kinds = ["t" if isinstance(t, torch.Tensor) else "s" for t in ins]
         cdt = compute_dtype(common_dtype)
-        if _transposing(cshape, cstrides):
-            return self._launch_tiles(ins, outs, extra, in_kinds, cdt, cshape, cstrides, idx64)
-        kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
-        block = pow2_at_most(numel, spec("pointwise_block", numel) or 1024)
         scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
         if cdt == torch.float64:
             args = [part for x in scalars for part in _split_f64(x)]
             args += [t for t in ins if isinstance(t, torch.Tensor)] + list(outs) + [numel]
         else:
             args = list(ins) + list(outs) + list(extra) + [numel]
+        if _transposing(cshape, cstrides):
+            return self._launch_tiles(args, in_kinds, cdt, len(extra), cshape, cstrides, idx64)
+        kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
+        block = pow2_at_most(numel, spec("pointwise_block", numel) or 1024)
         if not contig:
             if rank == 0:
                 cshape, cstrides = [1], [[0] for _ in tensors]
@@ -392,22 +392,14 @@ class Pointwise:
             kernel, (cdiv(numel, block),), *args, BLOCK=block, num_warps=4 if block <= 1024 else 8
         )
 
-    def _launch_tiles(self, ins, outs, extra, in_kinds, cdt, cshape, cstrides, idx64):
-        """The "tile" kernel over (batch, rows, columns) (see _kernel_source)."""
+    def _launch_tiles(self, args, in_kinds, cdt, num_extra, cshape, cstrides, idx64):
+        """The "tile" kernel over (batch, rows, columns) (see _kernel_source); `args` as
+        the flat kernel takes them, before the sizes and strides."""
         if len(cshape) == 2:
             cshape, cstrides = [1, *cshape], [[0, *st] for st in cstrides]
-        kernel = self._kernel(in_kinds, cdt, len(extra), 3, "tile", idx64)
+        kernel = self._kernel(in_kinds, cdt, num_extra, 3, "tile", idx64)
         br, bk = pow2_at_most(cshape[1], 64), pow2_at_most(cshape[2], 64)
-        scalars = [x for x in ins if not isinstance(x, torch.Tensor)] + list(extra)
-        numel = cshape[0] * cshape[1] * cshape[2]
-        if cdt == torch.float64:
-            args = [part for x in scalars for part in _split_f64(x)]
-            args += [t for t in ins if isinstance(t, torch.Tensor)] + list(outs) + [numel]
-        else:
-            args = list(ins) + list(outs) + list(extra) + [numel]
-        args += cshape
-        for st in cstrides:
-            args += st
+        args = args + list(cshape) + [v for st in cstrides for v in st]
         grid = (cdiv(cshape[1], br) * cdiv(cshape[2], bk), cshape[0])
         launch(kernel, grid, *args, BR=br, BK=bk, num_warps=4)
 

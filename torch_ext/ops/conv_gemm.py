@@ -23,7 +23,7 @@ import torch
 from .matmul import _bmm
 
 
-def is_nchw_pointwise(x, w, stride, padding, dilation, groups, transposed):
+def is_nchw_pointwise(x, w, stride, padding, groups, transposed):
     """Whether conv(x, w) is a 1x1, stride-1, unpadded, single-group convolution of an
     NCHW-contiguous float16/bfloat16 input with an NCHW result (PyTorch's memory-format
     rule). float32 stays on the implicit GEMM, which follows cudnn.allow_tf32 as CUDA's

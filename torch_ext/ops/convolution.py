@@ -274,7 +274,7 @@ def convolution_overrideable(
         )
     if is_depthwise(input, weight, g, transposed):
         return dw_forward(input, weight, bias, stride, padding, dilation, out_sp)
-    if is_nchw_pointwise(input, weight, stride, padding, dilation, g, transposed):
+    if is_nchw_pointwise(input, weight, stride, padding, g, transposed):
         return pointwise_forward(input, weight, bias)
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
@@ -305,7 +305,7 @@ def convolution_backward_overrideable(
             grad_input = dw_input_grad(gout, weight, stride, padding, dilation, input.shape)
         if output_mask[1]:
             grad_weight = dw_weight_grad(gout, input, weight.shape, stride, padding, dilation)
-    elif is_nchw_pointwise(input, weight, stride, padding, dilation, g, transposed):
+    elif is_nchw_pointwise(input, weight, stride, padding, g, transposed):
         if output_mask[0]:
             grad_input = pointwise_input_grad(gout, weight, input.shape)
         if output_mask[1]:

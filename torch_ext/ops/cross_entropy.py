@@ -110,18 +110,6 @@ def _ce_backward_kernel(g, x, target, lse, count, gx, C, sxn, sgn, sgxn, ignore_
         tl.store(gx + row * sgxn + c, r.to(gx.dtype.element_ty), mask=c < C)
 
 
-def supported(input, target, weight, label_smoothing):
-    """Whether the fused kernels serve this aten::cross_entropy_loss call (module doc)."""
-    return (
-        input.dim() == 2
-        and target.dim() == 1
-        and target.dtype == torch.long
-        and weight is None
-        and label_smoothing == 0.0
-        and input.dtype in (torch.float32, torch.float16, torch.bfloat16)
-    )
-
-
 def _block(C):
     return min(_BLOCK, max(16, triton.next_power_of_2(C)))
 
