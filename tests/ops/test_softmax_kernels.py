@@ -8,7 +8,7 @@ import torch
 
 from torch_ext.ops import softmax
 
-from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 
 
@@ -46,3 +46,83 @@ def test_softmax_half_to_float_noncontiguous(device):
     out = torch.empty(x.shape, dtype=torch.float32, device=device)
     softmax.softmax_out(x, 1, True, out)
     assert_close(out, torch.softmax(to_ref(x), 1).float())
+
+
+def _kernels_run(monkeypatch, module):
+    """The names of the kernels `module` launches from now on."""
+    names = []
+    launch = module.launch
+
+    def spy(kernel, grid, *args, **kwargs):
+        names.append(kernel.fn.__name__)
+        return launch(kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(module, "launch", spy)
+    return names
+
+
+CAP = 64  # the one-tile cap forced below: rows up to 64 (dim -1) or 4 (other dims)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize(
+    "shape,dim,tiled",
+    [
+        ((5, 64), 1, True),  # one tile: each row read once
+        ((5, 65), 1, False),  # one element over the cap: the two-pass loop
+        ((6, 32), 1, True),  # the backward's cap (two arrays: 32)
+        ((3, 4, 37), 1, True),  # non-innermost dim, 16 lanes a program
+        ((3, 5, 37), 1, False),
+        ((2, 3, 40, 33), 3, True),  # several short rows a program
+    ],
+)
+def test_softmax_one_tile_and_looped(shape, dim, tiled, dtype, device, monkeypatch):
+    """Row lengths just under and over a small forced cap take the one-pass and the
+    looped kernels, forward and backward, with the same results."""
+    from torch_ext.ops import _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=CAP)
+    names = _kernels_run(monkeypatch, softmax)
+    x = randn(shape, dtype, device) * 4
+    xr = to_ref(x)
+    out = torch.empty_like(x)
+    for log in (False, True):
+        (softmax.log_softmax_out if log else softmax.softmax_out)(x, dim, False, out)
+        ref = (torch.log_softmax if log else torch.softmax)(xr, dim)
+        assert_close(out, ref.to(dtype), dtype)
+    g = randn(shape, dtype, device)
+    y = torch.softmax(xr, dim)
+    softmax.softmax_backward_out(g, y.to(dtype).to(device), dim, dtype, out)
+    ref = torch._softmax_backward_data(to_ref(g), y, dim, torch.float64)
+    assert_close(out, ref.to(dtype), dtype, reduce_dim=4)
+    ly = torch.log_softmax(xr, dim)
+    softmax.log_softmax_backward_out(g, ly.to(dtype).to(device), dim, dtype, out)
+    ref = torch._log_softmax_backward_data(to_ref(g), ly, dim, torch.float64)
+    assert_close(out, ref.to(dtype), dtype, reduce_dim=shape[dim])
+    # The backward holds the gradient and the output: half the cap.
+    bwd_tiled = tiled and shape[dim] <= (CAP if dim == len(shape) - 1 else CAP // 16) // 2
+    expect = ["_softmax_tile_kernel" if tiled else "_softmax_kernel"] * 2 + [
+        "_softmax_bwd_tile_kernel" if bwd_tiled else "_softmax_bwd_kernel"
+    ] * 2
+    assert names == expect
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("width", [64, 65])
+def test_softmax_minus_inf_rows(width, dtype, device, monkeypatch):
+    """-inf entries get probability 0; a row of -inf alone is NaN as PyTorch's, on both
+    paths."""
+    from torch_ext.ops import _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=CAP)
+    x = randn((4, width), dtype, "cpu")
+    x[0] = -float("inf")
+    x[1, ::3] = -float("inf")
+    x[2, 0] = float("inf")
+    x[3, -1] = -float("inf")
+    x = x.to(device)
+    out = torch.empty_like(x)
+    for log in (False, True):
+        (softmax.log_softmax_out if log else softmax.softmax_out)(x, 1, False, out)
+        ref = (torch.log_softmax if log else torch.softmax)(to_ref(x), 1)
+        assert_close(out, ref.to(dtype), dtype)

@@ -5,8 +5,11 @@
   _softmax_backward_data.out impl:    (grad_output, output, dim, input_dtype, grad_input)
   _log_softmax_backward_data.out impl (same)
 
-The tensor is viewed as (A, R, B) with R the softmax dim (see reduction.py);
-each program handles a tile of (a, b) lanes and loops over R twice.
+The tensor is viewed as (A, R, B) with R the softmax dim (see reduction.py); each
+program handles a tile of (a, b) lanes. Where a lane's R elements fit one tile
+(_rows.row_tile) the program reads them once, keeps them in registers, and stores the
+result: one read and one write of each tensor, the copy-bandwidth floor. Longer rows
+loop over R twice (online max and sum, then normalise), reading the input twice.
 """
 
 import torch
@@ -18,7 +21,63 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import reduce_blocks, contiguous, as_arb
 from ._declare import kernel
+from ._rows import row_tile, warps_for
 from ._symbolic import numel
+
+
+@triton.jit
+def _softmax_tile_kernel(
+    x,
+    out,
+    O,
+    R,
+    B,
+    LOG: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    r = tl.arange(0, BLOCK_R)
+    mask = (r < R)[:, None] & (o < O)[None, :]
+    offs = r[:, None] * B + ((o // B) * R * B + o % B)[None, :]
+    v = tl.load(x + offs, mask=mask, other=-float("inf")).to(ACC)
+    m = tl.max(v, 0)
+    # An all -inf row: exp(v - 0) is 0 and its sum 0, so the row is NaN as PyTorch's.
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    e = tl.exp(v - m_safe[None, :])
+    s = tl.sum(e, 0)
+    if LOG:
+        y = v - (m_safe + tl.log(s))[None, :]
+    else:
+        y = e * (1.0 / s)[None, :]
+    tl.store(out + offs, y.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _softmax_bwd_tile_kernel(
+    g,
+    y,
+    out,
+    O,
+    R,
+    B,
+    LOG: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    r = tl.arange(0, BLOCK_R)
+    mask = (r < R)[:, None] & (o < O)[None, :]
+    offs = r[:, None] * B + ((o // B) * R * B + o % B)[None, :]
+    gv = tl.load(g + offs, mask=mask, other=0).to(ACC)
+    yv = tl.load(y + offs, mask=mask, other=0).to(ACC)
+    if LOG:
+        dx = gv - tl.exp(yv) * tl.sum(gv, 0)[None, :]
+    else:
+        dx = yv * (gv - tl.sum(gv * yv, 0)[None, :])
+    tl.store(out + offs, dx.to(out.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -100,7 +159,8 @@ def _softmax_bwd_kernel(
         tl.store(out + offs, dx.to(out.dtype.element_ty), mask=mask)
 
 
-def _rowwise(kernel, tensors, out, dim, log):
+def _rowwise(kernels, tensors, out, dim, log):
+    """kernels: (one-tile kernel, looped kernel); tensors: the inputs the kernels read."""
     x0 = tensors[0]
     if numel(out) == 0:
         return
@@ -114,23 +174,42 @@ def _rowwise(kernel, tensors, out, dim, log):
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
     O = A * B
-    bo, br = reduce_blocks(O, R, B)
-    acc = tl_float_acc(x0.dtype)
+    tile = row_tile(O, R, B, arrays=len(tensors))
+    if tile is not None:
+        kernel, (bo, br, warps) = kernels[0], tile
+    else:
+        kernel, (bo, br) = kernels[1], reduce_blocks(O, R, B)
+        warps = warps_for(bo * br)
     launch(
-        kernel, (cdiv(O, bo),), *tensors, target, O, R, B, LOG=log, ACC=acc, BLOCK_O=bo, BLOCK_R=br
+        kernel,
+        (cdiv(O, bo),),
+        *tensors,
+        target,
+        O,
+        R,
+        B,
+        LOG=log,
+        ACC=tl_float_acc(x0.dtype),
+        BLOCK_O=bo,
+        BLOCK_R=br,
+        num_warps=warps,
     )
     if target is not out:
         copy_kernel((out,), (target.view(out.shape),))
 
 
+_FORWARD = (_softmax_tile_kernel, _softmax_kernel)
+_BACKWARD = (_softmax_bwd_tile_kernel, _softmax_bwd_kernel)
+
+
 @kernel("softmax", shapes=True)
 def softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
-    _rowwise(_softmax_kernel, [self], out, dim, False)
+    _rowwise(_FORWARD, [self], out, dim, False)
 
 
 @kernel("log_softmax", shapes=True)
 def log_softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
-    _rowwise(_softmax_kernel, [self], out, dim, True)
+    _rowwise(_FORWARD, [self], out, dim, True)
 
 
 @kernel("softmax_backward_data", shapes=True)
@@ -141,7 +220,7 @@ def softmax_backward_out(
     input_dtype: torch.dtype,
     grad_input: torch.Tensor,
 ) -> None:
-    _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, False)
+    _rowwise(_BACKWARD, [grad_output, output], grad_input, dim, False)
 
 
 @kernel("log_softmax_backward_data", shapes=True)
@@ -152,7 +231,7 @@ def log_softmax_backward_out(
     input_dtype: torch.dtype,
     grad_input: torch.Tensor,
 ) -> None:
-    _rowwise(_softmax_bwd_kernel, [grad_output, output], grad_input, dim, True)
+    _rowwise(_BACKWARD, [grad_output, output], grad_input, dim, True)
 
 
 def softmax(x, dim, dtype=None, log=False):

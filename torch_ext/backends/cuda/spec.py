@@ -123,6 +123,16 @@ def reduction_config(
     return None
 
 
+def row_tile_cap() -> int:
+    """The longest row a one-pass row kernel (softmax, layer/RMS norm, argmax: ops/_rows.py)
+    holds in registers: 16 warps of 32 threads at 32 float32 values each. Past it the
+    kernels loop over the row and read it twice. Compiled for sm_90 (Triton 3.9) at 8192
+    and 16384 wide rows the one-pass kernels use at most 64 registers a thread, the
+    layer/RMS norm backward (two row-long arrays: a cap of 8192) up to 128, none
+    spilling."""
+    return 1 << 14
+
+
 def mm_config(m: int, n: int, k: int, dtype: Any, layout: str = "nn") -> Optional[tuple]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for bf16/fp16 matrix
     products on the GPU, by operand layout ("nn" forward, "nt" input gradient,
