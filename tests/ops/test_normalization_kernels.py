@@ -103,7 +103,10 @@ def test_norm_backward_programs_over_row_blocks(mask, dtype, device, monkeypatch
     """The GPU's layout of the layer/RMS norm backward, forced at a small size: blocks of
     4 rows, 3 programs each taking every third block (8 blocks: uneven), per-program
     weight/bias partials added up by a second launch."""
-    force_spec(monkeypatch, norm, norm_backward_programs=3, reduction_block=512)
+    from torch_ext.ops import _rows
+
+    force_spec(monkeypatch, norm, norm_backward_programs=3)
+    force_spec(monkeypatch, _rows, reduction_block=512)
     x = randn((6, 5, 72), dtype, device)
     w, b = randn((72,), dtype, device), randn((72,), dtype, device)
     g = randn((6, 5, 72), dtype, device)
@@ -127,3 +130,65 @@ def test_norm_backward_programs_over_row_blocks(mask, dtype, device, monkeypatch
         assert_close(gx, dx.to(dtype), dtype, reduce_dim=4)
     if mask[1]:
         assert_close(gw, dw.to(dtype), dtype, reduce_dim=30)
+
+
+def _kernels_run(monkeypatch, module):
+    """The names of the kernels `module` launches from now on."""
+    names = []
+    launch = module.launch
+
+    def spy(kernel, grid, *args, **kwargs):
+        names.append(kernel.fn.__name__)
+        return launch(kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(module, "launch", spy)
+    return names
+
+
+CAP = 64  # the one-tile cap forced below (the backward's: 32)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("D", [32, 33, 64, 65, 200])
+@pytest.mark.parametrize("affine", [True, False])
+def test_norms_one_tile_and_looped(D, affine, dtype, device, monkeypatch):
+    """Widths just under and over a small forced cap: one-pass (x read once) and looped
+    kernels, forward and backward, layer and RMS norm. The looped forward merges tiles
+    of 32 (200 = 6 tiles and a partial one) around a mean of 50: its variance must not
+    cancel."""
+    from torch_ext.ops import _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=CAP)
+    force_spec(monkeypatch, norm, reduction_block=32)
+    names = _kernels_run(monkeypatch, norm)
+    x = randn((7, D), dtype, device) + 50
+    w = randn((D,), dtype, device) if affine else None
+    b = randn((D,), dtype, device) if affine else None
+    g = randn((7, D), dtype, device)
+    xr, wr, br = to_ref(x), to_ref(w), to_ref(b)
+    y, mean, rstd = norm.native_layer_norm(x, [D], w, b, 1e-5)
+    ry, rmean, rrstd = torch.native_layer_norm(xr, [D], wr, br, 1e-5)
+    assert_close(y, ry.to(dtype), dtype, reduce_dim=2)
+    assert_close(mean, rmean.float(), torch.float32, reduce_dim=2)
+    assert_close(rstd, rrstd.float(), torch.float32, rtol=1e-4)
+    mask = [True, affine, affine]
+    got = norm.native_layer_norm_backward(g, x, [D], mean, rstd, w, b, mask)
+    ref = torch.ops.aten.native_layer_norm_backward(to_ref(g), xr, [D], rmean, rrstd, wr, br, mask)
+    for a, r, n in zip(got, ref, (D, 7, 7)):
+        assert (a is None) == (r is None)
+        if r is not None:
+            assert_close(a, r.to(dtype), dtype, reduce_dim=n)
+    y, rstd = norm.rms_norm_fwd(x, [D], w, 1e-6)
+    xg = xr.clone().requires_grad_()
+    wg = wr.clone().requires_grad_() if affine else None
+    ref = F.rms_norm(xg, [D], wg, 1e-6)
+    assert_close(y, ref.detach().to(dtype), dtype, reduce_dim=2)
+    gx, gw = norm.rms_norm_bwd(g, x, [D], rstd, w, [True, affine])
+    grads = torch.autograd.grad(ref, [t for t in (xg, wg) if t is not None], to_ref(g))
+    assert_close(gx, grads[0].to(dtype), dtype, reduce_dim=D)
+    if affine:
+        assert_close(gw, grads[1].to(dtype), dtype, reduce_dim=7)
+    fwd = "_norm_fwd_tile_kernel" if D <= (CAP // 2 if affine else CAP) else "_norm_fwd_kernel"
+    bwd = ["_norm_bwd_row_kernel"] if D <= CAP // 2 else ["_norm_bwd_dx_kernel"]
+    bwd_w = ["_norm_bwd_dw_kernel"] if affine else []
+    assert names == [fwd] + bwd + bwd_w + [fwd] + bwd + bwd_w

@@ -11,40 +11,58 @@ from ._launch import cdiv, launch
 from ._common import contiguous
 from ..backends import spec
 from ._launch import next_pow2, pow2_at_most
+from ._rows import row_tile, warps_for
 from ._symbolic import empty, sizes
 from ._declare import kernel
 from ._common import stat_dtype
 
+# The backward's row kernel keeps dy, x, the weight and the two partial sums row-long,
+# counted as two arrays: at the cuda cap (8Ki-wide rows, 16 warps) it compiles for sm_90
+# to 128 registers a thread, the most 512 threads may have, without spills.
+BWD_ARRAYS = 2
+
 
 @triton.jit
-def _row_stats(
+def _norm_fwd_tile_kernel(
     x,
-    row,
+    w,
+    b,
+    y,
+    mean_out,
+    rstd_out,
+    M,
     D,
-    ACC: tl.constexpr,
+    eps,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
     RMS: tl.constexpr,
+    ACC: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
-    rmask,
 ):
-    base = row * D
+    # Rows of one tile (D <= BLOCK_N): x read once, its statistics from the registers
+    # (the variance as the mean of squared deviations: no cancellation).
+    row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = row < M
+    c = tl.arange(0, BLOCK_N)
+    cmask = c < D
+    m = rmask[:, None] & cmask[None, :]
+    offs = row[:, None] * D + c[None, :]
+    v = tl.load(x + offs, mask=m, other=0).to(ACC)
     if RMS:
-        mean = tl.zeros((BLOCK_M,), ACC)
+        d = v
     else:
-        s = tl.zeros((BLOCK_M,), ACC)
-        for c0 in range(0, D, BLOCK_N):
-            c = c0 + tl.arange(0, BLOCK_N)
-            m = rmask[:, None] & (c < D)[None, :]
-            s += tl.sum(tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC), 1)
-        mean = s / D
-    q = tl.zeros((BLOCK_M,), ACC)
-    for c0 in range(0, D, BLOCK_N):
-        c = c0 + tl.arange(0, BLOCK_N)
-        m = rmask[:, None] & (c < D)[None, :]
-        v = tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC)
+        mean = tl.sum(v, 1) / D
+        tl.store(mean_out + row, mean.to(mean_out.dtype.element_ty), mask=rmask)
         d = tl.where(m, v - mean[:, None], 0)
-        q += tl.sum(d * d, 1)
-    return mean, q / D
+    rstd = 1.0 / tl.sqrt(tl.sum(d * d, 1) / D + eps)
+    tl.store(rstd_out + row, rstd.to(rstd_out.dtype.element_ty), mask=rmask)
+    out = d * rstd[:, None]
+    if HAS_W:
+        out = out * tl.load(w + c, mask=cmask, other=0).to(ACC)[None, :]
+    if HAS_B:
+        out = out + tl.load(b + c, mask=cmask, other=0).to(ACC)[None, :]
+    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -57,9 +75,6 @@ def _norm_fwd_kernel(
     rstd_out,
     M,
     D,
-    G,
-    CPG,
-    HW,
     eps,
     HAS_W: tl.constexpr,
     HAS_B: tl.constexpr,
@@ -68,25 +83,42 @@ def _norm_fwd_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
+    # Rows longer than a tile: x read twice, for the statistics and to normalise. Layer
+    # norm merges each tile's mean and sum of squared deviations into the running ones
+    # (Chan et al.): one pass without the cancellation of a sum of squares.
     row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = row < M
-    mean, var = _row_stats(x, row, D, ACC, RMS, BLOCK_M, BLOCK_N, rmask)
-    rstd = 1.0 / tl.sqrt(var + eps)
-    if not RMS:
-        tl.store(mean_out + row, mean.to(mean_out.dtype.element_ty), mask=rmask)
-    tl.store(rstd_out + row, rstd.to(rstd_out.dtype.element_ty), mask=rmask)
     base = row * D
-    wbase = (row % G) * CPG
+    mean = tl.zeros((BLOCK_M,), ACC)
+    q = tl.zeros((BLOCK_M,), ACC)
     for c0 in range(0, D, BLOCK_N):
         c = c0 + tl.arange(0, BLOCK_N)
         m = rmask[:, None] & (c < D)[None, :]
         v = tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC)
+        if RMS:
+            q += tl.sum(v * v, 1)
+        else:
+            n_t = tl.minimum(D - c0, BLOCK_N).to(ACC)
+            mean_t = tl.sum(v, 1) / n_t
+            dev = tl.where(m, v - mean_t[:, None], 0)
+            delta = mean_t - mean
+            n = c0 + n_t
+            mean += delta * (n_t / n)
+            q += tl.sum(dev * dev, 1) + delta * delta * (c0 * (n_t / n))
+    rstd = 1.0 / tl.sqrt(q / D + eps)
+    if not RMS:
+        tl.store(mean_out + row, mean.to(mean_out.dtype.element_ty), mask=rmask)
+    tl.store(rstd_out + row, rstd.to(rstd_out.dtype.element_ty), mask=rmask)
+    for c0 in range(0, D, BLOCK_N):
+        c = c0 + tl.arange(0, BLOCK_N)
+        cmask = c < D
+        m = rmask[:, None] & cmask[None, :]
+        v = tl.load(x + base[:, None] + c[None, :], mask=m, other=0).to(ACC)
         out = (v - mean[:, None]) * rstd[:, None]
-        widx = wbase[:, None] + (c // HW)[None, :]
         if HAS_W:
-            out = out * tl.load(w + widx, mask=m, other=0).to(ACC)
+            out = out * tl.load(w + c, mask=cmask, other=0).to(ACC)[None, :]
         if HAS_B:
-            out = out + tl.load(b + widx, mask=m, other=0).to(ACC)
+            out = out + tl.load(b + c, mask=cmask, other=0).to(ACC)[None, :]
         tl.store(y + base[:, None] + c[None, :], out.to(y.dtype.element_ty), mask=m)
 
 
@@ -100,15 +132,13 @@ def _norm_bwd_dx_kernel(
     dx,
     M,
     D,
-    G,
-    CPG,
-    HW,
     HAS_W: tl.constexpr,
     RMS: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
+    # dx for rows longer than a tile: dy and x read twice (the row sums, then dx).
     row = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = row < M
     rstd = tl.load(rstd_in + row, mask=rmask, other=0).to(ACC)
@@ -117,16 +147,16 @@ def _norm_bwd_dx_kernel(
     else:
         mean = tl.load(mean_in + row, mask=rmask, other=0).to(ACC)
     base = row * D
-    wbase = (row % G) * CPG
     c1 = tl.zeros((BLOCK_M,), ACC)
     c2 = tl.zeros((BLOCK_M,), ACC)
     for c0 in range(0, D, BLOCK_N):
         c = c0 + tl.arange(0, BLOCK_N)
-        m = rmask[:, None] & (c < D)[None, :]
+        cmask = c < D
+        m = rmask[:, None] & cmask[None, :]
         offs = base[:, None] + c[None, :]
         g = tl.load(dy + offs, mask=m, other=0).to(ACC)
         if HAS_W:
-            g = g * tl.load(w + wbase[:, None] + (c // HW)[None, :], mask=m, other=0).to(ACC)
+            g = g * tl.load(w + c, mask=cmask, other=0).to(ACC)[None, :]
         xhat = tl.where(
             m, (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None], 0
         )
@@ -136,11 +166,12 @@ def _norm_bwd_dx_kernel(
     c2 = c2 / D
     for c0 in range(0, D, BLOCK_N):
         c = c0 + tl.arange(0, BLOCK_N)
-        m = rmask[:, None] & (c < D)[None, :]
+        cmask = c < D
+        m = rmask[:, None] & cmask[None, :]
         offs = base[:, None] + c[None, :]
         g = tl.load(dy + offs, mask=m, other=0).to(ACC)
         if HAS_W:
-            g = g * tl.load(w + wbase[:, None] + (c // HW)[None, :], mask=m, other=0).to(ACC)
+            g = g * tl.load(w + c, mask=cmask, other=0).to(ACC)[None, :]
         xhat = (tl.load(x + offs, mask=m, other=0).to(ACC) - mean[:, None]) * rstd[:, None]
         if RMS:
             d = (g - xhat * c1[:, None]) * rstd[:, None]
@@ -262,12 +293,19 @@ def _row_blocks(M, D):
     return bm, bn
 
 
-def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
+def _norm_forward(x, weight, bias, M, D, eps, rms, y, mean, rstd):
+    """Rows of one tile (_rows.row_tile; the weight and bias count as a second row-long
+    array) read x once; longer rows twice."""
     if M == 0:
         return
-    bm, bn = _row_blocks(M, D)
+    tile = row_tile(M, D, 1, arrays=1 if weight is None else 2)
+    if tile is not None:
+        kernel, (bm, bn, warps) = _norm_fwd_tile_kernel, tile
+    else:
+        kernel, (bm, bn) = _norm_fwd_kernel, _row_blocks(M, D)
+        warps = warps_for(bm * bn)
     launch(
-        _norm_fwd_kernel,
+        kernel,
         (cdiv(M, bm),),
         x,
         weight if weight is not None else x,
@@ -277,9 +315,6 @@ def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
         rstd,
         M,
         D,
-        G,
-        CPG,
-        HW,
         eps,
         HAS_W=weight is not None,
         HAS_B=bias is not None,
@@ -287,12 +322,11 @@ def _norm_forward(x, weight, bias, M, D, G, CPG, HW, eps, rms, y, mean, rstd):
         ACC=tl_float_acc(x.dtype),
         BLOCK_M=bm,
         BLOCK_N=bn,
+        num_warps=warps,
     )
 
 
-def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
-    if M == 0:
-        return
+def _norm_dx(dy, x, weight, mean, rstd, M, D, rms, dx):
     bm, bn = _row_blocks(M, D)
     launch(
         _norm_bwd_dx_kernel,
@@ -305,14 +339,12 @@ def _norm_dx(dy, x, weight, mean, rstd, M, D, G, CPG, HW, rms, dx):
         dx,
         M,
         D,
-        G,
-        CPG,
-        HW,
         HAS_W=weight is not None,
         RMS=rms,
         ACC=tl_float_acc(x.dtype),
         BLOCK_M=bm,
         BLOCK_N=bn,
+        num_warps=warps_for(bm * bn),
     )
 
 
@@ -348,13 +380,14 @@ def _norm_backward(dy, x, w, mean, rstd, M, D, rms, dx, dw, db):
             if t is not None:
                 t.zero_()
         return
-    bm, bn = _row_blocks(M, D)
-    if dx is None or D > bn:
+    tile = row_tile(M, D, 1, arrays=BWD_ARRAYS) if dx is not None else None
+    if tile is None:
         if dx is not None:
-            _norm_dx(dy, x, w, mean, rstd, M, D, 1, D, 1, rms, dx)
+            _norm_dx(dy, x, w, mean, rstd, M, D, rms, dx)
         if dw is not None:
             _norm_dw(dy, x, mean, rstd, M, D, rms, dw, db)
         return
+    bm, bn, warps = tile
     blocks = cdiv(M, bm)
     programs = min(blocks, spec("norm_backward_programs") or blocks)
     acc = tl_float_acc(x.dtype)
@@ -379,6 +412,7 @@ def _norm_backward(dy, x, w, mean, rstd, M, D, rms, dx, dw, db):
         ACC=acc,
         BLOCK_M=bm,
         BLOCK_N=bn,
+        num_warps=warps,
     )
     if dw is not None:
         _norm_dw(pw, pb, None, rstd, programs, D, rms, dw, db, partials=True)
@@ -412,7 +446,7 @@ def native_layer_norm(
     mean, rstd = _stats(x, axis), _stats(x, axis)
     w = contiguous(weight) if weight is not None else None
     b = contiguous(bias) if bias is not None else None
-    _norm_forward(x, w, b, M, D, 1, D, 1, eps, False, y, mean, rstd)
+    _norm_forward(x, w, b, M, D, eps, False, y, mean, rstd)
     return y, mean, rstd
 
 
@@ -458,7 +492,7 @@ def rms_norm_fwd(
     y = empty(sizes(x), x.dtype, x.device)
     rstd = _stats(x, axis)
     w = contiguous(weight) if weight is not None else None
-    _norm_forward(x, w, None, M, D, 1, D, 1, eps, True, y, None, rstd)
+    _norm_forward(x, w, None, M, D, eps, True, y, None, rstd)
     return y, rstd
 
 
