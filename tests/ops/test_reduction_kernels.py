@@ -8,7 +8,7 @@ import torch
 from torch_ext.ops import reduction as R
 from torch_ext.ops import scan, statistics
 
-from helpers import FLOAT_DTYPES, randn, to_ref
+from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -231,3 +231,37 @@ def test_vector_norm_with_zero_entries(p, device):
     if p < 0:
         assert out.cpu()[1].item() == 0.0
     assert_close(out, ref.float(), reduce_dim=7)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int64])
+@pytest.mark.parametrize("shape,dim", [((6, 64), 1), ((6, 65), 1), ((6, 200), 1), ((5, 70, 17), 1)])
+def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, device, monkeypatch):
+    """argmax/argmin and max/min(dim) in one read: rows up to a small forced cap in one
+    tile, longer ones over tiles of 16 merged into a running (value, index) pair. NaN wins
+    (the first NaN), equal values keep the first index, within a tile and across tiles."""
+    from torch_ext.ops import _common, _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=64)
+    force_spec(monkeypatch, _common, reduction_block=16)
+    n = shape[dim]
+    if dtype.is_floating_point:
+        x = torch.randint(-4, 4, shape).to(dtype)  # many ties
+        x.select(dim, n - 1).fill_(10)  # a later tile's winner...
+        x.select(dim, 3).fill_(10)  # ...that an earlier equal value keeps
+        x[1] = -float("inf")
+        x[2, 40] = float("nan")
+        x[3, n // 2 :] = float("nan")  # NaNs past the first keep its index
+        x[4, 0] = float("nan")
+    else:
+        x = torch.randint(-3, 3, shape, dtype=dtype)
+    x = x.to(device)
+    out_shape = [s for d, s in enumerate(shape) if d != dim]
+    idx = torch.empty(out_shape, dtype=torch.int64, device=device)
+    vals = torch.empty(out_shape, dtype=dtype, device=device)
+    for is_max in (True, False):
+        (R.argmax_out if is_max else R.argmin_out)(x, dim, False, idx)
+        assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(dim))
+        (R.max_dim_out if is_max else R.min_dim_out)(x, dim, False, vals, idx)
+        ref = (torch.max if is_max else torch.min)(x.cpu(), dim)
+        assert_close(idx, ref.indices)
+        assert_close(vals, ref.values, dtype)

@@ -21,6 +21,7 @@ from .copy import copy_kernel
 from ._declare import kernel
 from ._common import TL_DTYPES, acc_dtype, as_arb
 from ._common import reduce_blocks
+from ._rows import row_tile, warps_for
 from ._symbolic import empty, plain, sizes
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
@@ -440,6 +441,24 @@ def any_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
 
 
 @triton.jit
+def _argmax_combine(v1, i1, v2, i2):
+    # PyTorch's order: NaN above every number; equal values (two NaNs too) keep the lower
+    # index.
+    n1 = v1 != v1
+    n2 = v2 != v2
+    first = (v1 > v2) | (n1 & ~n2) | (((v1 == v2) | (n1 & n2)) & (i1 < i2))
+    return tl.where(first, v1, v2), tl.where(first, i1, i2)
+
+
+@triton.jit
+def _argmin_combine(v1, i1, v2, i2):
+    n1 = v1 != v1
+    n2 = v2 != v2
+    first = (v1 < v2) | (n1 & ~n2) | (((v1 == v2) | (n1 & n2)) & (i1 < i2))
+    return tl.where(first, v1, v2), tl.where(first, i1, i2)
+
+
+@triton.jit
 def _arg_kernel(
     x,
     vals,
@@ -449,46 +468,42 @@ def _arg_kernel(
     B,
     neutral,
     IS_MAX: tl.constexpr,
+    VALUES: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
 ):
+    # One read of x: each tile's (value, index) winner per lane, then merged into the
+    # running pair, which a later tile (higher indices) takes only when strictly better.
+    # Padding lanes hold `neutral` (no element is worse) at higher indices: never chosen.
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
-    a = o // B
-    b = o % B
-    base = a * R * B + b
-    best = tl.zeros((BLOCK_R, BLOCK_O), ACC) + neutral
-    best_i = tl.full((BLOCK_R, BLOCK_O), 0, tl.int64)
+    base = (o // B) * R * B + o % B
+    best = tl.full((BLOCK_O,), neutral, ACC)
+    best_i = tl.zeros((BLOCK_O,), tl.int64)
     for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
-        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0).to(ACC)
+        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
+        ri = tl.broadcast_to(r[:, None], (BLOCK_R, BLOCK_O))
         if IS_MAX:
-            better = (v > best) | ((v != v) & (best == best))
+            tv, ti = tl.reduce((v, ri), 0, _argmax_combine)
+            take = (tv > best) | ((tv != tv) & (best == best))
         else:
-            better = (v < best) | ((v != v) & (best == best))
-        better = better & m
-        if r0 == 0:
-            better = better | m  # the first element of each lane is a candidate
-        best = tl.where(better, v, best)
-        best_i = tl.where(better, r[:, None].to(tl.int64) + best_i * 0, best_i)
-    if IS_MAX:
-        top = tl.max(best, 0)
-    else:
-        top = tl.min(best, 0)
-    is_nan = best != best
-    any_nan = tl.max(is_nan.to(tl.int32), 0) > 0
-    hit = tl.where(any_nan[None, :], is_nan, best == top[None, :])
-    big = R + 1
-    idx = tl.min(tl.where(hit, best_i, big), 0)
-    if ACC.is_floating():
-        top = tl.where(any_nan, float("nan"), top)
-    tl.store(vals + o, top.to(vals.dtype.element_ty), mask=omask)
-    tl.store(idxs + o, idx, mask=omask)
+            tv, ti = tl.reduce((v, ri), 0, _argmin_combine)
+            take = (tv < best) | ((tv != tv) & (best == best))
+        best = tl.where(take, tv, best)
+        best_i = tl.where(take, ti.to(tl.int64), best_i)
+    if VALUES:
+        if vals.dtype.element_ty == tl.bfloat16:
+            best = best.to(tl.float32)  # the interpreter casts int64/float64 bitwise
+        tl.store(vals + o, best.to(vals.dtype.element_ty), mask=omask)
+    tl.store(idxs + o, best_i, mask=omask)
 
 
 def _arg_reduce(self, dim, values, indices, is_max):
+    """max/min (values and indices) or, with values None, argmax/argmin: one launch,
+    one read of the input."""
     x = self
     if dim is None:
         x, dims = self.reshape(-1) if self.is_contiguous() else self.flatten(), [0]
@@ -501,31 +516,36 @@ def _arg_reduce(self, dim, values, indices, is_max):
     if O == 0:
         return
     acc = _minmax_acc(x.dtype)
-    vt = (
-        values
-        if values.is_contiguous()
-        else torch.empty(values.shape, dtype=values.dtype, device=values.device)
-    )
+    vt = values
+    if values is not None and not values.is_contiguous():
+        vt = torch.empty(values.shape, dtype=values.dtype, device=values.device)
     it = (
         indices
         if indices.is_contiguous()
         else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
     )
-    bo, br = reduce_blocks(O, R, B)
+    tile = row_tile(O, R, B)
+    if tile is not None:
+        bo, br, warps = tile
+    else:
+        bo, br = reduce_blocks(O, R, B)
+        warps = warps_for(bo * br)
     launch(
         _arg_kernel,
         (cdiv(O, bo),),
         xv,
-        vt,
+        vt if vt is not None else it,
         it,
         O,
         R,
         B,
         _neutral(MAX if is_max else MIN, x.dtype),
         IS_MAX=is_max,
+        VALUES=vt is not None,
         ACC=TL_DTYPES[acc],
         BLOCK_O=bo,
         BLOCK_R=br,
+        num_warps=warps,
     )
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
@@ -551,11 +571,9 @@ def min_dim_out(
 @kernel("argmax")
 def argmax_out(self: torch.Tensor, dim: int | None, keepdim: bool, out: torch.Tensor) -> None:
     """argmax.out impl: (self, dim?, keepdim, out)."""
-    vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
-    _arg_reduce(self, dim, vals, out, True)
+    _arg_reduce(self, dim, None, out, True)
 
 
 @kernel("argmin")
 def argmin_out(self: torch.Tensor, dim: int | None, keepdim: bool, out: torch.Tensor) -> None:
-    vals = torch.empty(out.shape, dtype=self.dtype, device=self.device)
-    _arg_reduce(self, dim, vals, out, False)
+    _arg_reduce(self, dim, None, out, False)
