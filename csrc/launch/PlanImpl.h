@@ -114,8 +114,11 @@ struct Step {
   unsigned threads = 0, shared = 0;
   std::vector<Param> params;
   // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
-  // Callback: kernel(*args) (e.g. the host driver's bounds check).
+  // Callback: kernel(*args) (e.g. the host driver's bounds check); with an interval,
+  // at most once per `interval_ns` of host time over all such steps (skipped without
+  // taking the GIL: the cuda driver's bounds poll, which itself polls no more often).
   std::shared_ptr<PyRef> kernel, py_grid, args, kwargs;
+  int64_t interval_ns = 0;
   std::vector<View> tensors;
   // Philox: reserve `bytes` counter values of the device's default generator.
   c10::DeviceIndex device = 0;

@@ -171,12 +171,13 @@ void observe_host(py::object kernel, py::object grid, py::object args, py::objec
 }
 
 // A Python call the replay repeats after the steps recorded so far.
-void observe_callback(py::object fn, py::tuple args, std::string name) {
+void observe_callback(py::object fn, py::tuple args, std::string name, double interval_s) {
   Recording* rec = active;
   if (!rec || !rec->ok) return;
   Step s;
   s.kind = Step::Kind::Callback;
   s.name = std::move(name);
+  s.interval_ns = static_cast<int64_t>(interval_s * 1e9);
   s.kernel = std::make_shared<PyRef>(fn);
   s.args = std::make_shared<PyRef>(args);
   rec->steps.push_back(std::move(s));
@@ -336,7 +337,7 @@ void register_bindings(py::module_& m) {
     return active && active->paused == 0 ? static_cast<int64_t>(active->philox.size()) : -1;
   });
   m.def("_plan_observe_callback", &observe_callback, py::arg("fn"), py::arg("args"),
-        py::arg("name"));
+        py::arg("name"), py::arg("interval_s") = 0.0);
   m.def("_plan_persistent", [](const at::Tensor& region) {
     TORCH_CHECK(region.device().type() == c10::DeviceType::PrivateUse1 && region.is_contiguous(),
                 "_plan_persistent: a contiguous privateuseone tensor");

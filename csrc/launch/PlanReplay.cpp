@@ -16,7 +16,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace py = pybind11;
@@ -26,6 +29,18 @@ namespace torch_ext::launch {
 }
 namespace torch_ext::launch::plan::detail {
 namespace {
+
+// Whether a rate-limited callback step runs now: at most once per `interval_ns` of host
+// time, over every such step of every plan (they share what they call: the bounds poll).
+bool callback_due(int64_t interval_ns) {
+  static std::atomic<int64_t> last{std::numeric_limits<int64_t>::min() / 2};  // due at once
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t seen = last.load(std::memory_order_relaxed);
+  return now - seen >= interval_ns &&
+         last.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+}
 
 // A size-generic view's sizes and strides at this call (syms: the plan's expressions'
 // values); a pointer-only view is one element at its place.
@@ -215,6 +230,7 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
         break;
       }
       case Step::Kind::Callback: {
+        if (s.interval_ns > 0 && !callback_due(s.interval_ns)) break;
         py::gil_scoped_acquire gil;
         try {
           py::handle(s.kernel->p)(*py::reinterpret_borrow<py::tuple>(s.args->p));

@@ -237,8 +237,10 @@ bool same_step(const Step& a, const Step& b) {
         }
       }
       return true;
-    case Step::Kind::Host:
     case Step::Kind::Callback:
+      if (a.interval_ns != b.interval_ns) return false;
+      [[fallthrough]];
+    case Step::Kind::Host:
       if (a.tensors.size() != b.tensors.size()) return false;
       for (size_t k = 0; k < a.tensors.size(); ++k) {
         if (!same_view(a.tensors[k], b.tensors[k])) return false;

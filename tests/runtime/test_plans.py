@@ -272,6 +272,32 @@ def test_bounds_polls_are_rate_limited_and_synchronize_reports(deferred_bounds, 
         torch.privateuseone.synchronize()
 
 
+def test_replayed_bounds_polls_skip_python_within_the_interval(deferred_bounds, monkeypatch):
+    """A replay's bounds poll is rate-limited in C++: within POLL_INTERVAL_S of the last
+    one it does not enter Python at all (a call into Python per indexing op cost the GPU
+    host path microseconds per op)."""
+    _bounds = deferred_bounds
+    monkeypatch.setattr(_bounds, "POLL_INTERVAL_S", 3600.0)
+    entered = []
+    poll = _bounds._Ring.poll
+    monkeypatch.setattr(
+        _bounds._Ring, "poll", lambda self, wait: (entered.append(wait), poll(self, wait))
+    )
+    w = torch.randn(10, 4).to(DEVICE)
+    good = torch.tensor([1, 2, 3]).to(DEVICE)
+    for _ in range(2):
+        F.embedding(good, w)  # recorded, then a recording at other values verifies nothing
+    before = stats()
+    entered.clear()
+    for _ in range(20):
+        F.embedding(good, w)
+    assert delta(before)["replayed"] == 20
+    assert len(entered) <= 1  # at most the first replay's, if the interval had passed
+    with pytest.raises(IndexError, match="index 12 is out of bounds"):
+        F.embedding(torch.tensor([1, 12, 3]).to(DEVICE), w)
+        torch.privateuseone.synchronize()  # reports at once, whatever the interval
+
+
 def test_host_reads_keep_the_call_on_python():
     x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to(DEVICE)
     for _ in range(3):

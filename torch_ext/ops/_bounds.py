@@ -148,8 +148,9 @@ def check(flag):
     at once, or for the cuda driver at a later check or synchronize."""
     r = _ring(flag.device)
     if r.deferred:
-        if _launch.recording():  # replays poll too (Python, but no device sync)
-            _launch.after(_poll, (r,), "bounds check")
+        if _launch.recording():  # replays poll too (no device sync; C++ skips the
+            # calls within POLL_INTERVAL_S of the last one without entering Python)
+            _launch.after(_poll, (r,), "bounds check", POLL_INTERVAL_S)
         with _launch.paused():  # its copy-back is not part of the op
             r.poll(wait=False)
         return

@@ -353,9 +353,11 @@ class paused:
             self.c_ext._plan_pause(False)
 
 
-def after(fn, args, name):
-    """While recording: replays of this op call fn(*args) at this point."""
-    _c_ext()._plan_observe_callback(fn, tuple(args), name)
+def after(fn, args, name, interval_s=0.0):
+    """While recording: replays of this op call fn(*args) at this point; with an
+    interval, no more often than once per `interval_s` seconds of host time (over all
+    such calls), and otherwise not at all (no GIL taken)."""
+    _c_ext()._plan_observe_callback(fn, tuple(args), name, interval_s)
 
 
 def persistent(tensor):
