@@ -1,21 +1,25 @@
-"""Batch norm: training forward in two launches (per-channel partial Welford
-statistics, then combine + running-stat update + normalise/affine), eval in one
-pointwise launch, backward in two (per-channel partial sums of dy and dy*(x-mean),
-then dx and dweight/dbias). The activation is read in place through its
-(N, C, spatial) strides, so NCHW and channels_last both run without a copy; the
-two-stage reductions use no atomics (deterministic). Statistics are float32 for
-fp16/bf16 inputs; weights and running stats may have another dtype (autocast)."""
+"""Batch norm: training forward in two launches (per-channel statistics with the
+running-stat update, then normalise/affine), eval in one, backward in two (per-channel
+sums with dweight/dbias, then dx). Kernels and their tiling: batch_norm_kernels.py.
+The activation is read in place through its (N, C, spatial) strides, so NCHW and
+channels_last both run without a copy; the split reductions are merged in a fixed
+order (deterministic). Statistics are float32 for fp16/bf16 inputs; weights and
+running stats may have another dtype (autocast)."""
 
 import math
 
 import torch
-import triton
-import triton.language as tl
 
 from ._common import contiguous, stat_dtype, tl_float_acc
 from ._declare import kernel
-from ._launch import cdiv, launch, next_pow2
-from ..backends import active_driver
+from ._launch import cdiv, launch, next_pow2, paused, persistent
+from ..backends import spec
+from .batch_norm_kernels import (
+    _bn_apply_kernel,
+    _bn_bwd_dx_kernel,
+    _bn_bwd_sums_kernel,
+    _bn_stats_kernel,
+)
 
 
 def _ncs(t):
@@ -36,237 +40,102 @@ def _view(t):
     return t, st
 
 
-class _Plan:
-    """Tile and split of the (C, N*S) reduction; a function of sizes and strides only."""
+# The split reductions' arrival counters, one per channel block, zero between launches
+# (the last program of a block re-arms its counter): per device, outliving every plan.
+ARRIVALS = 1 << 14
+_arrivals = {}
 
-    def __init__(self, x, st):
+
+def _arrival_counters(device):
+    t = _arrivals.get(device)
+    if t is None:
+        with paused():  # not part of the op being recorded, if any
+            t = _arrivals[device] = torch.zeros(ARRIVALS, dtype=torch.int32, device=device)
+        if t.device.type == "privateuseone":
+            persistent(t)
+    return t
+
+
+# Without a driver's choice (the interpreter, whose cost is per program and per loop
+# step): big tiles, 4 programs, 2 partial rows per merge step (so tests run the loop).
+_INTERPRETER_TILING = (1 << 14, 4, 0, 4, None)
+
+
+def _spatial_block(S, lanes):
+    """Tile length along a strided spatial axis: the longest power of two (down to 128)
+    that pads S by at most 1/8, else the least padding."""
+    top = min(next_pow2(S), lanes)
+    blocks = [top >> k for k in range(top.bit_length()) if top >> k >= min(128, top)]
+    for b in blocks:
+        if cdiv(S, b) * b * 8 <= S * 9:
+            return b
+    return min(blocks, key=lambda b: cdiv(S, b) * b)
+
+
+class _Plan:
+    """Tile and split of the (C, N*S) reduction over tensors of strides `sts`
+    ((sN, sC, sS) each, x's first); a function of sizes and strides only."""
+
+    def __init__(self, x, sts):
         N, C = x.shape[0], x.shape[1]
         S = math.prod(x.shape[2:])
-        host = active_driver() == "host"
-        # The interpreter's cost is per program and per loop step: big tiles on the host.
-        tile = 1 << 14 if host else 4096
-        _, sC, sS = st
-        if sC == 1 and C > 1 and (S == 1 or sS != 1):  # channels_last: C is fastest
-            bc = min(next_pow2(C), 1024 if host and S == 1 else 64)
-            br = max(1, min(next_pow2(S), tile // bc))
+        lanes, programs, merge_lanes, warps, apply_items = (
+            spec("batch_norm_tiling", x.element_size()) or _INTERPRETER_TILING
+        )
+        if all(N == 1 or S == 1 or sN == S * sS for sN, _, sS in sts):
+            # Samples follow each other (channels_last, N == 1, S == 1): one row axis.
+            sts = [(0, sC, sS if S > 1 else sN) for sN, sC, sS in sts]
+            N, S = 1, N * S
+        if C > 1 and all(sC == 1 for _, sC, _ in sts):
+            # Channels contiguous: a tile's rows are 64 channels (128 bytes of bf16),
+            # vector loads along C; other channel blocks read the rest of each line.
+            bc = min(next_pow2(C), 64)
+            bs, bn = min(next_pow2(S), max(1, lanes // bc)), 1
         else:
-            br = min(next_pow2(S), tile)
-            bc = max(1, min(next_pow2(C), tile // br))
-        self.N, self.C, self.S, self.BC, self.BR = N, C, S, bc, br
-        self.T = cdiv(S, br)
-        self.items = N * self.T
-        cblocks = cdiv(C, bc)
-        target = 4 if host else 1024
-        # Every program of a channel block re-reads the block's partials: keep that
-        # (split^2 * C * 12 bytes) a small fraction of the activation's bytes.
-        cap = max(1, int(math.sqrt(max(1, x.numel() * x.element_size()) / (48 * max(C, 1)))))
-        cap = 1024 if host else cap  # the host tests exercise the merge
-        split = max(1, min(self.items, max(1, target // cblocks), cap, 1024))
-        self.per = max(1, cdiv(self.items, split))
-        self.split = max(1, cdiv(self.items, self.per))
-        # The merge reads SPLIT_P partials at a time (2 on the host: chunks tested).
-        self.split_p = min(next_pow2(self.split), 2 if host else max(1, 4096 // bc))
-        self.cblocks = cblocks
-        self.warps = 4 if host or bc * br < 2048 else 8
-
-
-@triton.jit
-def _tile(ptr, c, cm, it, T, S, sN, sC, sS, BR: tl.constexpr):
-    n = it // T
-    s0 = (it - n * T) * BR
-    s = s0 + tl.arange(0, BR)
-    m = cm[:, None] & (s < S)[None, :]
-    offs = c[:, None].to(tl.int64) * sC + n.to(tl.int64) * sN + s[None, :].to(tl.int64) * sS
-    return offs, m, s0
-
-
-@triton.jit
-def _bn_stats_kernel(
-    x, part, C, S, T, items, per, sN, sC, sS, ACC: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr
-):
-    # part[0|1|2, split, c]: count, mean, M2 of this split's share (Welford/Chan merge).
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsplit = tl.num_programs(1)
-    c = cb * BC + tl.arange(0, BC)
-    cm = c < C
-    start = sp * per
-    end = tl.minimum(start + per, items)
-    cnt = tl.zeros((BC,), ACC)
-    mean = tl.zeros((BC,), ACC)
-    m2 = tl.zeros((BC,), ACC)
-    for it in range(start, end):
-        offs, m, s0 = _tile(x, c, cm, it, T, S, sN, sC, sS, BR)
-        v = tl.load(x + offs, mask=m, other=0).to(ACC)
-        k = tl.minimum(S - s0, BR).to(ACC)
-        bmean = tl.sum(v, 1) / k
-        d = tl.where(m, v - bmean[:, None], 0)
-        bm2 = tl.sum(d * d, 1)
-        tot = cnt + k
-        delta = bmean - mean
-        mean += delta * (k / tot)
-        m2 += bm2 + delta * delta * (cnt * k / tot)
-        cnt = tot
-    o = sp * C + c
-    tl.store(part + o, cnt, mask=cm)
-    tl.store(part + nsplit * C + o, mean, mask=cm)
-    tl.store(part + 2 * nsplit * C + o, m2, mask=cm)
-
-
-@triton.jit
-def _bn_apply_kernel(
-    x, y, w, b, part, rmean, rvar, smean, sinv,
-    C, S, T, items, per, nsplit, sN, sC, sS, yN, yC, yS, momentum, eps,
-    TRAIN: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, HAS_RUN: tl.constexpr,
-    ACC: tl.constexpr, SPLIT_P: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr,
-):  # fmt: skip
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    c = cb * BC + tl.arange(0, BC)
-    cm = c < C
-    if TRAIN:  # merge the partials (Chan et al.), SPLIT_P of them at a time
-        # The loops add whole (BC, SPLIT_P) tiles and reduce once after them: a reduction
-        # inside them trips an assertion of Triton 3.6 (OptimizeThreadLocality) at
-        # BC=64 and SPLIT_P >= 32 (channels_last ResNet shapes).
-        tot2 = tl.zeros((BC, SPLIT_P), ACC)
-        s12 = tl.zeros((BC, SPLIT_P), ACC)
-        for j0 in range(0, nsplit, SPLIT_P):
-            j = j0 + tl.arange(0, SPLIT_P)
-            pm = cm[:, None] & (j < nsplit)[None, :]
-            po = j[None, :] * C + c[:, None]
-            pc = tl.load(part + po, mask=pm, other=0)
-            tot2 += pc
-            s12 += pc * tl.load(part + nsplit * C + po, mask=pm, other=0)
-        tot = tl.sum(tot2, 1)
-        mean = tl.sum(s12, 1) / tot
-        m22 = tl.zeros((BC, SPLIT_P), ACC)
-        for j0 in range(0, nsplit, SPLIT_P):
-            j = j0 + tl.arange(0, SPLIT_P)
-            pm = cm[:, None] & (j < nsplit)[None, :]
-            po = j[None, :] * C + c[:, None]
-            pc = tl.load(part + po, mask=pm, other=0)
-            dm = tl.where(pm, tl.load(part + nsplit * C + po, mask=pm, other=0) - mean[:, None], 0)
-            m22 += tl.load(part + 2 * nsplit * C + po, mask=pm, other=0) + pc * dm * dm
-        var = tl.sum(m22, 1) / tot
-        invstd = 1.0 / tl.sqrt(var + eps)
-        if sp == 0:
-            tl.store(smean + c, mean.to(smean.dtype.element_ty), mask=cm)
-            tl.store(sinv + c, invstd.to(sinv.dtype.element_ty), mask=cm)
-            if HAS_RUN:
-                rm = tl.load(rmean + c, mask=cm, other=0).to(ACC)
-                rv = tl.load(rvar + c, mask=cm, other=0).to(ACC)
-                unbiased = var * tot / tl.maximum(tot - 1, 1)
-                rm = rm * (1 - momentum) + mean * momentum
-                rv = rv * (1 - momentum) + unbiased * momentum
-                tl.store(rmean + c, rm.to(rmean.dtype.element_ty), mask=cm)
-                tl.store(rvar + c, rv.to(rvar.dtype.element_ty), mask=cm)
-    else:
-        mean = tl.load(rmean + c, mask=cm, other=0).to(ACC)
-        invstd = 1.0 / tl.sqrt(tl.load(rvar + c, mask=cm, other=1).to(ACC) + eps)
-    scale = invstd
-    if HAS_W:
-        scale = scale * tl.load(w + c, mask=cm, other=0).to(ACC)
-    shift = -mean * scale
-    if HAS_B:
-        shift += tl.load(b + c, mask=cm, other=0).to(ACC)
-    start = sp * per
-    end = tl.minimum(start + per, items)
-    for it in range(start, end):
-        offs, m, s0 = _tile(x, c, cm, it, T, S, sN, sC, sS, BR)
-        yoffs, _, _ = _tile(y, c, cm, it, T, S, yN, yC, yS, BR)
-        v = tl.load(x + offs, mask=m, other=0).to(ACC)
-        out = v * scale[:, None] + shift[:, None]
-        tl.store(y + yoffs, out.to(y.dtype.element_ty), mask=m)
-
-
-@triton.jit
-def _bn_bwd_sums_kernel(
-    dy, x, mean, part, C, S, T, items, per, sN, sC, sS, gN, gC, gS,
-    ACC: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr,
-):  # fmt: skip
-    # part[0|1, split, c]: sums of dy and of dy * (x - mean) over this split's share.
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsplit = tl.num_programs(1)
-    c = cb * BC + tl.arange(0, BC)
-    cm = c < C
-    mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
-    start = sp * per
-    end = tl.minimum(start + per, items)
-    a1 = tl.zeros((BC, BR), ACC)
-    a2 = tl.zeros((BC, BR), ACC)
-    for it in range(start, end):
-        offs, m, s0 = _tile(x, c, cm, it, T, S, sN, sC, sS, BR)
-        goffs, _, _ = _tile(dy, c, cm, it, T, S, gN, gC, gS, BR)
-        g = tl.load(dy + goffs, mask=m, other=0).to(ACC)
-        v = tl.load(x + offs, mask=m, other=0).to(ACC)
-        a1 += g
-        a2 += g * tl.where(m, v - mu[:, None], 0)
-    o = sp * C + c
-    tl.store(part + o, tl.sum(a1, 1), mask=cm)
-    tl.store(part + nsplit * C + o, tl.sum(a2, 1), mask=cm)
-
-
-@triton.jit
-def _bn_bwd_dx_kernel(
-    dy, x, dx, w, mean, stat, part, dw, db,
-    C, S, T, items, per, nsplit, sN, sC, sS, gN, gC, gS, oN, oC, oS, count, eps,
-    TRAIN: tl.constexpr, IS_VAR: tl.constexpr, HAS_W: tl.constexpr, SUMS: tl.constexpr,
-    DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
-    ACC: tl.constexpr, SPLIT_P: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr,
-):  # fmt: skip
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    c = cb * BC + tl.arange(0, BC)
-    cm = c < C
-    mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
-    sv = tl.load(stat + c, mask=cm, other=1).to(ACC)
-    if IS_VAR:  # eval: `stat` is the running variance
-        invstd = 1.0 / tl.sqrt(sv + eps)
-    else:
-        invstd = sv
-    sdy = tl.zeros((BC,), ACC)
-    dot = tl.zeros((BC,), ACC)
-    if SUMS:  # tiles added in the loop, reduced after it (see _bn_apply_kernel)
-        sdy2 = tl.zeros((BC, SPLIT_P), ACC)
-        dot2 = tl.zeros((BC, SPLIT_P), ACC)
-        for j0 in range(0, nsplit, SPLIT_P):
-            j = j0 + tl.arange(0, SPLIT_P)
-            pm = cm[:, None] & (j < nsplit)[None, :]
-            po = j[None, :] * C + c[:, None]
-            sdy2 += tl.load(part + po, mask=pm, other=0)
-            dot2 += tl.load(part + nsplit * C + po, mask=pm, other=0)
-        sdy = tl.sum(sdy2, 1)
-        dot = tl.sum(dot2, 1) * invstd
-        if sp == 0:
-            if DW:
-                tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
-            if DB:
-                tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
-    if DX:
-        a = invstd
-        if HAS_W:
-            a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
-        if TRAIN:
-            k = a * invstd * dot / count
-            cx = -k
-            c0 = k * mu - a * sdy / count
+            bs = _spatial_block(S, lanes)
+            # Short spatial rows (7x7, 14x14): a tile covers several samples.
+            bn = min(next_pow2(N), lanes // bs) if bs >= S else 1
+            bc = min(next_pow2(C), max(1, lanes // (bs * bn)))
+        self.N, self.C, self.S, self.BC, self.BN, self.BS = N, C, S, bc, bn, bs
+        self.sts = sts
+        self.TN, self.TS = cdiv(N, bn), cdiv(S, bs)
+        self.items = self.TN * self.TS
+        self.cblocks = cblocks = cdiv(C, bc)
+        # Valid (n, s) elements of an item: the same in every item before `full`; after
+        # it the last s-block's (BN == 1) or the last n-block's (one s-block).
+        if bn == 1:
+            full = self.items - self.TN
+            self.counts = (full, bs, S - (self.TS - 1) * bs)
         else:
-            cx = tl.zeros((BC,), ACC)
-            c0 = tl.zeros((BC,), ACC)
-        start = sp * per
-        end = tl.minimum(start + per, items)
-        for it in range(start, end):
-            offs, m, s0 = _tile(x, c, cm, it, T, S, sN, sC, sS, BR)
-            goffs, _, _ = _tile(dy, c, cm, it, T, S, gN, gC, gS, BR)
-            ooffs, _, _ = _tile(dx, c, cm, it, T, S, oN, oC, oS, BR)
-            g = tl.load(dy + goffs, mask=m, other=0).to(ACC)
-            if TRAIN:
-                v = tl.load(x + offs, mask=m, other=0).to(ACC)
-                d = g * a[:, None] + v * cx[:, None] + c0[:, None]
-            else:
-                d = g * a[:, None]
-            tl.store(dx + ooffs, d.to(dx.dtype.element_ty), mask=m)
+            self.counts = (self.items - 1, bn * S, (N - (self.TN - 1) * bn) * S)
+        # Splits of a channel block's items: enough programs to fill the device; the
+        # last program of a block merges the splits' partials, split_p rows a step,
+        # at most 4 steps.
+        split_p = 1 << (max(2, merge_lanes // bc).bit_length() - 1)
+        split = min(self.items, cdiv(programs, cblocks), 4 * split_p)
+        if cblocks > ARRIVALS:
+            split = 1
+        self.per = cdiv(self.items, split)
+        self.split = cdiv(self.items, self.per)
+        self.split_p = min(split_p, next_pow2(self.split))
+        # The normalise / dx launch: `apply_items` items a program (a pointwise grid).
+        self.per_apply = apply_items or self.per
+        self.apply_grid = (cblocks, cdiv(self.items, self.per_apply))
+        # Offsets in 32 bits unless a tile (its masked lanes too) may reach 2**31.
+        reach = max(
+            (N + bn) * abs(sN) + (S + bs) * abs(sS) + (C + bc) * abs(sC) for sN, sC, sS in sts
+        )
+        self.i64 = reach >= 1 << 31
+        self.warps = warps
+
+    def strides(self, k):
+        return self.sts[k]
+
+    def same(self, k):
+        return self.sts[k] == self.sts[0]
+
+    def shape_args(self):
+        return (self.C, self.N, self.S)
 
 
 def _check(input):
@@ -289,10 +158,9 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     """(out, save_mean, save_invstd); running stats updated in place when training."""
     _check(input)
     x, st = _view(input)
-    p = _Plan(x, st)
     sd = stat_dtype(x.dtype)
     y, yst = _empty_like(x)
-    C = p.C
+    C = x.shape[1]
     acc = tl_float_acc(x.dtype)
     if training:
         smean = torch.empty((C,), dtype=sd, device=x.device)
@@ -306,21 +174,31 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
         sinv = torch.empty((0,), dtype=sd, device=x.device)
     if C == 0 or x.numel() == 0:
         return y, smean, sinv
-    grid = (p.cblocks, p.split)
-    part = x
-    if training:
-        part = torch.empty((3, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
-        launch(_bn_stats_kernel, grid, x, part, C, p.S, p.T, p.items, p.per, *st,
-               ACC=acc, BC=p.BC, BR=p.BR, num_warps=p.warps)  # fmt: skip
+    p = _Plan(x, [st, yst])
+    tiles = dict(ACC=acc, I64=p.i64, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
     has_run = running_mean is not None and running_var is not None
+    if training:
+        merge = p.split > 1
+        part = x
+        if merge:
+            part = torch.empty((2, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
+        launch(
+            _bn_stats_kernel, (p.cblocks, p.split), x, part,
+            _arrival_counters(x.device) if merge else x,
+            running_mean if has_run else x, running_var if has_run else x, smean, sinv,
+            *p.shape_args(), *p.strides(0), p.TN, p.TS, p.items, p.per, *p.counts,
+            float(momentum), float(eps),
+            HAS_RUN=has_run, MERGE=merge, SPLIT_P=p.split_p, **tiles,
+        )  # fmt: skip
+        mean, stat = smean, sinv
+    else:
+        mean, stat = running_mean, running_var
     launch(
-        _bn_apply_kernel, grid, x, y,
-        weight if weight is not None else x, bias if bias is not None else x, part,
-        running_mean if has_run else x, running_var if has_run else x,
-        smean if training else x, sinv if training else x,
-        C, p.S, p.T, p.items, p.per, p.split, *st, *yst, float(momentum), float(eps),
-        TRAIN=bool(training), HAS_W=weight is not None, HAS_B=bias is not None,
-        HAS_RUN=has_run, ACC=acc, SPLIT_P=p.split_p, BC=p.BC, BR=p.BR, num_warps=p.warps,
+        _bn_apply_kernel, p.apply_grid, x, y,
+        weight if weight is not None else x, bias if bias is not None else x, mean, stat,
+        *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per_apply, float(eps),
+        IS_VAR=not training, HAS_W=weight is not None, HAS_B=bias is not None,
+        Y_AS_X=p.same(1), **tiles,
     )  # fmt: skip
     return y, smean, sinv
 
@@ -335,8 +213,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
     _check(input)
     x, st = _view(input)
     g, gst = _view(grad_out)
-    p = _Plan(x, st)
-    C = p.C
+    C = x.shape[1]
     pdt = weight.dtype if weight is not None else x.dtype
     dx = dw = db = None
     if mask[0]:
@@ -347,7 +224,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
         dw = torch.empty((C,), dtype=pdt, device=x.device)
     if mask[2]:
         db = torch.empty((C,), dtype=pdt, device=x.device)
-    sums = bool(mask[1] or mask[2] or (mask[0] and train))
+    sums_needed = bool(mask[1] or mask[2] or (mask[0] and train))
     if C == 0 or not (mask[0] or mask[1] or mask[2]):
         return dx, dw, db
     if x.numel() == 0:
@@ -355,22 +232,31 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             if t is not None:
                 t.zero_()
         return dx, dw, db
-    acc = tl_float_acc(x.dtype)
-    part = x
-    if sums:
-        part = torch.empty((2, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
-        launch(_bn_bwd_sums_kernel, (p.cblocks, p.split), g, x, mean, part, C, p.S, p.T,
-               p.items, p.per, *st, *gst, ACC=acc, BC=p.BC, BR=p.BR,
-               num_warps=p.warps)  # fmt: skip
-    launch(
-        _bn_bwd_dx_kernel, (p.cblocks, p.split if mask[0] else 1), g, x,
-        dx if dx is not None else x, weight if weight is not None else x, mean, stat, part,
-        dw if dw is not None else x, db if db is not None else x,
-        C, p.S, p.T, p.items, p.per, p.split, *st, *gst, *ost, float(p.N * p.S), float(eps),
-        TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None, SUMS=sums,
-        DX=bool(mask[0]), DW=bool(mask[1]), DB=bool(mask[2]),
-        ACC=acc, SPLIT_P=p.split_p, BC=p.BC, BR=p.BR, num_warps=p.warps,
-    )  # fmt: skip
+    p = _Plan(x, [st, gst, ost])
+    tiles = dict(ACC=tl_float_acc(x.dtype), I64=p.i64, BC=p.BC, BN=p.BN, BS=p.BS,
+                 num_warps=p.warps)  # fmt: skip
+    sums = x
+    if sums_needed:
+        merge = p.split > 1
+        acc_t = float_acc_t(x.dtype)
+        sums = torch.empty((2, C), dtype=acc_t, device=x.device)
+        part = torch.empty((2, p.split, C), dtype=acc_t, device=x.device) if merge else x
+        launch(
+            _bn_bwd_sums_kernel, (p.cblocks, p.split), g, x, mean, stat, part,
+            _arrival_counters(x.device) if merge else x, sums,
+            dw if dw is not None else x, db if db is not None else x,
+            *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per, float(eps),
+            IS_VAR=bool(is_var), DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1),
+            MERGE=merge, SPLIT_P=p.split_p, **tiles,
+        )  # fmt: skip
+    if mask[0]:
+        launch(
+            _bn_bwd_dx_kernel, p.apply_grid, g, x, dx, weight if weight is not None else x,
+            mean, stat, sums, *p.shape_args(), *p.strides(0), *p.strides(1), *p.strides(2),
+            p.TN, p.items, p.per_apply, float(p.N * p.S), float(eps),
+            TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None,
+            G_AS_X=p.same(1), O_AS_X=p.same(2), **tiles,
+        )  # fmt: skip
     return dx, dw, db
 
 

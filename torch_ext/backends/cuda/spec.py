@@ -215,3 +215,17 @@ def autotune() -> bool:
     # Timings on a GPU mean something: ops/_tune.py times tile candidates here
     # (TORCH_EXT_AUTOTUNE=auto).
     return True
+
+
+def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]]:
+    """(tile lanes, programs of a split reduction, partial elements a merge step reads,
+    num_warps, items of a normalise / dx program) for batch norm (ops/batch_norm.py).
+    A tile is 8 KB of the input (16 bf16 values a thread at 8 warps): the reductions
+    keep two float32 accumulators a lane, so that is about what registers allow while
+    three or four programs share a multiprocessor; four programs per multiprocessor
+    (a wave and some) hide DRAM latency in the split reductions. A merge step reads
+    4096 partials (at most 4 steps: 16Ki partials, 192 KB, for the last program of
+    a channel block to read alone). The normalise and dx launches are pointwise: one
+    tile a program. Not yet timed on a GPU: from the schedule of ResNet-50's shapes
+    (bench/cases_norm.py)."""
+    return max(1024, 8192 // elem_size), 4 * _sm_count(), 4096, 8, 1

@@ -1,0 +1,296 @@
+"""Batch norm's Triton kernels (batch_norm.py plans and launches them).
+
+The activation is seen as (N, C, S) through its strides. A tile is BC channels x
+BN samples x BS spatial positions (lane j of the last two: sample j // BS, position
+j % BS). An "item" is one such block of (n, s) for a channel block; items run
+s-block-major (item = s_block * TN + n_block) and the plan makes BN == 1 or a single
+s-block, so a lane is valid for a prefix of the items and invalid after it: its
+Welford count is then the loop step's, a scalar, and its final count follows from
+its position alone (no per-lane counter).
+
+A reduction over (N, S) is split over `nsplit` programs per channel block. Each
+writes its partial; with more than one, the last program to arrive (a ticket on a
+per-channel-block counter) merges them in split order and finishes: the reduction is
+deterministic, and the normalise / dx launch reads a finished per-channel vector.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _lanes(cb, C, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):
+    c = cb * BC + tl.arange(0, BC)
+    j = tl.arange(0, BN * BS)
+    return c, c < C, j // BS, j % BS
+
+
+@triton.jit
+def _offsets(c, jn, js, sN, sC, sS, I64: tl.constexpr):
+    """Each lane's offset from its item's base (loop-invariant)."""
+    if I64:
+        c = c.to(tl.int64)
+        jn = jn.to(tl.int64)
+        js = js.to(tl.int64)
+    return c[:, None] * sC + (jn * sN + js * sS)[None, :]
+
+
+@triton.jit
+def _item(it, TN, N, S, jn, js, BN: tl.constexpr, BS: tl.constexpr):
+    """(first sample, first position, mask of the (n, s) lanes) of item `it`."""
+    sb = it // TN
+    n0 = (it - sb * TN) * BN
+    s0 = sb * BS
+    return n0, s0, (n0 + jn < N) & (s0 + js < S)
+
+
+@triton.jit
+def _base(n0, s0, sN, sS, I64: tl.constexpr):
+    if I64:
+        n0 = n0.to(tl.int64)
+        s0 = s0.to(tl.int64)
+    return n0 * sN + s0 * sS
+
+
+@triton.jit
+def _lane_counts(jn, js, N, S, TN, TS, items, start, end, BN: tl.constexpr, BS: tl.constexpr):
+    """How many of the items [start, end) each (n, s) lane was valid in: lanes valid
+    in the last s-block (or, one s-block, the last n-block) are valid in every item,
+    the others in the items before it (see the module's docstring)."""
+    ok_s = js < S - (TS - 1) * BS
+    ok_n = jn < N - (TN - 1) * BN
+    last = tl.where(ok_s, tl.where(ok_n, items, items - 1), (TS - 1) * TN)
+    return tl.maximum(tl.minimum(end, last) - start, 0)
+
+
+@triton.jit
+def _count(a, b, full, full_nv, tail_nv, ACC: tl.constexpr):
+    """Valid (n, s) elements in items [a, b): `full_nv` each before item `full`,
+    `tail_nv` each from it on (the last s-block, or the last n-block; see _Plan)."""
+    lead = tl.maximum(tl.minimum(b, full) - a, 0).to(ACC)
+    tail = tl.maximum(b - tl.maximum(a, full), 0).to(ACC)
+    return lead * full_nv + tail * tail_nv
+
+
+@triton.jit
+def _arrive(arrivals, cb, nsplit):
+    """True in the last program of channel block `cb` to arrive; that one re-arms the
+    counter. The partials stored before are visible to it (release/acquire)."""
+    tl.debug_barrier()  # every warp's partial is written before the arrival
+    last = tl.atomic_add(arrivals + cb, 1) == nsplit - 1
+    if last:
+        tl.debug_barrier()
+        tl.atomic_xchg(arrivals + cb, 0)
+    return last
+
+
+@triton.jit
+def _bn_finish(c, cm, n, mean, m2, rmean, rvar, smean, sinv, momentum, eps,
+               HAS_RUN: tl.constexpr, ACC: tl.constexpr):  # fmt: skip
+    var = m2 / n
+    tl.store(smean + c, mean.to(smean.dtype.element_ty), mask=cm)
+    tl.store(sinv + c, (1.0 / tl.sqrt(var + eps)).to(sinv.dtype.element_ty), mask=cm)
+    if HAS_RUN:
+        rm = tl.load(rmean + c, mask=cm, other=0).to(ACC)
+        rv = tl.load(rvar + c, mask=cm, other=0).to(ACC)
+        unbiased = var * n / tl.maximum(n - 1, 1)
+        tl.store(rmean + c, (rm * (1 - momentum) + mean * momentum).to(rmean.dtype.element_ty),
+                 mask=cm)  # fmt: skip
+        tl.store(rvar + c, (rv * (1 - momentum) + unbiased * momentum).to(rvar.dtype.element_ty),
+                 mask=cm)  # fmt: skip
+
+
+@triton.jit
+def _bn_stats_kernel(
+    x, part, arrivals, rmean, rvar, smean, sinv,
+    C, N, S, sN, sC, sS, TN, TS, items, per, full, full_nv, tail_nv, momentum, eps,
+    HAS_RUN: tl.constexpr, MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
+    SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+):  # fmt: skip
+    """Mean and invstd of each channel (and the running-stat update): per-lane Welford
+    over the program's items, combined over the lanes, then over the splits."""
+    cb = tl.program_id(0)
+    sp = tl.program_id(1)
+    nsplit = tl.num_programs(1)
+    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    offs = _offsets(c, jn, js, sN, sC, sS, I64)
+    start = sp * per
+    end = tl.minimum(start + per, items)
+    mean = tl.zeros((BC, BN * BS), ACC)
+    m2 = tl.zeros((BC, BN * BS), ACC)
+    for it in range(start, end):
+        n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
+        m = cm[:, None] & rm[None, :]
+        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
+        # A valid lane has been valid in every step before: its count is the step's.
+        rk = 1.0 / (it - start + 1).to(ACC)
+        d = v - mean
+        mean = tl.where(m, mean + d * rk, mean)
+        m2 = tl.where(m, m2 + d * (v - mean), m2)
+    cnt = _lane_counts(jn, js, N, S, TN, TS, items, start, end, BN, BS).to(ACC)[None, :]
+    n = _count(start, end, full, full_nv, tail_nv, ACC)
+    pmean = tl.sum(mean * cnt, 1) / n
+    dm = mean - pmean[:, None]
+    pm2 = tl.sum(m2 + cnt * dm * dm, 1)
+    if MERGE:  # part[0|1, split, c]: mean and M2 of each split (counts from _count)
+        o = sp * C + c
+        tl.store(part + o, pmean, mask=cm)
+        tl.store(part + nsplit * C + o, pm2, mask=cm)
+        if _arrive(arrivals, cb, nsplit):
+            # Chan's merge, element-wise over SPLIT_P rows of partials at a time (no
+            # reduction inside the loop), then over the rows.
+            an = tl.zeros((SPLIT_P, 1), ACC)
+            amean = tl.zeros((SPLIT_P, BC), ACC)
+            am2 = tl.zeros((SPLIT_P, BC), ACC)
+            for j0 in range(0, nsplit, SPLIT_P):
+                j = j0 + tl.arange(0, SPLIT_P)
+                pm = (j < nsplit)[:, None] & cm[None, :]
+                po = j[:, None] * C + c[None, :]
+                pn = _count(j * per, tl.minimum(j * per + per, items), full, full_nv, tail_nv,
+                            ACC)[:, None]  # fmt: skip
+                pmu = tl.load(part + po, mask=pm, other=0, cache_modifier=".cg")
+                pv = tl.load(part + nsplit * C + po, mask=pm, other=0, cache_modifier=".cg")
+                tot = an + pn
+                f = tl.where(tot > 0, pn / tl.maximum(tot, 1), 0)
+                delta = pmu - amean
+                amean += delta * f
+                am2 += pv + delta * delta * an * f
+                an = tot
+            total = tl.sum(an, 0)
+            cmean = tl.sum(an * amean, 0) / total
+            dev = amean - cmean[None, :]
+            _bn_finish(c, cm, total, cmean, tl.sum(am2 + an * dev * dev, 0), rmean, rvar, smean,
+                       sinv, momentum, eps, HAS_RUN, ACC)  # fmt: skip
+    else:
+        _bn_finish(c, cm, n, pmean, pm2, rmean, rvar, smean, sinv, momentum, eps, HAS_RUN, ACC)
+
+
+@triton.jit
+def _invstd(stat, c, cm, eps, IS_VAR: tl.constexpr, ACC: tl.constexpr):
+    sv = tl.load(stat + c, mask=cm, other=1).to(ACC)
+    if IS_VAR:  # eval: `stat` is the running variance
+        sv = 1.0 / tl.sqrt(sv + eps)
+    return sv
+
+
+@triton.jit
+def _bn_apply_kernel(
+    x, y, w, b, mean, stat, C, N, S, sN, sC, sS, yN, yC, yS, TN, items, per, eps,
+    IS_VAR: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, Y_AS_X: tl.constexpr,
+    ACC: tl.constexpr, I64: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+):  # fmt: skip
+    cb = tl.program_id(0)
+    q = tl.program_id(1)
+    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    scale = _invstd(stat, c, cm, eps, IS_VAR, ACC)
+    if HAS_W:
+        scale = scale * tl.load(w + c, mask=cm, other=0).to(ACC)
+    shift = -tl.load(mean + c, mask=cm, other=0).to(ACC) * scale
+    if HAS_B:
+        shift += tl.load(b + c, mask=cm, other=0).to(ACC)
+    offs = _offsets(c, jn, js, sN, sC, sS, I64)
+    yoffs = offs if Y_AS_X else _offsets(c, jn, js, yN, yC, yS, I64)
+    for i in range(q * per, tl.minimum(q * per + per, items)):
+        # Last items first: the statistics pass read them last (still in L2).
+        n0, s0, rm = _item(items - 1 - i, TN, N, S, jn, js, BN, BS)
+        m = cm[:, None] & rm[None, :]
+        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
+        out = v * scale[:, None] + shift[:, None]
+        ybase = _base(n0, s0, yN, yS, I64)
+        tl.store(y + ybase + yoffs, out.to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _bn_bwd_finish(c, cm, sdy, sdx, sums, dw, db, C, invstd,
+                   DW: tl.constexpr, DB: tl.constexpr):  # fmt: skip
+    dot = sdx * invstd
+    tl.store(sums + c, sdy, mask=cm)
+    tl.store(sums + C + c, dot, mask=cm)
+    if DW:
+        tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
+    if DB:
+        tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
+
+
+@triton.jit
+def _bn_bwd_sums_kernel(
+    dy, x, mean, stat, part, arrivals, sums, dw, db,
+    C, N, S, sN, sC, sS, gN, gC, gS, TN, items, per, eps,
+    IS_VAR: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, G_AS_X: tl.constexpr,
+    MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
+    SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+):  # fmt: skip
+    """sums[0|1, c]: sum of dy and invstd * sum of dy * (x - mean) (and dweight, dbias)."""
+    cb = tl.program_id(0)
+    sp = tl.program_id(1)
+    nsplit = tl.num_programs(1)
+    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    mu = tl.load(mean + c, mask=cm, other=0).to(ACC)[:, None]
+    offs = _offsets(c, jn, js, sN, sC, sS, I64)
+    goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
+    start = sp * per
+    end = tl.minimum(start + per, items)
+    a1 = tl.zeros((BC, BN * BS), ACC)
+    a2 = tl.zeros((BC, BN * BS), ACC)
+    for it in range(start, end):
+        n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
+        m = cm[:, None] & rm[None, :]
+        g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)
+        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
+        a1 += g
+        a2 += g * (v - mu)  # g is 0 where masked
+    sdy = tl.sum(a1, 1)
+    sdx = tl.sum(a2, 1)
+    invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
+    if MERGE:  # part[0|1, split, c]
+        o = sp * C + c
+        tl.store(part + o, sdy, mask=cm)
+        tl.store(part + nsplit * C + o, sdx, mask=cm)
+        if _arrive(arrivals, cb, nsplit):
+            t1 = tl.zeros((SPLIT_P, BC), ACC)
+            t2 = tl.zeros((SPLIT_P, BC), ACC)
+            for j0 in range(0, nsplit, SPLIT_P):
+                j = j0 + tl.arange(0, SPLIT_P)
+                pm = (j < nsplit)[:, None] & cm[None, :]
+                po = j[:, None] * C + c[None, :]
+                t1 += tl.load(part + po, mask=pm, other=0, cache_modifier=".cg")
+                t2 += tl.load(part + nsplit * C + po, mask=pm, other=0, cache_modifier=".cg")
+            _bn_bwd_finish(c, cm, tl.sum(t1, 0), tl.sum(t2, 0), sums, dw, db, C, invstd, DW, DB)
+    else:
+        _bn_bwd_finish(c, cm, sdy, sdx, sums, dw, db, C, invstd, DW, DB)
+
+
+@triton.jit
+def _bn_bwd_dx_kernel(
+    dy, x, dx, w, mean, stat, sums,
+    C, N, S, sN, sC, sS, gN, gC, gS, oN, oC, oS, TN, items, per, count, eps,
+    TRAIN: tl.constexpr, IS_VAR: tl.constexpr, HAS_W: tl.constexpr,
+    G_AS_X: tl.constexpr, O_AS_X: tl.constexpr,
+    ACC: tl.constexpr, I64: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+):  # fmt: skip
+    """dx = a*dy + cx*x + c0 per channel (training), a*dy (eval)."""
+    cb = tl.program_id(0)
+    q = tl.program_id(1)
+    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
+    a = invstd
+    if HAS_W:
+        a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
+    if TRAIN:
+        mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
+        k = a * invstd * tl.load(sums + C + c, mask=cm, other=0) / count
+        cx = -k
+        c0 = k * mu - a * tl.load(sums + c, mask=cm, other=0) / count
+    offs = _offsets(c, jn, js, sN, sC, sS, I64)
+    goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
+    ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
+    for i in range(q * per, tl.minimum(q * per + per, items)):
+        # Last items first: the sums pass read them last (still in L2).
+        n0, s0, rm = _item(items - 1 - i, TN, N, S, jn, js, BN, BS)
+        m = cm[:, None] & rm[None, :]
+        g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)
+        d = g * a[:, None]
+        if TRAIN:
+            v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
+            d += v * cx[:, None] + c0[:, None]
+        tl.store(dx + _base(n0, s0, oN, oS, I64) + ooffs, d.to(dx.dtype.element_ty), mask=m)
