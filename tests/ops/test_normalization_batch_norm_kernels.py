@@ -148,3 +148,94 @@ def test_batch_norm_entry_points(device):
     )
     for res, want in zip((gi, gw, gb), r):
         assert_close(res, want, F32, reduce_dim=15)
+
+
+def _check_train_eval(x, C, dtype, device):
+    """Training (running stats updated) and eval forward, then backward of each,
+    against PyTorch's CPU kernels in float64."""
+    w, b = randn((C,), F32, device), randn((C,), F32, device)
+    rm, rv = randn((C,), F32, device), randn((C,), F32, device, low=0.5, high=2.0)
+    ref_rm, ref_rv = to_ref(rm), to_ref(rv)
+    n = x.numel() // C
+    for training in (True, False):
+        out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, rm, rv, training, 0.1, 1e-5)
+        r_out, r_mean, r_invstd = aten.native_batch_norm(
+            to_ref(x), to_ref(w), to_ref(b), ref_rm, ref_rv, training, 0.1, 1e-5
+        )
+        assert out.stride() == x.stride()
+        assert_close(out, r_out, dtype, reduce_dim=4)
+        assert_close(rm, ref_rm, F32, reduce_dim=n)
+        assert_close(rv, ref_rv, F32, reduce_dim=n)
+        if training:
+            assert_close(mean, r_mean, F32, reduce_dim=n)
+            assert_close(invstd, r_invstd, F32, reduce_dim=n)
+        g = randn(x.shape, dtype, device)
+        gi, gw, gb = KERNELS["native_batch_norm_backward"](
+            g, x, w, rm, rv, mean, invstd, training, 1e-5, [True, True, True]
+        )
+        r = aten.native_batch_norm_backward(
+            to_ref(g), to_ref(x), to_ref(w), ref_rm, ref_rv, r_mean, r_invstd, training, 1e-5,
+            [True, True, True],
+        )  # fmt: skip
+        assert_close(gi, r[0], dtype, reduce_dim=n)
+        assert_close(gw, r[1], F32, reduce_dim=n * 4)
+        assert_close(gb, r[2], F32, reduce_dim=n * 4)
+
+
+# Shapes each taking another branch of batch_norm._Plan under the interpreter's tiling:
+TILINGS = [
+    ((300, 2, 7, 7), "nchw"),  # samples per tile (BN > 1), a partial last sample block, 2 splits
+    ((2, 3, 70, 70), "nchw"),  # spatial blocks with a partial last one, 4 splits merged in 2 steps
+    ((5, 3, 600), "nchw"),  # 3-d, 128-long blocks, 4 splits of 7 items
+    ((1, 2, 40000), "nchw"),  # N == 1: one row axis
+    ((3, 5, 9, 13), "nchw"),  # odd sizes, one program per channel block
+    ((2, 3, 70, 70), "cl"),  # channels_last, few channels, rows split and merged
+    ((3, 130, 5, 5), "cl"),  # channels_last, 3 channel blocks, a partial last one
+    ((1, 70, 33), "cl"),  # channels_last, N == 1
+    ((4, 5, 1, 1), "nchw"),  # S == 1
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("shape,layout", TILINGS, ids=[f"{s}-{lay}" for s, lay in TILINGS])
+def test_batch_norm_tilings(shape, layout, dtype, device):
+    x = _layout(randn(shape, dtype, device) * 2 + 1, layout)
+    _check_train_eval(x, shape[1], dtype, device)
+
+
+GPU_TILINGS = [
+    ((3, 130, 7, 7), "nchw", BF16),  # 4 samples x 16 channels a tile, no split
+    ((2, 64, 28, 28), "nchw", F32),  # 128-long spatial blocks of 16 channels, 14 splits
+    ((4, 64, 14, 14), "cl", BF16),  # 64 channels x 64 rows, 13 splits
+    ((1, 3, 150, 150), "nchw", F32),  # one row axis of 2048-long blocks, 11 splits
+]
+
+
+@pytest.mark.parametrize("shape,layout,dtype", GPU_TILINGS, ids=[str(c) for c in GPU_TILINGS])
+def test_batch_norm_gpu_tilings(shape, layout, dtype, device, monkeypatch):
+    """The cuda driver's tiling (an H100's 132 multiprocessors) run by the interpreter:
+    its splits merge in more rows per step than the interpreter's own."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from torch_ext.ops import batch_norm
+
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: 132)
+    monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
+    x = _layout(randn(shape, dtype, device) * 2 + 1, layout)
+    _check_train_eval(x, shape[1], dtype, device)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "cl"])
+def test_batch_norm_split_merge_deterministic(layout, device):
+    """The split reductions merge their partials in a fixed order: bitwise equal runs."""
+    x = _layout(randn((2, 3, 70, 70), F32, device) * 2 + 1, layout)
+    g = randn((2, 3, 70, 70), F32, device)
+    w = randn((3,), F32, device)
+    runs = []
+    for _ in range(2):
+        out, mean, invstd = KERNELS["native_batch_norm"](x, w, None, None, None, True, 0.1, 1e-5)
+        grads = KERNELS["native_batch_norm_backward"](
+            g, x, w, None, None, mean, invstd, True, 1e-5, [True, True, True]
+        )
+        runs.append([out, mean, invstd, *grads])
+    for a, b in zip(*runs):
+        assert torch.equal(a.cpu(), b.cpu())
