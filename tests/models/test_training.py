@@ -147,7 +147,7 @@ def test_fused_adamw_is_our_kernel():
     events = sorted(prof.events(), key=lambda e: e.time_range.start)
     launched = [e.name[len("triton:") :] for e in events if e.name.startswith("triton:")]
     n_params = len(list(make("mlp")[1].parameters()))
-    assert n_params <= _multi_tensor.slots_for(5)  # one chunk
+    assert n_params <= _multi_tensor.slot_cap(5)  # one chunk
     multi = [n for n in launched if n.startswith("multi_tensor")]
     assert multi == ["multi_tensor_add", "multi_tensor_adam_body"] * 2, launched
     cpu_losses, cpu_params = train("mlp", "cpu", "adamw_forloop", steps=2)

@@ -192,11 +192,11 @@ def _launches_per_step(make, n_params):
 def _chunks(n, *depths):
     """Launches of foreach ops over n tensors taking `depths` lists each (torch's
     CUDA kernels launch as often for small tensors: the same tensors per launch)."""
-    return sum(-(-n // _multi_tensor.slots_for(d)) for d in depths)
+    return sum(-(-n // _multi_tensor.slot_cap(d)) for d in depths)
 
 
 def test_launches_per_step_scale_with_chunks():
-    n = _multi_tensor.slots_for(1) + 1  # every op takes at least two chunks
+    n = _multi_tensor.slot_cap(1) + 1  # every op takes at least two chunks
     # AdamW (state steps on the CPU): mul_, lerp_, mul_, addcmul_, sqrt, div_, add_, addcdiv_
     assert _launches_per_step(OPTIMIZERS["adamw-foreach"], n) <= _chunks(n, 1, 2, 1, 3, 2, 1, 1, 3)
     # fused: the steps' increment on the device, then one kernel (p, g, m, v, steps)

@@ -198,15 +198,38 @@ def test_broadcast_operands(device):
         KERNELS["foreach_add__List"](ds, xs, 1.0)
 
 
+def test_small_lists_take_kernels_of_fewer_slots(device, monkeypatch):
+    """A launch over fewer tensors than the cap takes a kernel of the next power of two
+    of slots (its arguments are what a replay fills per call), with the same results."""
+    assert _multi_tensor.slots_for(1, 1) == 1
+    assert _multi_tensor.slots_for(1, 3) == 4
+    assert _multi_tensor.slots_for(1, 10**6) == _multi_tensor.slot_cap(1)
+    assert _multi_tensor.slots_for(5, 10**6) == _multi_tensor.slot_cap(5)
+    arguments = []
+    real = _multi_tensor.launch
+    monkeypatch.setattr(
+        _multi_tensor,
+        "launch",
+        lambda k, grid, *a, **kw: (arguments.append(len(a)), real(k, grid, *a, **kw)),
+    )
+    for n in (1, 3):
+        xs = [randn((5 + i,), torch.float32, device) for i in range(n)]
+        ref = [x.cpu() * 2.5 for x in xs]
+        KERNELS["foreach_mul__Scalar"](xs, 2.5)
+        _close(xs, ref)
+    # one launch each; per slot a pointer, a size and a start: 1 slot, then 4
+    assert len(arguments) == 2 and arguments[1] - arguments[0] == 3 * 3
+
+
 def test_launches_scale_with_chunks(device):
-    slots = _multi_tensor.slots_for(1)  # one list: self, in place
+    slots = _multi_tensor.slot_cap(1)  # one list: self, in place
     xs = [randn((3,), torch.float32, device) for _ in range(slots * 2 + 1)]
     before = _launch.launches()
     KERNELS["foreach_add__Scalar"](xs, 1.0)
     assert _launch.launches() - before == 3  # 3 chunks, not 2 * slots + 1 launches
     before = _launch.launches()
     KERNELS["foreach_add_List"](xs, xs, 1.0)  # self, other, out: fewer slots
-    assert _launch.launches() - before == -(-len(xs) // _multi_tensor.slots_for(3))
+    assert _launch.launches() - before == -(-len(xs) // _multi_tensor.slot_cap(3))
 
 
 # ---- fused optimisers and AMP ------------------------------------------------

@@ -1,4 +1,4 @@
-"""Multi-tensor kernels: one launch for up to `slots_for(lists)` tensors of a
+"""Multi-tensor kernels: one launch for up to `slots_for(...)` tensors of a
 list (the `_foreach_*`, fused optimiser and AMP ops).
 
 A kernel over lists takes each tensor's data pointer as its own kernel
@@ -40,7 +40,7 @@ import triton.language as tl
 
 from ..backends import spec
 from ._common import block_for
-from ._launch import cdiv, launch, pow2_at_most
+from ._launch import cdiv, launch, next_pow2, pow2_at_most
 from ._pointwise import load_generated
 
 # Tensors per launch by the number of tensor lists a kernel takes: as many as
@@ -51,13 +51,21 @@ from ._pointwise import load_generated
 _SLOTS_BY_DEPTH = (110, 64, 48, 36, 30)
 
 
-def slots_for(n_lists: int) -> int:
-    """Tensors per launch of a kernel over n_lists tensor lists (a driver may
-    choose fewer: Triton's interpreter pays per slot and program)."""
+def slot_cap(n_lists: int) -> int:
+    """The most tensors a launch of a kernel over n_lists tensor lists takes (a driver
+    may choose fewer: Triton's interpreter pays per slot and program)."""
     return (
         spec("multi_tensor_slots", n_lists)
         or _SLOTS_BY_DEPTH[min(max(n_lists, 1), len(_SLOTS_BY_DEPTH)) - 1]
     )
+
+
+def slots_for(n_lists: int, n_tensors: int) -> int:
+    """Tensors per launch for lists of n_tensors: the cap, or the next power of two
+    for fewer. Each slot is two or three kernel arguments per list that a launch
+    passes and a replay fills: one list of one tensor took 330 arguments on the GPU,
+    and a chain of 110 slot compares per program."""
+    return min(slot_cap(n_lists), next_pow2(max(n_tensors, 1)))
 
 
 _ACC = {
@@ -218,13 +226,13 @@ def run_pointwise(
     per_slot_tensors=(),
 ):
     """Launches the kernel of this call shape over `lists` (L operands then
-    output-only lists; equal lengths, dense, one device), slots_for(lists)
+    output-only lists; equal lengths, dense, one device), slots_for(...)
     tensors per launch. per_slot: one sequence of numbers per P operand; per_slot_tensors:
     one list of 0-dim tensors per Q operand; common: the S and T operands in
     order; extras: numbers passed to the body after the operands."""
     n_out = len(lists) - kinds.count("L")
     names = tuple(c for c, _ in body_constexprs)
-    k = slots_for(len(lists) + len(per_slot_tensors))
+    k = slots_for(len(lists) + len(per_slot_tensors), len(lists[0]))
     kern = pointwise_kernel(body_ref, kinds, n_out, tuple(stores), len(extras), names, k)
     cvals = {c: v for c, v in body_constexprs}
     for idx in chunks(len(lists[0]), k):
@@ -350,7 +358,7 @@ def reduce_kernels(k):
 
 def run_reduce(tensors, outs, mode, p=2.0):
     """outs[i] (0-dim) = the reduction `mode` of tensors[i] (dense, one device)."""
-    k = slots_for(1)
+    k = slots_for(1, len(tensors))
     partials, finish = reduce_kernels(k)
     for idx in chunks(len(tensors), k):
         args, sizes, starts, meta, total = slot_args([tensors], idx, k)

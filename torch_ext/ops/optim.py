@@ -367,7 +367,7 @@ def amp_foreach_non_finite_check_and_unscale_(
     device = found_inf.device
     _check_scalar(op, "found_inf", found_inf, device)
     _check_scalar(op, "inv_scale", inv_scale, device)
-    k = slots_for(1)
+    k = slots_for(1, len(self))
     kern = _unscale_kernel(k)
     for t in self:
         if t.device != device:
