@@ -441,24 +441,6 @@ def any_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
 
 
 @triton.jit
-def _argmax_combine(v1, i1, v2, i2):
-    # PyTorch's order: NaN above every number; equal values (two NaNs too) keep the lower
-    # index.
-    n1 = v1 != v1
-    n2 = v2 != v2
-    first = (v1 > v2) | (n1 & ~n2) | (((v1 == v2) | (n1 & n2)) & (i1 < i2))
-    return tl.where(first, v1, v2), tl.where(first, i1, i2)
-
-
-@triton.jit
-def _argmin_combine(v1, i1, v2, i2):
-    n1 = v1 != v1
-    n2 = v2 != v2
-    first = (v1 < v2) | (n1 & ~n2) | (((v1 == v2) | (n1 & n2)) & (i1 < i2))
-    return tl.where(first, v1, v2), tl.where(first, i1, i2)
-
-
-@triton.jit
 def _arg_kernel(
     x,
     vals,
@@ -473,9 +455,12 @@ def _arg_kernel(
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
 ):
-    # One read of x: each tile's (value, index) winner per lane, then merged into the
-    # running pair, which a later tile (higher indices) takes only when strictly better.
-    # Padding lanes hold `neutral` (no element is worse) at higher indices: never chosen.
+    # One read of x. Each tile's winner per lane in PyTorch's order: its first NaN if it
+    # has one (NaN is above every number), else the first index of its extreme value
+    # (tl.max/min with indices, ties to the left; the interpreter runs them vectorised, a
+    # custom tl.reduce combine one element at a time). A later tile (higher indices)
+    # replaces the running pair only when strictly better; padding holds `neutral`, at
+    # indices above every element: never chosen over one.
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
@@ -485,15 +470,23 @@ def _arg_kernel(
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
         v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
-        ri = tl.broadcast_to(r[:, None], (BLOCK_R, BLOCK_O))
+        if ACC.is_floating():
+            nan = v != v
+            v = tl.where(nan, neutral, v)
         if IS_MAX:
-            tv, ti = tl.reduce((v, ri), 0, _argmax_combine)
-            take = (tv > best) | ((tv != tv) & (best == best))
+            tv, ti = tl.max(v, 0, return_indices=True, return_indices_tie_break_left=True)
+            take = tv > best
         else:
-            tv, ti = tl.reduce((v, ri), 0, _argmin_combine)
-            take = (tv < best) | ((tv != tv) & (best == best))
+            tv, ti = tl.min(v, 0, return_indices=True, return_indices_tie_break_left=True)
+            take = tv < best
+        if ACC.is_floating():
+            first_nan = tl.min(tl.where(nan, tl.arange(0, BLOCK_R)[:, None], BLOCK_R), 0)
+            tile_nan = first_nan < BLOCK_R
+            tv = tl.where(tile_nan, float("nan"), tv)
+            ti = tl.where(tile_nan, first_nan, ti)
+            take = (best == best) & (take | tile_nan)
         best = tl.where(take, tv, best)
-        best_i = tl.where(take, ti.to(tl.int64), best_i)
+        best_i = tl.where(take, r0 + ti.to(tl.int64), best_i)
     if VALUES:
         if vals.dtype.element_ty == tl.bfloat16:
             best = best.to(tl.float32)  # the interpreter casts int64/float64 bitwise
@@ -524,7 +517,8 @@ def _arg_reduce(self, dim, values, indices, is_max):
         if indices.is_contiguous()
         else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
     )
-    tile = row_tile(O, R, B)
+    # The reduction with indices carries an index beside each value: two arrays.
+    tile = row_tile(O, R, B, arrays=2)
     if tile is not None:
         bo, br, warps = tile
     else:
