@@ -128,9 +128,16 @@ def matmul_cases():
 
 
 def conv_cases():
-    from torch_ext.ops import conv_igemm, conv_igemm_bwd
+    from torch_ext.ops import conv_igemm, conv_igemm_bwd, conv_igemm_flat
 
-    conv_igemm.tuned = conv_igemm_bwd.tuned = _every_candidate
+    conv_igemm.tuned = conv_igemm_bwd.tuned = conv_igemm_flat.tuned = _every_candidate
+    for dt in (torch.bfloat16, torch.float32):  # ResNet-50's stem: 3 channels, 7x7
+        conv_igemm_flat.launch = recorder(f"conv {str(dt)[6:]} 7x7 stem, every tile candidate")
+        x = torch.empty(32, 3, 224, 224, dtype=dt)
+        w = torch.empty(64, 3, 7, 7, dtype=dt)
+        conv_igemm_flat.flat_forward(x, w, None, [2, 2], [3, 3], [1, 1], [112, 112], torch.contiguous_format)
+        dy = torch.empty(32, 64, 112, 112, dtype=dt)
+        conv_igemm_flat.flat_weight_grad(dy, x, w.shape, [2, 2], [3, 3], [1, 1])
     for dt in (torch.bfloat16, torch.float32):
         for c in (64, 512):
             case = f"conv {str(dt)[6:]} 3x3 {c} channels, every tile candidate"

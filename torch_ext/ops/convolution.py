@@ -18,6 +18,8 @@ run Triton kernels (no column buffers, no host syncs):
                      every operand in place through its strides
   conv_gemm.py       1x1 NCHW convolutions (stride 1, no padding): batched matrix
                      products on the matmul kernel, NCHW read and written in place
+  conv_igemm_flat.py few input channels (a 3-channel stem): the forward and the weight
+                     gradient reducing over (last tap, channel) runs together
 
 A transposed convolution's forward is the plain convolution's input gradient,
 its input gradient the plain forward; its weight gradient swaps the roles of
@@ -46,6 +48,7 @@ from ._common import MAX_SPATIAL
 from .conv_igemm import channels_inner, conv_format, conv_forward, conv_scatter
 from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthwise
 from .conv_igemm_bwd import conv_weight_grad
+from .conv_igemm_flat import flat_fits, flat_forward, flat_weight_grad
 from .conv_gemm import is_nchw_pointwise, pointwise_forward, pointwise_input_grad
 from .conv_gemm import pointwise_weight_grad, wgrad_fits
 
@@ -276,6 +279,10 @@ def convolution_overrideable(
         return dw_forward(input, weight, bias, stride, padding, dilation, out_sp)
     if is_nchw_pointwise(input, weight, stride, padding, g, transposed):
         return pointwise_forward(input, weight, bias)
+    if not transposed and flat_fits(weight.shape[1], k, dilation, g):
+        # few input channels (a stem): the reduction over (last tap, channel) runs
+        fmt = conv_format(input, weight)
+        return flat_forward(input, weight, bias, stride, padding, dilation, out_sp, fmt)
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
         return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
@@ -319,7 +326,9 @@ def convolution_backward_overrideable(
             gout = channels_inner(gout).movedim(-1, 1)  # laid out once for both kernels
         if output_mask[0]:
             grad_input = conv_scatter(gout, weight, None, *geom, in_sp, fmt)
-        if output_mask[1]:
+        if output_mask[1] and flat_fits(weight.shape[1], weight.shape[2:], dilation, g):
+            grad_weight = flat_weight_grad(gout, input, weight.shape, stride, padding, dilation)
+        elif output_mask[1]:
             grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     else:
         # the transposed convolution's adjoint is the plain forward
