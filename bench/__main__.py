@@ -46,7 +46,9 @@ def main(argv=None):
     p.add_argument("--torch-device", default="cuda")
     p.add_argument("--scale", type=float, default=1.0)
     p.add_argument("--small-calls", type=int, default=2000)
-    p.add_argument("--ops", default="")
+    p.add_argument(
+        "--ops", default="", help="op names, or parts of 'op shape' with a space (bench.worker)"
+    )
     p.add_argument(
         "--suite",
         default="ops",

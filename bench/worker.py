@@ -273,6 +273,13 @@ def conv_cases_shard(cases, spec):
     return shard(cases, spec)
 
 
+def selected(case, wanted):
+    """Whether --ops's tokens take a case: its op's name, or (a token with a space) a
+    part of "op shape"; every case when there are none."""
+    label = f"{case.op} {case.shape}"
+    return not wanted or case.op in wanted or any(" " in w and w in label for w in wanted)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--impl", required=True, choices=["ours", "torch", "compile", "flaggems"])
@@ -282,7 +289,12 @@ def main(argv=None):
     )
     p.add_argument("--scale", type=float, default=1.0, help="shrink every shape (dry runs)")
     p.add_argument("--small-calls", type=int, default=2000)
-    p.add_argument("--ops", default="", help="comma-separated subset")
+    p.add_argument(
+        "--ops",
+        default="",
+        help="comma-separated subset: op names, or parts of 'op shape' with a space "
+        "('conv_wgrad resnet50 3->64')",
+    )
     p.add_argument("--suite", default="ops", choices=["ops", "conv", "transformer"])
     p.add_argument("--shard", default="", help="i/n: every n-th case from the i-th")
     args = p.parse_args(argv)
@@ -327,7 +339,7 @@ def main(argv=None):
         else:
             cases = suite.large_cases() + suite.norm_cases()
         for case in conv_cases_shard(cases, args.shard):
-            if wanted and case.op not in wanted:
+            if not selected(case, wanted):
                 continue
             t0 = time.perf_counter()
             rec = run_case(impl, case, args.scale, args.small_calls)

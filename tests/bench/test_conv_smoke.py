@@ -16,6 +16,19 @@ def test_conv_case_list_is_frozen_and_sharded():
     assert {id(c) for s in shards for c in s} == {id(c) for c in cases}
 
 
+def test_ops_tokens_select_cases_by_op_or_by_part_of_op_and_shape():
+    from bench.worker import selected
+
+    cases = conv_cases.conv_cases()
+    stem = [c for c in cases if selected(c, {"conv_wgrad resnet50 3->64"})]
+    assert [(c.op, c.shape) for c in stem] == [
+        ("conv_wgrad", "resnet50 3->64 k7 s2 @224 nchw"),
+        ("conv_wgrad", "resnet50 3->64 k7 s2 @224 nhwc"),
+    ]
+    assert len([c for c in cases if selected(c, {"conv_fwd"})]) == len(cases) // 3
+    assert all(selected(c, set()) for c in cases)
+
+
 def test_bench_conv_shard_tiny(tmp_path):
     for impl, rows in bench_shard(tmp_path, "conv", "3/70").items():
         assert [r["op"] for r in rows] == ["conv_fwd", "conv_wgrad", "conv_dgrad"], rows
