@@ -30,19 +30,22 @@ def taken(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(
-    "shape", [(3, 8, 5, 7), (2, 4, 64), (2, 4, 3, 2, 5)], ids=["2d", "1d", "3d"]
-)
-def test_pointwise_convolution_matches_cpu(taken, dtype, shape):
+    "shape,stride",
+    [((3, 8, 5, 7), 1), ((2, 4, 64), 1), ((2, 4, 3, 2, 5), 1), ((3, 8, 14, 12), 2),
+     ((2, 4, 90), 3), ((2, 4, 5, 3, 4), (1, 2, 3))],
+    ids=["2d", "1d", "3d", "2d_stride2", "1d_stride3", "3d_strides"],
+)  # fmt: skip
+def test_pointwise_convolution_matches_cpu(taken, dtype, shape, stride):
     nd = len(shape) - 2
     conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
     x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
     w = torch.randn(6, shape[1], *([1] * nd), dtype=torch.float64, requires_grad=True)
     b = torch.randn(6, dtype=torch.float64, requires_grad=True)
-    y = conv(x, w, b)
+    y = conv(x, w, b, stride=stride)
     g = torch.randn_like(y)
     ref = torch.autograd.grad(y, (x, w, b), g)
     xd, wd, bd = (t.detach().to(dtype).to(DEV).requires_grad_() for t in (x, w, b))
-    yd = conv(xd, wd, bd)
+    yd = conv(xd, wd, bd, stride=stride)
     got = torch.autograd.grad(yd, (xd, wd, bd), g.to(dtype).to(DEV))
     assert taken == {"fwd": 1, "dgrad": 1, "wgrad": 1}
     assert yd.is_contiguous()
@@ -54,7 +57,6 @@ def test_pointwise_convolution_matches_cpu(taken, dtype, shape):
 def test_other_convolutions_keep_the_implicit_gemm(taken):
     x = torch.randn(2, 8, 6, 6, dtype=torch.bfloat16, device=DEV)
     w1 = torch.randn(4, 8, 1, 1, dtype=torch.bfloat16, device=DEV)
-    F.conv2d(x, w1, stride=2)  # strided
     F.conv2d(x, w1, padding=1)  # padded
     F.conv2d(x, torch.randn(4, 4, 1, 1, dtype=torch.bfloat16, device=DEV), groups=2)
     F.conv2d(x.contiguous(memory_format=torch.channels_last), w1)  # channels_last

@@ -28,7 +28,7 @@ import triton.language as tl
 from ._common import float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch, next_pow2
 from ._tune import tuned
-from .conv_igemm import channels_inner, conv_precision, conv_warps, needs_int64
+from .conv_igemm import channels_inner, conv_precision, needs_int64
 
 # The longest run of (tap, channel) a step takes; above it conv_igemm.py's kernels,
 # whose channel blocks are then mostly full, are the better fit.

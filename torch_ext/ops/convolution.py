@@ -16,8 +16,8 @@ run Triton kernels (no column buffers, no host syncs):
   conv_igemm_bwd.py  the weight gradient, likewise (ordered slices, no atomics)
   conv_depthwise.py  groups == in_channels: direct kernels for all three, reading
                      every operand in place through its strides
-  conv_gemm.py       1x1 NCHW convolutions (stride 1, no padding): batched matrix
-                     products on the matmul kernel, NCHW read and written in place
+  conv_gemm.py       1x1 NCHW convolutions (no padding): batched matrix products on
+                     the matmul kernel, NCHW read and written in place
   conv_igemm_flat.py few input channels (a 3-channel stem): the forward and the weight
                      gradient reducing over (last tap, channel) runs together
 
@@ -50,7 +50,7 @@ from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthw
 from .conv_igemm_bwd import conv_weight_grad
 from .conv_igemm_flat import flat_fits, flat_forward, flat_weight_grad
 from .conv_gemm import is_nchw_pointwise, pointwise_forward, pointwise_input_grad
-from .conv_gemm import pointwise_weight_grad, wgrad_fits
+from .conv_gemm import pointwise_weight_grad, subsample, wgrad_fits
 
 
 @triton.jit
@@ -278,7 +278,7 @@ def convolution_overrideable(
     if is_depthwise(input, weight, g, transposed):
         return dw_forward(input, weight, bias, stride, padding, dilation, out_sp)
     if is_nchw_pointwise(input, weight, stride, padding, g, transposed):
-        return pointwise_forward(input, weight, bias)
+        return pointwise_forward(input, weight, bias, stride)
     if not transposed and flat_fits(weight.shape[1], k, dilation, g):
         # few input channels (a stem): the reduction over (last tap, channel) runs
         fmt = conv_format(input, weight)
@@ -314,10 +314,10 @@ def convolution_backward_overrideable(
             grad_weight = dw_weight_grad(gout, input, weight.shape, stride, padding, dilation)
     elif is_nchw_pointwise(input, weight, stride, padding, g, transposed):
         if output_mask[0]:
-            grad_input = pointwise_input_grad(gout, weight, input.shape)
+            grad_input = pointwise_input_grad(gout, weight, input.shape, stride)
         if output_mask[1]:
             if wgrad_fits(gout, input):
-                grad_weight = pointwise_weight_grad(gout, input, weight.shape)
+                grad_weight = pointwise_weight_grad(gout, subsample(input, stride), weight.shape)
             else:
                 grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     elif not transposed:
