@@ -265,3 +265,119 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, device, monkeypat
         ref = (torch.max if is_max else torch.min)(x.cpu(), dim)
         assert_close(idx, ref.indices)
         assert_close(vals, ref.values, dtype)
+
+
+def _launches(monkeypatch):
+    """The (ONE_TILE, BLOCK_O, BLOCK_R) of each _reduce_kernel launch from now on."""
+    seen = []
+    launch = R.launch
+
+    def recording(kernel, grid, *args, **kwargs):
+        if kernel is R._reduce_kernel:
+            seen.append((kwargs["ONE_TILE"], kwargs["BLOCK_O"], kwargs["BLOCK_R"]))
+        return launch(kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(R, "launch", recording)
+    return seen
+
+
+def _special_rows(x):
+    """Rows 1-5 of a float (rows, width) tensor: all -inf, a NaN inside, a NaN last, +inf
+    with -inf, a NaN first among infinities."""
+    w = x.shape[1]
+    x[1] = -math.inf
+    x[2, w // 2] = math.nan
+    x[3, w - 1] = math.nan
+    x[4, 0], x[4, w - 1] = math.inf, -math.inf
+    x[5] = math.inf
+    x[5, 0] = math.nan
+    return x
+
+
+@pytest.mark.parametrize("nan_combine", [False, True], ids=["two_reductions", "nan_combine"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int32, torch.int64])
+@pytest.mark.parametrize("width", [1, 5, 63, 64, 65, 200])
+def test_reductions_one_tile_and_looped(width, dtype, nan_combine, device, monkeypatch):
+    """sum/mean/prod/amax/amin (and var, logsumexp, the inf norms: the same kernel) over
+    the last dim under a forced cap of 64: rows up to it in one tile (short rows several a
+    program, the last program partial), longer ones looped over tiles of 16. NaN wins in
+    amax/amin (by the NaN-propagating combine the cuda driver uses, or tl.max/min and a
+    NaN flag), -inf/+inf rows, float32 accumulation of halves, integers exactly."""
+    from torch_ext.ops import _common, _rows
+
+    if nan_combine and not dtype.is_floating_point:
+        pytest.skip("integers have no NaN: one kernel either way")
+    force_spec(monkeypatch, _rows, row_tile_cap=64, reduction_block=16, reduction_tile_bytes=64)
+    force_spec(monkeypatch, _common, reduction_block=16)
+    force_spec(monkeypatch, R, reduction_nan_combine=nan_combine)
+    seen = _launches(monkeypatch)
+    rows = 7
+    if dtype.is_floating_point:
+        x = torch.randn(rows, width, dtype=torch.float64).to(dtype)
+        if width > 1:
+            x = _special_rows(x)
+    else:
+        x = torch.randint(-50, 50, (rows, width), dtype=dtype)
+    xd = x.to(device)
+    xr = x.double() if dtype.is_floating_point else x
+    out = torch.empty(rows, dtype=dtype, device=device)
+    for op, ref in ((R.amax_out, xr.amax(1)), (R.amin_out, xr.amin(1))):
+        op(xd, [1], False, out)
+        assert_close(out, ref.to(dtype))
+    if not dtype.is_floating_point:
+        out = torch.empty(rows, dtype=torch.int64, device=device)
+        R.sum_out(xd, [1], False, None, out)
+        assert_close(out, x.sum(1))
+        small = (x % 3 - 1).to(device)  # -1, 0, 1: products stay small
+        R.prod_out(small, 1, False, None, out)
+        assert_close(out, (x % 3 - 1).prod(1))
+    else:
+        R.sum_out(xd, [1], False, None, out)
+        assert_close(out, xr.sum(1), dtype, reduce_dim=width)
+        R.mean_out(xd, [1], False, None, out)
+        assert_close(out, xr.mean(1), dtype)
+        R.prod_out((xd * 0.1 + 1), 1, False, None, out)  # a mean-1 product of finite rows
+        assert_close(out, (x.double() * 0.1 + 1).prod(1), dtype, reduce_dim=width)
+        if width > 1:
+            assert_close(statistics.var_correction(xd, [1], None), xr.var(1), dtype)
+        assert_close(statistics.logsumexp(xd, [1]), torch.logsumexp(xr, 1), dtype)
+        for ord in (math.inf, -math.inf):
+            statistics.linalg_vector_norm_out(xd, ord, [1], False, None, out)
+            assert_close(out, torch.linalg.vector_norm(xr, ord, 1), dtype)
+    kinds = {one for one, _, _ in seen}
+    assert kinds == ({True} if width <= 64 else {False}), seen
+    if width == 5:
+        # 8 lanes a row, 64 bytes a program (at least the 16-element reduction tile): 4
+        # rows of 2-byte elements, 2 of 4- or 8-byte ones.
+        assert {bo for _, bo, _ in seen} == {max(64 // x.element_size(), 16) // 8}, seen
+
+
+def test_reduction_paths_kept(device, monkeypatch):
+    """A non-innermost dim keeps its looped tiles; a split reduction (few outputs, long
+    rows) keeps its two launches; empty rows give the identity (sum) or NaN (mean); an
+    empty amax raises as before."""
+    from torch_ext.ops import _common, _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=64)
+    force_spec(monkeypatch, _common, reduction_block=16)
+    seen = _launches(monkeypatch)
+    x = randn((5, 40, 3), torch.float32, device)
+    out = torch.empty(5, 3, device=device)
+    R.amax_out(x, [1], False, out)
+    assert_close(out, to_ref(x).amax(1))
+    assert seen == [(False, *_common.reduce_blocks(15, 40, 3))]  # the generic tiles
+    seen.clear()
+    monkeypatch.setattr(R, "_splits", lambda O, Rn, B=1: 3 if Rn > 10 else 1)
+    y = randn((2, 50), torch.float16, device)
+    out = torch.empty(2, dtype=torch.float16, device=device)
+    R.sum_out(y, [1], False, None, out)
+    assert_close(out, to_ref(y).sum(1), torch.float16, reduce_dim=50)
+    assert [one for one, _, _ in seen] == [False, False]
+    e = torch.empty(3, 0, device=device)
+    out = torch.empty(3, device=device)
+    R.sum_out(e, [1], False, None, out)
+    assert_close(out, torch.zeros(3))
+    R.mean_out(e, [1], False, None, out)
+    assert out.isnan().all()
+    with pytest.raises(RuntimeError):
+        R.max_all(torch.empty(0, device=device))

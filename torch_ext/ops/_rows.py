@@ -1,4 +1,4 @@
-"""Tiles of the row kernels (softmax, layer/RMS norm, argmax/argmin).
+"""Tiles of the row kernels (softmax, layer/RMS norm, argmax/argmin, the reductions).
 
 A memory-bound row op moves at the copy bandwidth only if it reads its input once. A
 kernel that holds a whole row in registers does (load, reduce, normalise, store); one
@@ -28,10 +28,11 @@ def warps_for(values):
     return 4 if values <= 2048 else 8 if values <= 8192 else 16
 
 
-def row_tile(O, R, B, arrays=1):
+def row_tile(O, R, B, arrays=1, values=None):
     """(BLOCK_O, BLOCK_R, num_warps) of a one-pass kernel over the O = A * B lanes of a
     contiguous (A, R, B) view, each lane's R elements in one tile of BLOCK_R; None where
-    they do not fit (the kernel loops over R)."""
+    they do not fit (the kernel loops over R). `values`: the elements a program takes
+    (short rows several a program), by default the driver's reduction tile."""
     cap = row_tile_cap(arrays)
     if B > 1:
         # A lane's elements are B apart: only neighbouring lanes (b, b + 1) make a load
@@ -46,6 +47,18 @@ def row_tile(O, R, B, arrays=1):
         br = next_pow2(max(R, 1))
         # Short rows: several per program, up to the driver's reduction tile (the
         # interpreter's cost is per program).
-        tile = max(spec("reduction_block", R) or 4096, br)
+        tile = max(values or spec("reduction_block", R) or 4096, br)
         bo = pow2_at_most(O, tile // br)
     return bo, br, warps_for(bo * br * arrays)
+
+
+def reduction_tile(O, R, elem_size):
+    """(BLOCK_O, BLOCK_R, num_warps) of a one-tile reduction (sum, amax, ...) of O
+    contiguous rows of R elements of `elem_size` bytes; None past the cap. A reduction
+    reads its input once either way: the tile only sets how much of it is in flight. A
+    program takes whole rows, at least `reduction_tile_bytes` of them (cuda: 16 KiB,
+    8Ki fp16 values: two 4Ki rows, one 8Ki row; 4Ki float32), or the reduction tile if
+    larger (the interpreter's 16Ki values); warps by tile, so each thread loads 16-32
+    values at once: 8Ki values with 8 warps are four 16-byte loads a thread in fp16."""
+    per = (spec("reduction_tile_bytes") or (16 << 10)) // elem_size
+    return row_tile(O, R, 1, values=max(per, spec("reduction_block", R) or 4096))

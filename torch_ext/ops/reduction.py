@@ -5,7 +5,10 @@ One kernel reduces a tensor viewed as (A, R, B) over R: the outputs are the
 A*B pairs (a, b), tiled together with R, so row reductions (B == 1), column
 reductions (A == 1) and anything between need no transposing copy.  Reduced
 dims that are not one contiguous block of a contiguous tensor are first
-gathered to the end with the copy kernel.
+gathered to the end with the copy kernel.  Contiguous rows that fit one tile
+(ops/_rows.py reduction_tile) are loaded whole, one program per row or several
+short rows per program; longer rows loop over tiles, and few outputs of long
+rows split R over programs and combine the partials in a second launch.
 
 Kernels follow the structured impl convention (2): fn(*impl_args, *outs).
 """
@@ -21,7 +24,7 @@ from .copy import copy_kernel
 from ._declare import kernel
 from ._common import TL_DTYPES, acc_dtype, as_arb
 from ._common import reduce_blocks
-from ._rows import row_tile, warps_for
+from ._rows import reduction_tile, row_tile, warps_for
 from ._symbolic import empty, plain, sizes
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
@@ -52,6 +55,60 @@ def _mul(a, b):
 
 
 @triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _accumulate(acc, x, r0, r_end, base, omask, B, centre, p, neutral, OP, ACC, BLOCK_R, FIRST):
+    """acc (BLOCK_R, BLOCK_O) with the tile of rows r0 + [0, BLOCK_R) (below r_end);
+    FIRST: acc is all neutral, the tile's contribution replaces it. Masked elements load
+    as `neutral` (no max/min/prod contribution; sums add 0, and the ops that transform
+    it mask it out)."""
+    r = r0 + tl.arange(0, BLOCK_R)
+    m = (r < r_end)[:, None] & omask[None, :]
+    raw = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral)
+    v = raw.to(ACC)
+    if OP == SQDEV:
+        d = tl.where(m, v - centre[None, :], 0)
+        w = d * d
+    elif OP == ANY or OP == NONZERO:
+        w = (raw != 0).to(ACC)
+    elif OP == ALL:
+        w = (m & (raw == 0)).to(ACC)
+    elif OP == ABS_SUM or OP == ABS_MAX or OP == ABS_MIN:
+        w = tl.abs(v)
+    elif OP == SQ_SUM:
+        w = v * v
+    elif OP == POW_SUM:
+        av = tl.abs(v)
+        # |0|**p is 0 for p > 0 and inf for p < 0 (then the norm is 0).
+        pw = tl.exp2((p * tl.log2(av)).to(ACC))
+        pw = tl.where(av != 0, pw, tl.where(p < 0, float("inf"), 0.0))
+        w = tl.where(m, pw, 0)
+    elif OP == EXP_SUM:  # the second pass of logsumexp
+        w = tl.where(m, tl.exp(v - centre[None, :]), 0)
+    else:  # SUM, PROD, MAX, MIN
+        w = v
+    if FIRST:
+        acc = w
+    elif OP == MAX or OP == ABS_MAX:
+        acc = tl.maximum(acc, w, propagate_nan=tl.PropagateNan.ALL)  # NaN wins
+    elif OP == MIN or OP == ABS_MIN:
+        acc = tl.minimum(acc, w, propagate_nan=tl.PropagateNan.ALL)
+    elif OP == PROD:
+        acc = acc * w
+    else:
+        acc = acc + w
+    return acc
+
+
+@triton.jit
 def _reduce_kernel(
     x,
     out,
@@ -69,12 +126,19 @@ def _reduce_kernel(
     POST: tl.constexpr,
     ACC: tl.constexpr,
     PARTIAL: tl.constexpr,
+    ONE_TILE: tl.constexpr,
+    NAN_COMBINE: tl.constexpr,
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
 ):
     # Program (i, s) reduces outputs o of tile i over r in [s*R_SPLIT, (s+1)*R_SPLIT).
     # PARTIAL: write the un-finished partial result to out[o, s] (a second
     # pass combines the splits and applies scale and POST).
+    # ONE_TILE: each lane's R elements fit one tile (R <= BLOCK_R, no split): one load
+    # of the whole tile, no loop (ops/_rows.py decides).
+    # NAN_COMBINE: max/min (NaN wins) in one reduction whose combine propagates NaN
+    # (max.NaN on a GPU); else (the interpreter runs a custom combine one element at a
+    # time) tl.max/min, which skip NaN, and a second reduction for "any NaN".
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     split = tl.program_id(1)
     omask = o < O
@@ -83,63 +147,42 @@ def _reduce_kernel(
     base = a * R * B + b
     if OP == SQDEV or OP == EXP_SUM or POST == POST_LOG_ADD:
         centre = tl.load(aux + o, mask=omask, other=0).to(ACC)
-    acc = tl.zeros((BLOCK_R, BLOCK_O), ACC) + neutral
-    if PARTIAL:
-        r_begin = split.to(tl.int64) * R_SPLIT
-        r_end = tl.minimum(r_begin + R_SPLIT, R)
     else:
-        r_begin = 0
-        r_end = R
-    for r0 in range(r_begin, r_end, BLOCK_R):
-        r = r0 + tl.arange(0, BLOCK_R)
-        m = (r < r_end)[:, None] & omask[None, :]
-        raw = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=0)
-        v = raw.to(ACC)
-        if OP == SUM:
-            acc += v
-        elif OP == PROD:
-            acc = tl.where(m, acc * v, acc)
-        elif OP == MAX:
-            acc = tl.where(m & ((v > acc) | (v != v)), v, acc)
-        elif OP == MIN:
-            acc = tl.where(m & ((v < acc) | (v != v)), v, acc)
-        elif OP == SQDEV:
-            d = tl.where(m, v - centre[None, :], 0)
-            acc += d * d
-        elif OP == ANY:
-            acc += (raw != 0).to(ACC)
-        elif OP == ALL:
-            acc += (m & (raw == 0)).to(ACC)
-        elif OP == ABS_SUM:
-            acc += tl.abs(v)
-        elif OP == SQ_SUM:
-            acc += v * v
-        elif OP == ABS_MAX:
-            av = tl.abs(v)
-            acc = tl.where(m & ((av > acc) | (av != av)), av, acc)
-        elif OP == ABS_MIN:
-            av = tl.abs(v)
-            acc = tl.where(m & ((av < acc) | (av != av)), av, acc)
-        elif OP == POW_SUM:
-            av = tl.abs(v)
-            # |0|**p is 0 for p > 0 and inf for p < 0 (then the norm is 0).
-            pw = tl.exp2((p * tl.log2(av)).to(ACC))
-            pw = tl.where(av != 0, pw, tl.where(p < 0, float("inf"), 0.0))
-            acc += tl.where(m, pw, 0)
-        elif OP == NONZERO:
-            acc += (raw != 0).to(ACC)
-        else:  # EXP_SUM: the second pass of logsumexp
-            acc += tl.where(m, tl.exp(v - centre[None, :]), 0)
+        centre = tl.zeros((BLOCK_O,), ACC)  # unused
+    if ONE_TILE:
+        acc = _accumulate(
+            0, x, 0, R, base, omask, B, centre, p, neutral, OP, ACC, BLOCK_R, True
+        )
+    else:
+        if PARTIAL:
+            r_begin = split.to(tl.int64) * R_SPLIT
+            r_end = tl.minimum(r_begin + R_SPLIT, R)
+        else:
+            r_begin = 0
+            r_end = R
+        acc = tl.zeros((BLOCK_R, BLOCK_O), ACC) + neutral
+        for r0 in range(r_begin, r_end, BLOCK_R):
+            acc = _accumulate(
+                acc, x, r0, r_end, base, omask, B, centre, p, neutral, OP, ACC, BLOCK_R, False
+            )
     if OP == PROD:
         res = tl.reduce(acc, 0, _mul)
     elif OP == MAX or OP == ABS_MAX:
-        res = tl.max(acc, 0)
-        if ACC.is_floating():
-            res = tl.where(tl.max((acc != acc).to(tl.int32), 0) > 0, float("nan"), res)
+        if ACC.is_floating() and NAN_COMBINE:
+            res = tl.reduce(acc, 0, _max_nan)
+        else:
+            res = tl.max(acc, 0)
+            if ACC.is_floating():
+                nan = tl.max((acc != acc).to(tl.int32), 0) > 0
+                res = tl.where(nan, float("nan"), res)
     elif OP == MIN or OP == ABS_MIN:
-        res = tl.min(acc, 0)
-        if ACC.is_floating():
-            res = tl.where(tl.max((acc != acc).to(tl.int32), 0) > 0, float("nan"), res)
+        if ACC.is_floating() and NAN_COMBINE:
+            res = tl.reduce(acc, 0, _min_nan)
+        else:
+            res = tl.min(acc, 0)
+            if ACC.is_floating():
+                nan = tl.max((acc != acc).to(tl.int32), 0) > 0
+                res = tl.where(nan, float("nan"), res)
     else:
         res = tl.sum(acc, 0)
     if PARTIAL:
@@ -182,7 +225,8 @@ def run_reduce(
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
     aux_arg = aux if aux is not None else x
-    splits, bo, br, warps = _config(O, R, B, x.element_size())
+    splits, bo, br, warps, one_tile = _config(O, R, B, x.element_size())
+    nan_combine = bool(spec("reduction_nan_combine"))
     if splits > 1:
         # Few outputs, long reductions: split R over more programs, then
         # combine the (O, splits) partials. Each split is a whole number of
@@ -207,6 +251,8 @@ def run_reduce(
             POST=POST_NONE,
             ACC=TL_DTYPES[acc],
             PARTIAL=True,
+            ONE_TILE=False,
+            NAN_COMBINE=nan_combine,
             BLOCK_O=bo,
             BLOCK_R=br,
             num_warps=warps,
@@ -214,7 +260,7 @@ def run_reduce(
         x, R, B, op = partial, splits, 1, _COMBINE[op]
         neutral = _neutral(op, acc)
         bo, br = reduce_blocks(O, R, B)
-        warps = 4
+        warps, one_tile = 4, False
     launch(
         _reduce_kernel,
         (cdiv(O, bo), 1),
@@ -232,6 +278,8 @@ def run_reduce(
         POST=post,
         ACC=TL_DTYPES[acc],
         PARTIAL=False,
+        ONE_TILE=one_tile,
+        NAN_COMBINE=nan_combine,
         BLOCK_O=bo,
         BLOCK_R=br,
         num_warps=warps,
@@ -262,16 +310,24 @@ _COMBINE = {
 
 
 def _config(O, R, B, elem_size):
-    """(splits, BLOCK_O, BLOCK_R, num_warps) of a reduction of (A, R, B) with
-    O = A*B outputs: the driver's tuning (spec "reduction_config") if it has
-    one for this shape, else tiles of at most `reduction_block` elements and
-    _splits programs along R."""
+    """(splits, BLOCK_O, BLOCK_R, num_warps, one_tile) of a reduction of (A, R, B) with
+    O = A*B outputs: the driver's tuning (spec "reduction_config") if it has one for
+    this shape, else tiles of at most `reduction_block` elements and _splits programs
+    along R. Where that gives one program per output tile (no split) and the rows are
+    contiguous (B == 1) and fit one tile (ops/_rows.py), a program loads its rows'
+    tile once instead of looping over R: a single read either way, but the whole row's
+    loads are in flight at once (the loop issued one tile per step, the next only
+    after the last had arrived). Few outputs of long rows keep the split."""
     cfg = spec("reduction_config", O, R, B, elem_size)
-    if cfg is not None:
-        return cfg
-    splits = _splits(O, R, B)
-    bo, br = reduce_blocks(O, cdiv(R, splits), B)
-    return splits, bo, br, 4
+    if cfg is None:
+        splits = _splits(O, R, B)
+        bo, br = reduce_blocks(O, cdiv(R, splits), B)
+        cfg = splits, bo, br, 4
+    if cfg[0] == 1 and B == 1:
+        tile = reduction_tile(O, R, elem_size)
+        if tile is not None:
+            return (1,) + tile + (True,)
+    return cfg + (False,)
 
 
 def _splits(O, R, B=1):

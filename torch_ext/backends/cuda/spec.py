@@ -112,7 +112,9 @@ def reduction_config(
       programs of 4Ki tiles took 86.0);
     - many rows of >= 4Ki elements: 4Ki tiles with 16 warps: 42.9 us vs 48.6
       with 4 warps on 8192x8192 float16 (torch 59.1).
-    Other shapes keep the generic tiling."""
+    Other shapes keep the generic tiling. A config of one program per output tile
+    (no split) over rows up to row_tile_cap is replaced by ops/_rows.py's one-tile
+    reduction (reduction_tile_bytes): these loops remain for rows past the cap."""
     if inner != 1:
         return None
     sms = _sm_count()
@@ -121,6 +123,25 @@ def reduction_config(
     if outputs >= sms and length >= 4096:
         return 1, 1, 4096, 16
     return None
+
+
+def reduction_tile_bytes() -> int:
+    """Bytes of input a one-tile reduction program takes at least (whole rows: ops/_rows.py
+    reduction_tile): 16 KiB, an 8Ki fp16 row or two 4Ki ones, 8Ki values with 8 warps,
+    so each thread has four 16-byte loads in flight at once (the looped 4Ki tiles with 16
+    warps had one: amax 68% of copy bandwidth at 8192x8192 fp16 on an H200). Compiled
+    for sm_90 (Triton 3.9), 8Ki-wide rows (8 warps): amax/amin 27 registers in fp16/bf16
+    (max.NaN.f16x2 on the packed halves), 31 in float32, sum/mean 29-31; 16Ki rows (16
+    warps) 28-34, integers up to 46; no spills. Not yet timed on a GPU."""
+    return 16 << 10
+
+
+def reduction_nan_combine() -> bool:
+    """amax/amin (and the inf norms) reduce with a combine that propagates NaN (max.NaN,
+    one instruction an element, one cross-thread reduction) rather than tl.max/tl.min
+    (which skip NaN) and a second reduction of an is-NaN flag: the interpreter runs a
+    custom combine one element at a time, the compiled kernel as fast as tl.max."""
+    return True
 
 
 def row_tile_cap() -> int:
