@@ -1,7 +1,7 @@
-"""Launch plans of the row kernels (softmax, layer/RMS norm, argmax: ops/_rows.py) on
-both paths, one tile and looped (a small cap forced): a second call replays the first
-one's record, and a shape class keeps its plans apart across the cap (the one-tile
-decision is a guard on the row length)."""
+"""Launch plans of the row kernels (softmax, layer/RMS norm, argmax, the reductions:
+ops/_rows.py) on both paths, one tile and looped (a small cap forced): a second call
+replays the first one's record, and a shape class keeps its plans apart across the cap
+(the one-tile decision is a guard on the row length)."""
 
 import pytest
 import torch
@@ -52,12 +52,23 @@ def _argmax(x, w):
     return x.argmax(-1), x.argmin(0), torch.max(x, -1).values
 
 
+def _reductions(x, w):
+    # (torch.var shares the kernel but is no size-generic op: test_second_call_replays)
+    return x.amax(-1), x.amin(-1), x.sum(-1), x.mean(-1), x.amax(0)
+
+
+def _var(x, w):
+    return torch.var(x, -1), torch.std(x, -1)
+
+
 OPS = {
     "softmax": _softmax_step,
     "log_softmax_dim0": _log_softmax_dim0,
     "layer_norm": _layer_norm,
     "rms_norm": _rms_norm,
     "argmax": _argmax,
+    "reductions": _reductions,
+    "var": _var,
 }
 
 
@@ -82,7 +93,7 @@ def test_second_call_replays(name, width):
     assert now_recorded == recorded and now_replayed >= replayed + recorded - recorded0
 
 
-@pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm"])
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm", "reductions"])
 def test_shape_class_across_the_cap(name):
     """Row counts replay one plan after two recordings; a width past the cap records
     (the guard fails) and computes right, and the one-tile width still replays."""
