@@ -34,6 +34,7 @@ under Triton's interpreter (tests/ops with TORCH_EXT_TEST_DEVICE=cpu).
 from . import (  # noqa: F401
     activation,
     advanced_index,
+    amax_backward,
     attention,
     attention_kernels,
     batch_norm,
