@@ -296,11 +296,12 @@ def _special_rows(x):
 
 @pytest.mark.parametrize("nan_combine", [False, True], ids=["two_reductions", "nan_combine"])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int32, torch.int64])
-@pytest.mark.parametrize("width", [1, 5, 63, 64, 65, 200])
+@pytest.mark.parametrize("width", [1, 5, 32, 33, 63, 64, 65, 200])
 def test_reductions_one_tile_and_looped(width, dtype, nan_combine, device, monkeypatch):
     """sum/mean/prod/amax/amin (and var, logsumexp, the inf norms: the same kernel) over
     the last dim under a forced cap of 64: rows up to it in one tile (short rows several a
-    program, the last program partial), longer ones looped over tiles of 16. NaN wins in
+    program, the last program partial; 32 for the int64 accumulator of integers: two
+    arrays), longer ones looped over tiles of 16. NaN wins in
     amax/amin (by the NaN-propagating combine the cuda driver uses, or tl.max/min and a
     NaN flag), -inf/+inf rows, float32 accumulation of halves, integers exactly."""
     from torch_ext.ops import _common, _rows
@@ -345,7 +346,7 @@ def test_reductions_one_tile_and_looped(width, dtype, nan_combine, device, monke
             statistics.linalg_vector_norm_out(xd, ord, [1], False, None, out)
             assert_close(out, torch.linalg.vector_norm(xr, ord, 1), dtype)
     kinds = {one for one, _, _ in seen}
-    assert kinds == ({True} if width <= 64 else {False}), seen
+    assert kinds == ({True} if width <= (64 if dtype.is_floating_point else 32) else {False}), seen
     if width == 5:
         # 8 lanes a row, 64 bytes a program (at least the 16-element reduction tile): 4
         # rows of 2-byte elements, 2 of 4- or 8-byte ones.

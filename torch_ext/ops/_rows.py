@@ -52,13 +52,14 @@ def row_tile(O, R, B, arrays=1, values=None):
     return bo, br, warps_for(bo * br * arrays)
 
 
-def reduction_tile(O, R, elem_size):
+def reduction_tile(O, R, elem_size, arrays=1):
     """(BLOCK_O, BLOCK_R, num_warps) of a one-tile reduction (sum, amax, ...) of O
     contiguous rows of R elements of `elem_size` bytes; None past the cap. A reduction
     reads its input once either way: the tile only sets how much of it is in flight. A
     program takes whole rows, at least `reduction_tile_bytes` of them (cuda: 16 KiB,
     8Ki fp16 values: two 4Ki rows, one 8Ki row; 4Ki float32), or the reduction tile if
     larger (the interpreter's 16Ki values); warps by tile, so each thread loads 16-32
-    values at once: 8Ki values with 8 warps are four 16-byte loads a thread in fp16."""
+    values at once: 8Ki values with 8 warps are four 16-byte loads a thread in fp16.
+    `arrays` 2 for an 8-byte accumulator (int64, float64: two registers a value)."""
     per = (spec("reduction_tile_bytes") or (16 << 10)) // elem_size
-    return row_tile(O, R, 1, values=max(per, spec("reduction_block", R) or 4096))
+    return row_tile(O, R, 1, arrays, values=max(per, spec("reduction_block", R) or 4096))

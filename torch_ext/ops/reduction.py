@@ -225,7 +225,7 @@ def run_reduce(
         out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     )
     aux_arg = aux if aux is not None else x
-    splits, bo, br, warps, one_tile = _config(O, R, B, x.element_size())
+    splits, bo, br, warps, one_tile = _config(O, R, B, x.element_size(), acc.itemsize)
     nan_combine = bool(spec("reduction_nan_combine"))
     if splits > 1:
         # Few outputs, long reductions: split R over more programs, then
@@ -309,7 +309,7 @@ _COMBINE = {
 }
 
 
-def _config(O, R, B, elem_size):
+def _config(O, R, B, elem_size, acc_size=4):
     """(splits, BLOCK_O, BLOCK_R, num_warps, one_tile) of a reduction of (A, R, B) with
     O = A*B outputs: the driver's tuning (spec "reduction_config") if it has one for
     this shape, else tiles of at most `reduction_block` elements and _splits programs
@@ -317,14 +317,16 @@ def _config(O, R, B, elem_size):
     contiguous (B == 1) and fit one tile (ops/_rows.py), a program loads its rows'
     tile once instead of looping over R: a single read either way, but the whole row's
     loads are in flight at once (the loop issued one tile per step, the next only
-    after the last had arrived). Few outputs of long rows keep the split."""
+    after the last had arrived). Few outputs of long rows keep the split. An 8-byte
+    accumulator (int64, float64) takes two registers a value: it counts as two arrays
+    (half the cap, warps for twice the values)."""
     cfg = spec("reduction_config", O, R, B, elem_size)
     if cfg is None:
         splits = _splits(O, R, B)
         bo, br = reduce_blocks(O, cdiv(R, splits), B)
         cfg = splits, bo, br, 4
     if cfg[0] == 1 and B == 1:
-        tile = reduction_tile(O, R, elem_size)
+        tile = reduction_tile(O, R, elem_size, 2 if acc_size > 4 else 1)
         if tile is not None:
             return (1,) + tile + (True,)
     return cfg + (False,)
