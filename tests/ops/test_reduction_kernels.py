@@ -233,14 +233,25 @@ def test_vector_norm_with_zero_entries(p, device):
     assert_close(out, ref.float(), reduce_dim=7)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int64])
+def _nan_variants(ints):
+    """(dtype, nan_combine): both ways of letting NaN win for floats (the cuda driver's
+    NaN-propagating combine, or tl.max/min and a NaN flag); integers have no NaN."""
+    floats = [pytest.param(dt, nc, id=f"{dt}-{'nan_combine' if nc else 'two_reductions'}")
+              for dt in FLOAT_DTYPES for nc in (False, True)]  # fmt: skip
+    return floats + [pytest.param(dt, False, id=str(dt)) for dt in ints]
+
+
+@pytest.mark.parametrize("dtype,nan_combine", _nan_variants([torch.int64]))
 @pytest.mark.parametrize("shape,dim", [((6, 64), 1), ((6, 65), 1), ((6, 200), 1), ((5, 70, 3), 1)])
-def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, device, monkeypatch):
+def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, device, monkeypatch):
     """argmax/argmin and max/min(dim) in one read: rows up to a small forced cap in one
-    tile, longer ones over tiles of 64 merged into a running (value, index) pair. NaN wins
-    (the first NaN), equal values keep the first index, within a tile and across tiles."""
+    tile, longer ones over tiles of 64 merged into a running (value, index) pair; a tile's
+    extreme by the NaN-propagating combine the cuda driver uses or by tl.max/min and a NaN
+    flag, then its first index. NaN wins (the first NaN), equal values keep the first
+    index, within a tile and across tiles."""
     from torch_ext.ops import _common, _rows
 
+    force_spec(monkeypatch, R, reduction_nan_combine=nan_combine)
     force_spec(monkeypatch, _rows, row_tile_cap=64)
     force_spec(monkeypatch, _common, reduction_block=64)
     n = shape[dim]
@@ -294,8 +305,7 @@ def _special_rows(x):
     return x
 
 
-@pytest.mark.parametrize("nan_combine", [False, True], ids=["two_reductions", "nan_combine"])
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int32, torch.int64])
+@pytest.mark.parametrize("dtype,nan_combine", _nan_variants([torch.int32, torch.int64]))
 @pytest.mark.parametrize("width", [1, 5, 32, 33, 63, 64, 65, 200])
 def test_reductions_one_tile_and_looped(width, dtype, nan_combine, device, monkeypatch):
     """sum/mean/prod/amax/amin (and var, logsumexp, the inf norms: the same kernel) over
@@ -306,8 +316,6 @@ def test_reductions_one_tile_and_looped(width, dtype, nan_combine, device, monke
     NaN flag), -inf/+inf rows, float32 accumulation of halves, integers exactly."""
     from torch_ext.ops import _common, _rows
 
-    if nan_combine and not dtype.is_floating_point:
-        pytest.skip("integers have no NaN: one kernel either way")
     force_spec(monkeypatch, _rows, row_tile_cap=64, reduction_block=16, reduction_tile_bytes=64)
     force_spec(monkeypatch, _common, reduction_block=16)
     force_spec(monkeypatch, R, reduction_nan_combine=nan_combine)

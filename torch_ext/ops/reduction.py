@@ -151,9 +151,7 @@ def _reduce_kernel(
     else:
         centre = tl.zeros((BLOCK_O,), ACC)  # unused
     if ONE_TILE:
-        acc = _accumulate(
-            0, x, 0, R, base, omask, B, centre, p, neutral, OP, ACC, BLOCK_R, True
-        )
+        acc = _accumulate(0, x, 0, R, base, omask, B, centre, p, neutral, OP, ACC, BLOCK_R, True)
     else:
         if PARTIAL:
             r_begin = split.to(tl.int64) * R_SPLIT
@@ -513,37 +511,40 @@ def _arg_kernel(
     ACC: tl.constexpr,
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
+    NAN_COMBINE: tl.constexpr = False,
 ):
-    # One read of x. Each tile's winner per lane in PyTorch's order: its first NaN if it
-    # has one (NaN is above every number), else the first index of its extreme value
-    # (tl.max/min with indices, ties to the left; the interpreter runs them vectorised, a
-    # custom tl.reduce combine one element at a time). A later tile (higher indices)
-    # replaces the running pair only when strictly better; padding holds `neutral`, at
-    # indices above every element: never chosen over one.
+    # One read of x. Each tile's winner per lane in PyTorch's order (NaN above every
+    # number): its extreme value by one reduction (NAN_COMBINE: a combine that lets NaN
+    # win, max.NaN on a GPU; the interpreter runs a custom combine one element at a time,
+    # so there tl.max/min and a NaN flag), then the first index holding it (a NaN
+    # matches a NaN) by a second, over int32 positions: a reduction carrying (value,
+    # index) pairs cost the GPU several times the loads (argmax at 37-53% of copy
+    # bandwidth). A later tile (higher indices) replaces the running pair only when
+    # strictly better; padding holds `neutral` at indices above every element.
     o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
     omask = o < O
     base = (o // B) * R * B + o % B
     best = tl.full((BLOCK_O,), neutral, ACC)
     best_i = tl.zeros((BLOCK_O,), tl.int64)
+    pos = tl.arange(0, BLOCK_R)[:, None]
     for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
         v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
-        if ACC.is_floating():
-            nan = v != v
-            v = tl.where(nan, neutral, v)
-        if IS_MAX:
-            tv, ti = tl.max(v, 0, return_indices=True, return_indices_tie_break_left=True)
-            take = tv > best
+        if ACC.is_floating() and NAN_COMBINE:
+            tv = tl.reduce(v, 0, _max_nan if IS_MAX else _min_nan)
         else:
-            tv, ti = tl.min(v, 0, return_indices=True, return_indices_tie_break_left=True)
-            take = tv < best
+            tv = tl.max(v, 0) if IS_MAX else tl.min(v, 0)
+            if ACC.is_floating():
+                nan = tl.max((v != v).to(tl.int32), 0) > 0
+                tv = tl.where(nan, float("nan"), tv)
+        hit = v == tv[None, :]
         if ACC.is_floating():
-            first_nan = tl.min(tl.where(nan, tl.arange(0, BLOCK_R)[:, None], BLOCK_R), 0)
-            tile_nan = first_nan < BLOCK_R
-            tv = tl.where(tile_nan, float("nan"), tv)
-            ti = tl.where(tile_nan, first_nan, ti)
-            take = (best == best) & (take | tile_nan)
+            hit = hit | ((v != v) & (tv != tv)[None, :])
+        ti = tl.min(tl.where(hit, pos, BLOCK_R), 0)
+        take = tv > best if IS_MAX else tv < best
+        if ACC.is_floating():
+            take = (best == best) & (take | (tv != tv))
         best = tl.where(take, tv, best)
         best_i = tl.where(take, r0 + ti.to(tl.int64), best_i)
     if VALUES:
@@ -598,6 +599,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
         ACC=TL_DTYPES[acc],
         BLOCK_O=bo,
         BLOCK_R=br,
+        NAN_COMBINE=bool(spec("reduction_nan_combine")),
         num_warps=warps,
     )
     if vt is not values:
