@@ -85,7 +85,7 @@ def test_split_k(split, dtype, device, monkeypatch):
         assert_close(out, ref.to(dtype), dtype, reduce_dim=300)
         first = out.clone() if first is None else first
         assert torch.equal(to_ref(out), to_ref(first))
-    assert int(to_ref(blas._arrival_counters(out.device)).abs().sum()) == 0  # re-armed
+    assert int(to_ref(blas.arrival_counters("split_k", out.device)).abs().sum()) == 0  # re-armed
     blas.mm_out(a, b, out)
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=300)
 

@@ -109,7 +109,7 @@ def matmul_cases():
     from torch_ext.ops import matmul
 
     matmul.tuned = _every_candidate  # each tile configuration the tuner may time
-    matmul._arrival_counters = lambda device: torch.zeros(matmul.ARRIVALS, dtype=torch.int32)
+    matmul.arrival_counters = lambda family, device: torch.zeros(matmul.ARRIVALS, dtype=torch.int32)
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         for m, n, k in ((4096, 4096, 4096), (256, 1024, 4096)):
             for layout in ("nn", "nt", "tn"):
@@ -135,7 +135,9 @@ def conv_cases():
         conv_igemm_flat.launch = recorder(f"conv {str(dt)[6:]} 7x7 stem, every tile candidate")
         x = torch.empty(32, 3, 224, 224, dtype=dt)
         w = torch.empty(64, 3, 7, 7, dtype=dt)
-        conv_igemm_flat.flat_forward(x, w, None, [2, 2], [3, 3], [1, 1], [112, 112], torch.contiguous_format)
+        conv_igemm_flat.flat_forward(
+            x, w, None, [2, 2], [3, 3], [1, 1], [112, 112], torch.contiguous_format
+        )
         dy = torch.empty(32, 64, 112, 112, dtype=dt)
         conv_igemm_flat.flat_weight_grad(dy, x, w.shape, [2, 2], [3, 3], [1, 1])
     for dt in (torch.bfloat16, torch.float32):

@@ -368,6 +368,25 @@ def persistent(tensor):
         c_ext._plan_persistent(tensor)
 
 
+# Arrival counters of split reductions (split-K products, batch norm's statistics): the
+# last program of a group to arrive merges the group's partials and re-arms its counter,
+# so they are zero between launches. One set per family and device, outliving every plan.
+ARRIVALS = 1 << 14
+_arrivals = {}
+
+
+def arrival_counters(family, device):
+    """ARRIVALS int32 counters of `family` (a name) on `device`, registered persistent."""
+    t = _arrivals.get((family, device))
+    if t is None:
+        with paused():  # not part of the op being recorded, if any
+            t = torch.zeros(ARRIVALS, dtype=torch.int32, device=device)
+        _arrivals[(family, device)] = t
+        if t.device.type == "privateuseone":
+            persistent(t)
+    return t
+
+
 def unreplayable(why):
     """Keeps the op being recorded on Python: it does something a launch plan
     cannot repeat (`why` names it in _C._plan_stats()["reasons"])."""

@@ -12,7 +12,7 @@ import torch
 
 from ._common import contiguous, stat_dtype, tl_float_acc
 from ._declare import kernel
-from ._launch import cdiv, launch, next_pow2, paused, persistent
+from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ..backends import spec
 from .batch_norm_kernels import (
     _bn_apply_kernel,
@@ -38,22 +38,6 @@ def _view(t):
         t = contiguous(t)
         st = _ncs(t)
     return t, st
-
-
-# The split reductions' arrival counters, one per channel block, zero between launches
-# (the last program of a block re-arms its counter): per device, outliving every plan.
-ARRIVALS = 1 << 14
-_arrivals = {}
-
-
-def _arrival_counters(device):
-    t = _arrivals.get(device)
-    if t is None:
-        with paused():  # not part of the op being recorded, if any
-            t = _arrivals[device] = torch.zeros(ARRIVALS, dtype=torch.int32, device=device)
-        if t.device.type == "privateuseone":
-            persistent(t)
-    return t
 
 
 # Without a driver's choice (the interpreter, whose cost is per program and per loop
@@ -184,7 +168,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
             part = torch.empty((2, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
         launch(
             _bn_stats_kernel, (p.cblocks, p.split), x, part,
-            _arrival_counters(x.device) if merge else x,
+            arrival_counters("batch_norm", x.device) if merge else x,
             running_mean if has_run else x, running_var if has_run else x, smean, sinv,
             *p.shape_args(), *p.strides(0), p.TN, p.TS, p.items, p.per, *p.counts,
             float(momentum), float(eps),
@@ -243,7 +227,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
         part = torch.empty((2, p.split, C), dtype=acc_t, device=x.device) if merge else x
         launch(
             _bn_bwd_sums_kernel, (p.cblocks, p.split), g, x, mean, stat, part,
-            _arrival_counters(x.device) if merge else x, sums,
+            arrival_counters("batch_norm", x.device) if merge else x, sums,
             dw if dw is not None else x, db if db is not None else x,
             *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per, float(eps),
             IS_VAR=bool(is_var), DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1),

@@ -21,7 +21,7 @@ import torch
 
 from ._common import float_acc, tl_float_acc
 from ..backends import spec
-from ._launch import cdiv, launch, next_pow2, paused, persistent, pow2_at_most
+from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2, pow2_at_most
 from ._tune import tuned
 from ._symbolic import empty, expand_strides, numel, sizes, strides
 from ._declare import Scalar, kernel
@@ -210,22 +210,6 @@ def _mm_kernel(
                   beta, HAS_BIAS, ACC)  # fmt: skip
 
 
-# Split-K's arrival counters, one per output tile, zero between launches (the last
-# program of a tile re-arms its counter): per device, outliving every launch plan.
-ARRIVALS = 1 << 14
-_arrivals = {}
-
-
-def _arrival_counters(device):
-    t = _arrivals.get(device)
-    if t is None:
-        with paused():  # not part of the op being recorded, if any
-            t = _arrivals[device] = torch.zeros(ARRIVALS, dtype=torch.int32, device=device)
-        if t.device.type == "privateuseone":
-            persistent(t)
-    return t
-
-
 def _split_k(tiles, K, Bt):
     """Splits of K for one matrix whose output tiles would leave most of the GPU idle
     (a weight gradient: M x N small, K = the tokens): the driver's choice, 1 = none."""
@@ -290,7 +274,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         split = _split_k(tiles, K, Bt)
         if split > 1:
             ws = empty((split * tiles * bm * bn,), float_acc(a.dtype), a.device)
-            arrivals = _arrival_counters(a.device)
+            arrivals = arrival_counters("split_k", a.device)
         else:
             ws, arrivals = c, c
         launch(
