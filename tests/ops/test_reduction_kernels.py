@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from torch_ext.ops import reduction as R
+from torch_ext.ops import reduction_arg as A
 from torch_ext.ops import scan, statistics
 
 from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
@@ -95,22 +96,22 @@ def test_max_min_arg(device):
         shape = [s for d, s in enumerate(x.shape) if d != dim]
         v = torch.empty(shape, device=device)
         i = torch.empty(shape, dtype=torch.int64, device=device)
-        R.max_dim_out(x, dim, False, v, i)
+        A.max_dim_out(x, dim, False, v, i)
         ref = torch.max(x.cpu(), dim)
         assert_close(v, ref.values)
         assert_close(i, ref.indices)
-        R.min_dim_out(x, dim, False, v, i)
+        A.min_dim_out(x, dim, False, v, i)
         ref = torch.min(x.cpu(), dim)
         assert_close(v, ref.values)
         assert_close(i, ref.indices)
     xi = randn((6, 9), torch.int64, device, -3, 3)  # many ties: first index wins
     out = torch.empty(6, dtype=torch.int64, device=device)
-    R.argmax_out(xi, 1, False, out)
+    A.argmax_out(xi, 1, False, out)
     assert_close(out, xi.cpu().argmax(1))
-    R.argmin_out(xi, 1, False, out)
+    A.argmin_out(xi, 1, False, out)
     assert_close(out, xi.cpu().argmin(1))
     out = torch.empty((), dtype=torch.int64, device=device)
-    R.argmax_out(xi, None, False, out)
+    A.argmax_out(xi, None, False, out)
     assert_close(out, xi.cpu().argmax())
     assert_close(R.max_all(x), x.cpu().max())
     assert_close(R.min_all(xi), xi.cpu().min())
@@ -251,7 +252,7 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, devi
     index, within a tile and across tiles."""
     from torch_ext.ops import _common, _rows
 
-    force_spec(monkeypatch, R, reduction_nan_combine=nan_combine)
+    force_spec(monkeypatch, A, reduction_nan_combine=nan_combine)
     force_spec(monkeypatch, _rows, row_tile_cap=64)
     force_spec(monkeypatch, _common, reduction_block=64)
     n = shape[dim]
@@ -270,9 +271,9 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, devi
     idx = torch.empty(out_shape, dtype=torch.int64, device=device)
     vals = torch.empty(out_shape, dtype=dtype, device=device)
     for is_max in (True, False):
-        (R.argmax_out if is_max else R.argmin_out)(x, dim, False, idx)
+        (A.argmax_out if is_max else A.argmin_out)(x, dim, False, idx)
         assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(dim))
-        (R.max_dim_out if is_max else R.min_dim_out)(x, dim, False, vals, idx)
+        (A.max_dim_out if is_max else A.min_dim_out)(x, dim, False, vals, idx)
         ref = (torch.max if is_max else torch.min)(x.cpu(), dim)
         assert_close(idx, ref.indices)
         assert_close(vals, ref.values, dtype)

@@ -62,6 +62,7 @@ from . import (  # noqa: F401
     optim,
     random,
     reduction,
+    reduction_arg,
     scan,
     search,
     segment,

@@ -1,5 +1,5 @@
-"""Reductions: sum, mean, prod, amax/amin, max/min(dim), argmax/argmin,
-var/std(/_mean), all/any, norm, logsumexp, cumsum.
+"""Reductions: sum, mean, prod, amax/amin, var/std(/_mean), all/any, norm, logsumexp,
+cumsum (max/min(dim) and argmax/argmin, which carry an index: reduction_arg.py).
 
 One kernel reduces a tensor viewed as (A, R, B) over R: the outputs are the
 A*B pairs (a, b), tiled together with R, so row reductions (B == 1), column
@@ -24,7 +24,7 @@ from .copy import copy_kernel
 from ._declare import kernel
 from ._common import TL_DTYPES, acc_dtype, as_arb
 from ._common import reduce_blocks
-from ._rows import reduction_tile, row_tile, warps_for
+from ._rows import reduction_tile
 from ._symbolic import empty, plain, sizes
 
 # Kernel op codes (constexpr so that the kernels may read them as globals).
@@ -492,143 +492,3 @@ def all_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
 @kernel("any_all", shapes=True)
 def any_all_out(self: torch.Tensor, out: torch.Tensor) -> None:
     reduce_into(self, None, out, ANY, post=POST_GT0)
-
-
-# -- max/min/argmax/argmin with indices ------------------------------------
-
-
-@triton.jit
-def _arg_kernel(
-    x,
-    vals,
-    idxs,
-    O,
-    R,
-    B,
-    neutral,
-    IS_MAX: tl.constexpr,
-    VALUES: tl.constexpr,
-    ACC: tl.constexpr,
-    BLOCK_O: tl.constexpr,
-    BLOCK_R: tl.constexpr,
-    NAN_COMBINE: tl.constexpr = False,
-):
-    # One read of x. Each tile's winner per lane in PyTorch's order (NaN above every
-    # number): its extreme value by one reduction (NAN_COMBINE: a combine that lets NaN
-    # win, max.NaN on a GPU; the interpreter runs a custom combine one element at a time,
-    # so there tl.max/min and a NaN flag), then the first index holding it (a NaN
-    # matches a NaN) by a second, over int32 positions: a reduction carrying (value,
-    # index) pairs cost the GPU several times the loads (argmax at 37-53% of copy
-    # bandwidth). A later tile (higher indices) replaces the running pair only when
-    # strictly better; padding holds `neutral` at indices above every element.
-    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
-    omask = o < O
-    base = (o // B) * R * B + o % B
-    best = tl.full((BLOCK_O,), neutral, ACC)
-    best_i = tl.zeros((BLOCK_O,), tl.int64)
-    pos = tl.arange(0, BLOCK_R)[:, None]
-    for r0 in range(0, R, BLOCK_R):
-        r = r0 + tl.arange(0, BLOCK_R)
-        m = (r < R)[:, None] & omask[None, :]
-        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
-        if ACC.is_floating() and NAN_COMBINE:
-            tv = tl.reduce(v, 0, _max_nan if IS_MAX else _min_nan)
-        else:
-            tv = tl.max(v, 0) if IS_MAX else tl.min(v, 0)
-            if ACC.is_floating():
-                nan = tl.max((v != v).to(tl.int32), 0) > 0
-                tv = tl.where(nan, float("nan"), tv)
-        hit = v == tv[None, :]
-        if ACC.is_floating():
-            hit = hit | ((v != v) & (tv != tv)[None, :])
-        ti = tl.min(tl.where(hit, pos, BLOCK_R), 0)
-        take = tv > best if IS_MAX else tv < best
-        if ACC.is_floating():
-            take = (best == best) & (take | (tv != tv))
-        best = tl.where(take, tv, best)
-        best_i = tl.where(take, r0 + ti.to(tl.int64), best_i)
-    if VALUES:
-        if vals.dtype.element_ty == tl.bfloat16:
-            best = best.to(tl.float32)  # the interpreter casts int64/float64 bitwise
-        tl.store(vals + o, best.to(vals.dtype.element_ty), mask=omask)
-    tl.store(idxs + o, best_i, mask=omask)
-
-
-def _arg_reduce(self, dim, values, indices, is_max):
-    """max/min (values and indices) or, with values None, argmax/argmin: one launch,
-    one read of the input."""
-    x = self
-    if dim is None:
-        x, dims = self.reshape(-1) if self.is_contiguous() else self.flatten(), [0]
-        if x.dim() == 0:
-            x = x.reshape(1)
-    else:
-        dims = normalize_dims(dim, x.dim())
-    xv, A, R, B = as_arb(x, dims)
-    O = A * B
-    if O == 0:
-        return
-    acc = _minmax_acc(x.dtype)
-    vt = values
-    if values is not None and not values.is_contiguous():
-        vt = torch.empty(values.shape, dtype=values.dtype, device=values.device)
-    it = (
-        indices
-        if indices.is_contiguous()
-        else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
-    )
-    # The reduction with indices carries an index beside each value: two arrays.
-    tile = row_tile(O, R, B, arrays=2)
-    if tile is not None:
-        bo, br, warps = tile
-    else:
-        bo, br = reduce_blocks(O, R, B)
-        warps = warps_for(bo * br)
-    launch(
-        _arg_kernel,
-        (cdiv(O, bo),),
-        xv,
-        vt if vt is not None else it,
-        it,
-        O,
-        R,
-        B,
-        _neutral(MAX if is_max else MIN, x.dtype),
-        IS_MAX=is_max,
-        VALUES=vt is not None,
-        ACC=TL_DTYPES[acc],
-        BLOCK_O=bo,
-        BLOCK_R=br,
-        NAN_COMBINE=bool(spec("reduction_nan_combine")),
-        num_warps=warps,
-    )
-    if vt is not values:
-        copy_kernel((values,), (vt.view(values.shape),))
-    if it is not indices:
-        copy_kernel((indices,), (it.view(indices.shape),))
-
-
-@kernel("max_dim")
-def max_dim_out(
-    self: torch.Tensor, dim: int, keepdim: bool, max: torch.Tensor, max_values: torch.Tensor
-) -> None:
-    """max.dim_max impl: (self, dim, keepdim, max, max_values) -- values, indices."""
-    _arg_reduce(self, dim, max, max_values, True)
-
-
-@kernel("min_dim")
-def min_dim_out(
-    self: torch.Tensor, dim: int, keepdim: bool, min: torch.Tensor, min_indices: torch.Tensor
-) -> None:
-    _arg_reduce(self, dim, min, min_indices, False)
-
-
-@kernel("argmax")
-def argmax_out(self: torch.Tensor, dim: int | None, keepdim: bool, out: torch.Tensor) -> None:
-    """argmax.out impl: (self, dim?, keepdim, out)."""
-    _arg_reduce(self, dim, None, out, True)
-
-
-@kernel("argmin")
-def argmin_out(self: torch.Tensor, dim: int | None, keepdim: bool, out: torch.Tensor) -> None:
-    _arg_reduce(self, dim, None, out, False)
