@@ -101,7 +101,8 @@ def test_auto_times_nothing_on_the_host_driver(tuning, monkeypatch):
 
 def test_convolutions_tuned_once_per_key_and_equal_to_cpu(tuning):
     """Forward, input and weight gradients each tune once (every candidate computes the
-    same result); the call after tuning records a plan and the next replays it."""
+    same result); the call after tuning records a plan and the next replays it. Eight
+    input channels: the forward and weight gradient of ops/conv_igemm_flat.py."""
     x = torch.randn(2, 8, 9, 9, dtype=torch.float64)
     w = torch.randn(16, 8, 3, 3, dtype=torch.float64)
     xd = x.float().to(DEV).requires_grad_()
@@ -112,7 +113,11 @@ def test_convolutions_tuned_once_per_key_and_equal_to_cpu(tuning):
         y.backward(torch.ones_like(y))
     assert _tune.stats["tuned"] == 3, _tune.stats
     entries = json.loads(tuning.read_text())["entries"]
-    assert sorted(k.split("|")[1].split(",")[0] for k in entries) == ["dgrad", "fwd", "wgrad"]
+    assert sorted(k.split("|")[1].split(",")[0] for k in entries) == [
+        "dgrad",
+        "flat_fwd",
+        "flat_wgrad",
+    ]
     assert dict(C._plan_stats())["replayed"] > before["replayed"]
     xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
     yr = F.conv2d(xr, wr, padding=1, stride=2)
