@@ -65,6 +65,21 @@ def _min_nan(a, b):
 
 
 @triton.jit
+def nan_extreme(t, IS_MAX: tl.constexpr, NAN_COMBINE: tl.constexpr):
+    """t's maximum (IS_MAX) or minimum over axis 0, NaN winning as in PyTorch: by a
+    NaN-propagating combine (NAN_COMBINE: max.NaN on a GPU), or, where a custom combine
+    runs one element at a time (the interpreter), tl.max/min and a NaN flag."""
+    if t.dtype.is_floating() and NAN_COMBINE:
+        res = tl.reduce(t, 0, _max_nan if IS_MAX else _min_nan)
+    else:
+        res = tl.max(t, 0) if IS_MAX else tl.min(t, 0)
+        if t.dtype.is_floating():
+            nan = tl.max((t != t).to(tl.int32), 0) > 0
+            res = tl.where(nan, float("nan"), res)
+    return res
+
+
+@triton.jit
 def _accumulate(acc, x, r0, r_end, base, omask, B, centre, p, neutral, OP, ACC, BLOCK_R, FIRST):
     """acc (BLOCK_R, BLOCK_O) with the tile of rows r0 + [0, BLOCK_R) (below r_end);
     FIRST: acc is all neutral, the tile's contribution replaces it. Masked elements load
@@ -167,21 +182,9 @@ def _reduce_kernel(
     if OP == PROD:
         res = tl.reduce(acc, 0, _mul)
     elif OP == MAX or OP == ABS_MAX:
-        if ACC.is_floating() and NAN_COMBINE:
-            res = tl.reduce(acc, 0, _max_nan)
-        else:
-            res = tl.max(acc, 0)
-            if ACC.is_floating():
-                nan = tl.max((acc != acc).to(tl.int32), 0) > 0
-                res = tl.where(nan, float("nan"), res)
+        res = nan_extreme(acc, True, NAN_COMBINE)
     elif OP == MIN or OP == ABS_MIN:
-        if ACC.is_floating() and NAN_COMBINE:
-            res = tl.reduce(acc, 0, _min_nan)
-        else:
-            res = tl.min(acc, 0)
-            if ACC.is_floating():
-                nan = tl.max((acc != acc).to(tl.int32), 0) > 0
-                res = tl.where(nan, float("nan"), res)
+        res = nan_extreme(acc, False, NAN_COMBINE)
     else:
         res = tl.sum(acc, 0)
     if PARTIAL:

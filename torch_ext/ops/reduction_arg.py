@@ -12,7 +12,7 @@ from ._declare import kernel
 from ._launch import cdiv, launch
 from ._rows import row_tile, warps_for
 from .copy import copy_kernel
-from .reduction import MAX, MIN, _max_nan, _min_nan, _minmax_acc, _neutral, normalize_dims
+from .reduction import MAX, MIN, _minmax_acc, _neutral, nan_extreme, normalize_dims
 
 
 @triton.jit
@@ -49,13 +49,7 @@ def _arg_kernel(
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
         v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
-        if ACC.is_floating() and NAN_COMBINE:
-            tv = tl.reduce(v, 0, _max_nan if IS_MAX else _min_nan)
-        else:
-            tv = tl.max(v, 0) if IS_MAX else tl.min(v, 0)
-            if ACC.is_floating():
-                nan = tl.max((v != v).to(tl.int32), 0) > 0
-                tv = tl.where(nan, float("nan"), tv)
+        tv = nan_extreme(v, IS_MAX, NAN_COMBINE)
         hit = v == tv[None, :]
         if ACC.is_floating():
             hit = hit | ((v != v) & (tv != tv)[None, :])
