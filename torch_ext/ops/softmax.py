@@ -26,6 +26,16 @@ from ._symbolic import numel
 
 
 @triton.jit
+def _tile(O, R, B, BLOCK_O: tl.constexpr, BLOCK_R: tl.constexpr):
+    """Offsets and mask of this program's (BLOCK_R, BLOCK_O) tile: whole lanes of R
+    elements (B apart) of the (A, R, B) view, BLOCK_O lanes a program."""
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    r = tl.arange(0, BLOCK_R)
+    mask = (r < R)[:, None] & (o < O)[None, :]
+    return r[:, None] * B + ((o // B) * R * B + o % B)[None, :], mask
+
+
+@triton.jit
 def _softmax_tile_kernel(
     x,
     out,
@@ -37,10 +47,7 @@ def _softmax_tile_kernel(
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
 ):
-    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
-    r = tl.arange(0, BLOCK_R)
-    mask = (r < R)[:, None] & (o < O)[None, :]
-    offs = r[:, None] * B + ((o // B) * R * B + o % B)[None, :]
+    offs, mask = _tile(O, R, B, BLOCK_O, BLOCK_R)
     v = tl.load(x + offs, mask=mask, other=-float("inf")).to(ACC)
     m = tl.max(v, 0)
     # An all -inf row: exp(v - 0) is 0 and its sum 0, so the row is NaN as PyTorch's.
@@ -67,10 +74,7 @@ def _softmax_bwd_tile_kernel(
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
 ):
-    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
-    r = tl.arange(0, BLOCK_R)
-    mask = (r < R)[:, None] & (o < O)[None, :]
-    offs = r[:, None] * B + ((o // B) * R * B + o % B)[None, :]
+    offs, mask = _tile(O, R, B, BLOCK_O, BLOCK_R)
     gv = tl.load(g + offs, mask=mask, other=0).to(ACC)
     yv = tl.load(y + offs, mask=mask, other=0).to(ACC)
     if LOG:
