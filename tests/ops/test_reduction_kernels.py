@@ -279,6 +279,61 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, devi
         assert_close(vals, ref.values, dtype)
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.uint8, torch.int16,
+     torch.int32, torch.bool],
+    ids=str,
+)  # fmt: skip
+@pytest.mark.parametrize("shape,dim", [((6, 64), 1), ((6, 200), 1), ((5, 70, 3), 1)])
+def test_arg_reductions_packed_keys(shape, dim, dtype, device, monkeypatch):
+    """The dtypes whose order key and position pack into one 32- or 64-bit integer take
+    the one-reduction kernel (int64/float64 the value-then-index one): -0 ties +0 (the
+    first index wins), every NaN beats +inf for argmax and -inf for argmin, negative
+    values order by magnitude, in one tile and across tiles of 64."""
+    from torch_ext.ops import _common, _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=64)
+    force_spec(monkeypatch, _common, reduction_block=64)
+    kernels = []
+    launch = A.launch
+    monkeypatch.setattr(
+        A, "launch", lambda k, *a, **kw: (kernels.append(k), launch(k, *a, **kw))[1]
+    )
+    n = shape[dim]
+    g = torch.Generator().manual_seed(1)
+    if dtype == torch.bool:
+        x = torch.rand(shape, generator=g) > 0.7
+    elif dtype.is_floating_point:
+        x = (torch.randn(shape, generator=g) * 100).to(dtype)
+        x[0] = -0.0
+        x[0, n // 2 :] = 0.0  # +0 after -0: ties
+        x[1] = -x[1].abs() - 1  # all negative: largest = smallest magnitude
+        x[2, 5] = float("inf")
+        x[2, n - 1] = float("nan")  # NaN after +inf wins argmax and argmin
+        x[3] = float("-inf")
+        x[3, n - 2] = -float("nan")  # a negative NaN still wins
+        x[4, 0] = float("nan")
+    else:
+        lo = 0 if dtype == torch.uint8 else torch.iinfo(dtype).min
+        hi = torch.iinfo(dtype).max
+        x = torch.randint(-50 if lo else 0, 50, shape, generator=g).to(dtype)
+        x[0, n - 1], x[1, 3], x[1, n - 1] = hi, lo, lo  # the extremes; ties keep the first
+    x = x.to(device)
+    out_shape = [s for d, s in enumerate(shape) if d != dim]
+    idx = torch.empty(out_shape, dtype=torch.int64, device=device)
+    vals = torch.empty(out_shape, dtype=dtype, device=device)
+    for is_max in (True, False):
+        if dtype != torch.bool:  # torch's argmax/argmin take no bool
+            (A.argmax_out if is_max else A.argmin_out)(x, dim, False, idx)
+            assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(dim))
+        (A.max_dim_out if is_max else A.min_dim_out)(x, dim, False, vals, idx)
+        ref = (torch.max if is_max else torch.min)(x.cpu(), dim)
+        assert_close(idx, ref.indices)
+        assert torch.equal(vals.cpu().view(torch.uint8), ref.values.view(torch.uint8))
+    assert kernels and all(k is A._arg_packed_kernel for k in kernels)
+
+
 def _launches(monkeypatch):
     """The (ONE_TILE, BLOCK_O, BLOCK_R) of each _reduce_kernel launch from now on."""
     seen = []

@@ -37,20 +37,25 @@ def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexp
 @triton.jit
 def _dropout_keep(seed, offset, bh, rm, c0, Lq, Lk, p_drop, BN: tl.constexpr,
                   TRANS: tl.constexpr = False):  # fmt: skip
-    """Which probabilities of query rows rm and keys c0 .. c0 + BN (c0 a multiple of 4)
+    """Which probabilities of query rows rm and keys c0 .. c0 + BN (c0 a multiple of 8)
     survive dropout, as a (rows, BN) tile, (BN, rows) with TRANS. One Philox counter per
-    (batch*head, query, group of 4 keys): (bh * Lq + row) * ceil(Lk / 4) + key // 4, its
-    four numbers to the group's keys in order, so that the forward and both backward
-    kernels draw the same mask whatever their tiles, at a quarter of the Philox rounds
-    of a counter per element."""
+    (batch*head, query, group of 8 keys): (bh * Lq + row) * ceil(Lk / 8) + key // 8, its
+    four 32-bit numbers as eight 16-bit ones, one a key in order (low half first), so
+    that the forward and both backward kernels draw the same mask whatever their tiles.
+    A key survives where its number is at least p_drop * 65536 (rounded): the drop rate
+    within 2**-17 of p_drop, at an eighth of the Philox rounds of a counter per element
+    (a counter per 4 keys made dropout cost the kernels 3-4x, H100)."""
     BM: tl.constexpr = rm.shape[0]
-    groups = (Lk + 3) // 4
-    gq = c0 // 4 + tl.arange(0, BN // 4)
+    groups = (Lk + 7) // 8
+    gq = c0 // 8 + tl.arange(0, BN // 8)
     ctr = (bh * Lq + rm.to(tl.int64))[:, None] * groups + gq[None, :]
     r0, r1, r2, r3 = tl.randint4x(seed, offset + ctr)
-    # join(join(r0, r2), join(r1, r3))[.., a, b] = r(2a + b): row-major, key 4j + l <- r_l
-    bits = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), (BM, BN))
-    keep = tl.uint_to_uniform_float(bits) >= p_drop
+    # join(join(r0, r2), join(r1, r3))[.., a, b] = r(2a + b): row-major, key pair 4j + l
+    # <- r_l; then each word's low and high halves to its pair's keys
+    words = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), (BM, BN // 2))
+    halves = tl.reshape(tl.join(words & 0xFFFF, words >> 16), (BM, BN))
+    threshold = tl.cast(p_drop * 65536.0 + 0.5, tl.uint32)
+    keep = halves >= threshold
     if TRANS:
         keep = tl.trans(keep.to(tl.int8)) != 0
     return keep
