@@ -455,3 +455,31 @@ def test_transposing_copies_take_the_tile_kernel(monkeypatch, dtype):
     got = torch.empty(3, 20, 7, 9, dtype=dtype, device=dev)
     copy.copy_kernel((got,), (xd[:, ::2],))  # strided, not transposing
     assert kinds == [False] and torch.equal(got.cpu(), x[:, ::2])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_gelu_16bit_erf_tails(dtype, device, monkeypatch):
+    """16-bit gelu (and its backward) take the erfc-based kernel: within one rounding of
+    float64 gelu down to x = -4.2 (relative), where 1 + erf would cancel, and the flat
+    kernel's driver tile (spec pointwise_tile) gives the same values at any size."""
+    from helpers import force_spec
+    from torch_ext.ops import _pointwise
+
+    used = []
+    for name in ("gelu_none_16", "gelu_none_backward_16"):
+        op = getattr(activation, name)
+        monkeypatch.setattr(op, "iter", lambda *a, _f=op.iter, _n=name: (used.append(_n), _f(*a))[1])
+    force_spec(monkeypatch, _pointwise, pointwise_tile=(64, 2))
+    x = torch.linspace(-4.2, 6, 3001).to(dtype)
+    g = torch.linspace(-1, 1, 3001).to(dtype)
+    ref = F.gelu(x.double())
+    ref_grad = torch.ops.aten.gelu_backward(g.double(), x.double())
+    y = torch.empty(x.shape, dtype=dtype, device=device)
+    KERNELS["gelu"]((y,), (x.to(device),), dtype, "none")
+    dx = torch.empty(x.shape, dtype=dtype, device=device)
+    KERNELS["gelu_backward"]((dx,), (g.to(device), x.to(device)), dtype, "none")
+    ulp = torch.finfo(dtype).eps
+    rel = ((y.cpu().double() - ref).abs() / ref.abs().clamp_min(1e-30)).max().item()
+    assert rel <= 1.5 * ulp, rel
+    assert_close(dx, ref_grad.to(dtype), dtype)
+    assert used == ["gelu_none_16", "gelu_none_backward_16"], used

@@ -202,3 +202,157 @@ if "ln" in WHICH:
         ms = bench(run)
         err = (y.float() - ref).abs().max().item()
         row(f"shifted one pass, {warps} warps, err {err:.1e}", ms, nbytes, t_ref)
+
+
+# -- round 2 (session 17): argmax in the input's own dtype, cross entropy with the next
+# tile's load issued before this one's math, row kernels' warps by width, pointwise tiles
+@triton.jit
+def _argmax_float_index_kernel(x, idxs, R, BLOCK_R: tl.constexpr):
+    # the row's maximum in its own dtype (NaN wins), then its first position by a float32
+    # minimum over positions (exact below 2**24)
+    row = tl.program_id(0).to(tl.int64)
+    r = tl.arange(0, BLOCK_R)
+    v = tl.load(x + row * R + r, mask=r < R, other=float("-inf"))
+    tv = tl.reduce(v, 0, A._max_nan if hasattr(A, "_max_nan") else _max_nan_local)
+    hit = (v == tv) | (v != v)
+    i = tl.min(tl.where(hit & (r < R), r.to(tl.float32), 3.0e38), 0)
+    tl.store(idxs + row, i.to(tl.int64))
+
+
+@triton.jit
+def _max_nan_local(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _ce_prefetch_kernel(x, lse, C, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = x + row * C
+    cols = tl.arange(0, BLOCK)
+    m = tl.full([1], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    nxt = tl.load(base + cols, mask=cols < C, other=-float("inf"))
+    for c0 in range(0, C, BLOCK):
+        v = nxt.to(tl.float32)
+        c1 = c0 + BLOCK + cols
+        nxt = tl.load(base + c1, mask=c1 < C, other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(v, 0))
+        s = s * tl.exp(m - m_new) + tl.exp(v - m_new)
+        m = m_new
+    tl.store(lse + row + tl.arange(0, 1), m + tl.log(tl.sum(s, 0)))
+
+
+if "round2" in WHICH or "argmax2" in WHICH:
+    from torch_ext.ops import reduction as RED
+
+    for dt in (torch.float16, torch.bfloat16):
+        x = torch.randn(8192, 8192, device=DEV, dtype=dt)
+        out = torch.empty(8192, dtype=torch.int64, device=DEV)
+        nbytes = x.numel() * x.element_size() + out.numel() * 8
+        print(f"argmax 8192x8192 {dt} (round 2)", flush=True)
+        t_ref = bench(lambda: torch.argmax(x, 1))
+        row("torch", t_ref, nbytes)
+        row("amax (the bound)", bench(lambda: torch.amax(x, 1)), nbytes, t_ref)
+        for warps in (4, 8, 16):
+            for acc in (dt, torch.float32):
+                def run():
+                    A._arg_kernel[(8192,)](
+                        x, out, out, 8192, 8192, 1, float("-inf"), IS_MAX=True, VALUES=False,
+                        ACC=TL_DTYPES[acc], BLOCK_O=1, BLOCK_R=8192, NAN_COMBINE=True,
+                        num_warps=warps,
+                    )  # fmt: skip
+
+                ms = bench(run)
+                ok = torch.equal(out, torch.argmax(x, 1))
+                row(f"value then index, acc {str(acc)[6:]}, {warps} warps ok={ok}", ms, nbytes, t_ref)
+            run = lambda: _argmax_float_index_kernel[(8192,)](x, out, 8192, BLOCK_R=8192, num_warps=warps)  # noqa: E731
+            ms = bench(run)
+            ok = torch.equal(out, torch.argmax(x, 1))
+            row(f"own-dtype max, float index, {warps} warps ok={ok}", ms, nbytes, t_ref)
+
+if "round2" in WHICH or "ce2" in WHICH:
+    for dt in (torch.bfloat16, torch.float32):
+        Nr, C = 4096, 32768
+        x = torch.randn(Nr, C, device=DEV, dtype=dt)
+        lse = torch.empty(Nr, device=DEV)
+        nbytes = x.numel() * x.element_size()
+        print(f"cross_entropy rows {dt} (round 2: prefetch)", flush=True)
+        ref = torch.logsumexp(x.float(), 1)
+        for block, warps in ((2048, 4), (4096, 4), (4096, 8), (8192, 8)):
+            ms = bench(lambda: _ce_prefetch_kernel[(Nr,)](x, lse, C, BLOCK=block, num_warps=warps))
+            err = (lse - ref).abs().max().item()
+            row(f"prefetch BLOCK {block} w{warps} err {err:.1e}", ms, nbytes)
+
+if "round2" in WHICH or "rows" in WHICH:
+    from torch_ext.ops import _rows
+    from torch_ext.ops import softmax as SM
+
+    shipped_warps_for = _rows.warps_for
+    for M, D in ((32768, 768), (16384, 1024), (8192, 4096), (8192, 8192)):
+        x = torch.randn(M, D, device=DEV, dtype=torch.float16)
+        w = torch.randn(D, device=DEV, dtype=torch.float16)
+        b = torch.randn(D, device=DEV, dtype=torch.float16)
+        y = torch.empty_like(x)
+        mean = torch.empty(M, device=DEV)
+        rstd = torch.empty(M, device=DEV)
+        nbytes = 2 * x.numel() * x.element_size()
+        cases = {
+            "layer_norm": lambda: N._norm_forward(x, w, b, M, D, 1e-5, False, y, mean, rstd),
+            "rms_norm": lambda: N._norm_forward(x, w, None, M, D, 1e-5, True, y, None, rstd),
+            "softmax": lambda: SM.softmax_out(x, 1, False, y),
+        }
+        for name, fn in cases.items():
+            print(f"{name} {M}x{D} fp16", flush=True)
+            for warps in (None, 2, 4, 8, 16):
+                _rows.warps_for = shipped_warps_for if warps is None else (lambda v, w=warps: w)
+                try:
+                    ms = bench(fn)
+                    row(f"{'* shipped' if warps is None else f'{warps} warps'}", ms, nbytes)
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {warps} warps: {type(e).__name__} {str(e)[:80]}", flush=True)
+            _rows.warps_for = shipped_warps_for
+
+if "round2" in WHICH or "pw" in WHICH:
+    from torch_ext.ops import _pointwise as PW
+    from torch_ext.ops import activation as ACT
+    from torch_ext.ops import binary as BIN
+
+    for dt in (torch.bfloat16, torch.float32):
+        n = 64 << 20
+        a = torch.randn(n, device=DEV, dtype=dt)
+        c = torch.randn(n, device=DEV, dtype=dt)
+        o = torch.empty_like(a)
+        print(f"pointwise 64M {dt}: ours by tile (block, warps)", flush=True)
+        for tile in ((1024, 4), (2048, 4), (4096, 4), (4096, 8)):
+            PW.spec = lambda name, *a, t=tile, f=PW.spec: t if name == "pointwise_tile" else f(name, *a)
+            for name, fn, nb in (
+                ("mul", lambda: BIN.mul.iter((o,), (a, c), dt), 3),
+                ("gelu", lambda: ACT.gelu((o,), (a,), dt, 0), 2),
+                ("gelu tanh", lambda: ACT.gelu((o,), (a,), dt, 1), 2),
+                ("gelu backward", lambda: ACT.gelu_backward((o,), (c, a), dt, 0), 3),
+            ):
+                try:
+                    row(f"{name} {tile}", bench(fn), nb * n * a.element_size())
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {name} {tile}: {type(e).__name__} {str(e)[:100]}", flush=True)
+            PW.spec = PW.spec.__defaults__[1]
+
+if "round2" in WHICH or "pool" in WHICH:
+    from torch_ext.ops.pooling import pool2d as P2
+
+    x = torch.randn(32, 64, 112, 112, device=DEV, dtype=torch.bfloat16)
+    out, ind = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    g = torch.randn_like(out)
+    gi = torch.empty_like(x)
+    o2, i2 = torch.empty_like(out), torch.empty_like(ind)
+    nbytes = x.numel() * 2 + out.numel() * 10
+    print("max_pool2d 3x3 s2 p1 [32,64,112,112] bf16 (ResNet-50's stem pool)", flush=True)
+    t_ref = bench(lambda: F.max_pool2d(x, 3, 2, 1, return_indices=True))
+    row("torch forward", t_ref, nbytes)
+    ms = bench(lambda: P2.max_pool2d_with_indices_out(x, [3, 3], [2, 2], [1, 1], [1, 1], False, o2, i2))
+    row(f"ours forward ok={torch.equal(o2, out) and torch.equal(i2, ind)}", ms, nbytes, t_ref)
+    t_ref = bench(lambda: torch.ops.aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind))
+    row("torch backward", t_ref, nbytes)
+    ref = torch.ops.aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind)
+    ms = bench(lambda: P2.max_pool2d_with_indices_backward_out(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind, gi))
+    row(f"ours backward ok={torch.equal(gi, ref)}", ms, nbytes, t_ref)

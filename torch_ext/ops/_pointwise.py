@@ -381,16 +381,19 @@ class Pointwise:
         if _transposing(cshape, cstrides):
             return self._launch_tiles(args, in_kinds, cdt, len(extra), cshape, cstrides, idx64)
         kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
-        block = pow2_at_most(numel, spec("pointwise_block", numel) or 1024)
+        tile = spec("pointwise_tile", numel)  # (block, warps) where the driver has one
+        if tile is not None:
+            block, warps = pow2_at_most(numel, tile[0]), tile[1]
+        else:
+            block = pow2_at_most(numel, spec("pointwise_block", numel) or 1024)
+            warps = 4 if block <= 1024 else 8
         if not contig:
             if rank == 0:
                 cshape, cstrides = [1], [[0] for _ in tensors]
             args += cshape
             for st in cstrides:
                 args += st
-        launch(
-            kernel, (cdiv(numel, block),), *args, BLOCK=block, num_warps=4 if block <= 1024 else 8
-        )
+        launch(kernel, (cdiv(numel, block),), *args, BLOCK=block, num_warps=warps)
 
     def _launch_tiles(self, args, in_kinds, cdt, num_extra, cshape, cstrides, idx64):
         """The "tile" kernel over (batch, rows, columns) (see _kernel_source); `args` as

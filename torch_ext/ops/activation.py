@@ -71,6 +71,36 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + _math.tanh(inner))
 
 
+@triton.jit
+def _normal_cdf_pdf_16(x):
+    """Phi(x) and phi(x) for 16-bit data, from Abramowitz-Stegun 7.1.26's erfc (t P(t)
+    e^-a^2, a = |x|/sqrt(2)): a reciprocal and an exp where libdevice's erf took about
+    twice the instructions (gelu on 64M bf16: 87% of copy bandwidth against 70%, H200).
+    Phi of a negative x is the erfc itself, not 1 + erf (which cancels): relative
+    error under 7e-4 for x > -4.2, below bf16's and fp16's rounding, and no worse than
+    float32 1 + erf's beyond."""
+    a = tl.abs(x) * 0.7071067811865476
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    e = tl.exp(-a * a)
+    poly = 0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    q = 0.5 * t * poly * e  # erfc(a) / 2
+    return tl.where(x < 0, q, 1.0 - q), e * 0.3989422804014327
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def gelu_none_16(x):
+    cdf, _ = _normal_cdf_pdf_16(x)
+    return x * cdf
+
+
+@pointwise()
+@triton.jit
+def gelu_none_backward_16(grad, x):
+    cdf, pdf = _normal_cdf_pdf_16(x)
+    return grad * (cdf + x * pdf)
+
+
 @pointwise()
 @triton.jit
 def gelu_none_backward(grad, x):
@@ -90,6 +120,9 @@ def gelu_tanh_backward(grad, x):
     return grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner)
 
 
+_HALF = (torch.float16, torch.bfloat16)  # the dtypes gelu's 16-bit erf serves
+
+
 def _is_tanh(approximate):
     # GeluType arrives as its enum value (0 none, 1 tanh) or as the string.
     return approximate in (1, "tanh")
@@ -102,7 +135,11 @@ def gelu(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
-    (gelu_tanh if _is_tanh(approximate) else gelu_none).iter(outs, ins, common_dtype)
+    if _is_tanh(approximate):
+        op = gelu_tanh
+    else:
+        op = gelu_none_16 if common_dtype in _HALF else gelu_none
+    op.iter(outs, ins, common_dtype)
 
 
 @kernel(shapes=True)
@@ -112,7 +149,10 @@ def gelu_backward(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
-    op = gelu_tanh_backward if _is_tanh(approximate) else gelu_none_backward
+    if _is_tanh(approximate):
+        op = gelu_tanh_backward
+    else:
+        op = gelu_none_backward_16 if common_dtype in _HALF else gelu_none_backward
     op.iter(outs, ins, common_dtype)
 
 

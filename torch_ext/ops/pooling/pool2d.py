@@ -49,32 +49,40 @@ def _max_pool_kernel(
     W,
     OH,
     OW,
-    KH,
-    KW,
-    sh,
-    sw,
     ph,
     pw,
-    dh,
-    dw,
+    KH: tl.constexpr,
+    KW: tl.constexpr,
+    sh: tl.constexpr,
+    sw: tl.constexpr,
+    dh: tl.constexpr,
+    dw: tl.constexpr,
     ACC: tl.constexpr,
+    INDEX64: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    # The window's geometry is constexpr (its taps unrolled, divisions by constants) and
+    # the index math 32-bit unless the tensor needs 64 (INDEX64).
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if INDEX64:
+        e = e.to(tl.int64)
     mask = e < total
     plane, oh, ow = split3(e, OH, OW)
+    base = x + plane * H * W
     best = tl.full((BLOCK,), float("-inf"), ACC)
-    bidx = tl.full((BLOCK,), -1, tl.int64)
-    for k in range(0, KH * KW):
-        ih = oh * sh - ph + (k // KW) * dh
-        iw = ow * sw - pw + (k % KW) * dw
-        ok = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        v = tl.load(x + plane * H * W + ih * W + iw, mask=ok, other=0).to(ACC)
-        take = ok & ((v > best) | (v != v) | (bidx < 0))
-        best = tl.where(take, v, best)
-        bidx = tl.where(take, ih * W + iw, bidx)
+    bidx = tl.full((BLOCK,), -1, tl.int32)
+    for kh in tl.static_range(KH):
+        ih = oh * sh - ph + kh * dh
+        okh = mask & (ih >= 0) & (ih < H)
+        for kw in tl.static_range(KW):
+            iw = ow * sw - pw + kw * dw
+            ok = okh & (iw >= 0) & (iw < W)
+            v = tl.load(base + ih * W + iw, mask=ok, other=0).to(ACC)
+            take = ok & ((v > best) | (v != v) | (bidx < 0))
+            best = tl.where(take, v, best)
+            bidx = tl.where(take, (ih * W + iw).to(tl.int32), bidx)
     store_masked(out, e, best, mask)
-    tl.store(idx + e, bidx, mask=mask)
+    tl.store(idx + e, bidx.to(tl.int64), mask=mask)
 
 
 @triton.jit
@@ -184,8 +192,10 @@ def _launch_max_pool(kern, tensors, total, hw, out_hw, kernel_size, stride, padd
     kh, kw, sh, sw, ph, pw = _pool_params(kernel_size, stride, padding)
     dh, dw = _pair(dilation)
     block = block_for(total)
-    launch(kern, (cdiv(total, block),), *tensors, total, *hw, *out_hw,
-           kh, kw, sh, sw, ph, pw, dh, dw, ACC=tl_float_acc(dtype), BLOCK=block)  # fmt: skip
+    n = max(int(t.numel()) for t in tensors)  # offsets reach every element of the largest
+    launch(kern, (cdiv(total, block),), *tensors, total, *hw, *out_hw, ph, pw,
+           KH=kh, KW=kw, sh=sh, sw=sw, dh=dh, dw=dw, ACC=tl_float_acc(dtype),
+           INDEX64=n + block >= 2**31, BLOCK=block)  # fmt: skip
 
 
 @kernel("max_pool2d_with_indices")
@@ -220,31 +230,42 @@ def _max_pool_backward_kernel(
     W,
     OH,
     OW,
-    KH,
-    KW,
-    sh,
-    sw,
     ph,
     pw,
-    dh,
-    dw,
+    KH: tl.constexpr,
+    KW: tl.constexpr,
+    sh: tl.constexpr,
+    sw: tl.constexpr,
+    dh: tl.constexpr,
+    dw: tl.constexpr,
     ACC: tl.constexpr,
+    INDEX64: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # Each input element gathers the gradients of the windows that cover it and chose it
-    # (their index is its own): one launch, no zero fill, no atomics, a fixed order.
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    # (their index is its own): one launch, no zero fill, no atomics, a fixed order. The
+    # taps unrolled with constant strides (a runtime geometry and 64-bit index math cost
+    # ResNet-50's stem pool 1.57 ms on an H200, torch 0.30).
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if INDEX64:
+        e = e.to(tl.int64)
     mask = e < total
     plane, ih, iw = split3(e, H, W)
     me = ih * W + iw
+    po = plane * OH * OW
     acc = tl.zeros((BLOCK,), ACC)
-    for k in range(0, KH * KW):
-        oh, ow, covers = _covering_window(ih, iw, k, KW, sh, sw, ph, pw, dh, dw, OH, OW)
-        ok = mask & covers
-        o = plane * OH * OW + oh * OW + ow
-        chosen = tl.load(idx + o, mask=ok, other=-1)
-        v = tl.load(g + o, mask=ok & (chosen == me), other=0).to(ACC)
-        acc += v
+    for kh in tl.static_range(KH):
+        th = ih + ph - kh * dh
+        oh = th // sh
+        okh = mask & (th >= 0) & (oh * sh == th) & (oh < OH)
+        for kw in tl.static_range(KW):
+            tw = iw + pw - kw * dw
+            ow = tw // sw
+            ok = okh & (tw >= 0) & (ow * sw == tw) & (ow < OW)
+            o = po + oh * OW + ow
+            chosen = tl.load(idx + o, mask=ok, other=-1)
+            v = tl.load(g + o, mask=ok & (chosen == me), other=0).to(ACC)
+            acc += v
     store_masked(gin, e, acc, mask)
 
 
