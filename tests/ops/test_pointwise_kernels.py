@@ -459,14 +459,15 @@ def test_transposing_copies_take_the_tile_kernel(monkeypatch, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_gelu_16bit_erf_tails(dtype, device, monkeypatch):
-    """16-bit gelu (and its backward) take the erfc-based kernel: within one rounding of
-    float64 gelu down to x = -4.2 (relative), where 1 + erf would cancel, and the flat
-    kernel's driver tile (spec pointwise_tile) gives the same values at any size."""
+    """16-bit gelu (and its backward) take the erfc-based kernel, the tanh form x
+    sigmoid(2u): within 1.5 roundings of float64 gelu down to x = -4.2 (relative), where
+    1 + erf or 1 + tanh would cancel; the flat kernel's driver tile (spec pointwise_tile)
+    at a small size."""
     from helpers import force_spec
     from torch_ext.ops import _pointwise
 
     used = []
-    for name in ("gelu_none_16", "gelu_none_backward_16"):
+    for name in ("gelu_none_16", "gelu_none_backward_16", "gelu_tanh_16", "gelu_tanh_backward_16"):
         op = getattr(activation, name)
         monkeypatch.setattr(op, "iter", lambda *a, _f=op.iter, _n=name: (used.append(_n), _f(*a))[1])
     force_spec(monkeypatch, _pointwise, pointwise_tile=(64, 2))
@@ -482,4 +483,14 @@ def test_gelu_16bit_erf_tails(dtype, device, monkeypatch):
     rel = ((y.cpu().double() - ref).abs() / ref.abs().clamp_min(1e-30)).max().item()
     assert rel <= 1.5 * ulp, rel
     assert_close(dx, ref_grad.to(dtype), dtype)
-    assert used == ["gelu_none_16", "gelu_none_backward_16"], used
+    # tanh: x sigmoid(2u), no cancellation either
+    ref = F.gelu(x.double(), approximate="tanh")
+    KERNELS["gelu"]((y,), (x.to(device),), dtype, "tanh")
+    rel = ((y.cpu().double() - ref).abs() / ref.abs().clamp_min(1e-30)).max().item()
+    assert rel <= 1.5 * ulp, rel
+    KERNELS["gelu_backward"]((dx,), (g.to(device), x.to(device)), dtype, "tanh")
+    ref_grad = torch.ops.aten.gelu_backward(g.double(), x.double(), approximate="tanh")
+    assert_close(dx, ref_grad.to(dtype), dtype)
+    assert used == [
+        "gelu_none_16", "gelu_none_backward_16", "gelu_tanh_16", "gelu_tanh_backward_16"
+    ], used  # fmt: skip

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import triton.language as tl
 
 from torch_ext.ops import reduction as R
 from torch_ext.ops import reduction_arg as A
@@ -286,19 +287,21 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, devi
     ids=str,
 )  # fmt: skip
 @pytest.mark.parametrize("shape,dim", [((6, 64), 1), ((6, 200), 1), ((5, 70, 3), 1)])
-def test_arg_reductions_packed_keys(shape, dim, dtype, device, monkeypatch):
-    """The dtypes whose order key and position pack into one 32- or 64-bit integer take
-    the one-reduction kernel (int64/float64 the value-then-index one): -0 ties +0 (the
+@pytest.mark.parametrize("nan_combine", [False, True], ids=["flag", "nan_combine"])
+def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, device, monkeypatch):
+    """argmax/argmin and max/min(dim) over 16/32-bit and small integer dtypes (fp16 in
+    its own dtype where the NaN-propagating combine runs, as on the GPU): -0 ties +0 (the
     first index wins), every NaN beats +inf for argmax and -inf for argmin, negative
-    values order by magnitude, in one tile and across tiles of 64."""
+    values order by magnitude, in one tile and across tiles of 64; values bit-exact."""
     from torch_ext.ops import _common, _rows
 
     force_spec(monkeypatch, _rows, row_tile_cap=64)
     force_spec(monkeypatch, _common, reduction_block=64)
-    kernels = []
+    force_spec(monkeypatch, A, reduction_nan_combine=nan_combine)
+    accs = []
     launch = A.launch
     monkeypatch.setattr(
-        A, "launch", lambda k, *a, **kw: (kernels.append(k), launch(k, *a, **kw))[1]
+        A, "launch", lambda k, *a, **kw: (accs.append(kw["ACC"]), launch(k, *a, **kw))[1]
     )
     n = shape[dim]
     g = torch.Generator().manual_seed(1)
@@ -331,7 +334,8 @@ def test_arg_reductions_packed_keys(shape, dim, dtype, device, monkeypatch):
         ref = (torch.max if is_max else torch.min)(x.cpu(), dim)
         assert_close(idx, ref.indices)
         assert torch.equal(vals.cpu().view(torch.uint8), ref.values.view(torch.uint8))
-    assert kernels and all(k is A._arg_packed_kernel for k in kernels)
+    native = nan_combine and dtype == torch.float16
+    assert accs and all((a == tl.float16) == native for a in accs), accs
 
 
 def _launches(monkeypatch):

@@ -381,7 +381,8 @@ class Pointwise:
         if _transposing(cshape, cstrides):
             return self._launch_tiles(args, in_kinds, cdt, len(extra), cshape, cstrides, idx64)
         kernel = self._kernel(in_kinds, cdt, len(extra), max(rank, 1), contig, idx64)
-        tile = spec("pointwise_tile", numel)  # (block, warps) where the driver has one
+        # (block, warps) where the driver has one for this size and element size
+        tile = spec("pointwise_tile", numel, max(t.element_size() for t in tensors))
         if tile is not None:
             block, warps = pow2_at_most(numel, tile[0]), tile[1]
         else:

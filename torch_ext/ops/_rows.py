@@ -49,7 +49,7 @@ def row_tile(O, R, B, arrays=1, values=None):
         # interpreter's cost is per program).
         tile = max(values or spec("reduction_block", R) or 4096, br)
         bo = pow2_at_most(O, tile // br)
-    return bo, br, warps_for(bo * br * arrays)
+    return bo, br, spec("row_warps", br) or warps_for(bo * br * arrays)
 
 
 def reduction_tile(O, R, elem_size, arrays=1):

@@ -94,6 +94,24 @@ def gelu_none_16(x):
     return x * cdf
 
 
+@pointwise(promotion="int_to_float")
+@triton.jit
+def gelu_tanh_16(x):
+    # 0.5 x (1 + tanh(u)) = x sigmoid(2u): one exp and a division, no cancellation for
+    # negative x (libdevice's tanh ran 64M bf16 at 77% of copy bandwidth, H200)
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return x / (1.0 + tl.exp(-2.0 * u))
+
+
+@pointwise()
+@triton.jit
+def gelu_tanh_backward_16(grad, x):
+    k = 0.7978845608028654
+    x2 = x * x
+    s = 1.0 / (1.0 + tl.exp(-2.0 * k * (x + 0.044715 * x2 * x)))  # (1 + tanh(u)) / 2
+    return grad * (s + 2.0 * x * s * (1.0 - s) * k * (1.0 + 3.0 * 0.044715 * x2))
+
+
 @pointwise()
 @triton.jit
 def gelu_none_backward_16(grad, x):
@@ -120,7 +138,7 @@ def gelu_tanh_backward(grad, x):
     return grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner)
 
 
-_HALF = (torch.float16, torch.bfloat16)  # the dtypes gelu's 16-bit erf serves
+_HALF = (torch.float16, torch.bfloat16)  # the dtypes the 16-bit gelu kernels serve
 
 
 def _is_tanh(approximate):
@@ -135,10 +153,11 @@ def gelu(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
+    half = common_dtype in _HALF
     if _is_tanh(approximate):
-        op = gelu_tanh
+        op = gelu_tanh_16 if half else gelu_tanh
     else:
-        op = gelu_none_16 if common_dtype in _HALF else gelu_none
+        op = gelu_none_16 if half else gelu_none
     op.iter(outs, ins, common_dtype)
 
 
@@ -149,10 +168,11 @@ def gelu_backward(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
+    half = common_dtype in _HALF
     if _is_tanh(approximate):
-        op = gelu_tanh_backward
+        op = gelu_tanh_backward_16 if half else gelu_tanh_backward
     else:
-        op = gelu_none_backward_16 if common_dtype in _HALF else gelu_none_backward
+        op = gelu_none_backward_16 if half else gelu_none_backward
     op.iter(outs, ins, common_dtype)
 
 
