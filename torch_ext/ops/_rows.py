@@ -49,7 +49,10 @@ def row_tile(O, R, B, arrays=1, values=None):
         # interpreter's cost is per program).
         tile = max(values or spec("reduction_block", R) or 4096, br)
         bo = pow2_at_most(O, tile // br)
-    return bo, br, spec("row_warps", br) or warps_for(bo * br * arrays)
+    # contiguous rows: warps by row length where the driver says (B > 1: lanes B apart,
+    # a tile of up to 64 of them, warps by the tile)
+    warps = spec("row_warps", br) if B == 1 else None
+    return bo, br, warps or warps_for(bo * br * arrays)
 
 
 def reduction_tile(O, R, elem_size, arrays=1):
