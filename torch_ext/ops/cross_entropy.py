@@ -39,20 +39,17 @@ def _ce_rows_kernel(x, target, loss, lse, C, sxn, ignore_index, flag, BLOCK: tl.
     one = row + tl.arange(0, 1)  # the row's target, loss and lse as 1-element blocks
     base = x + row * sxn
     cols = tl.arange(0, BLOCK)
-    # The row's running maximum (a 1-element block) and the lanes' sums of exponentials,
-    # rescaled once per tile: one exp per logit (a per-lane online update took two, which
-    # bounded the kernel by the exponentials: bf16 logits read 45% of copy bandwidth on
-    # an H200), and one cross-thread reduction a tile (its maximum; the lanes' sums are
-    # added once, at the end).
+    # The row's running maximum and sum of exponentials (1-element blocks), rescaled once
+    # per tile: one exp per logit (a per-lane online update took two, which bounded the
+    # kernel by the exponentials: bf16 logits read 45% of copy bandwidth on an H200).
     m = tl.full([1], -float("inf"), tl.float32)
-    s = tl.zeros([BLOCK], tl.float32)
+    s = tl.zeros([1], tl.float32)
     for c0 in range(0, C, BLOCK):
         v = tl.load(base + c0 + cols, mask=c0 + cols < C, other=-float("inf")).to(tl.float32)
         m_new = tl.maximum(m, tl.max(v, 0))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.exp(v - m_safe)
+        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(v - m_safe), 0)
         m = m_new
-    s = tl.sum(s, 0)
     row_lse = tl.where(m == -float("inf"), 0.0, m) + tl.log(s)
     t = tl.load(target + one).to(tl.int64)
     valid = t != ignore_index
@@ -114,10 +111,8 @@ def _ce_backward_kernel(g, x, target, lse, count, gx, C, sxn, sgn, sgxn, ignore_
         tl.store(gx + row * sgxn + c, r.to(gx.dtype.element_ty), mask=c < C)
 
 
-def _tiling(C, itemsize):
-    """(BLOCK, num_warps) of a row's steps: 4Ki logits with 4 warps (8Ki with 8 read bf16
-    at 72% of copy bandwidth against 77%, float32 within 3%: H200)."""
-    return min(_BLOCK, max(16, triton.next_power_of_2(C))), 4
+def _block(C):
+    return min(_BLOCK, max(16, triton.next_power_of_2(C)))
 
 
 @kernel(shapes=True)
@@ -137,11 +132,7 @@ def cross_entropy_fwd(
     count = empty((), torch.float32, x.device)
     if N:
         flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
-        block, warps = _tiling(C, x.element_size())
-        launch(
-            _ce_rows_kernel, (N,), x, t, rows, lse, C, C, ignore_index, flag,
-            BLOCK=block, num_warps=warps,
-        )  # fmt: skip
+        launch(_ce_rows_kernel, (N,), x, t, rows, lse, C, C, ignore_index, flag, BLOCK=_block(C))
         _bounds.check(flag)
     if reduction == NONE:
         count.fill_(0)
@@ -172,9 +163,8 @@ def cross_entropy_bwd(
     if N:
         g = grad_out if grad_out.dim() else grad_out.reshape(1)
         sg = g.stride(0) if reduction == NONE else 0
-        block, warps = _tiling(C, x.element_size())
         launch(
             _ce_backward_kernel, (N,), g, x, t, lse, count, gx, C, C, sg, C, ignore_index,
-            REDUCTION=reduction, BLOCK=block, num_warps=warps,
+            REDUCTION=reduction, BLOCK=_block(C),
         )  # fmt: skip
     return gx
