@@ -243,7 +243,6 @@ def _ce_prefetch_kernel(x, lse, C, BLOCK: tl.constexpr):
 
 
 if "round2" in WHICH or "argmax2" in WHICH:
-    from torch_ext.ops import reduction as RED
 
     for dt in (torch.float16, torch.bfloat16):
         x = torch.randn(8192, 8192, device=DEV, dtype=dt)
