@@ -469,7 +469,9 @@ def test_gelu_16bit_erf_tails(dtype, device, monkeypatch):
     used = []
     for name in ("gelu_none_16", "gelu_none_backward_16", "gelu_tanh_16", "gelu_tanh_backward_16"):
         op = getattr(activation, name)
-        monkeypatch.setattr(op, "iter", lambda *a, _f=op.iter, _n=name: (used.append(_n), _f(*a))[1])
+        monkeypatch.setattr(
+            op, "iter", lambda *a, _f=op.iter, _n=name: (used.append(_n), _f(*a))[1]
+        )
     force_spec(monkeypatch, _pointwise, pointwise_tile=(64, 2))
     x = torch.linspace(-4.2, 6, 3001).to(dtype)
     g = torch.linspace(-1, 1, 3001).to(dtype)

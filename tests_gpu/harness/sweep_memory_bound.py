@@ -37,7 +37,9 @@ print(f"device {torch.cuda.get_device_name()} copy {COPY:.0f} GB/s", flush=True)
 def row(name, ms, nbytes, ref_ms=None):
     bw = nbytes / ms / 1e6
     extra = f"  vs torch {ref_ms / ms:.2f}x" if ref_ms else ""
-    print(f"  {name:<44} {ms * 1e3:8.1f} us {bw:7.0f} GB/s {100 * bw / COPY:5.1f}%{extra}", flush=True)
+    print(
+        f"  {name:<44} {ms * 1e3:8.1f} us {bw:7.0f} GB/s {100 * bw / COPY:5.1f}%{extra}", flush=True
+    )
 
 
 # -- argmax ----------------------------------------------------------------------------
@@ -54,9 +56,19 @@ if "argmax" in WHICH:
         for warps in (4, 8, 16):
             t = bench(
                 lambda: A._arg_packed_kernel[(8192,)](
-                    x, out, out, 8192, 8192, 1, IS_MAX=True, VALUES=False,
-                    KEY=16 if dt == torch.float16 else 32, FLOAT=True, BLOCK_O=1,
-                    BLOCK_R=8192, num_warps=warps,
+                    x,
+                    out,
+                    out,
+                    8192,
+                    8192,
+                    1,
+                    IS_MAX=True,
+                    VALUES=False,
+                    KEY=16 if dt == torch.float16 else 32,
+                    FLOAT=True,
+                    BLOCK_O=1,
+                    BLOCK_R=8192,
+                    num_warps=warps,
                 )  # fmt: skip
             )
             row(f"packed key, 1 row, {warps} warps", t, nbytes, t_ref)
@@ -71,7 +83,9 @@ def _erf_fast(x):
     # Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7): 1 - poly(t) exp(-x^2), t = 1/(1+p|x|)
     a = tl.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
     r = 1.0 - poly * tl.exp(-a * a)
     return tl.where(x < 0, -r, r)
 
@@ -105,8 +119,9 @@ if "gelu" in WHICH:
         t_ref = bench(lambda: F.gelu(x, approximate=approx))
         row("torch", t_ref, nbytes)
         ref = F.gelu(x.float(), approximate=approx)
-        for fast in ((False, True) if not tanh else (False,)):
+        for fast in (False, True) if not tanh else (False,):
             for block, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8)):
+
                 def run():
                     _gelu_kernel[(triton.cdiv(n, block),)](
                         x, y, n, BLOCK=block, FAST=fast, TANH=tanh, num_warps=warps
@@ -134,6 +149,7 @@ if "ce" in WHICH:
         row("torch (F.cross_entropy)", t_ref, nbytes)
         shipped = CE._tiling(C, x.element_size())
         for block, warps in ((4096, 4), (8192, 8), (8192, 4), (16384, 8), (16384, 16)):
+
             def run():
                 CE._ce_rows_kernel[(Nr,)](
                     x, t, rows, lse, C, C, -100, flag, BLOCK=block, num_warps=warps
@@ -169,7 +185,9 @@ def _ln_shifted_kernel(x, w, b, y, mean_out, rstd_out, D, eps, BLOCK_N: tl.const
     mean = k + mu
     tl.store(mean_out + row, mean)
     tl.store(rstd_out + row, rstd)
-    out = (v - mean) * rstd * tl.load(w + c, mask=cm).to(tl.float32) + tl.load(b + c, mask=cm).to(tl.float32)
+    out = (v - mean) * rstd * tl.load(w + c, mask=cm).to(tl.float32) + tl.load(b + c, mask=cm).to(
+        tl.float32
+    )
     tl.store(y + row * D + c, out.to(y.dtype.element_ty), mask=cm)
 
 
@@ -186,8 +204,14 @@ if "ln" in WHICH:
     t_ref = bench(lambda: F.layer_norm(x, (D,), w, b))
     row("torch", t_ref, nbytes)
     ref = F.layer_norm(x.float(), (D,), w.float(), b.float())
-    row("* ours", bench(lambda: N._norm_forward(x, w, b, M, D, 1e-5, False, y, mean, rstd)), nbytes, t_ref)
+    row(
+        "* ours",
+        bench(lambda: N._norm_forward(x, w, b, M, D, 1e-5, False, y, mean, rstd)),
+        nbytes,
+        t_ref,
+    )
     for warps in (4, 8, 16):
+
         def run():
             N._norm_fwd_tile_kernel[(M,)](
                 x, w, b, y, mean, rstd, M, D, 1e-5, HAS_W=True, HAS_B=True, RMS=False,
@@ -196,6 +220,7 @@ if "ln" in WHICH:
 
         row(f"two reductions, {warps} warps", bench(run), nbytes, t_ref)
     for warps in (4, 8, 16):
+
         def run():
             _ln_shifted_kernel[(M,)](x, w, b, y, mean, rstd, D, 1e-5, BLOCK_N=D, num_warps=warps)
 
@@ -243,7 +268,6 @@ def _ce_prefetch_kernel(x, lse, C, BLOCK: tl.constexpr):
 
 
 if "round2" in WHICH or "argmax2" in WHICH:
-
     for dt in (torch.float16, torch.bfloat16):
         x = torch.randn(8192, 8192, device=DEV, dtype=dt)
         out = torch.empty(8192, dtype=torch.int64, device=DEV)
@@ -254,6 +278,7 @@ if "round2" in WHICH or "argmax2" in WHICH:
         row("amax (the bound)", bench(lambda: torch.amax(x, 1)), nbytes, t_ref)
         for warps in (4, 8, 16):
             for acc in (dt, torch.float32):
+
                 def run():
                     A._arg_kernel[(8192,)](
                         x, out, out, 8192, 8192, 1, float("-inf"), IS_MAX=True, VALUES=False,
@@ -263,8 +288,16 @@ if "round2" in WHICH or "argmax2" in WHICH:
 
                 ms = bench(run)
                 ok = torch.equal(out, torch.argmax(x, 1))
-                row(f"value then index, acc {str(acc)[6:]}, {warps} warps ok={ok}", ms, nbytes, t_ref)
-            run = lambda: _argmax_float_index_kernel[(8192,)](x, out, 8192, BLOCK_R=8192, num_warps=warps)  # noqa: E731
+                row(
+                    f"value then index, acc {str(acc)[6:]}, {warps} warps ok={ok}",
+                    ms,
+                    nbytes,
+                    t_ref,
+                )
+
+            def run():
+                _argmax_float_index_kernel[(8192,)](x, out, 8192, BLOCK_R=8192, num_warps=warps)
+
             ms = bench(run)
             ok = torch.equal(out, torch.argmax(x, 1))
             row(f"own-dtype max, float index, {warps} warps ok={ok}", ms, nbytes, t_ref)
@@ -324,7 +357,9 @@ if "round2" in WHICH or "pw" in WHICH:
         o = torch.empty_like(a)
         print(f"pointwise 64M {dt}: ours by tile (block, warps)", flush=True)
         for tile in ((1024, 4), (2048, 4), (4096, 4), (4096, 8)):
-            PW.spec = lambda name, *a, t=tile: t if name == "pointwise_tile" else shipped_spec(name, *a)
+            PW.spec = (
+                lambda name, *a, t=tile: t if name == "pointwise_tile" else shipped_spec(name, *a)
+            )
             for name, fn, nb in (
                 ("mul", lambda: BIN.mul.iter((o,), (a, c), dt), 3),
                 ("gelu", lambda: ACT.gelu((o,), (a,), dt, 0), 2),
@@ -349,10 +384,22 @@ if "round2" in WHICH or "pool" in WHICH:
     print("max_pool2d 3x3 s2 p1 [32,64,112,112] bf16 (ResNet-50's stem pool)", flush=True)
     t_ref = bench(lambda: F.max_pool2d(x, 3, 2, 1, return_indices=True))
     row("torch forward", t_ref, nbytes)
-    ms = bench(lambda: P2.max_pool2d_with_indices_out(x, [3, 3], [2, 2], [1, 1], [1, 1], False, o2, i2))
+    ms = bench(
+        lambda: P2.max_pool2d_with_indices_out(x, [3, 3], [2, 2], [1, 1], [1, 1], False, o2, i2)
+    )
     row(f"ours forward ok={torch.equal(o2, out) and torch.equal(i2, ind)}", ms, nbytes, t_ref)
-    t_ref = bench(lambda: torch.ops.aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind))
+    t_ref = bench(
+        lambda: torch.ops.aten.max_pool2d_with_indices_backward(
+            g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind
+        )
+    )
     row("torch backward", t_ref, nbytes)
-    ref = torch.ops.aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind)
-    ms = bench(lambda: P2.max_pool2d_with_indices_backward_out(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind, gi))
+    ref = torch.ops.aten.max_pool2d_with_indices_backward(
+        g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind
+    )
+    ms = bench(
+        lambda: P2.max_pool2d_with_indices_backward_out(
+            g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, ind, gi
+        )
+    )
     row(f"ours backward ok={torch.equal(gi, ref)}", ms, nbytes, t_ref)
