@@ -54,6 +54,28 @@ def test_sort_long_rows_merge(dtype, device, monkeypatch):
     _check_sort_and_topk(x.to(device), 50)
 
 
+@pytest.mark.parametrize("budget", [0, 3 * 301 * 301], ids=["merge", "rank"])
+def test_sort_long_rows_rank_budget(budget, device, monkeypatch):
+    """Rows past MERGE_FROM stay the one-launch rank sort while rows * length^2 fits the
+    driver's rank_sort_budget (the token indices of embedding's backward), merge-sorted
+    past it: the same stable result (ties keep their order) either way."""
+    from helpers import force_spec
+
+    monkeypatch.setattr(sort, "MERGE_FROM", 40)
+    force_spec(monkeypatch, sort, rank_sort_budget=budget)
+    launched = []
+    launch = sort.launch
+    monkeypatch.setattr(
+        sort, "launch", lambda k, *a, **kw: (launched.append(k), launch(k, *a, **kw))[1]
+    )
+    x = torch.randint(0, 20, (3, 301))  # many ties
+    v, i = sort.sort(x.to(device), 1, stable=True)
+    ref = torch.sort(x, dim=1, stable=True)
+    assert torch.equal(v.cpu(), ref.values) and torch.equal(i.cpu(), ref.indices)
+    kernels = {k for k in launched if k in (sort._rank_sort_kernel, sort._merge_pass_kernel)}
+    assert kernels == {sort._rank_sort_kernel if budget else sort._merge_pass_kernel}
+
+
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_long_rows(largest, device):
     x = randn((3, 5000), torch.float32, "cpu").round(decimals=1)  # ties across chunks

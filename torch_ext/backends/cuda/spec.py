@@ -120,6 +120,14 @@ def row_warps(block_r: int) -> int:
     return 4 if block_r <= 1024 else 8 if block_r <= 8192 else 16
 
 
+def rank_sort_budget() -> int:
+    """Comparisons (rows x length^2) up to which a sort of rows longer than 2Ki stays the
+    one-launch rank sort instead of a merge pass per doubling: 64Mi, a 4096-long row in
+    16Mi comparisons (the token indices embedding's backward sorts: 12 merge passes, 19
+    launches in all before)."""
+    return 1 << 26
+
+
 def reduction_config(
     outputs: int, length: int, inner: int, elem_size: int
 ) -> Optional[tuple[int, int, int, int]]:
