@@ -76,3 +76,20 @@ def test_weight_gradient_of_wide_layers_stays_on_the_implicit_gemm(taken):
     F.conv2d(x.detach().cpu().double(), wr).sum().backward()
     assert ref.shape == (2, 64, 2, 2)
     torch.testing.assert_close(w.grad.cpu().double(), wr.grad, atol=0.1, rtol=2e-2)
+
+
+def test_weight_gradient_is_two_launches():
+    """The 1x1 weight gradient: per-image float32 slices, then their sum rounded once into
+    the gradient's dtype by the reduction itself (no separate cast): two launches."""
+    from torch_ext.ops import _launch
+
+    x = torch.randn(4, 8, 6, 5, dtype=torch.float64)
+    dy = torch.randn(4, 6, 6, 5, dtype=torch.float64)
+    ref = torch.einsum("nop,ncp->oc", dy.flatten(2), x.flatten(2)).reshape(6, 8, 1, 1)
+    xd, dyd = x.to(torch.bfloat16).to(DEV), dy.to(torch.bfloat16).to(DEV)
+    before = _launch.launches()
+    dw = conv_gemm.pointwise_weight_grad(dyd, xd, (6, 8, 1, 1))
+    assert _launch.launches() - before == 2
+    assert dw.dtype == torch.bfloat16 and dw.shape == (6, 8, 1, 1)
+    err = (dw.cpu().double() - ref).abs().max() / ref.abs().max()
+    assert err < 2e-2, err

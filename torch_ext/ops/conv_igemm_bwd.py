@@ -22,6 +22,7 @@ from ._common import float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from .conv_igemm import channels_inner, conv_candidates, conv_precision, conv_warps, needs_int64
+from .reduction import sum_slices
 
 
 @triton.jit
@@ -112,5 +113,4 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
 
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
     buf = run(tuned("conv", key, conv_candidates(ca, cb, R, dy.dtype), run, dy.device))
-    gw = buf[0] if buf.shape[0] == 1 else buf.sum(0)
-    return gw.to(dy.dtype).reshape(w_shape)
+    return sum_slices(buf, dy.dtype).reshape(w_shape)

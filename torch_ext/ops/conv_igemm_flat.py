@@ -29,6 +29,7 @@ from ._common import float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch, next_pow2
 from ._tune import tuned
 from .conv_igemm import channels_inner, conv_precision, needs_int64
+from .reduction import sum_slices
 
 # The longest run of (tap, channel) a step takes; above it conv_igemm.py's kernels,
 # whose channel blocks are then mostly full, are the better fit.
@@ -255,5 +256,4 @@ def flat_weight_grad(dy, x, w_shape, stride, padding, dilation):
     candidates = [(bm, 64, 4, 3), (bm, 64, 4, 2), (bm, 128, 8, 3), (bm, 32, 4, 4)]
     key = ("flat_wgrad", dy.dtype, precision, R, C, CO, *o, *i, *k, *s, *p, *d)
     buf = run(tuned("conv", key, candidates, run, dy.device))
-    gw = buf[0] if buf.shape[0] == 1 else buf.sum(0)
-    return gw.to(dy.dtype).reshape(w_shape)
+    return sum_slices(buf, dy.dtype).reshape(w_shape)

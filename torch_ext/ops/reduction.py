@@ -291,6 +291,17 @@ def run_reduce(
     return out
 
 
+def sum_slices(buf, dtype):
+    """buf (S, ...) summed over its first dim into a new tensor of `dtype`: the float32
+    partials of a split weight gradient, rounded once by the reduction's own store (a
+    sum then a cast took two launches); one slice is only cast."""
+    if buf.shape[0] == 1:
+        return buf[0] if buf.dtype == dtype else buf[0].to(dtype)
+    out = torch.empty(tuple(buf.shape[1:]), dtype=dtype, device=buf.device)
+    reduce_into(buf, [0], out, SUM)
+    return out
+
+
 # How the partial results of each op combine (and then finish) in a split reduction.
 # (Only SUM and SQDEV are scaled, and SQDEV's partials are sums of squares.)
 _COMBINE = {
