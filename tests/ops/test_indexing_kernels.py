@@ -156,10 +156,22 @@ def test_scatter_reduce_two(reduce, include_self, dtype, device):
     )
 
 
-def test_embedding_backward_is_reproducible(device):
-    """embedding's backward sums each weight row in a fixed order (as CUDA's), not with
-    float atomics: repeated runs with many repeated indices agree bit for bit, and equal
-    the float64 sums."""
+@pytest.mark.parametrize("forced", [None, False], ids=["driver", "sorted"])
+def test_embedding_backward_is_reproducible(forced, device, monkeypatch):
+    """embedding's backward sums each weight row in a fixed order (as CUDA's) where the
+    driver's float atomics would add in any order (spec atomics_in_order: the
+    interpreter's are in order): repeated runs with many repeated indices agree bit for
+    bit, and equal the float64 sums."""
+    from helpers import force_spec
+    from torch_ext.backends import spec
+
+    in_order = bool(spec("atomics_in_order")) if forced is None else forced
+    force_spec(monkeypatch, I, atomics_in_order=in_order)
+    launched = []
+    launch = I.launch
+    monkeypatch.setattr(
+        I, "launch", lambda k, *a, **kw: (launched.append(k), launch(k, *a, **kw))[1]
+    )
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, 10, (300,), generator=g)  # every row about 30 times
     go = torch.randn(300, 16, generator=g)
@@ -170,3 +182,4 @@ def test_embedding_backward_is_reproducible(device):
     ]
     assert all(torch.equal(runs[0], r) for r in runs[1:])
     torch.testing.assert_close(runs[0].double(), ref, atol=1e-4, rtol=1e-5)
+    assert (I._embedding_bwd_kernel in launched) == in_order

@@ -22,6 +22,7 @@ import triton.language as tl
 import math
 import torch
 
+from ..backends import spec
 from ._common import float_acc
 from ._pointwise import pointwise
 from . import _bounds
@@ -417,6 +418,22 @@ def embedding(
     return out
 
 
+@triton.jit
+def _embedding_bwd_kernel(
+    grad, index, out, n, D, padding_idx, num_weights, flag, BLOCK: tl.constexpr
+):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n
+    row = o // D
+    col = o % D
+    idx = tl.load(index + row, mask=mask, other=0).to(tl.int64)
+    bad = mask & ((idx < 0) | (idx >= num_weights))
+    _bounds.record(flag, idx, bad)
+    mask = mask & (idx != padding_idx) & (bad == 0)
+    g = tl.load(grad + o, mask=mask, other=0).to(out.dtype.element_ty)
+    tl.atomic_add(out + idx * D + col, g, mask=mask)
+
+
 @kernel(shapes=True)
 def embedding_dense_backward(
     grad_output: torch.Tensor,
@@ -439,12 +456,29 @@ def embedding_dense_backward(
     idx = contiguous(indices.reshape(-1))
     n = numel(grad_output)  # g's (its view): an expression while recording
     if n:
-        # Each weight row summed by one program in a fixed order (a stable sort of the
-        # indices), whatever the deterministic mode, as CUDA's embedding backward (sort
-        # and segment sums): float atomics changed the rounding from run to run (a Llama
-        # run's loss after 20 steps 1.8258 against 1.8673 at the same code, H200).
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
-        deterministic.embedding_backward_(grad_w, g, idx, padding_idx, flag)
+        if deterministic.enabled(g.dtype) or not spec("atomics_in_order"):
+            # Each weight row summed by one program in a fixed order (a stable sort of
+            # the indices), whatever the deterministic mode, as CUDA's embedding backward
+            # (sort and segment sums): float atomics on a GPU changed the rounding from
+            # run to run (a Llama run's loss after 20 steps 1.8258 against 1.8673 at the
+            # same code, H200)
+            deterministic.embedding_backward_(grad_w, g, idx, padding_idx, flag)
+        else:  # the interpreter runs programs one after another: atomics in order
+            block = block_for(n)
+            launch(
+                _embedding_bwd_kernel,
+                (cdiv(n, block),),
+                g,
+                idx,
+                grad_w,
+                n,
+                D,
+                padding_idx,
+                num_weights,
+                flag,
+                BLOCK=block,
+            )
         _bounds.check(flag)
     if acc == out_dtype:
         return grad_w

@@ -27,6 +27,13 @@ def reduction_block(n: int) -> int:
     return 1 << 14
 
 
+def atomics_in_order() -> bool:
+    # Programs run one after another: float atomics add in a fixed order, so the
+    # embedding backward keeps its one-launch atomic kernel here (the fixed-order sort
+    # path is a program per index, each an interpreted step).
+    return True
+
+
 def reduction_splits(outputs: int, length: int) -> int:
     # The interpreter runs programs one after another: never split.
     return 1
