@@ -22,6 +22,7 @@ from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
+from .reduction import sum_slices
 
 
 def padded_strides(t):
@@ -291,10 +292,12 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
             *_divided(dy, vec), *_divided(x, vec), buf.stride(0), buf.stride(1),
             ACC=tl_float_acc(dy.dtype), BR=br, BC=bc, VEC=vec, num_warps=warps,
         )  # fmt: skip
-        if split > 1:
-            gw.copy_(buf.sum(0))
+        return buf
 
     cands = dw_candidates(CO, suggest_memory_format(x) != torch.contiguous_format, wgrad=True)
     key = _tune_key("wgrad", dy, x, geom=(k, s, p, d))
-    run(tuned("dwconv", key, cands, run, dy.device))
-    return gw.reshape(w_shape)
+    buf = run(tuned("dwconv", key, cands, run, dy.device))
+    # the slices' sum after tuning, not inside `run`: the tuner's compile-only threads
+    # run it without launching the kernel, and a sum there read the unwritten slices
+    # (and could be a replayed plan that launches for real)
+    return sum_slices(buf, dy.dtype).reshape(w_shape)
