@@ -319,3 +319,16 @@ def force_spec(monkeypatch, module, **values):
     monkeypatch.setattr(
         module, "spec", lambda name, *a: values[name] if name in values else spec(name, *a)
     )
+
+
+def spy_launches(monkeypatch, module):
+    """The (kernel, keyword arguments) of each launch `module` makes from now on."""
+    calls = []
+    launch = module.launch
+
+    def spy(kernel, *args, **kwargs):
+        calls.append((kernel, kwargs))
+        return launch(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(module, "launch", spy)
+    return calls

@@ -10,7 +10,7 @@ from torch_ext.ops import reduction as R
 from torch_ext.ops import reduction_arg as A
 from torch_ext.ops import scan, statistics
 
-from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
+from helpers import FLOAT_DTYPES, force_spec, randn, spy_launches, to_ref
 from helpers import assert_kernel_close as assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -298,11 +298,7 @@ def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, device, monkeypat
     force_spec(monkeypatch, _rows, row_tile_cap=64)
     force_spec(monkeypatch, _common, reduction_block=64)
     force_spec(monkeypatch, A, reduction_nan_combine=nan_combine)
-    accs = []
-    launch = A.launch
-    monkeypatch.setattr(
-        A, "launch", lambda k, *a, **kw: (accs.append(kw["ACC"]), launch(k, *a, **kw))[1]
-    )
+    calls = spy_launches(monkeypatch, A)
     n = shape[dim]
     g = torch.Generator().manual_seed(1)
     if dtype == torch.bool:
@@ -335,6 +331,7 @@ def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, device, monkeypat
         assert_close(idx, ref.indices)
         assert torch.equal(vals.cpu().view(torch.uint8), ref.values.view(torch.uint8))
     native = nan_combine and dtype == torch.float16
+    accs = [kw["ACC"] for _, kw in calls]
     assert accs and all((a == tl.float16) == native for a in accs), accs
 
 

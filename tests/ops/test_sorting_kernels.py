@@ -59,20 +59,16 @@ def test_sort_long_rows_rank_budget(budget, device, monkeypatch):
     """Rows past MERGE_FROM stay the one-launch rank sort while rows * length^2 fits the
     driver's rank_sort_budget (the token indices of embedding's backward), merge-sorted
     past it: the same stable result (ties keep their order) either way."""
-    from helpers import force_spec
+    from helpers import force_spec, spy_launches
 
     monkeypatch.setattr(sort, "MERGE_FROM", 40)
     force_spec(monkeypatch, sort, rank_sort_budget=budget)
-    launched = []
-    launch = sort.launch
-    monkeypatch.setattr(
-        sort, "launch", lambda k, *a, **kw: (launched.append(k), launch(k, *a, **kw))[1]
-    )
+    calls = spy_launches(monkeypatch, sort)
     x = torch.randint(0, 20, (3, 301))  # many ties
     v, i = sort.sort(x.to(device), 1, stable=True)
     ref = torch.sort(x, dim=1, stable=True)
     assert torch.equal(v.cpu(), ref.values) and torch.equal(i.cpu(), ref.indices)
-    kernels = {k for k in launched if k in (sort._rank_sort_kernel, sort._merge_pass_kernel)}
+    kernels = {k for k, _ in calls if k in (sort._rank_sort_kernel, sort._merge_pass_kernel)}
     assert kernels == {sort._rank_sort_kernel if budget else sort._merge_pass_kernel}
 
 

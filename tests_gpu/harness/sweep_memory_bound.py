@@ -3,7 +3,7 @@ entropy in bf16, layer norm), each timed against torch and the device-to-device 
 torch's cuda tensors (standalone: no build needed). A line per variant: ms, GB/s, % of
 copy; the shipped kernel is marked `*`.
 
-    python tests_gpu/harness/sweep_memory_bound.py [argmax,gelu,ce,ln]
+    python tests_gpu/harness/sweep_memory_bound.py [gelu,ce,ln | round2 | argmax,ce2,rows,pw,pool]
 """
 
 import sys
@@ -21,7 +21,7 @@ from torch_ext.ops import normalization as N  # noqa: E402
 from torch_ext.ops import reduction_arg as A  # noqa: E402
 from torch_ext.ops._common import TL_DTYPES  # noqa: E402
 
-WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "argmax,gelu,ce,ln").split(","))
+WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "gelu,ce,ln").split(","))
 
 
 def bench(fn):
@@ -40,41 +40,6 @@ def row(name, ms, nbytes, ref_ms=None):
     print(
         f"  {name:<44} {ms * 1e3:8.1f} us {bw:7.0f} GB/s {100 * bw / COPY:5.1f}%{extra}", flush=True
     )
-
-
-# -- argmax ----------------------------------------------------------------------------
-if "argmax" in WHICH:
-    for dt in (torch.float16, torch.float32):
-        x = torch.randn(8192, 8192, device=DEV, dtype=dt)
-        out = torch.empty(8192, dtype=torch.int64, device=DEV)
-        nbytes = x.numel() * x.element_size() + out.numel() * 8
-        print(f"argmax 8192x8192 {dt}", flush=True)
-        t_ref = bench(lambda: torch.argmax(x, 1))
-        row("torch", t_ref, nbytes)
-        row("* packed key (ours)", bench(lambda: A.argmax_out(x, 1, False, out)), nbytes, t_ref)
-        assert torch.equal(out, torch.argmax(x, 1))
-        for warps in (4, 8, 16):
-            t = bench(
-                lambda: A._arg_packed_kernel[(8192,)](
-                    x,
-                    out,
-                    out,
-                    8192,
-                    8192,
-                    1,
-                    IS_MAX=True,
-                    VALUES=False,
-                    KEY=16 if dt == torch.float16 else 32,
-                    FLOAT=True,
-                    BLOCK_O=1,
-                    BLOCK_R=8192,
-                    num_warps=warps,
-                )  # fmt: skip
-            )
-            row(f"packed key, 1 row, {warps} warps", t, nbytes, t_ref)
-        xv = x
-        t = bench(lambda: A._launch_unpacked(xv, None, out, 8192, 8192, 1, dt, True))
-        row("value then first index (before)", t, nbytes, t_ref)
 
 
 # -- gelu ------------------------------------------------------------------------------
@@ -147,7 +112,7 @@ if "ce" in WHICH:
         print(f"cross_entropy rows 4096x32768 {dt}", flush=True)
         t_ref = bench(lambda: F.cross_entropy(x, t))
         row("torch (F.cross_entropy)", t_ref, nbytes)
-        shipped = CE._tiling(C, x.element_size())
+        shipped = (CE._block(C), 4)
         for block, warps in ((4096, 4), (8192, 8), (8192, 4), (16384, 8), (16384, 16)):
 
             def run():
@@ -267,7 +232,7 @@ def _ce_prefetch_kernel(x, lse, C, BLOCK: tl.constexpr):
     tl.store(lse + row + tl.arange(0, 1), m + tl.log(tl.sum(s, 0)))
 
 
-if "round2" in WHICH or "argmax2" in WHICH:
+if "round2" in WHICH or "argmax" in WHICH:
     for dt in (torch.float16, torch.bfloat16):
         x = torch.randn(8192, 8192, device=DEV, dtype=dt)
         out = torch.empty(8192, dtype=torch.int64, device=DEV)
@@ -282,7 +247,7 @@ if "round2" in WHICH or "argmax2" in WHICH:
                 def run():
                     A._arg_kernel[(8192,)](
                         x, out, out, 8192, 8192, 1, float("-inf"), IS_MAX=True, VALUES=False,
-                        ACC={torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}.get(acc, tl.float32), BLOCK_O=1, BLOCK_R=8192, NAN_COMBINE=True,
+                        ACC=tl.float16 if acc == torch.float16 else tl.bfloat16 if acc == torch.bfloat16 else tl.float32, BLOCK_O=1, BLOCK_R=8192, NAN_COMBINE=True,
                         num_warps=warps,
                     )  # fmt: skip
 

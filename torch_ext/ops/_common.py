@@ -128,6 +128,7 @@ def dot6(i0, i1, i2, i3, i4, i5, t0, t1, t2, t3, t4, t5):
 
 
 TL_DTYPES = {
+    torch.float16: tl.float16,
     torch.float32: tl.float32,
     torch.float64: tl.float64,
     torch.int64: tl.int64,

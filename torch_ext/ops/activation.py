@@ -141,6 +141,19 @@ def gelu_tanh_backward(grad, x):
 
 
 _HALF = (torch.float16, torch.bfloat16)  # the dtypes the 16-bit gelu kernels serve
+# (tanh approximation, 16-bit) -> kernel
+_GELU = {
+    (False, False): gelu_none,
+    (False, True): gelu_none_16,
+    (True, False): gelu_tanh,
+    (True, True): gelu_tanh_16,
+}
+_GELU_BACKWARD = {
+    (False, False): gelu_none_backward,
+    (False, True): gelu_none_backward_16,
+    (True, False): gelu_tanh_backward,
+    (True, True): gelu_tanh_backward_16,
+}
 
 
 def _is_tanh(approximate):
@@ -155,12 +168,7 @@ def gelu(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
-    half = common_dtype in _HALF
-    if _is_tanh(approximate):
-        op = gelu_tanh_16 if half else gelu_tanh
-    else:
-        op = gelu_none_16 if half else gelu_none
-    op.iter(outs, ins, common_dtype)
+    _GELU[_is_tanh(approximate), common_dtype in _HALF].iter(outs, ins, common_dtype)
 
 
 @kernel(shapes=True)
@@ -170,12 +178,7 @@ def gelu_backward(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
-    half = common_dtype in _HALF
-    if _is_tanh(approximate):
-        op = gelu_tanh_backward_16 if half else gelu_tanh_backward
-    else:
-        op = gelu_none_backward_16 if half else gelu_none_backward
-    op.iter(outs, ins, common_dtype)
+    _GELU_BACKWARD[_is_tanh(approximate), common_dtype in _HALF].iter(outs, ins, common_dtype)
 
 
 @kernel()

@@ -459,7 +459,7 @@ def embedding_dense_backward(
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
         if deterministic.enabled(g.dtype) or not spec("atomics_in_order"):
             # Each weight row summed by one program in a fixed order (a stable sort of
-            # the indices), whatever the deterministic mode, as CUDA's embedding backward
+            # the indices), deterministic mode or not, as CUDA's embedding backward
             # (sort and segment sums): float atomics on a GPU changed the rounding from
             # run to run (a Llama run's loss after 20 steps 1.8258 against 1.8673 at the
             # same code, H200)

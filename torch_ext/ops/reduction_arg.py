@@ -88,20 +88,12 @@ def _arg_reduce(self, dim, values, indices, is_max):
         if indices.is_contiguous()
         else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
     )
-    _launch_arg(xv, vt, it, O, R, B, x.dtype, is_max)
-    if vt is not values:
-        copy_kernel((values,), (vt.view(values.shape),))
-    if it is not indices:
-        copy_kernel((indices,), (it.view(indices.shape),))
-
-
-def _launch_arg(xv, vt, it, O, R, B, dtype, is_max):
     nan_combine = bool(spec("reduction_nan_combine"))
     # fp16 compares in its own dtype on the GPU (half the registers and conversions:
     # argmax of 8192x8192 at 66% of copy bandwidth against 45%, H200); Triton's
     # NaN-propagating maximum of bf16 gives float32, and the interpreter compares
     # 16-bit floats as float32
-    acc = dtype if nan_combine and dtype == torch.float16 else _minmax_acc(dtype)
+    acc = x.dtype if nan_combine and x.dtype == torch.float16 else _minmax_acc(x.dtype)
     # The reduction with indices carries an index beside each value: two arrays.
     tile = row_tile(O, R, B, arrays=2)
     if tile is not None:
@@ -118,15 +110,19 @@ def _launch_arg(xv, vt, it, O, R, B, dtype, is_max):
         O,
         R,
         B,
-        _neutral(MAX if is_max else MIN, dtype),
+        _neutral(MAX if is_max else MIN, x.dtype),
         IS_MAX=is_max,
         VALUES=vt is not None,
-        ACC=tl.float16 if acc == torch.float16 else TL_DTYPES[acc],
+        ACC=TL_DTYPES[acc],
         BLOCK_O=bo,
         BLOCK_R=br,
         NAN_COMBINE=nan_combine,
         num_warps=warps,
     )
+    if vt is not values:
+        copy_kernel((values,), (vt.view(values.shape),))
+    if it is not indices:
+        copy_kernel((indices,), (it.view(indices.shape),))
 
 
 @kernel("max_dim")

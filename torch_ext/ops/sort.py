@@ -180,7 +180,7 @@ def _rank_sort(self, dim, descending, k, values, indices):
     # Past MERGE_FROM a row is merge-sorted (a launch per doubling), unless the driver's
     # comparison budget takes the one-launch rank sort's rows * R * R comparisons (cuda:
     # embedding's backward sorts its 4096 token indices in one launch, not 12 passes)
-    if R > MERGE_FROM and (x.numel() // max(R, 1)) * R * R > (spec("rank_sort_budget") or 0):
+    if R > MERGE_FROM and (x.numel() // R) * R * R > (spec("rank_sort_budget") or 0):
         return _sort_long(x, d, descending, k, values, indices)
     xv, A, R, B = as_arb(contiguous(x), [d])
     if A * B * k == 0:

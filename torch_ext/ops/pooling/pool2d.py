@@ -40,6 +40,16 @@ def _pool_params(kernel_size, stride, padding):
 
 
 @triton.jit
+def _elements(total, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """This program's flat elements and which are below `total`, in 32-bit index math
+    unless the tensors need 64 (INDEX64)."""
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if INDEX64:
+        e = e.to(tl.int64)
+    return e, e < total
+
+
+@triton.jit
 def _max_pool_kernel(
     x,
     out,
@@ -61,12 +71,8 @@ def _max_pool_kernel(
     INDEX64: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    # The window's geometry is constexpr (its taps unrolled, divisions by constants) and
-    # the index math 32-bit unless the tensor needs 64 (INDEX64).
-    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if INDEX64:
-        e = e.to(tl.int64)
-    mask = e < total
+    # The window's geometry is constexpr (its taps unrolled, divisions by constants).
+    e, mask = _elements(total, INDEX64, BLOCK)
     plane, oh, ow = split3(e, OH, OW)
     base = x + plane * H * W
     best = tl.full((BLOCK,), float("-inf"), ACC)
@@ -246,10 +252,7 @@ def _max_pool_backward_kernel(
     # (their index is its own): one launch, no zero fill, no atomics, a fixed order. The
     # taps unrolled with constant strides (a runtime geometry and 64-bit index math cost
     # ResNet-50's stem pool 1.57 ms on an H200, torch 0.30).
-    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if INDEX64:
-        e = e.to(tl.int64)
-    mask = e < total
+    e, mask = _elements(total, INDEX64, BLOCK)
     plane, ih, iw = split3(e, H, W)
     me = ih * W + iw
     po = plane * OH * OW
