@@ -122,9 +122,31 @@ def _key_text(key: Sequence[Any]) -> str:
     return ",".join(str(v).replace("torch.", "") for v in key)
 
 
+_spin_flags: dict[Any, torch.Tensor] = {}
+
+
+def _hold_stream(device: torch.device) -> None:
+    """Keeps the current stream busy for spec("tune_spin_ns") nanoseconds (a GPU spin),
+    so that the timed launches queued meanwhile run back to back: their Python costs
+    more than a small kernel runs, and timing it picked tiles at random (H200, session
+    18: a ResNet-50 1x1 weight gradient tuned to 91 us whose best candidate runs 42)."""
+    ns = spec("tune_spin_ns")
+    if not ns:
+        return
+    from ._launch import launch
+    from ._spin import spin_kernel
+
+    flag = _spin_flags.get(device)
+    if flag is None:
+        flag = _spin_flags[device] = torch.zeros(1, dtype=torch.int64, device=device)
+    launch(spin_kernel(), (1,), flag, int(ns))
+
+
 def _time(run: Callable[[tuple], Any], cfg: tuple, device: torch.device) -> float:
-    """Milliseconds per launch of `cfg` on the current stream."""
+    """Milliseconds per launch of `cfg` on the current stream (the device's time: the
+    launches are queued behind a spin, _hold_stream)."""
     run(cfg)  # compiles, warms the caches
+    _hold_stream(device)
     start = torch.Event(device=device, enable_timing=True)
     end = torch.Event(device=device, enable_timing=True)
     start.record()

@@ -6,8 +6,10 @@ stride 1):
 
   forward  y[n]  = W (CO x C) @ x[n] + bias        (W broadcast over the batch)
   dgrad    dx[n] = W^T (C x CO) @ dy[n]
-  wgrad    dW    = sum_n dy[n] (CO x P) @ x[n]^T   (float32 slices per image, then
-                                                   their sum: deterministic)
+  wgrad    dW    = sum_n dy[n] (CO x P) @ x[n]^T   (one kernel whose reduction runs over
+                                                   (image, pixel block) items, split into
+                                                   float32 slices summed in order:
+                                                   deterministic)
 
 The implicit GEMM (conv_igemm.py) wants channels innermost and copies an NCHW tensor to
 channels_last and its result back: for a 1x1 convolution those copies cost more than the
@@ -21,7 +23,14 @@ a zeroed dx. Padded, grouped and channels_last convolutions stay on the implicit
 import math
 
 import torch
+import triton
+import triton.language as tl
 
+from ._common import float_acc, tl_float_acc
+from ._launch import cdiv, launch
+from ._tune import tuned
+from .conv_igemm import conv_candidates, conv_precision, needs_int64
+from .conv_igemm_bwd import split_candidates
 from .matmul import _bmm
 from .reduction import sum_slices
 
@@ -90,23 +99,96 @@ def pointwise_input_grad(dy, w, in_shape, stride):
     return full
 
 
-def wgrad_fits(dy, x):
-    """Whether the per-image float32 slices of the weight gradient stay small beside the
-    activations (early layers: many pixels, few channels); else the implicit GEMM."""
-    n, co, c = dy.shape[0], dy.shape[1], x.shape[1]
-    p = math.prod(dy.shape[2:])  # the pixels the product reads (x's, subsampled)
-    return dy.is_contiguous() and 4 * n * co * c * 4 <= n * (co + c) * p * dy.element_size()
+@triton.jit
+def _wgrad_1x1_kernel(
+    dy, x, out, CO, C, P, PB, items, per, sdN, sxN, wsp,
+    FLAT: tl.constexpr, UPCAST: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+):  # fmt: skip
+    """out[split] (CO x C) = sum over the split's items of dy (CO x BK pixels) @ x^T (BK
+    pixels x C), both tiles read along the pixels. An item is a block of BK pixels of
+    one image (P a multiple of BK, or many pixels: a masked tail per image) or, FLAT,
+    BK consecutive (image, pixel) pairs of all images (few pixels, e.g. 7x7: no tail to
+    waste, each pair's image found by a division)."""
+    tiles_n = tl.cdiv(C, BN)
+    rco = (tl.program_id(0) // tiles_n) * BM + tl.arange(0, BM)
+    rc = (tl.program_id(0) % tiles_n) * BN + tl.arange(0, BN)
+    co_ok = rco < CO
+    c_ok = rc < C
+    sp = tl.program_id(1)
+    kk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), ACC)
+    for it in range(sp * per, tl.minimum(sp * per + per, items)):
+        if FLAT:
+            k = it * BK + kk
+            n = k // P
+            p = k - n * P
+            p_ok = n < PB  # PB: the images
+        else:
+            n = it // PB
+            p = (it - n * PB) * BK + kk
+            p_ok = p < P
+        if I64:
+            n = n.to(tl.int64)
+        a = tl.load(dy + (n * sdN + p)[None, :] + rco[:, None] * P,
+                    mask=co_ok[:, None] & p_ok[None, :], other=0)  # fmt: skip
+        b = tl.load(x + (n * sxN + p)[:, None] + rc[None, :] * P,
+                    mask=p_ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc += tl.dot(a, b, out_dtype=ACC)
+    o = out + sp * wsp + rco[:, None] * C + rc[None, :]
+    tl.store(o, acc.to(out.dtype.element_ty), mask=co_ok[:, None] & c_ok[None, :])
 
 
-def pointwise_weight_grad(dy, x, w_shape):
+def _flat(p, bk):
+    """Whether the 1x1 weight gradient's items run over all images' pixels at once: when
+    blocks of `bk` pixels per image would waste more than an eighth of a tile."""
+    return cdiv(p, bk) * bk * 8 > p * 9
+
+
+def pointwise_weight_grad(dy, x, w_shape, cfg=None):
+    """dW (w_shape) = sum_n dy[n] @ x[n]^T over NCHW-contiguous dy and (subsampled) x,
+    read in place; the reduction over its items (_wgrad_1x1_kernel) is split into slices
+    whose float32 partials one reduction sums in order (one slice: written straight
+    into dW). Tiles and slices tuned (`cfg` forces one: tests)."""
     n, co, c = dy.shape[0], w_shape[0], w_shape[1]
     p = math.prod(x.shape[2:])
     if n == 0 or p == 0:
         return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
-    acc = torch.float64 if dy.dtype == torch.float64 else torch.float32
-    slices = torch.empty((n, co, c), dtype=acc, device=dy.device)
-    xt = (x, (n, p, c), (c * p, 1, p))  # x[n]^T
-    _bmm(_image_matrices(dy), xt, slices)
-    # their sum over the images, rounded once into dy's dtype by the reduction's store
-    # (a sum then a cast were two launches: 36 of ResNet-50's kernels a step)
-    return sum_slices(slices, dy.dtype).reshape(w_shape)
+    dy = dy.contiguous()
+    upcast, _ = conv_precision(dy.dtype)
+    R = n * p
+
+    def tiles(cfg):
+        bm, bn = min(cfg[0], 128), min(cfg[1], 128)
+        return bm, bn, cdiv(co, bm) * cdiv(c, bn)
+
+    def run(cfg):
+        bm, bn, work = tiles(cfg)
+        _, _, bk, warps, stages, split = cfg
+        flat = _flat(p, bk)
+        pb = n if flat else cdiv(p, bk)
+        items = cdiv(n * p, bk) if flat else n * pb
+        per = cdiv(items, split)
+        split = cdiv(items, per)
+        buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)
+        buf = torch.empty((split, co, c), dtype=buf_dtype, device=dy.device)
+        launch(
+            _wgrad_1x1_kernel, (work, split), dy, x, buf, co, c, p, pb, items, per,
+            dy.stride(0), x.stride(0), buf.stride(0),
+            FLAT=flat, UPCAST=upcast, ACC=tl_float_acc(dy.dtype), I64=needs_int64(dy, x),
+            BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
+        )  # fmt: skip
+        return buf
+
+    if cfg is None:
+        cands = [
+            (*t, split)
+            for t in conv_candidates(co, c, R, dy.dtype)
+            for split in split_candidates(R, tiles(t)[2])
+        ]
+        key = ("wgrad1x1", dy.dtype, n, co, c, p)
+        cfg = tuned("conv", key, cands, run, dy.device)
+    return sum_slices(run(cfg), dy.dtype).reshape(w_shape)

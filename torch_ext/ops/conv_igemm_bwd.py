@@ -21,7 +21,8 @@ import triton.language as tl
 from ._common import float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
-from .conv_igemm import channels_inner, conv_candidates, conv_precision, conv_warps, needs_int64
+from ..backends import spec
+from .conv_igemm import channels_inner, conv_candidates, conv_precision, needs_int64
 from .reduction import sum_slices
 
 
@@ -79,6 +80,12 @@ def _splits(R, work):
     return max(1, min(64, R // 2048, 256 // max(work, 1)))
 
 
+def split_candidates(R, work):
+    """The slice counts tuned beside the tiles: the rule above first, then what a driver
+    proposes for `work` programs a slice (spec("conv_wgrad_splits"))."""
+    return list(dict.fromkeys([_splits(R, work), *(spec("conv_wgrad_splits", R, work) or [])]))
+
+
 def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     """gw of shape w_shape (g*CA, CB, *kernel) (see module doc); fp32 accumulation."""
     N = dy.shape[0]
@@ -92,25 +99,33 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     dyi, imi = channels_inner(dy), channels_inner(im)
     upcast, precision = conv_precision(dy.dtype)
 
+    def tiles(cfg):
+        bm, bn = min(cfg[0], 128), min(cfg[1], 128)
+        return bm, bn, cdiv(ca, bm) * cdiv(cb, bn) * groups * KP
+
     def run(cfg):
-        bm, bn, bk, warps, stages = cfg
-        bm, bn = min(bm, 128), min(bn, 128)
-        tiles = cdiv(ca, bm) * cdiv(cb, bn)
-        split = _splits(R, tiles * groups * KP)
+        bm, bn, work = tiles(cfg)
+        _, _, bk, warps, stages, split = cfg
         RS = cdiv(R, split)
         buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
         buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
         launch(
             _conv_wgrad_kernel,
-            (tiles, KP * split, groups),
+            (work // (KP * groups), KP * split, groups),
             dyi, imi, buf, R, RS, split, groups, ca, cb, OP, o[1], o[2], *i, k[1], k[2],
             *s, *p, *d, *buf.stride(),
             UPCAST=upcast, PRECISION=precision, ACC=tl_float_acc(dy.dtype),
             IDX64=needs_int64(dyi, imi, buf), BM=bm, BN=bn, BK=bk,
-            num_warps=conv_warps(bm, bn), num_stages=stages,
+            num_warps=warps, num_stages=stages,
         )  # fmt: skip
         return buf
 
+    # the split is a runtime argument: its candidates cost timings, not compiles
+    cands = [
+        (*cfg, split)
+        for cfg in conv_candidates(ca, cb, R, dy.dtype)
+        for split in split_candidates(R, tiles(cfg)[2])
+    ]
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
-    buf = run(tuned("conv", key, conv_candidates(ca, cb, R, dy.dtype), run, dy.device))
+    buf = run(tuned("conv", key, cands, run, dy.device))
     return sum_slices(buf, dy.dtype).reshape(w_shape)

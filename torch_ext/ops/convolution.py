@@ -50,7 +50,7 @@ from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthw
 from .conv_igemm_bwd import conv_weight_grad
 from .conv_igemm_flat import flat_fits, flat_forward, flat_weight_grad
 from .conv_gemm import is_nchw_pointwise, pointwise_forward, pointwise_input_grad
-from .conv_gemm import pointwise_weight_grad, subsample, wgrad_fits
+from .conv_gemm import pointwise_weight_grad, subsample
 
 
 @triton.jit
@@ -316,10 +316,7 @@ def convolution_backward_overrideable(
         if output_mask[0]:
             grad_input = pointwise_input_grad(gout, weight, input.shape, stride)
         if output_mask[1]:
-            if wgrad_fits(gout, input):
-                grad_weight = pointwise_weight_grad(gout, subsample(input, stride), weight.shape)
-            else:
-                grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
+            grad_weight = pointwise_weight_grad(gout, subsample(input, stride), weight.shape)
     elif not transposed:
         fmt = conv_format(gout, weight)
         if output_mask[0] and output_mask[1]:

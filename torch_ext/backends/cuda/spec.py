@@ -208,6 +208,18 @@ def mm_split_k(tiles: int, k: int) -> Optional[int]:
     return min(sms // tiles, 4, k // 256)
 
 
+def conv_wgrad_splits(rows: int, work: int) -> list[int]:
+    """Slice counts of a convolution's weight-gradient reduction (ops/conv_igemm_bwd.py)
+    for the tuner to time beside its rule's: those that give `work` programs a slice
+    one, two or four waves of programs, each slice at least 512 rows of the reduction,
+    at most 64 slices (their float32 partials are summed by another launch).
+    The rule's (a slice >= 2048 rows, <= 256 programs) left ResNet-50's deep layers on
+    fewer programs than multiprocessors (H200: 256->256 3x3 @14, 108 programs)."""
+    sms = _sm_count()
+    top = max(1, min(64, rows // 512))
+    return sorted({max(1, min(top, -(-waves * sms // max(work, 1)))) for waves in (1, 2, 4)})
+
+
 def norm_backward_programs() -> int:
     """Programs of the layer/RMS norm backward over rows of one tile: two per
     multiprocessor, each summing its rows' weight and bias gradients (partials a second
@@ -256,6 +268,13 @@ def attention_grouped_min_programs() -> int:
     (bench/models' Llama, 8 x 4 key heads x 8 key blocks = 256 programs, is grouped on
     an H100's 132; a batch of 1 at 512 tokens, 32 programs, is not)."""
     return _sm_count()
+
+
+def tune_spin_ns() -> int:
+    """How long the tuner holds the stream before its timed launches (ops/_tune.py
+    _hold_stream): 2 ms, more than the host takes to queue a candidate's five launches
+    through Python (tens of microseconds each)."""
+    return 2_000_000
 
 
 def autotune() -> bool:

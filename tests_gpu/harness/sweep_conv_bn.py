@@ -1,0 +1,191 @@
+"""Convolution weight gradients and batch norm on ResNet-50's shapes (batch 32, bf16,
+NCHW), each against cuDNN on torch's own cuda tensors (standalone: no build needed).
+
+  wgrad: every candidate the tuner would time (tiles x slices), the best three and the
+         rule's first, then the whole op (its layout copies included) at the best;
+  bn:    batch norm forward and backward under a coordinate sweep of the cuda spec's
+         tiling (tile lanes, programs, warps, items per normalise program) around the
+         shipped one, bandwidth as a share of the device-to-device copy.
+
+    python tests_gpu/harness/sweep_conv_bn.py [wgrad,bn]
+"""
+
+import os
+import sys
+
+from standalone import DEV  # first: torch_ext's kernels without its extension
+
+import torch  # noqa: E402
+from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from bench.cases_norm import RESNET50_BN  # noqa: E402
+from bench.conv_cases import BATCH, RESNET50  # noqa: E402
+from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
+from torch_ext.ops import batch_norm as BN  # noqa: E402
+from torch_ext.ops import conv_gemm, conv_igemm_bwd, conv_igemm_flat  # noqa: E402
+
+WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "wgrad,bn").split(","))
+
+
+SMOKE = DEV == "cpu"  # a dry run under the interpreter: tiny shapes, one call a "timing"
+if SMOKE:
+    BATCH, RESNET50, RESNET50_BN = 2, [(8, 16, 1, 1, 6), (24, 8, 3, 2, 6)], [(16, 6)]
+    torch.cuda.get_device_name = lambda: "cpu (interpreter)"
+    cuda_spec._sm_count = lambda: 2
+
+
+def bench(fn):
+    """ms per call of fn replayed from a CUDA graph: the kernels' time, not the host's
+    (standalone launches run Python on every call)."""
+    if SMOKE:
+        fn()
+        return 1.0
+    fn()  # compiles, allocates the cached scratch (arrival counters)
+    try:
+        return do_bench_cudagraph(fn, rep=40)
+    except Exception:  # noqa: BLE001 -- not capturable: plain timing (host included)
+        torch.cuda.synchronize()
+        return do_bench(fn, warmup=10, rep=60)
+
+
+src = torch.empty(1 << (10 if SMOKE else 28), dtype=torch.uint8, device=DEV)
+dst = torch.empty_like(src)
+COPY = 2 * src.numel() / bench(lambda: dst.copy_(src)) / 1e6  # GB/s
+print(f"device {torch.cuda.get_device_name()} copy {COPY:.0f} GB/s", flush=True)
+
+if "wgrad" in WHICH:
+    picked = {}
+
+    def tune_all(family, key, candidates, run, device):
+        cands = list(dict.fromkeys(tuple(c) for c in candidates))
+        times = []
+        for cfg in cands:
+            try:
+                times.append((bench(lambda cfg=cfg: run(cfg)), cfg))
+            except Exception as e:  # noqa: BLE001
+                print(f"    {cfg}: {type(e).__name__}", flush=True)
+        times.sort()
+        first = [t for t in times if t[1] == cands[0]]
+        picked["rule"] = first[0][0] if first else float("nan")
+        picked["best"] = times[0]
+        picked["top"] = times[:3]
+        return times[0][1]
+
+    MODS = (conv_gemm, conv_igemm_bwd, conv_igemm_flat)
+
+    def set_tuned(fn):
+        for m in MODS:
+            m.tuned = fn
+
+    set_tuned(tune_all)
+    shipped_candidates = conv_igemm_bwd.conv_candidates
+
+    def more_candidates(M, N, K, dtype):
+        """The shipped list, then other stages, reduction steps and warps (WGRAD_MORE=0:
+        the shipped list alone)."""
+        extra = [
+            (bm, bn, bk, w, st)
+            for bm, bn, w in ((128, 128, 8), (128, 128, 4), (128, 64, 4), (64, 128, 4), (64, 64, 4))
+            for bk in (32, 64)
+            for st in (2, 3, 4, 5)
+        ]
+        return shipped_candidates(M, N, K, dtype) + extra * (os.environ.get("WGRAD_MORE") != "0")
+
+    conv_igemm_bwd.conv_candidates = conv_gemm.conv_candidates = more_candidates
+    from torch_ext.ops.convolution import convolution_backward_overrideable as cbo
+
+    ratios = []
+    print("wgrad: shape | torch us | ours (op) us | vs torch | kernel best / rule us | best cfg")
+    for cin, cout, k, s, hw in RESNET50:
+        x = torch.randn(BATCH, cin, hw, hw, device=DEV, dtype=torch.bfloat16)
+        w = torch.randn(cout, cin, k, k, device=DEV, dtype=torch.bfloat16)
+        pad = k // 2
+        y = torch.nn.functional.conv2d(x, w, stride=s, padding=pad)
+        dy = torch.randn_like(y)
+        args = ([s, s], [pad, pad], [1, 1], False, [0, 0], 1)
+
+        def ref():
+            return torch.ops.aten.convolution_backward(dy, x, w, None, *args, [False, True, False])[
+                1
+            ]
+
+        def ours():
+            return cbo(dy, x, w, *args, [False, True, False])[1]
+
+        picked.clear()
+        try:
+            got = ours()  # tunes (tune_all), then the timed calls reuse nothing: time the op
+            err = ((got.float() - ref().float()).abs().max() / ref().float().abs().max()).item()
+            set_tuned(lambda f, k, c, r, d: picked["best"][1])
+            t_ours, t_ref = bench(ours), bench(ref)
+            set_tuned(tune_all)
+        except Exception as e:  # noqa: BLE001
+            print(f"  {cin}->{cout} k{k} s{s} @{hw}: {type(e).__name__}: {e}", flush=True)
+            set_tuned(tune_all)
+            continue
+        ratios.append(t_ref / t_ours)
+        top = ", ".join(f"{c}:{t * 1e3:.1f}" for t, c in picked["top"])
+        print(
+            f"  {cin}->{cout} k{k} s{s} @{hw}: {t_ref * 1e3:.1f} | {t_ours * 1e3:.1f} | "
+            f"{t_ref / t_ours:.2f}x | {picked['best'][0] * 1e3:.1f} / {picked['rule'] * 1e3:.1f}"
+            f" | err {err:.1e} | {top}",
+            flush=True,
+        )
+    if ratios:
+        g = torch.tensor(ratios).log().mean().exp().item()
+        print(f"wgrad geomean vs torch {g:.2f}x over {len(ratios)}, lowest {min(ratios):.2f}x")
+
+if "bn" in WHICH:
+    shipped = cuda_spec.batch_norm_tiling(2)
+    sms = cuda_spec._sm_count()
+    variants = [shipped]
+    for lanes in (1024, 2048, 8192):
+        variants.append((lanes, *shipped[1:]))
+    for progs in (2, 8, 16):
+        variants.append((shipped[0], progs * sms, *shipped[2:]))
+    for warps in (4, 16):
+        variants.append((*shipped[:3], warps, shipped[4]))
+    for items in (2, 4, 8):
+        variants.append((*shipped[:4], items))
+    for cfg in (
+        (2048, 4 * sms, 4096, 4, 1),
+        (2048, 8 * sms, 4096, 4, 2),
+        (8192, 4 * sms, 4096, 16, 1),
+    ):
+        variants.append(cfg)
+    best = {}
+    for c, hw in RESNET50_BN:
+        x = torch.randn(BATCH, c, hw, hw, device=DEV, dtype=torch.bfloat16)
+        dy = torch.randn_like(x)
+        wt, bs = torch.rand(c, device=DEV) + 0.5, torch.randn(c, device=DEV)
+        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+        var, mean = torch.var_mean(x.float(), [0, 2, 3], correction=0)
+        inv = torch.rsqrt(var + 1e-5)
+        nbytes = 2 * x.numel() * 2
+        t_f = bench(lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5))
+        t_b = bench(lambda: torch.ops.aten.native_batch_norm_backward(
+            dy, x, wt, rm, rv, mean, inv, True, 1e-5, [True, True, True]))  # fmt: skip
+        print(
+            f"bn 32x{c}x{hw}x{hw}: torch fwd {t_f * 1e3:.1f} us bwd {t_b * 1e3:.1f} us", flush=True
+        )
+        for cfg in variants:
+            BN.spec = lambda name, *a, cfg=cfg: cfg if name == "batch_norm_tiling" else None
+            try:
+                f = bench(lambda: BN.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5))
+                b = bench(lambda: BN.bn_backward(dy, x, wt, mean, inv, True, 1e-5,
+                                                 [True, True, True], False))  # fmt: skip
+            except Exception as e:  # noqa: BLE001
+                print(f"  {cfg}: {type(e).__name__}: {e}", flush=True)
+                continue
+            fb, bb = nbytes / f / 1e6 / COPY, 1.5 * nbytes / b / 1e6 / COPY
+            mark = "*" if cfg == shipped else " "
+            print(f" {mark}{cfg}: fwd {f * 1e3:6.1f} us {100 * fb:4.0f}%  bwd {b * 1e3:6.1f} us"
+                  f" {100 * bb:4.0f}%", flush=True)  # fmt: skip
+            for d, v in (("fwd", fb), ("bwd", bb)):
+                best.setdefault((d, cfg), []).append(v)
+    print("bn geomean share of copy per tiling (fwd / bwd):")
+    for cfg in variants:
+        f = torch.tensor(best.get(("fwd", cfg), [1e-9])).log().mean().exp().item()
+        b = torch.tensor(best.get(("bwd", cfg), [1e-9])).log().mean().exp().item()
+        print(f"  {cfg}: {100 * f:.0f}% / {100 * b:.0f}%")
