@@ -76,6 +76,33 @@ def test_weight_gradient_of_wide_layers_takes_the_path(taken):
     torch.testing.assert_close(w.grad.cpu().double(), wr.grad, atol=0.1, rtol=2e-2)
 
 
+@pytest.mark.parametrize(
+    "stride,grad_layout", [(1, "same"), (2, "same"), (1, "nchw")], ids=["s1", "s2", "mixed"]
+)
+def test_channels_last_weight_gradient_takes_the_kernel(taken, stride, grad_layout):
+    """A channels_last 1x1 convolution keeps the implicit GEMM forward and input gradient;
+    its weight gradient is the 1x1 kernel reading the tensors in place (images follow
+    each other: one long reduction), equal to the CPU's; a gradient in another layout
+    than the input's is read by its own strides."""
+    cl = torch.channels_last
+    x = torch.randn(3, 40, 7, 6, dtype=torch.float64).contiguous(memory_format=cl)
+    w = torch.randn(6, 40, 1, 1, dtype=torch.float64)  # 40 channels: not the flat stem
+    y = F.conv2d(x, w, stride=stride)
+    g = torch.randn_like(y)
+    wr = w.clone().requires_grad_()
+    F.conv2d(x, wr, stride=stride).backward(g)
+    xd = x.to(torch.bfloat16).to(DEV)
+    wd = w.to(torch.bfloat16).to(DEV).requires_grad_()
+    yd = F.conv2d(xd, wd, stride=stride)
+    assert yd.is_contiguous(memory_format=cl)
+    gd = g.to(torch.bfloat16).to(DEV)
+    gd = gd.contiguous() if grad_layout == "nchw" else gd.contiguous(memory_format=cl)
+    yd.backward(gd)
+    assert taken == {"fwd": 0, "dgrad": 0, "wgrad": 1}
+    err = (wd.grad.cpu().double() - wr.grad).abs().max() / wr.grad.abs().max()
+    assert err < 2e-2, err
+
+
 def _wgrad_case(n=4, c=8, co=6, p=(6, 5)):
     x = torch.randn(n, c, *p, dtype=torch.float64)
     dy = torch.randn(n, co, *p, dtype=torch.float64)

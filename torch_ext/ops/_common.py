@@ -252,3 +252,14 @@ def stat_dtype(dtype):
     """The dtype of normalization statistics (mean, rstd) PyTorch saves: float32 for half
     types, the input's dtype otherwise."""
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def ncs_strides(t):
+    """(sN, sC, sS) of t (N, C, *spatial) when its spatial dims merge into one strided
+    dim (NCHW, channels_last and their slices along N or C), else None."""
+    dims = [(n, s) for n, s in zip(t.shape[2:], t.stride()[2:]) if n != 1]
+    for (_, sa), (nb, sb) in zip(dims, dims[1:]):
+        if sa != sb * nb:
+            return None
+    sS = dims[-1][1] if dims else 1
+    return t.stride(0), t.stride(1), sS

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ._common import contiguous, stat_dtype, tl_float_acc
+from ._common import contiguous, ncs_strides, stat_dtype, tl_float_acc
 from ._declare import kernel
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ..backends import spec
@@ -22,21 +22,11 @@ from .batch_norm_kernels import (
 )
 
 
-def _ncs(t):
-    """(sN, sC, sS) when the spatial dims of `t` merge into one strided dim, else None."""
-    dims = [(n, s) for n, s in zip(t.shape[2:], t.stride()[2:]) if n != 1]
-    for (_, sa), (nb, sb) in zip(dims, dims[1:]):
-        if sa != sb * nb:
-            return None
-    sS = dims[-1][1] if dims else 1
-    return t.stride(0), t.stride(1), sS
-
-
 def _view(t):
-    st = _ncs(t)
+    st = ncs_strides(t)
     if st is None:
         t = contiguous(t)
-        st = _ncs(t)
+        st = ncs_strides(t)
     return t, st
 
 
@@ -131,10 +121,10 @@ def _check(input):
 
 def _empty_like(x):
     y = torch.empty_like(x)
-    st = _ncs(y)
+    st = ncs_strides(y)
     if st is None:  # not dense: a contiguous output
         y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        st = _ncs(y)
+        st = ncs_strides(y)
     return y, st
 
 

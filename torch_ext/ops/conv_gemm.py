@@ -17,7 +17,9 @@ product (ResNet-50's 1x1 layers at batch 32 on an H100: 0.21 ms against cuDNN's 
 256->64 channels, 56x56). A strided one (ResNet's 1x1 stride-2 shortcuts) is the
 same product over the subsampled input x[:, :, ::s, ::s], copied out first (a quarter of
 x at stride 2); its input gradient is that product's, written into the strided pixels of
-a zeroed dx. Padded, grouped and channels_last convolutions stay on the implicit GEMM.
+a zeroed dx. Padded, grouped and channels_last convolutions stay on the implicit GEMM,
+but for the weight gradient of a channels_last 1x1 one: the same kernel, whose strides
+read it in place (its images follow each other: one long reduction, no per-image tail).
 """
 
 import math
@@ -26,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, tl_float_acc
+from ._common import float_acc, ncs_strides, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from .conv_igemm import conv_candidates, conv_precision, needs_int64
@@ -58,8 +60,11 @@ def _strided_pixels(stride):
 
 
 def subsample(x, stride):
-    """The pixels of x a 1x1 convolution of `stride` reads, as a contiguous tensor."""
-    return x if all(s == 1 for s in stride) else x[_strided_pixels(stride)].contiguous()
+    """The pixels of x a 1x1 convolution of `stride` reads, as a dense tensor in x's
+    memory format (contiguous for an NCHW x)."""
+    if all(s == 1 for s in stride):
+        return x
+    return x[_strided_pixels(stride)].clone(memory_format=torch.preserve_format)
 
 
 def _image_matrices(t):
@@ -99,17 +104,34 @@ def pointwise_input_grad(dy, w, in_shape, stride):
     return full
 
 
+def is_pointwise_wgrad(x, w, padding, groups, transposed):
+    """Whether conv(x, w)'s weight gradient is that of a 1x1, unpadded, single-group
+    float16/bfloat16 convolution whose input's spatial dims merge into one strided dim
+    (NCHW, channels_last): pointwise_weight_grad, any layout."""
+    return (
+        not transposed
+        and groups == 1
+        and x.dim() >= 3
+        and all(k == 1 for k in w.shape[2:])
+        and all(p == 0 for p in padding)
+        and x.dtype in (torch.float16, torch.bfloat16)
+        and ncs_strides(x) is not None
+    )
+
+
 @triton.jit
 def _wgrad_1x1_kernel(
-    dy, x, out, CO, C, P, PB, items, per, sdN, sxN, wsp,
+    dy, x, out, CO, C, P, PB, items, per, sdN, sdC, sdP, sxN, sxC, sxP, wsp,
     UPCAST: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):  # fmt: skip
     """out[split] (CO x C) = sum over the split's items of dy (CO x BK pixels) @ x^T (BK
-    pixels x C), both tiles read along the pixels; an item is a block of BK pixels of
-    one image (a masked tail in each image unless BK divides P). Running the items
-    over all images' pixels at once (no tail; each pixel's image found by a division)
-    made 14x14 and 7x7 layers slower, not faster (H200: 256->1024 @14 0.05 -> 0.09 ms)."""
+    pixels x C); an item is a block of BK pixels of one image (a masked tail in each
+    image unless BK divides P). Strides as given: NCHW reads along the pixels (stride
+    1), channels_last along the channels. Running NCHW's items over all images' pixels
+    at once (no tail; each pixel's image found by a division) made 14x14 and 7x7
+    layers slower, not faster (H200: 256->1024 @14 0.05 -> 0.09 ms); channels_last
+    images follow each other and come here as one image of N*P pixels."""
     tiles_n = tl.cdiv(C, BN)
     rco = (tl.program_id(0) // tiles_n) * BM + tl.arange(0, BM)
     rc = (tl.program_id(0) % tiles_n) * BN + tl.arange(0, BN)
@@ -124,9 +146,10 @@ def _wgrad_1x1_kernel(
         p_ok = p < P
         if I64:
             n = n.to(tl.int64)
-        a = tl.load(dy + (n * sdN + p)[None, :] + rco[:, None] * P,
+            p = p.to(tl.int64)
+        a = tl.load(dy + (n * sdN + p * sdP)[None, :] + rco[:, None] * sdC,
                     mask=co_ok[:, None] & p_ok[None, :], other=0)  # fmt: skip
-        b = tl.load(x + (n * sxN + p)[:, None] + rc[None, :] * P,
+        b = tl.load(x + (n * sxN + p * sxP)[:, None] + rc[None, :] * sxC,
                     mask=p_ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         if UPCAST:
             a = a.to(tl.float32)
@@ -136,16 +159,25 @@ def _wgrad_1x1_kernel(
     tl.store(o, acc.to(out.dtype.element_ty), mask=co_ok[:, None] & c_ok[None, :])
 
 
+def _strides(t):
+    st = ncs_strides(t)
+    return (t, st) if st is not None else (t.contiguous(), ncs_strides(t.contiguous()))
+
+
 def pointwise_weight_grad(dy, x, w_shape, cfg=None):
-    """dW (w_shape) = sum_n dy[n] @ x[n]^T over NCHW-contiguous dy and (subsampled) x,
-    read in place; the reduction over its items (_wgrad_1x1_kernel) is split into slices
-    whose float32 partials one reduction sums in order (one slice: written straight
-    into dW). Tiles and slices tuned (`cfg` forces one: tests)."""
+    """dW (w_shape) = sum_n dy[n] @ x[n]^T over dy and (subsampled) x read in place
+    by their (N, C, pixel) strides; the reduction over its items (_wgrad_1x1_kernel) is
+    split into slices whose float32 partials one reduction sums in order (one slice:
+    written straight into dW). Tiles and slices tuned (`cfg` forces one: tests)."""
     n, co, c = dy.shape[0], w_shape[0], w_shape[1]
     p = math.prod(x.shape[2:])
     if n == 0 or p == 0:
         return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
-    dy = dy.contiguous()
+    (dy, dst), (x, xst) = _strides(dy), _strides(x)
+    if n == 1 or all(sN == p * sP for sN, _, sP in (dst, xst)):
+        # images follow each other (channels_last, or one image): one of n * p pixels
+        dst, xst = ((0, sC, sP) for _, sC, sP in (dst, xst))
+        n, p = 1, n * p
     upcast, _ = conv_precision(dy.dtype)
     R = n * p
 
@@ -164,7 +196,7 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
         buf = torch.empty((split, co, c), dtype=buf_dtype, device=dy.device)
         launch(
             _wgrad_1x1_kernel, (work, split), dy, x, buf, co, c, p, pb, items, per,
-            dy.stride(0), x.stride(0), buf.stride(0),
+            *dst, *xst, buf.stride(0),
             UPCAST=upcast, ACC=tl_float_acc(dy.dtype), I64=needs_int64(dy, x),
             BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
         )  # fmt: skip
@@ -176,6 +208,6 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
             for t in conv_candidates(co, c, R, dy.dtype)
             for split in split_candidates(R, tiles(t)[2])
         ]
-        key = ("wgrad1x1", dy.dtype, n, co, c, p)
+        key = ("wgrad1x1", dy.dtype, n, co, c, p, dst[2] == 1, xst[2] == 1)
         cfg = tuned("conv", key, cands, run, dy.device)
     return sum_slices(run(cfg), dy.dtype).reshape(w_shape)

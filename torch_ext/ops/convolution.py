@@ -50,7 +50,7 @@ from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthw
 from .conv_igemm_bwd import conv_weight_grad
 from .conv_igemm_flat import flat_fits, flat_forward, flat_weight_grad
 from .conv_gemm import is_nchw_pointwise, pointwise_forward, pointwise_input_grad
-from .conv_gemm import pointwise_weight_grad, subsample
+from .conv_gemm import is_pointwise_wgrad, pointwise_weight_grad, subsample
 
 
 @triton.jit
@@ -325,6 +325,8 @@ def convolution_backward_overrideable(
             grad_input = conv_scatter(gout, weight, None, *geom, in_sp, fmt)
         if output_mask[1] and flat_fits(weight.shape[1], weight.shape[2:], dilation, g):
             grad_weight = flat_weight_grad(gout, input, weight.shape, stride, padding, dilation)
+        elif output_mask[1] and is_pointwise_wgrad(input, weight, padding, g, transposed):
+            grad_weight = pointwise_weight_grad(gout, subsample(input, stride), weight.shape)
         elif output_mask[1]:
             grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
     else:
