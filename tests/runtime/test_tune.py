@@ -275,3 +275,21 @@ def test_precompile_is_skipped_where_kernels_are_interpreted(monkeypatch):
     monkeypatch.setattr(_tune, "active_driver", lambda: "cuda")
     assert _tune.precompile([(1,), (2,)], ran.append, DEV) == 0  # one thread: none ahead
     assert ran == []
+
+
+def test_timed_launches_queue_behind_the_stream_hold(monkeypatch):
+    """A candidate's warm-up launch runs first, then the stream is held (a GPU spin on
+    the cuda driver, nothing on the host driver), then the timed launches: the order
+    that makes the timing the device's, not the host's."""
+    events = []
+    monkeypatch.setattr(_tune, "_hold_stream", lambda device: events.append("hold"))
+    _tune._time(lambda cfg: events.append("run"), (1,), DEV)
+    assert events == ["run", "hold"] + ["run"] * _tune._REPS
+
+
+def test_the_host_driver_holds_nothing(monkeypatch):
+    """No spin kernel on the host driver (its interpreter has no timer register)."""
+    from torch_ext.ops import _spin
+
+    monkeypatch.setattr(_spin, "spin_kernel", lambda: pytest.fail("spin on the host driver"))
+    _tune._hold_stream(torch.device(DEV))

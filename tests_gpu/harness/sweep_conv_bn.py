@@ -8,6 +8,11 @@ NCHW), each against cuDNN on torch's own cuda tensors (standalone: no build need
          shipped one, bandwidth as a share of the device-to-device copy.
 
     python tests_gpu/harness/sweep_conv_bn.py [wgrad,bn]
+
+Environment: WGRAD_LAYOUT=channels_last (default NCHW), WGRAD_KERNELS=1 (or 1,3,7: the
+layers of those kernel sizes only), WGRAD_MORE=0 (the shipped candidates alone; else
+also other stages, reduction steps and warps), TUNE_DEVICE=cpu (a dry run under the
+interpreter on tiny shapes).
 """
 
 import os
@@ -97,12 +102,20 @@ if "wgrad" in WHICH:
 
     ratios = []
     print("wgrad: shape | torch us | ours (op) us | vs torch | kernel best / rule us | best cfg")
+    layout = os.environ.get("WGRAD_LAYOUT", "nchw")  # or channels_last
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    only = os.environ.get("WGRAD_KERNELS")  # e.g. "1": the 1x1 layers alone
+    print(f"layout {layout}")
     for cin, cout, k, s, hw in RESNET50:
+        if only and str(k) not in only.split(","):
+            continue
         x = torch.randn(BATCH, cin, hw, hw, device=DEV, dtype=torch.bfloat16)
+        x = x.contiguous(memory_format=fmt)
         w = torch.randn(cout, cin, k, k, device=DEV, dtype=torch.bfloat16)
+        w = w.contiguous(memory_format=fmt)
         pad = k // 2
         y = torch.nn.functional.conv2d(x, w, stride=s, padding=pad)
-        dy = torch.randn_like(y)
+        dy = torch.randn_like(y).contiguous(memory_format=fmt)
         args = ([s, s], [pad, pad], [1, 1], False, [0, 0], 1)
 
         def ref():
