@@ -1,6 +1,7 @@
 """A one-program kernel that spins on the GPU's global timer for `ns` nanoseconds
 (ops/_tune.py queues its timed launches behind it). Built on first use: the host
-driver's interpreter has no timer register and never asks for it."""
+driver's interpreter has no timer register and never asks for it. bench/worker.py keeps
+its own copy: its torch side must time torch without loading this extension."""
 
 _kernel = None
 

@@ -37,21 +37,24 @@ from .matmul import _bmm
 from .reduction import sum_slices
 
 
-def is_nchw_pointwise(x, w, stride, padding, groups, transposed):
-    """Whether conv(x, w) is a 1x1, unpadded, single-group convolution of an
-    NCHW-contiguous float16/bfloat16 input with an NCHW result (PyTorch's memory-format
-    rule). float32 stays on the implicit GEMM, which follows cudnn.allow_tf32 as CUDA's
-    convolutions do (the matmul kernel follows the matmul precision instead)."""
+def _pointwise(x, w, padding, groups, transposed):
+    """A 1x1, unpadded, single-group float16/bfloat16 convolution. float32 stays on the
+    implicit GEMM, which follows cudnn.allow_tf32 as CUDA's convolutions do (the matmul
+    kernel follows the matmul precision instead)."""
     return (
         not transposed
         and groups == 1
         and x.dim() >= 3
         and all(k == 1 for k in w.shape[2:])
         and all(p == 0 for p in padding)
-        and x.is_contiguous()
-        and w.is_contiguous()
         and x.dtype in (torch.float16, torch.bfloat16)
     )
+
+
+def is_nchw_pointwise(x, w, stride, padding, groups, transposed):
+    """Whether conv(x, w) is a _pointwise convolution of an NCHW-contiguous input with an
+    NCHW result (PyTorch's memory-format rule): all three products here."""
+    return _pointwise(x, w, padding, groups, transposed) and x.is_contiguous() and w.is_contiguous()
 
 
 def _strided_pixels(stride):
@@ -105,18 +108,10 @@ def pointwise_input_grad(dy, w, in_shape, stride):
 
 
 def is_pointwise_wgrad(x, w, padding, groups, transposed):
-    """Whether conv(x, w)'s weight gradient is that of a 1x1, unpadded, single-group
-    float16/bfloat16 convolution whose input's spatial dims merge into one strided dim
-    (NCHW, channels_last): pointwise_weight_grad, any layout."""
-    return (
-        not transposed
-        and groups == 1
-        and x.dim() >= 3
-        and all(k == 1 for k in w.shape[2:])
-        and all(p == 0 for p in padding)
-        and x.dtype in (torch.float16, torch.bfloat16)
-        and ncs_strides(x) is not None
-    )
+    """Whether conv(x, w) is a _pointwise convolution whose input's spatial dims merge
+    into one strided dim (NCHW, channels_last): its weight gradient is
+    pointwise_weight_grad's, in any such layout."""
+    return _pointwise(x, w, padding, groups, transposed) and ncs_strides(x) is not None
 
 
 @triton.jit
