@@ -103,6 +103,25 @@ def test_channels_last_weight_gradient_takes_the_kernel(taken, stride, grad_layo
     assert err < 2e-2, err
 
 
+def test_weight_gradient_of_a_channel_slice(taken):
+    """An input that is a channel slice of a larger NCHW tensor (not contiguous, its
+    pixels still one strided dim): the forward keeps the implicit GEMM, the weight
+    gradient reads the slice in place by its strides."""
+    base = torch.randn(2, 50, 5, 4, dtype=torch.float64)
+    x = base[:, 5:45]
+    w = torch.randn(6, 40, 1, 1, dtype=torch.float64)
+    g = torch.randn(2, 6, 5, 4, dtype=torch.float64)
+    wr = w.clone().requires_grad_()
+    F.conv2d(x, wr).backward(g)
+    xd = base.to(torch.bfloat16).to(DEV)[:, 5:45]
+    assert not xd.is_contiguous()
+    wd = w.to(torch.bfloat16).to(DEV).requires_grad_()
+    F.conv2d(xd, wd).backward(g.to(torch.bfloat16).to(DEV))
+    assert taken == {"fwd": 0, "dgrad": 0, "wgrad": 1}
+    err = (wd.grad.cpu().double() - wr.grad).abs().max() / wr.grad.abs().max()
+    assert err < 2e-2, err
+
+
 def _wgrad_case(n=4, c=8, co=6, p=(6, 5)):
     x = torch.randn(n, c, *p, dtype=torch.float64)
     dy = torch.randn(n, co, *p, dtype=torch.float64)
