@@ -98,3 +98,29 @@ def test_attention_kernels_fit_hopper_shared_memory():
     assert r.returncode == 0 and "14 compiled, 0 over 227 KB" in r.stdout, (
         r.stdout + r.stderr[-3000:]
     )
+
+
+def test_pointwise_weight_gradient_loads_are_pipelined():
+    """The 1x1 weight gradient compiled for sm_90 without a GPU
+    (tests_gpu/harness/pipeline_audit.py): NCHW 28x28 and 14x14 maps and channels_last
+    load with cp.async (the 14x14 one because the kernel is told its pixels' divisibility
+    by 4: without it, two-byte loads that Triton does not pipeline); 7x7 NCHW maps (49
+    pixels) cannot, which is why the tuner also times them via channels_last."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run(
+        [sys.executable, os.path.join(root, "tests_gpu", "harness", "pipeline_audit.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    for case, pipelined in (("nchw_28", True), ("nchw_14", True), ("nchw_7", False),
+                            ("channels_last_14", True)):  # fmt: skip
+        assert f"{case} wgmma=True cp.async={pipelined}" in r.stdout, r.stdout

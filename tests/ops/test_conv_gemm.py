@@ -129,20 +129,24 @@ def _wgrad_case(n=4, c=8, co=6, p=(6, 5)):
     return x.to(torch.bfloat16).to(DEV), dy.to(torch.bfloat16).to(DEV), ref
 
 
+@pytest.mark.parametrize("via", [0, 1], ids=["in_place", "via_channels_last"])
 @pytest.mark.parametrize("pixels", [(6, 5), (4, 4)], ids=["tail", "no_tail"])
 @pytest.mark.parametrize("split,launches", [(1, 1), (3, 2), (64, 2)])
-def test_weight_gradient_slices(split, launches, pixels):
+def test_weight_gradient_slices(split, launches, pixels, via):
     """One slice is written straight into the gradient (one launch); more are float32
     partials summed in order and rounded once by the reduction's store (two launches),
     the same sum whatever the split up to rounding, and reproducible bit for bit. 30
-    pixels: blocks of 16 per image, a masked tail in each; 16 pixels: one full block."""
+    pixels: blocks of 16 per image, a masked tail in each; 16 pixels: one full block.
+    `via`: both operands first copied to channels_last, then one reduction over all
+    images' pixels."""
     from torch_ext.ops import _launch
 
     xd, dyd, ref = _wgrad_case(p=pixels)
-    cfg = (16, 16, 16, 4, 2, split)
+    cfg = (16, 16, 16, 4, 2, split, via)
     before = _launch.launches()
     dw = conv_gemm.pointwise_weight_grad(dyd, xd, (6, 8, 1, 1), cfg)
-    assert _launch.launches() - before == launches
+    if not via:  # (the copies' launches are the copy op's, not counted here)
+        assert _launch.launches() - before == launches
     assert dw.dtype == torch.bfloat16 and dw.shape == (6, 8, 1, 1)
     err = (dw.cpu().double() - ref).abs().max() / ref.abs().max()
     assert err < 2e-2, err
@@ -153,6 +157,6 @@ def test_weight_gradient_slices(split, launches, pixels):
 def test_weight_gradient_tiles_cover_channels_past_one_tile():
     """Channel counts that are not multiples of the tile: masked rows and columns."""
     xd, dyd, ref = _wgrad_case(n=2, c=40, co=20, p=(3, 3))
-    dw = conv_gemm.pointwise_weight_grad(dyd, xd, (20, 40, 1, 1), (16, 32, 16, 4, 2, 2))
+    dw = conv_gemm.pointwise_weight_grad(dyd, xd, (20, 40, 1, 1), (16, 32, 16, 4, 2, 2, 0))
     err = (dw.cpu().double() - ref).abs().max() / ref.abs().max()
     assert err < 2e-2, err

@@ -31,7 +31,7 @@ import triton.language as tl
 from ._common import float_acc, ncs_strides, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
-from .conv_igemm import conv_candidates, conv_precision, needs_int64
+from .conv_igemm import channels_inner, conv_candidates, conv_precision, needs_int64
 from .conv_igemm_bwd import split_candidates
 from .matmul import _bmm
 from .reduction import sum_slices
@@ -117,7 +117,7 @@ def is_pointwise_wgrad(x, w, padding, groups, transposed):
 @triton.jit
 def _wgrad_1x1_kernel(
     dy, x, out, CO, C, P, PB, items, per, sdN, sdC, sdP, sxN, sxC, sxP, wsp,
-    UPCAST: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
+    ALIGN: tl.constexpr, UPCAST: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):  # fmt: skip
     """out[split] (CO x C) = sum over the split's items of dy (CO x BK pixels) @ x^T (BK
@@ -127,6 +127,15 @@ def _wgrad_1x1_kernel(
     at once (no tail; each pixel's image found by a division) made 14x14 and 7x7
     layers slower, not faster (H200: 256->1024 @14 0.05 -> 0.09 ms); channels_last
     images follow each other and come here as one image of N*P pixels."""
+    if ALIGN > 1:
+        # NCHW: pixels, image and channel strides are multiples of ALIGN (_align); the
+        # round trip (the values do not change) tells Triton's divisibility analysis,
+        # which tl.multiple_of on a scalar argument does not reach
+        P = P // ALIGN * ALIGN
+        sdN = sdN // ALIGN * ALIGN
+        sdC = sdC // ALIGN * ALIGN
+        sxN = sxN // ALIGN * ALIGN
+        sxC = sxC // ALIGN * ALIGN
     tiles_n = tl.cdiv(C, BN)
     rco = (tl.program_id(0) // tiles_n) * BM + tl.arange(0, BM)
     rc = (tl.program_id(0) % tiles_n) * BN + tl.arange(0, BN)
@@ -154,25 +163,48 @@ def _wgrad_1x1_kernel(
     tl.store(o, acc.to(out.dtype.element_ty), mask=co_ok[:, None] & c_ok[None, :])
 
 
+def _align(p, dst, xst):
+    """The power of two (at most 8) dividing the pixels and the image and channel strides
+    of two tensors read along unit-stride pixels, else 1. Triton knows an integer
+    argument's divisibility by 16 only: 14x14 maps (196 pixels) loaded (and masked) two
+    bytes at a time, which cp.async cannot pipeline; told 4, the kernel compiled for
+    sm_90 loads 8 bytes with cp.async."""
+    if dst[2] != 1 or xst[2] != 1:
+        return 1
+    g = math.gcd(p, dst[0], dst[1], xst[0], xst[1])
+    return min(8, g & -g) if g else 8
+
+
 def _strides(t):
+    """(t, its (N, C, pixel) strides), t made contiguous when its pixels are not one
+    strided dim."""
     st = ncs_strides(t)
     return (t, st) if st is not None else (t.contiguous(), ncs_strides(t.contiguous()))
 
 
+def _operands(dy, x, n, p):
+    """(dy, its strides, x, its strides, images, pixels an image) as the kernel reads
+    them: by their (N, C, pixel) strides; images that follow each other (channels_last,
+    or one image) as one of n * p pixels."""
+    (dy, dst), (x, xst) = _strides(dy), _strides(x)
+    if n == 1 or all(sN == p * sP for sN, _, sP in (dst, xst)):
+        dst, xst = ((0, sC, sP) for _, sC, sP in (dst, xst))
+        n, p = 1, n * p
+    return dy, dst, x, xst, n, p
+
+
 def pointwise_weight_grad(dy, x, w_shape, cfg=None):
     """dW (w_shape) = sum_n dy[n] @ x[n]^T over dy and (subsampled) x read in place
-    by their (N, C, pixel) strides; the reduction over its items (_wgrad_1x1_kernel) is
+    by their strides (_operands); the reduction over its items (_wgrad_1x1_kernel) is
     split into slices whose float32 partials one reduction sums in order (one slice:
-    written straight into dW). Tiles and slices tuned (`cfg` forces one: tests)."""
+    written straight into dW). Tiles and slices tuned (`cfg` forces one: tests); NCHW
+    maps whose pixels are not a multiple of 4 (7x7: loads of single elements, not
+    pipelined) also time copying both to channels_last first (`via` in the config)."""
     n, co, c = dy.shape[0], w_shape[0], w_shape[1]
     p = math.prod(x.shape[2:])
     if n == 0 or p == 0:
         return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
-    (dy, dst), (x, xst) = _strides(dy), _strides(x)
-    if n == 1 or all(sN == p * sP for sN, _, sP in (dst, xst)):
-        # images follow each other (channels_last, or one image): one of n * p pixels
-        dst, xst = ((0, sC, sP) for _, sC, sP in (dst, xst))
-        n, p = 1, n * p
+    direct = _operands(dy, x, n, p)
     upcast, _ = conv_precision(dy.dtype)
     R = n * p
 
@@ -182,27 +214,39 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
 
     def run(cfg):
         bm, bn, work = tiles(cfg)
-        _, _, bk, warps, stages, split = cfg
-        pb = cdiv(p, bk)
-        items = n * pb
+        _, _, bk, warps, stages, split, via = cfg
+        if via:
+            dyk, dst, xk, xst, nk, pk = _operands(*(_channels_last(t) for t in (dy, x)), n, p)
+        else:
+            dyk, dst, xk, xst, nk, pk = direct
+        pb = cdiv(pk, bk)
+        items = nk * pb
         per = cdiv(items, split)
         split = cdiv(items, per)
         buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)
         buf = torch.empty((split, co, c), dtype=buf_dtype, device=dy.device)
         launch(
-            _wgrad_1x1_kernel, (work, split), dy, x, buf, co, c, p, pb, items, per,
-            *dst, *xst, buf.stride(0),
-            UPCAST=upcast, ACC=tl_float_acc(dy.dtype), I64=needs_int64(dy, x),
+            _wgrad_1x1_kernel, (work, split), dyk, xk, buf, co, c, pk, pb, items, per,
+            *dst, *xst, buf.stride(0), ALIGN=_align(pk, dst, xst),
+            UPCAST=upcast, ACC=tl_float_acc(dy.dtype), I64=needs_int64(dyk, xk),
             BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
         )  # fmt: skip
         return buf
 
     if cfg is None:
+        _, dst, _, xst, nd, pd = direct
+        vias = (0, 1) if dst[2] == 1 and _align(pd, dst, xst) < 4 else (0,)
         cands = [
-            (*t, split)
+            (*t, split, via)
+            for via in vias
             for t in conv_candidates(co, c, R, dy.dtype)
             for split in split_candidates(R, tiles(t)[2])
         ]
-        key = ("wgrad1x1", dy.dtype, n, co, c, p, dst[2] == 1, xst[2] == 1)
+        key = ("wgrad1x1", dy.dtype, nd, co, c, pd, dst[2] == 1, xst[2] == 1)
         cfg = tuned("conv", key, cands, run, dy.device)
     return sum_slices(run(cfg), dy.dtype).reshape(w_shape)
+
+
+def _channels_last(t):
+    """t (N, C, *spatial) copied with its channels innermost, viewed as (N, C, ...)."""
+    return channels_inner(t).movedim(-1, 1)

@@ -1,0 +1,53 @@
+"""Whether the 1x1 weight-gradient kernel (ops/conv_gemm.py) compiles, for sm_90 and
+without a GPU, to pipelined loads (cp.async) with tensor-core products (wgmma) on
+ResNet-50's layouts: NCHW 28x28 (784 pixels, divisible by 16), NCHW 14x14 (196: told
+its divisibility by 4, see conv_gemm._align), NCHW 7x7 (49: single elements, not
+pipelined: what `via` channels_last is tuned against) and channels_last 14x14. A line
+per case: name, wgmma, cp.async, shared bytes.
+
+    python tests_gpu/harness/pipeline_audit.py
+"""
+
+import os
+import sys
+import types
+
+os.environ["TORCH_EXT_DRIVER"] = "cuda"  # the cuda driver's specialisations
+
+import torch  # noqa: E402
+
+import compile_only  # noqa: E402  (beside this file)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_pkg = types.ModuleType("torch_ext")  # the kernels without the extension (no GPU here)
+_pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
+sys.modules["torch_ext"] = _pkg
+compile_only.use()
+
+from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
+from torch_ext.ops import conv_gemm  # noqa: E402
+
+cuda_spec._sm_count = lambda: 132
+seen = []
+
+
+def compiled(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
+    c = kernel.warmup(*args, grid=grid, **kwargs)
+    seen.append(("wgmma" in c.asm["ptx"], "cp.async" in c.asm["ptx"], c.metadata.shared))
+
+
+conv_gemm.launch = compiled
+conv_gemm.sum_slices = lambda buf, dtype: buf[0]
+CFG = (128, 128, 64, 8, 3, 12, 0)  # tiles, warps, stages, slices, in place
+for name, hw, fmt in (
+    ("nchw_28", 28, torch.contiguous_format),
+    ("nchw_14", 14, torch.contiguous_format),
+    ("nchw_7", 7, torch.contiguous_format),
+    ("channels_last_14", 14, torch.channels_last),
+):
+    x = torch.empty(32, 256, hw, hw, dtype=torch.bfloat16).contiguous(memory_format=fmt)
+    dy = torch.empty(32, 1024, hw, hw, dtype=torch.bfloat16).contiguous(memory_format=fmt)
+    seen.clear()
+    conv_gemm.pointwise_weight_grad(dy, x, (1024, 256, 1, 1), CFG)
+    wgmma, cp_async, shared = seen[0]
+    print(f"{name} wgmma={wgmma} cp.async={cp_async} shared={shared}", flush=True)
