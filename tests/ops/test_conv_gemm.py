@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch_ext
 from torch_ext.ops import conv_gemm
 
 DEV = "privateuseone"
@@ -52,6 +53,53 @@ def test_pointwise_convolution_matches_cpu(taken, dtype, shape, stride):
     for a, r in zip((yd, *got), (y, *ref)):
         err = (a.detach().cpu().double() - r).abs().max() / r.abs().max()
         assert err < 2e-2, (a.shape, err)
+
+
+@pytest.mark.parametrize("pick", ["rows", "implicit"])
+@pytest.mark.parametrize("shape,stride", [((2, 24, 7, 7), 1), ((2, 24, 14, 14), 2)],
+                         ids=["7x7", "14x14_stride2"])  # fmt: skip
+def test_unaligned_maps_tune_rows_against_the_implicit_gemm(monkeypatch, pick, shape, stride):
+    """7x7 maps (49 pixels: rows not 16-byte aligned) offer the tuner the implicit GEMM
+    beside the product over rows, forward and input gradient; either gives the CPU's
+    forward and gradients (a 14x14 map at stride 2 reads 7x7 pixels)."""
+    offered = []
+
+    def choose(family, key, candidates, run, device):
+        offered.append((key[0], list(candidates)))
+        return (pick,) if key[0].startswith("pw_") else list(candidates)[0]
+
+    monkeypatch.setattr(conv_gemm, "tuned", choose)
+    torch_ext._C._plan_clear()  # the same shapes' recorded launches would replay
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(16, shape[1], 1, 1, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(16, dtype=torch.float64, requires_grad=True)
+    y = F.conv2d(x, w, b, stride=stride)
+    g = torch.randn_like(y)
+    ref = torch.autograd.grad(y, (x, w, b), g)
+    xd, wd, bd = (t.detach().to(torch.bfloat16).to(DEV).requires_grad_() for t in (x, w, b))
+    yd = F.conv2d(xd, wd, bd, stride=stride)
+    assert yd.is_contiguous() and yd.shape == y.shape
+    got = torch.autograd.grad(yd, (xd, wd, bd), g.to(torch.bfloat16).to(DEV))
+    kinds = [k for k, _ in offered]
+    assert "pw_fwd" in kinds and "pw_dgrad" in kinds, kinds
+    assert all(c[:2] == [("rows",), ("implicit",)] for k, c in offered if k.startswith("pw_"))
+    for a, r in zip((yd, *got), (y, *ref)):
+        err = (a.detach().cpu().double() - r).abs().max() / r.abs().max()
+        assert err < 2e-2, (a.shape, err)
+
+
+def test_aligned_maps_take_the_rows_untimed(monkeypatch):
+    """8x8 maps (64 pixels, 16-byte rows): the product over rows, no choice timed."""
+
+    def choose(family, key, candidates, run, device):
+        assert not key[0].startswith("pw_"), key
+        return list(candidates)[0]
+
+    monkeypatch.setattr(conv_gemm, "tuned", choose)
+    x = torch.randn(2, 24, 8, 8, dtype=torch.bfloat16, device=DEV, requires_grad=True)
+    w = torch.randn(16, 24, 1, 1, dtype=torch.bfloat16, device=DEV)
+    F.conv2d(x, w).sum().backward()
+    assert x.grad.shape == x.shape
 
 
 def test_other_convolutions_keep_the_implicit_gemm(taken):

@@ -170,6 +170,7 @@ def test_every_convolution_candidate_computes_the_result(monkeypatch, pick):
 
     monkeypatch.setattr(conv_igemm, "tuned", choose)
     monkeypatch.setattr(conv_igemm_bwd, "tuned", choose)
+    C._plan_clear()  # another pick's recorded launches (same shapes) would replay
     x = torch.randn(2, 6, 11, 10, dtype=torch.float64, requires_grad=True)
     w = torch.randn(130, 3, 3, 2, dtype=torch.float64, requires_grad=True)
     b = torch.randn(130, dtype=torch.float64, requires_grad=True)
@@ -190,6 +191,7 @@ def test_every_depthwise_candidate_computes_the_result(monkeypatch, pick, layout
         return list(candidates)[min(pick, len(candidates) - 1)]
 
     monkeypatch.setattr(conv_depthwise, "tuned", choose)
+    C._plan_clear()  # another pick's recorded launches (same shapes) would replay
     fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     x = torch.randn(3, 24, 9, 11, dtype=torch.float64).contiguous(memory_format=fmt)
     w = torch.randn(24, 1, 3, 3, dtype=torch.float64).contiguous(memory_format=fmt)

@@ -20,6 +20,9 @@ x at stride 2); its input gradient is that product's, written into the strided p
 a zeroed dx. Padded, grouped and channels_last convolutions stay on the implicit GEMM,
 but for the weight gradient of a channels_last 1x1 one: the same kernel, whose strides
 read it in place (its images follow each other: one long reduction, no per-image tail).
+Maps whose pixels are not a multiple of 8 (7x7: rows not 16-byte aligned, loads not
+pipelined) time the implicit GEMM as well, forward and input gradient, and keep the
+faster (_rows_or_implicit).
 """
 
 import math
@@ -31,7 +34,8 @@ import triton.language as tl
 from ._common import float_acc, ncs_strides, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
-from .conv_igemm import channels_inner, conv_candidates, conv_precision, needs_int64
+from .conv_igemm import channels_inner, conv_candidates, conv_forward, conv_precision, conv_scatter
+from .conv_igemm import needs_int64
 from .conv_igemm_bwd import split_candidates
 from .matmul import _bmm
 from .reduction import sum_slices
@@ -77,34 +81,66 @@ def _image_matrices(t):
     return (t, (n, c, p), (c * p, p, 1))
 
 
+def _rows_or_implicit(kind, x, w, p, rows, implicit):
+    """rows() (the batched product over NCHW rows of p pixels) or, for maps whose pixels
+    are not a multiple of 8 (rows not 16-byte aligned: 7x7 maps load single elements,
+    unpipelined), whichever of it and implicit() (the implicit GEMM, through
+    channels_last copies) the tuner times faster; rows() where nothing is timed."""
+    if p % 8 == 0:
+        return rows()
+    runs = {"rows": rows, "implicit": implicit}
+    key = (kind, x.dtype, *x.shape, *w.shape)
+    cfg = tuned("conv", key, [("rows",), ("implicit",)], lambda cfg: runs[cfg[0]](), x.device)
+    return runs[cfg[0]]()
+
+
 def pointwise_forward(x, w, bias, stride):
-    x = subsample(x, stride)
-    n, co = x.shape[0], w.shape[0]
-    y = torch.empty((n, co, *x.shape[2:]), dtype=x.dtype, device=x.device)
-    if y.numel() == 0:
+    nd = x.dim() - 2
+    xs = subsample(x, stride)
+    n, co = xs.shape[0], w.shape[0]
+
+    def rows():
+        y = torch.empty((n, co, *xs.shape[2:]), dtype=x.dtype, device=x.device)
+        if y.numel() == 0:
+            return y
+        xm = _image_matrices(xs)
+        c, p = xm[1][1], xm[1][2]
+        wm = (w, (n, co, c), (0, c, 1))
+        b = (bias, (n, co, p), (0, bias.stride(0), 0)) if bias is not None else None
+        _bmm(wm, xm, _image_matrices(y), b, beta=1.0 if bias is not None else 0.0)
         return y
-    xm = _image_matrices(x)
-    c, p = xm[1][1], xm[1][2]
-    wm = (w, (n, co, c), (0, c, 1))
-    b = (bias, (n, co, p), (0, bias.stride(0), 0)) if bias is not None else None
-    _bmm(wm, xm, _image_matrices(y), b, beta=1.0 if bias is not None else 0.0)
-    return y
+
+    def implicit():
+        out = list(xs.shape[2:])
+        y = conv_forward(x, w, bias, stride, [0] * nd, [1] * nd, 1, out)
+        return y.contiguous()
+
+    return _rows_or_implicit("pw_fwd", x, w, math.prod(xs.shape[2:]), rows, implicit)
 
 
 def pointwise_input_grad(dy, w, in_shape, stride):
+    nd = dy.dim() - 2
     n, co, c = dy.shape[0], w.shape[0], w.shape[1]
     strided = any(s != 1 for s in stride)
-    shape = (n, c, *dy.shape[2:]) if strided else tuple(in_shape)
-    dx = torch.empty(shape, dtype=dy.dtype, device=dy.device)
-    if dx.numel() == 0:
-        return torch.zeros(tuple(in_shape), dtype=dy.dtype, device=dy.device) if strided else dx
-    wt = (w, (n, c, co), (0, 1, c))
-    _bmm(wt, _image_matrices(dy.contiguous()), _image_matrices(dx))
-    if not strided:
-        return dx
-    full = torch.zeros(tuple(in_shape), dtype=dy.dtype, device=dy.device)
-    full[_strided_pixels(stride)] = dx
-    return full
+
+    def rows():
+        shape = (n, c, *dy.shape[2:]) if strided else tuple(in_shape)
+        dx = torch.empty(shape, dtype=dy.dtype, device=dy.device)
+        if dx.numel() == 0:
+            return torch.zeros(tuple(in_shape), dtype=dy.dtype, device=dy.device) if strided else dx
+        wt = (w, (n, c, co), (0, 1, c))
+        _bmm(wt, _image_matrices(dy.contiguous()), _image_matrices(dx))
+        if not strided:
+            return dx
+        full = torch.zeros(tuple(in_shape), dtype=dy.dtype, device=dy.device)
+        full[_strided_pixels(stride)] = dx
+        return full
+
+    def implicit():
+        fmt = torch.contiguous_format
+        return conv_scatter(dy, w, None, stride, [0] * nd, [1] * nd, 1, list(in_shape[2:]), fmt)
+
+    return _rows_or_implicit("pw_dgrad", dy, w, math.prod(dy.shape[2:]), rows, implicit)
 
 
 def is_pointwise_wgrad(x, w, padding, groups, transposed):
