@@ -2,8 +2,11 @@
 without a GPU, to pipelined loads (cp.async) with tensor-core products (wgmma) on
 ResNet-50's layouts: NCHW 28x28 (784 pixels, divisible by 16), NCHW 14x14 (196: told
 its divisibility by 4, see conv_gemm._align), NCHW 7x7 (49: single elements, not
-pipelined: what `via` channels_last is tuned against) and channels_last 14x14. A line
-per case: name, wgmma, cp.async, shared bytes.
+pipelined: what `via` channels_last is tuned against) and channels_last 14x14; and the
+implicit GEMM's weight gradient (ops/conv_igemm_bwd.py) of a 3x3 layer and of a 1-d
+convolution, with the pixel arithmetic by division and by fast division (which must
+compile: scalar arguments equal to 1 become constants there, never under the
+interpreter). A line per case: name, wgmma, cp.async, shared bytes.
 
     python tests_gpu/harness/pipeline_audit.py
 """
@@ -25,7 +28,7 @@ sys.modules["torch_ext"] = _pkg
 compile_only.use()
 
 from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
-from torch_ext.ops import conv_gemm  # noqa: E402
+from torch_ext.ops import conv_gemm, conv_igemm_bwd  # noqa: E402
 
 cuda_spec._sm_count = lambda: 132
 seen = []
@@ -36,8 +39,9 @@ def compiled(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
     seen.append(("wgmma" in c.asm["ptx"], "cp.async" in c.asm["ptx"], c.metadata.shared))
 
 
-conv_gemm.launch = compiled
-conv_gemm.sum_slices = lambda buf, dtype: buf[0]
+for module in (conv_gemm, conv_igemm_bwd):
+    module.launch = compiled
+    module.sum_slices = lambda buf, dtype: buf[0]
 CFG = (128, 128, 64, 8, 3, 12, 0)  # tiles, warps, stages, slices, in place
 for name, hw, fmt in (
     ("nchw_28", 28, torch.contiguous_format),
@@ -51,3 +55,18 @@ for name, hw, fmt in (
     conv_gemm.pointwise_weight_grad(dy, x, (1024, 256, 1, 1), CFG)
     wgmma, cp_async, shared = seen[0]
     print(f"{name} wgmma={wgmma} cp.async={cp_async} shared={shared}", flush=True)
+
+for name, x_shape, w_shape in (
+    ("wgrad_3x3", (32, 128, 28, 28), (128, 128, 3, 3)),
+    ("wgrad_1d", (8, 64, 100), (64, 64, 3)),
+):
+    nd = len(x_shape) - 2
+    x = torch.empty(x_shape, dtype=torch.bfloat16)
+    dy = torch.empty(x_shape[0], w_shape[0], *x_shape[2:], dtype=torch.bfloat16)
+    for fast in (False, True):
+        conv_igemm_bwd.tuned = lambda f, k, c, r, d, fast=fast: (128, 64, 64, 4, 4, 12, fast)
+        seen.clear()
+        conv_igemm_bwd.conv_weight_grad(dy, x, w_shape, [1] * nd, [1] * nd, [1] * nd, 1)
+        wgmma, cp_async, shared = seen[0]
+        tag = "_fastdiv" if fast else ""
+        print(f"{name}{tag} wgmma={wgmma} cp.async={cp_async} shared={shared}", flush=True)

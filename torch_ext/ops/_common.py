@@ -50,6 +50,22 @@ def split3(v, S1, S2):
     return v // (S1 * S2), (v // S2) % S1, v % S2
 
 
+def fastdiv(d):
+    """(m, sh) for `fdiv` by d (1 <= d < 2**31): m = floor(2**(31 + l) / d) + 1 with
+    l = ceil(log2 d), sh = 31 + l (Granlund and Montgomery: floor(v / d) equals
+    (v * m) >> sh for every 0 <= v < 2**31)."""
+    sh = 31 + (d - 1).bit_length()
+    return (1 << sh) // d + 1, sh
+
+
+@triton.jit
+def fdiv(v, m, sh):
+    """v // d for 0 <= v < 2**31 with (m, sh) = fastdiv(d): a wide multiply and a shift
+    where a division by a run-time value takes about twenty instructions (an implicit
+    GEMM's loop divides each pixel index by the map's sizes). int32 in, int32 out."""
+    return ((v.to(tl.int64) * m) >> sh).to(tl.int32)
+
+
 @triton.jit
 def store_masked(ptr, offs, v, mask):
     # Through float32: Triton's interpreter casts to bf16 bitwise otherwise.

@@ -11,6 +11,12 @@ channels, the pixel arithmetic done once per pixel. The reduction over (n, o) is
 into SPLIT slices written to a float32 buffer and summed in order (one slice: written
 straight into the gradient; deterministic with or without
 torch.are_deterministic_algorithms_enabled(); no atomics).
+
+The loop finds each reduction row's (image, output pixel) by dividing by the map's
+sizes, five divisions or remainders a row a step: a run-time divisor costs about twenty
+instructions each, with the products' tiles (64 rows) as many integer instructions as
+the tensor cores take cycles. FASTDIV divides by multiply and shift instead
+(_common.fdiv, exact for indices below 2**31); the tuner times both (not measured yet).
 """
 
 import math
@@ -18,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, pad3, split3, tl_float_acc
+from ._common import fastdiv, fdiv, float_acc, pad3, split3, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
@@ -30,7 +36,9 @@ from .reduction import sum_slices
 def _conv_wgrad_kernel(
     dy, im, gw, R, RS, SPLIT, G, CA, CB, OP, O1, O2, I0, I1, I2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2, wsp, wsa, wsb, wsk,
-    UPCAST: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
+    mP, shP, m1, sh1, m2, sh2,
+    FASTDIV: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr,
+    IDX64: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):  # fmt: skip
     grp = tl.program_id(2)
@@ -53,8 +61,16 @@ def _conv_wgrad_kernel(
     for r_start in range(0, RS, BK):
         r = r_lo + r_start + tl.arange(0, BK)
         r_ok = (r < R) & (r < r_lo + RS)
-        n = r // OP
-        o0, o1, o2 = split3(r % OP, O1, O2)
+        if FASTDIV:  # (m, sh) = fastdiv(OP), fastdiv(O1), fastdiv(O2)
+            n = fdiv(r, mP, shP)
+            v = r - n * OP
+            t = fdiv(v, m2, sh2)
+            o2 = v - t * O2
+            o0 = fdiv(t, m1, sh1)
+            o1 = t - o0 * O1
+        else:
+            n = r // OP
+            o0, o1, o2 = split3(r % OP, O1, O2)
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2
@@ -103,27 +119,34 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
         bm, bn = min(cfg[0], 128), min(cfg[1], 128)
         return bm, bn, cdiv(ca, bm) * cdiv(cb, bn) * groups * KP
 
+    idx64 = needs_int64(dyi, imi) or R >= 1 << 31
+
     def run(cfg):
         bm, bn, work = tiles(cfg)
-        _, _, bk, warps, stages, split = cfg
+        _, _, bk, warps, stages, split, fast = cfg
         RS = cdiv(R, split)
         buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
         buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
+        i64 = idx64 or needs_int64(buf)
         launch(
             _conv_wgrad_kernel,
             (work // (KP * groups), KP * split, groups),
             dyi, imi, buf, R, RS, split, groups, ca, cb, OP, o[1], o[2], *i, k[1], k[2],
-            *s, *p, *d, *buf.stride(),
-            UPCAST=upcast, PRECISION=precision, ACC=tl_float_acc(dy.dtype),
-            IDX64=needs_int64(dyi, imi, buf), BM=bm, BN=bn, BK=bk,
+            *s, *p, *d, *buf.stride(), *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)),
+            FASTDIV=fast and not i64, UPCAST=upcast, PRECISION=precision,
+            ACC=tl_float_acc(dy.dtype), IDX64=i64, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
         return buf
 
-    # the split is a runtime argument: its candidates cost timings, not compiles
+    # the split is a runtime argument: its candidates cost timings, not compiles; the
+    # pixel arithmetic by fast division (module doc) compiles each tile again
+    tile_cfgs = conv_candidates(ca, cb, R, dy.dtype)
+    fasts = (False,) if idx64 else (False, True)
     cands = [
-        (*cfg, split)
-        for cfg in conv_candidates(ca, cb, R, dy.dtype)
+        (*cfg, split, fast)
+        for cfg in tile_cfgs
+        for fast in fasts
         for split in split_candidates(R, tiles(cfg)[2])
     ]
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
