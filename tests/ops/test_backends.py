@@ -106,7 +106,8 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
     load with cp.async (the 14x14 one because the kernel is told its pixels' divisibility
     by 4: without it, two-byte loads that Triton does not pipeline); 7x7 NCHW maps (49
     pixels) cannot, which is why the tuner also times them via channels_last. The
-    implicit GEMM's weight gradient compiles both ways of finding its pixels."""
+    implicit GEMM's weight gradient compiles both ways of finding its pixels, the strided
+    input gradient both by phases and by the full gather."""
     import os
     import subprocess
     import sys
@@ -125,5 +126,6 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
     for case, pipelined in (("nchw_28", True), ("nchw_14", True), ("nchw_7", False),
                             ("channels_last_14", True), ("wgrad_3x3", True),
                             ("wgrad_3x3_fastdiv", True), ("wgrad_1d", True),
-                            ("wgrad_1d_fastdiv", True)):  # fmt: skip
+                            ("wgrad_1d_fastdiv", True), ("dgrad_s2_phases", True),
+                            ("dgrad_s2", True)):  # fmt: skip
         assert f"{case} wgmma=True cp.async={pipelined}" in r.stdout, r.stdout

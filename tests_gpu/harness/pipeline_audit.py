@@ -6,7 +6,8 @@ pipelined: what `via` channels_last is tuned against) and channels_last 14x14; a
 implicit GEMM's weight gradient (ops/conv_igemm_bwd.py) of a 3x3 layer and of a 1-d
 convolution, with the pixel arithmetic by division and by fast division (which must
 compile: scalar arguments equal to 1 become constants there, never under the
-interpreter). A line per case: name, wgmma, cp.async, shared bytes.
+interpreter); and a stride-2 3x3 input gradient by phases (ops/conv_igemm_phase.py) and
+by the full gather. A line per case: name, wgmma, cp.async, shared bytes.
 
     python tests_gpu/harness/pipeline_audit.py
 """
@@ -28,7 +29,7 @@ sys.modules["torch_ext"] = _pkg
 compile_only.use()
 
 from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
-from torch_ext.ops import conv_gemm, conv_igemm_bwd  # noqa: E402
+from torch_ext.ops import conv_gemm, conv_igemm, conv_igemm_bwd, conv_igemm_phase  # noqa: E402
 
 cuda_spec._sm_count = lambda: 132
 seen = []
@@ -39,7 +40,7 @@ def compiled(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
     seen.append(("wgmma" in c.asm["ptx"], "cp.async" in c.asm["ptx"], c.metadata.shared))
 
 
-for module in (conv_gemm, conv_igemm_bwd):
+for module in (conv_gemm, conv_igemm_bwd, conv_igemm, conv_igemm_phase):
     module.launch = compiled
     module.sum_slices = lambda buf, dtype: buf[0]
 CFG = (128, 128, 64, 8, 3, 12, 0)  # tiles, warps, stages, slices, in place
@@ -70,3 +71,14 @@ for name, x_shape, w_shape in (
         wgmma, cp_async, shared = seen[0]
         tag = "_fastdiv" if fast else ""
         print(f"{name}{tag} wgmma={wgmma} cp.async={cp_async} shared={shared}", flush=True)
+
+conv_igemm._result = lambda y, fmt: y
+w = torch.empty(128, 128, 3, 3, dtype=torch.bfloat16)
+dy = torch.empty(32, 128, 28, 28, dtype=torch.bfloat16)
+for phase in (True, False):
+    conv_igemm.tuned = lambda f, k, c, r, d, phase=phase: (128, 128, 64, 8, 3, phase)
+    seen.clear()
+    conv_igemm.conv_scatter(dy, w, None, [2, 2], [1, 1], [1, 1], 1, [56, 56])
+    wgmma, cp_async, shared = seen[0]
+    print(f"dgrad_s2{'_phases' if phase else ''} wgmma={wgmma} cp.async={cp_async} "
+          f"shared={shared}", flush=True)  # fmt: skip

@@ -27,6 +27,7 @@ from ._common import pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch, next_pow2
 from ._tune import tuned
 from ..backends import spec
+from .conv_igemm_phase import phase_fits, phase_scatter
 
 
 @triton.jit
@@ -185,8 +186,14 @@ def _igemm(x, wt, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fm
     upcast, precision = conv_precision(x.dtype)
     idx64 = needs_int64(xi, y_inner, wt)
 
+    phases = scatter and phase_fits(s, d)
+
     def run(cfg):
-        bm, bn, bk, warps, stages = cfg
+        if phases and cfg[5]:
+            phase_scatter(xi, wt, bias, y_inner, k, o, grid, s, p, groups, cfg[:5], upcast,
+                          precision, idx64)  # fmt: skip
+            return
+        bm, bn, bk, warps, stages = cfg[:5]
         bk = min(bk, max(16, next_pow2(cr)))  # channels per step
         launch(
             _igemm_kernel,
@@ -200,7 +207,10 @@ def _igemm(x, wt, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fm
 
     key = ("dgrad" if scatter else "fwd", x.dtype, precision, bias is not None, M, groups,
            cr, co, KP, *o, *grid, *k, *s, *p, *d)  # fmt: skip
-    run(tuned("conv", key, conv_candidates(M, co, cr * KP, x.dtype), run, x.device))
+    cands = conv_candidates(M, co, cr * KP, x.dtype)
+    if phases:  # by phases (conv_igemm_phase.py) first, the full gather timed beside
+        cands = [(*c, ph) for ph in (True, False) for c in cands]
+    run(tuned("conv", key, cands, run, x.device))
     return _result(y_inner, fmt)
 
 
