@@ -107,7 +107,8 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
     by 4: without it, two-byte loads that Triton does not pipeline); 7x7 NCHW maps (49
     pixels) cannot, which is why the tuner also times them via channels_last. The
     implicit GEMM's weight gradient compiles both ways of finding its pixels, the strided
-    input gradient both by phases and by the full gather."""
+    input gradient both by phases and by the full gather; batch norm's loads are
+    vectors on 14x14 maps."""
     import os
     import subprocess
     import sys
@@ -129,3 +130,9 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
                             ("wgrad_1d_fastdiv", True), ("dgrad_s2_phases", True),
                             ("dgrad_s2", True)):  # fmt: skip
         assert f"{case} wgmma=True cp.async={pipelined}" in r.stdout, r.stdout
+    # batch norm's activation loads: 8 bytes on 14x14 maps (told 196's divisibility by
+    # 4: 2 bytes before), 16 on 28x28 ones, in each of its four kernels
+    kernels = ("_bn_apply_kernel", "_bn_bwd_dx_kernel", "_bn_bwd_sums_kernel", "_bn_stats_kernel")
+    for hw, width in ((14, 8), (28, 16)):
+        line = f"bn_{hw} " + " ".join(f"{k}={width}" for k in kernels)
+        assert line in r.stdout, r.stdout

@@ -7,12 +7,15 @@ implicit GEMM's weight gradient (ops/conv_igemm_bwd.py) of a 3x3 layer and of a 
 convolution, with the pixel arithmetic by division and by fast division (which must
 compile: scalar arguments equal to 1 become constants there, never under the
 interpreter); and a stride-2 3x3 input gradient by phases (ops/conv_igemm_phase.py) and
-by the full gather. A line per case: name, wgmma, cp.async, shared bytes.
+by the full gather. A line per case: name, wgmma, cp.async, shared bytes. Then batch
+norm's kernels on NCHW 14x14 and 28x28 maps: the widest global load each issues (bytes;
+2 = element by element).
 
     python tests_gpu/harness/pipeline_audit.py
 """
 
 import os
+import re
 import sys
 import types
 
@@ -29,7 +32,7 @@ sys.modules["torch_ext"] = _pkg
 compile_only.use()
 
 from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
-from torch_ext.ops import conv_gemm, conv_igemm, conv_igemm_bwd, conv_igemm_phase  # noqa: E402
+from torch_ext.ops import batch_norm, conv_gemm, conv_igemm, conv_igemm_bwd, conv_igemm_phase  # noqa: E402,E501
 
 cuda_spec._sm_count = lambda: 132
 seen = []
@@ -82,3 +85,24 @@ for phase in (True, False):
     wgmma, cp_async, shared = seen[0]
     print(f"dgrad_s2{'_phases' if phase else ''} wgmma={wgmma} cp.async={cp_async} "
           f"shared={shared}", flush=True)  # fmt: skip
+
+
+WIDTH = {"b16": 2, "b32": 4, "v2.b32": 8, "v4.b32": 16}
+
+
+def loads(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
+    ptx = kernel.warmup(*args, grid=grid, **kwargs).asm["ptx"]
+    kinds = re.findall(r"ld\.global(?:\.cg)?\.((?:v[24]\.)?b(?:16|32))", ptx)
+    seen.append((kernel.fn.__name__, min(WIDTH[k] for k in kinds if k != "b32"), kinds))
+
+
+batch_norm.launch = loads
+batch_norm.arrival_counters = lambda name, device: torch.zeros(1024, dtype=torch.int32)
+for c, hw in ((256, 14), (128, 28)):
+    x = torch.empty(32, c, hw, hw, dtype=torch.bfloat16)
+    w, b, rm, rv = (torch.empty(c) for _ in range(4))
+    seen.clear()
+    batch_norm.bn_forward(x, w, b, rm, rv, True, 0.1, 1e-5)
+    batch_norm.bn_backward(x, x, w, rm, rv, True, 1e-5, [True, True, True], False)
+    widths = {name: width for name, width, _ in seen}
+    print(f"bn_{hw} " + " ".join(f"{k}={v}" for k, v in sorted(widths.items())), flush=True)

@@ -35,6 +35,16 @@ def _view(t):
 _INTERPRETER_TILING = (1 << 14, 4, 0, 4, None)
 
 
+def _align(S, sts):
+    """The power of two (at most 8) that the map's size and every tensor's sample and
+    channel strides are multiples of, for maps read along unit-stride pixels whose size
+    is not a multiple of 16 (batch_norm_kernels._al); 1 otherwise (Triton knows it)."""
+    if S % 16 == 0 or any(sS != 1 for _, _, sS in sts):
+        return 1
+    g = math.gcd(S, *(v for sN, sC, _ in sts for v in (sN, sC)))
+    return min(8, g & -g) if g else 8
+
+
 def _spatial_block(S, lanes):
     """Tile length along a strided spatial axis: the longest power of two (down to 128)
     that pads S by at most 1/8, else the least padding."""
@@ -101,6 +111,7 @@ class _Plan:
         )
         self.i64 = reach >= 1 << 31
         self.warps = warps
+        self.align = _align(S, sts)
 
     def strides(self, k):
         return self.sts[k]
@@ -149,7 +160,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     if C == 0 or x.numel() == 0:
         return y, smean, sinv
     p = _Plan(x, [st, yst])
-    tiles = dict(ACC=acc, I64=p.i64, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
+    tiles = dict(ACC=acc, I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
     has_run = running_mean is not None and running_var is not None
     if training:
         merge = p.split > 1
@@ -207,8 +218,8 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
                 t.zero_()
         return dx, dw, db
     p = _Plan(x, [st, gst, ost])
-    tiles = dict(ACC=tl_float_acc(x.dtype), I64=p.i64, BC=p.BC, BN=p.BN, BS=p.BS,
-                 num_warps=p.warps)  # fmt: skip
+    tiles = dict(ACC=tl_float_acc(x.dtype), I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN,
+                 BS=p.BS, num_warps=p.warps)  # fmt: skip
     sums = x
     if sums_needed:
         merge = p.split > 1

@@ -26,6 +26,16 @@ def _lanes(cb, C, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):
 
 
 @triton.jit
+def _al(v, AL: tl.constexpr):
+    """v, told to Triton as a multiple of AL (it is one: _Plan.align): Triton knows an
+    argument's divisibility by 16 only, and loads a 14x14 map's rows (196 elements)
+    two bytes at a time without it, eight with AL = 4 (compiled for sm_90)."""
+    if AL > 1:
+        v = v // AL * AL
+    return v
+
+
+@triton.jit
 def _offsets(c, jn, js, sN, sC, sS, I64: tl.constexpr):
     """Each lane's offset from its item's base (loop-invariant)."""
     if I64:
@@ -105,10 +115,12 @@ def _bn_stats_kernel(
     x, part, arrivals, rmean, rvar, smean, sinv,
     C, N, S, sN, sC, sS, TN, TS, items, per, full, full_nv, tail_nv, momentum, eps,
     HAS_RUN: tl.constexpr, MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
+    AL: tl.constexpr,
     SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """Mean and invstd of each channel (and the running-stat update): per-lane Welford
     over the program's items, combined over the lanes, then over the splits."""
+    S, sN, sC = _al(S, AL), _al(sN, AL), _al(sC, AL)
     cb = tl.program_id(0)
     sp = tl.program_id(1)
     nsplit = tl.num_programs(1)
@@ -177,8 +189,10 @@ def _invstd(stat, c, cm, eps, IS_VAR: tl.constexpr, ACC: tl.constexpr):
 def _bn_apply_kernel(
     x, y, w, b, mean, stat, C, N, S, sN, sC, sS, yN, yC, yS, TN, items, per, eps,
     IS_VAR: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, Y_AS_X: tl.constexpr,
-    ACC: tl.constexpr, I64: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
+    S, sN, sC, yN, yC = _al(S, AL), _al(sN, AL), _al(sC, AL), _al(yN, AL), _al(yC, AL)
     cb = tl.program_id(0)
     q = tl.program_id(1)
     c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
@@ -217,10 +231,11 @@ def _bn_bwd_sums_kernel(
     dy, x, mean, stat, part, arrivals, sums, dw, db,
     C, N, S, sN, sC, sS, gN, gC, gS, TN, items, per, eps,
     IS_VAR: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, G_AS_X: tl.constexpr,
-    MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
+    MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
     SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """sums[0|1, c]: sum of dy and invstd * sum of dy * (x - mean) (and dweight, dbias)."""
+    S, sN, sC, gN, gC = _al(S, AL), _al(sN, AL), _al(sC, AL), _al(gN, AL), _al(gC, AL)
     cb = tl.program_id(0)
     sp = tl.program_id(1)
     nsplit = tl.num_programs(1)
@@ -266,9 +281,12 @@ def _bn_bwd_dx_kernel(
     C, N, S, sN, sC, sS, gN, gC, gS, oN, oC, oS, TN, items, per, count, eps,
     TRAIN: tl.constexpr, IS_VAR: tl.constexpr, HAS_W: tl.constexpr,
     G_AS_X: tl.constexpr, O_AS_X: tl.constexpr,
-    ACC: tl.constexpr, I64: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """dx = a*dy + cx*x + c0 per channel (training), a*dy (eval)."""
+    S, sN, sC, gN, gC = _al(S, AL), _al(sN, AL), _al(sC, AL), _al(gN, AL), _al(gC, AL)
+    oN, oC = _al(oN, AL), _al(oC, AL)
     cb = tl.program_id(0)
     q = tl.program_id(1)
     c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
