@@ -81,7 +81,7 @@ def _image_matrices(t):
     return (t, (n, c, p), (c * p, p, 1))
 
 
-def _rows_or_implicit(kind, x, w, p, rows, implicit):
+def _rows_or_implicit(key, x, p, rows, implicit):
     """rows() (the batched product over NCHW rows of p pixels) or, for maps whose pixels
     are not a multiple of 8 (rows not 16-byte aligned: 7x7 maps load single elements,
     unpipelined), whichever of it and implicit() (the implicit GEMM, through
@@ -89,7 +89,6 @@ def _rows_or_implicit(kind, x, w, p, rows, implicit):
     if p % 8 == 0:
         return rows()
     runs = {"rows": rows, "implicit": implicit}
-    key = (kind, x.dtype, *x.shape, *w.shape)
     cfg = tuned("conv", key, [("rows",), ("implicit",)], lambda cfg: runs[cfg[0]](), x.device)
     return runs[cfg[0]]()
 
@@ -115,7 +114,8 @@ def pointwise_forward(x, w, bias, stride):
         y = conv_forward(x, w, bias, stride, [0] * nd, [1] * nd, 1, out)
         return y.contiguous()
 
-    return _rows_or_implicit("pw_fwd", x, w, math.prod(xs.shape[2:]), rows, implicit)
+    key = ("pw_fwd", x.dtype, *x.shape, *w.shape, *stride, bias is not None)
+    return _rows_or_implicit(key, x, math.prod(xs.shape[2:]), rows, implicit)
 
 
 def pointwise_input_grad(dy, w, in_shape, stride):
@@ -140,7 +140,8 @@ def pointwise_input_grad(dy, w, in_shape, stride):
         fmt = torch.contiguous_format
         return conv_scatter(dy, w, None, stride, [0] * nd, [1] * nd, 1, list(in_shape[2:]), fmt)
 
-    return _rows_or_implicit("pw_dgrad", dy, w, math.prod(dy.shape[2:]), rows, implicit)
+    key = ("pw_dgrad", dy.dtype, *dy.shape, *w.shape, *stride, *in_shape)
+    return _rows_or_implicit(key, dy, math.prod(dy.shape[2:]), rows, implicit)
 
 
 def is_pointwise_wgrad(x, w, padding, groups, transposed):
