@@ -81,20 +81,7 @@ def test_attention_kernels_fit_hopper_shared_memory():
     H100's 227 KB of shared memory per block (bf16 head 256, float32 head 128: the
     backward's dQ kernel took 352 and 272 KB), compiled for sm_90 without a GPU
     (tests_gpu/harness/smem_audit.py), both ways of computing dQ."""
-    import os
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, SMEM_CASES="attention", SMEM_ATTENTION="bfloat16:256,float32:128")
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run(
-        [sys.executable, os.path.join(root, "tests_gpu", "harness", "smem_audit.py")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    r = _harness("smem_audit.py", SMEM_CASES="attention", SMEM_ATTENTION="bfloat16:256,float32:128")
     assert r.returncode == 0 and "14 compiled, 0 over 227 KB" in r.stdout, (
         r.stdout + r.stderr[-3000:]
     )
@@ -109,20 +96,7 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
     implicit GEMM's weight gradient compiles both ways of finding its pixels, the strided
     input gradient both by phases and by the full gather; batch norm's loads are
     vectors on 14x14 maps."""
-    import os
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run(
-        [sys.executable, os.path.join(root, "tests_gpu", "harness", "pipeline_audit.py")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    r = _harness("pipeline_audit.py")
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     for case, pipelined in (("nchw_28", True), ("nchw_14", True), ("nchw_7", False),
                             ("channels_last_14", True), ("wgrad_3x3", True),
@@ -136,3 +110,22 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
     for hw, width in ((14, 8), (28, 16)):
         line = f"bn_{hw} " + " ".join(f"{k}={width}" for k in kernels)
         assert line in r.stdout, r.stdout
+
+
+def _harness(script, **env):
+    """Runs tests_gpu/harness/<script> (compiling for sm_90, no GPU) in a process of its
+    own, compiled mode (not the interpreter), with `env` added."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, **env)
+    env.pop("TRITON_INTERPRET", None)
+    return subprocess.run(
+        [sys.executable, os.path.join(root, "tests_gpu", "harness", script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )

@@ -6,7 +6,7 @@ pipelined: what `via` channels_last is tuned against) and channels_last 14x14; a
 implicit GEMM's weight gradient (ops/conv_igemm_bwd.py) of a 3x3 layer and of a 1-d
 convolution, with the pixel arithmetic by division and by fast division (which must
 compile: scalar arguments equal to 1 become constants there, never under the
-interpreter); and a stride-2 3x3 input gradient by phases (ops/conv_igemm_phase.py) and
+interpreter); and a stride-2 3x3 input gradient by phases (ops/conv_igemm.py) and
 by the full gather. A line per case: name, wgmma, cp.async, shared bytes. Then batch
 norm's kernels on NCHW 14x14 and 28x28 maps: the widest global load each issues (bytes;
 2 = element by element).
@@ -32,7 +32,7 @@ sys.modules["torch_ext"] = _pkg
 compile_only.use()
 
 from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
-from torch_ext.ops import batch_norm, conv_gemm, conv_igemm, conv_igemm_bwd, conv_igemm_phase  # noqa: E402,E501
+from torch_ext.ops import batch_norm, conv_gemm, conv_igemm, conv_igemm_bwd  # noqa: E402
 
 cuda_spec._sm_count = lambda: 132
 seen = []
@@ -43,7 +43,7 @@ def compiled(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
     seen.append(("wgmma" in c.asm["ptx"], "cp.async" in c.asm["ptx"], c.metadata.shared))
 
 
-for module in (conv_gemm, conv_igemm_bwd, conv_igemm, conv_igemm_phase):
+for module in (conv_gemm, conv_igemm_bwd, conv_igemm):
     module.launch = compiled
     module.sum_slices = lambda buf, dtype: buf[0]
 CFG = (128, 128, 64, 8, 3, 12, 0)  # tiles, warps, stages, slices, in place

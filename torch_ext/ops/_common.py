@@ -50,6 +50,25 @@ def split3(v, S1, S2):
     return v // (S1 * S2), (v // S2) % S1, v % S2
 
 
+def pow2_dividing(*values, cap=8):
+    """The largest power of two, at most `cap`, that divides every value (`cap` when all
+    are 0): how aligned strides are that Triton, knowing divisibility by 16 only, cannot
+    see (as_multiple)."""
+    g = math.gcd(*values)
+    return min(cap, g & -g) if g else cap
+
+
+@triton.jit
+def as_multiple(v, A: tl.constexpr):
+    """v, told to Triton as a multiple of A (the caller knows it is one): a
+    value-preserving round trip, which Triton's divisibility analysis reads and
+    tl.multiple_of on a scalar argument does not reach. A 14x14 map's 196-element rows
+    load 8 bytes at a time told 4, two bytes at a time untold (compiled for sm_90)."""
+    if A > 1:
+        v = v // A * A
+    return v
+
+
 def fastdiv(d):
     """(m, sh) for `fdiv` by d (1 <= d < 2**31): m = floor(2**(31 + l) / d) + 1 with
     l = ceil(log2 d), sh = 31 + l (Granlund and Montgomery: floor(v / d) equals

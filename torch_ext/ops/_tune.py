@@ -50,7 +50,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import config as _config
 from ..backends import active_driver, spec
-from ._launch import compiling, compiling_only, retry_recording
+from ._launch import compiling, compiling_only, launch, retry_recording
+from ._spin import spin_kernel
 
 _REPS = 5  # timed launches per candidate, after one warm-up launch
 
@@ -133,9 +134,6 @@ def _hold_stream(device: torch.device) -> None:
     ns = spec("tune_spin_ns")
     if not ns:
         return
-    from ._launch import launch
-    from ._spin import spin_kernel
-
     flag = _spin_flags.get(device)
     if flag is None:
         flag = _spin_flags[device] = torch.zeros(1, dtype=torch.int64, device=device)

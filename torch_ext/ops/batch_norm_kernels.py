@@ -17,6 +17,8 @@ deterministic, and the normalise / dx launch reads a finished per-channel vector
 import triton
 import triton.language as tl
 
+from ._common import as_multiple
+
 
 @triton.jit
 def _lanes(cb, C, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):
@@ -26,13 +28,9 @@ def _lanes(cb, C, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):
 
 
 @triton.jit
-def _al(v, AL: tl.constexpr):
-    """v, told to Triton as a multiple of AL (it is one: _Plan.align): Triton knows an
-    argument's divisibility by 16 only, and loads a 14x14 map's rows (196 elements)
-    two bytes at a time without it, eight with AL = 4 (compiled for sm_90)."""
-    if AL > 1:
-        v = v // AL * AL
-    return v
+def _nc(sN, sC, AL: tl.constexpr):
+    """A tensor's sample and channel strides told as multiples of AL (_Plan.align)."""
+    return as_multiple(sN, AL), as_multiple(sC, AL)
 
 
 @triton.jit
@@ -120,7 +118,7 @@ def _bn_stats_kernel(
 ):  # fmt: skip
     """Mean and invstd of each channel (and the running-stat update): per-lane Welford
     over the program's items, combined over the lanes, then over the splits."""
-    S, sN, sC = _al(S, AL), _al(sN, AL), _al(sC, AL)
+    S, (sN, sC) = as_multiple(S, AL), _nc(sN, sC, AL)
     cb = tl.program_id(0)
     sp = tl.program_id(1)
     nsplit = tl.num_programs(1)
@@ -192,7 +190,7 @@ def _bn_apply_kernel(
     ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
     BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
-    S, sN, sC, yN, yC = _al(S, AL), _al(sN, AL), _al(sC, AL), _al(yN, AL), _al(yC, AL)
+    S, (sN, sC), (yN, yC) = as_multiple(S, AL), _nc(sN, sC, AL), _nc(yN, yC, AL)
     cb = tl.program_id(0)
     q = tl.program_id(1)
     c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
@@ -235,7 +233,7 @@ def _bn_bwd_sums_kernel(
     SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """sums[0|1, c]: sum of dy and invstd * sum of dy * (x - mean) (and dweight, dbias)."""
-    S, sN, sC, gN, gC = _al(S, AL), _al(sN, AL), _al(sC, AL), _al(gN, AL), _al(gC, AL)
+    S, (sN, sC), (gN, gC) = as_multiple(S, AL), _nc(sN, sC, AL), _nc(gN, gC, AL)
     cb = tl.program_id(0)
     sp = tl.program_id(1)
     nsplit = tl.num_programs(1)
@@ -285,8 +283,8 @@ def _bn_bwd_dx_kernel(
     BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """dx = a*dy + cx*x + c0 per channel (training), a*dy (eval)."""
-    S, sN, sC, gN, gC = _al(S, AL), _al(sN, AL), _al(sC, AL), _al(gN, AL), _al(gC, AL)
-    oN, oC = _al(oN, AL), _al(oC, AL)
+    S, (sN, sC), (gN, gC) = as_multiple(S, AL), _nc(sN, sC, AL), _nc(gN, gC, AL)
+    oN, oC = _nc(oN, oC, AL)
     cb = tl.program_id(0)
     q = tl.program_id(1)
     c, cm, jn, js = _lanes(cb, C, BC, BN, BS)

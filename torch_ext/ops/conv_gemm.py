@@ -31,10 +31,11 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, ncs_strides, tl_float_acc
+from ._common import as_multiple, float_acc, ncs_strides, pow2_dividing, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
-from .conv_igemm import channels_inner, conv_candidates, conv_forward, conv_precision, conv_scatter
+from .conv_igemm import channels_last_view, conv_candidates, conv_forward, conv_precision
+from .conv_igemm import conv_scatter
 from .conv_igemm import needs_int64
 from .conv_igemm_bwd import split_candidates
 from .matmul import _bmm
@@ -111,8 +112,7 @@ def pointwise_forward(x, w, bias, stride):
 
     def implicit():
         out = list(xs.shape[2:])
-        y = conv_forward(x, w, bias, stride, [0] * nd, [1] * nd, 1, out)
-        return y.contiguous()
+        return conv_forward(x, w, bias, stride, [0] * nd, [1] * nd, 1, out)  # NCHW: as x
 
     key = ("pw_fwd", x.dtype, *x.shape, *w.shape, *stride, bias is not None)
     return _rows_or_implicit(key, x, math.prod(xs.shape[2:]), rows, implicit)
@@ -164,15 +164,9 @@ def _wgrad_1x1_kernel(
     at once (no tail; each pixel's image found by a division) made 14x14 and 7x7
     layers slower, not faster (H200: 256->1024 @14 0.05 -> 0.09 ms); channels_last
     images follow each other and come here as one image of N*P pixels."""
-    if ALIGN > 1:
-        # NCHW: pixels, image and channel strides are multiples of ALIGN (_align); the
-        # round trip (the values do not change) tells Triton's divisibility analysis,
-        # which tl.multiple_of on a scalar argument does not reach
-        P = P // ALIGN * ALIGN
-        sdN = sdN // ALIGN * ALIGN
-        sdC = sdC // ALIGN * ALIGN
-        sxN = sxN // ALIGN * ALIGN
-        sxC = sxC // ALIGN * ALIGN
+    # NCHW: pixels, image and channel strides are multiples of ALIGN (_align)
+    P, sdN, sdC = as_multiple(P, ALIGN), as_multiple(sdN, ALIGN), as_multiple(sdC, ALIGN)
+    sxN, sxC = as_multiple(sxN, ALIGN), as_multiple(sxC, ALIGN)
     tiles_n = tl.cdiv(C, BN)
     rco = (tl.program_id(0) // tiles_n) * BM + tl.arange(0, BM)
     rc = (tl.program_id(0) % tiles_n) * BN + tl.arange(0, BN)
@@ -201,15 +195,13 @@ def _wgrad_1x1_kernel(
 
 
 def _align(p, dst, xst):
-    """The power of two (at most 8) dividing the pixels and the image and channel strides
-    of two tensors read along unit-stride pixels, else 1. Triton knows an integer
-    argument's divisibility by 16 only: 14x14 maps (196 pixels) loaded (and masked) two
-    bytes at a time, which cp.async cannot pipeline; told 4, the kernel compiled for
-    sm_90 loads 8 bytes with cp.async."""
+    """What the kernel may tell Triton the pixels and the image and channel strides of
+    two tensors read along unit-stride pixels are multiples of (_common.as_multiple),
+    else 1: told 4, a 14x14 map's loads are 8 bytes with cp.async (pipelined), untold
+    two bytes without it."""
     if dst[2] != 1 or xst[2] != 1:
         return 1
-    g = math.gcd(p, dst[0], dst[1], xst[0], xst[1])
-    return min(8, g & -g) if g else 8
+    return pow2_dividing(p, dst[0], dst[1], xst[0], xst[1])
 
 
 def _strides(t):
@@ -253,7 +245,7 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
         bm, bn, work = tiles(cfg)
         _, _, bk, warps, stages, split, via = cfg
         if via:
-            dyk, dst, xk, xst, nk, pk = _operands(*(_channels_last(t) for t in (dy, x)), n, p)
+            dyk, dst, xk, xst, nk, pk = _operands(*(channels_last_view(t) for t in (dy, x)), n, p)
         else:
             dyk, dst, xk, xst, nk, pk = direct
         pb = cdiv(pk, bk)
@@ -282,8 +274,3 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
         key = ("wgrad1x1", dy.dtype, nd, co, c, pd, dst[2] == 1, xst[2] == 1)
         cfg = tuned("conv", key, cands, run, dy.device)
     return sum_slices(run(cfg), dy.dtype).reshape(w_shape)
-
-
-def _channels_last(t):
-    """t (N, C, *spatial) copied with its channels innermost, viewed as (N, C, ...)."""
-    return channels_inner(t).movedim(-1, 1)

@@ -45,7 +45,7 @@ from ._common import split3, store_masked
 from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
-from .conv_igemm import channels_inner, conv_format, conv_forward, conv_scatter
+from .conv_igemm import channels_last_view, conv_format, conv_forward, conv_scatter
 from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthwise
 from .conv_igemm_bwd import conv_weight_grad
 from .conv_igemm_flat import flat_fits, flat_forward, flat_weight_grad
@@ -320,7 +320,7 @@ def convolution_backward_overrideable(
     elif not transposed:
         fmt = conv_format(gout, weight)
         if output_mask[0] and output_mask[1]:
-            gout = channels_inner(gout).movedim(-1, 1)  # laid out once for both kernels
+            gout = channels_last_view(gout)  # laid out once for both kernels
         if output_mask[0]:
             grad_input = conv_scatter(gout, weight, None, *geom, in_sp, fmt)
         if output_mask[1] and flat_fits(weight.shape[1], weight.shape[2:], dilation, g):

@@ -1,4 +1,4 @@
-"""ops/conv_igemm_phase.py: the strided adjoint gather by phases (input gradients of
+"""ops/conv_igemm.py: the strided adjoint gather by phases (input gradients of
 strided convolutions, forwards of strided transposed ones) gives the full gather's
 bits (the same nonzero products in the same order) and the CPU's result."""
 
@@ -70,7 +70,7 @@ def test_phases_equal_the_full_gather_and_the_cpu(monkeypatch, shape, wshape, kw
 
 
 def test_unit_stride_and_dilation_keep_the_full_gather():
-    from torch_ext.ops.conv_igemm_phase import phase_fits
+    from torch_ext.ops.conv_igemm import phase_fits
 
     assert phase_fits([1, 2, 1], [1, 1, 1])
     assert not phase_fits([1, 1, 1], [1, 1, 1])
