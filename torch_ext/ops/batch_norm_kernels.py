@@ -118,7 +118,8 @@ def _bn_stats_kernel(
 ):  # fmt: skip
     """Mean and invstd of each channel (and the running-stat update): per-lane Welford
     over the program's items, combined over the lanes, then over the splits."""
-    S, (sN, sC) = as_multiple(S, AL), _nc(sN, sC, AL)
+    S = as_multiple(S, AL)
+    sN, sC = _nc(sN, sC, AL)
     cb = tl.program_id(0)
     sp = tl.program_id(1)
     nsplit = tl.num_programs(1)
@@ -190,7 +191,9 @@ def _bn_apply_kernel(
     ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
     BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
-    S, (sN, sC), (yN, yC) = as_multiple(S, AL), _nc(sN, sC, AL), _nc(yN, yC, AL)
+    S = as_multiple(S, AL)
+    sN, sC = _nc(sN, sC, AL)
+    yN, yC = _nc(yN, yC, AL)
     cb = tl.program_id(0)
     q = tl.program_id(1)
     c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
@@ -233,7 +236,9 @@ def _bn_bwd_sums_kernel(
     SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """sums[0|1, c]: sum of dy and invstd * sum of dy * (x - mean) (and dweight, dbias)."""
-    S, (sN, sC), (gN, gC) = as_multiple(S, AL), _nc(sN, sC, AL), _nc(gN, gC, AL)
+    S = as_multiple(S, AL)
+    sN, sC = _nc(sN, sC, AL)
+    gN, gC = _nc(gN, gC, AL)
     cb = tl.program_id(0)
     sp = tl.program_id(1)
     nsplit = tl.num_programs(1)
@@ -283,7 +288,9 @@ def _bn_bwd_dx_kernel(
     BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
 ):  # fmt: skip
     """dx = a*dy + cx*x + c0 per channel (training), a*dy (eval)."""
-    S, (sN, sC), (gN, gC) = as_multiple(S, AL), _nc(sN, sC, AL), _nc(gN, gC, AL)
+    S = as_multiple(S, AL)
+    sN, sC = _nc(sN, sC, AL)
+    gN, gC = _nc(gN, gC, AL)
     oN, oC = _nc(oN, oC, AL)
     cb = tl.program_id(0)
     q = tl.program_id(1)
