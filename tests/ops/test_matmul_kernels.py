@@ -90,6 +90,38 @@ def test_split_k(split, dtype, device, monkeypatch):
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=300)
 
 
+@pytest.mark.parametrize("pick", [-1, -2])
+def test_split_k_candidates_are_timed_and_run(pick, device, monkeypatch):
+    """The driver's split counts to time beside its rule (mm_split_k_candidates): the
+    tuner's candidates carry them, and the one it picks launches that many splits of K
+    (uneven at 3: K = 512 is 8 steps of 64) and gives the product."""
+    from torch_ext.ops import matmul
+
+    force_spec(monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=[2, 3])
+    seen, grids = [], []
+
+    def choose(family, key, candidates, run, dev):
+        seen.extend(candidates)
+        return list(candidates)[pick]
+
+    real = matmul.launch
+
+    def spy(kernel, grid, *args, **kw):
+        grids.append(grid)
+        return real(kernel, grid, *args, **kw)
+
+    monkeypatch.setattr(matmul, "tuned", choose)
+    monkeypatch.setattr(matmul, "launch", spy)
+    dtype = torch.bfloat16
+    a = randn((512, 256), dtype, device).t()  # (256, 512): a weight gradient's layout
+    b = randn((512, 256), dtype, device)
+    out = torch.empty(256, 256, dtype=dtype, device=device)
+    matmul.mm_out(a, b, out)
+    assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=512)
+    assert {len(c) for c in seen} == {5, 6} and {c[5] for c in seen if len(c) == 6} == {2, 3}
+    assert grids[-1][2] == list(seen)[pick][5]
+
+
 def test_float32_follows_the_matmul_precision(monkeypatch):
     """float32 products multiply in float32 under "highest" (PyTorch's default) and in TF32
     under "high", as CUDA's do; the flag is part of the launch plans' keys, so a plan

@@ -266,12 +266,13 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
 
     def run(cfg):
-        bm, bn, bk, warps, stages = cfg
+        bm, bn, bk, warps, stages, *forced = cfg
         bm = max(16, pow2_at_most(M, bm))
         bn = max(16, pow2_at_most(N, bn))
         bk = max(16, pow2_at_most(max(K, 1), bk))
         tiles = cdiv(M, bm) * cdiv(N, bn)
-        split = _split_k(tiles, K, Bt)
+        # a candidate's own split count (mm_candidates), else the driver's rule
+        split = forced[0] if forced and Bt == 1 and tiles <= ARRIVALS else _split_k(tiles, K, Bt)
         if split > 1:
             ws = empty((split * tiles * bm * bn,), float_acc(a.dtype), a.device)
             arrivals = arrival_counters("split_k", a.device)
@@ -281,11 +282,13 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
             _mm_kernel, (tiles, Bt, split), a, b, c, x, ws, arrivals, M, N, K,
             *a_st, *b_st, *c_st, *x_st, alpha, beta,
             HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
-            EVEN_K=K % (bk * split) == 0, SPLIT=split, GROUP_M=8,
+            # every split's run of K is a whole number of BLOCK_K steps (the kernel's
+            # `per`), so whole steps need no mask whatever the split count
+            EVEN_K=K % bk == 0, SPLIT=split, GROUP_M=8,
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
         )  # fmt: skip
 
-    cands = mm_candidates(first, M, N, K, a.dtype)
+    cands = mm_candidates(first, M, N, K, a.dtype, Bt)
     if has_bias and x.untyped_storage().data_ptr() == c.untyped_storage().data_ptr():
         cands = [first]  # c += a @ b in place (addmm_): a timing launch would add twice
     if len(cands) > 1:
@@ -308,15 +311,22 @@ def matmul_precision(dtype, upcast=False):
     return None
 
 
-def mm_candidates(first, M, N, K, dtype):
-    """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) to time for an
-    fp16/bf16 product of at least 256 in each dimension: the table's (`first`), then the
-    tile shapes that sweeps found best on some transformer shape; one otherwise."""
+def mm_candidates(first, M, N, K, dtype, batch=1):
+    """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages[, split of K]) to
+    time for an fp16/bf16 product of at least 256 in each dimension: the table's
+    (`first`), then the tile shapes that sweeps found best on some transformer shape,
+    then, for one matrix whose tiles leave a wave of programs part empty, those tiles
+    with K split (the driver's `mm_split_k_candidates`); one otherwise."""
     if dtype not in (torch.float16, torch.bfloat16) or min(M, N, K) < 256:
         return [first]
     extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
              (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)]  # fmt: skip
-    return list(dict.fromkeys([tuple(first), *extra]))
+    cands = list(dict.fromkeys([tuple(first), *extra]))
+    if batch == 1:
+        for cfg in list(cands[:4]):
+            tiles = cdiv(M, max(16, pow2_at_most(M, cfg[0]))) * cdiv(N, max(16, pow2_at_most(N, cfg[1])))
+            cands += [(*cfg, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
+    return cands
 
 
 def _default_config(M, N, K, dtype):

@@ -208,6 +208,19 @@ def mm_split_k(tiles: int, k: int) -> Optional[int]:
     return min(sms // tiles, 4, k // 256)
 
 
+def mm_split_k_candidates(tiles: int, k: int) -> list[int]:
+    """Split counts of K for the tuner to time beside a matrix product's rule
+    (mm_split_k) when its `tiles` output tiles fill under two waves of programs: those
+    that keep at most four waves, each split at least 512 of K. At 4096 tokens on an
+    H200 (session 19) GPT-2's 768 -> 3072 weight gradient (72 tiles of 128 x 256) ran
+    at 66% of cuBLAS and its 3072 -> 768 forward (96) at 69%, one part-filled wave
+    each. The partial tiles cost a float32 write and read each: the tuner weighs that."""
+    sms = _sm_count()
+    if tiles >= 2 * sms:
+        return []
+    return [s for s in (2, 3, 4) if tiles * s <= 4 * sms and k // s >= 512]
+
+
 def conv_wgrad_splits(rows: int, work: int) -> list[int]:
     """Slice counts of a convolution's weight-gradient reduction (ops/conv_igemm_bwd.py)
     for the tuner to time beside its rule's: those that give `work` programs a slice
@@ -247,10 +260,21 @@ def attention_tiles(head: int, itemsize: int) -> tuple:
 
 def attention_kernel_tiles(kind: str, head: int, itemsize: int):
     """(BLOCK_M, BLOCK_N, warps, stages) of one attention kernel ("fwd", "dkdv", "dq"),
-    or None for the shared tiles above (ops/attention.py `_kernel_tiles`). None until
-    measured: tests_gpu/harness/attention_tiles.py sweeps candidates against torch's SDPA
-    (its backward was 1.6-4.2x faster than ours on an H100, session 13: bf16 causal
-    8x12x512x64, GPT-2's, 0.088 against 0.372 ms)."""
+    or None for the shared tiles above (ops/attention.py `_kernel_tiles`), for 16-bit
+    heads padded to 64 or 128. From tests_gpu/harness/attention_tiles.py on an H200
+    (session 19, bf16, causal; each kernel's whole pass in ms, the others on the shared
+    64x64 tiles): head 128, 8 x 32 heads x 2048: forward (128, 64, 8 warps) 0.692 against
+    0.716, dK/dV (32 queries x 64 keys) 3.07 against 3.84, dQ (64 x 32) 3.33 against
+    3.82; at 512 tokens 0.107 / 0.379 / 0.366 against 0.193 / 0.404 / 0.405. Head 64,
+    8 x 12 x 2048: dK/dV (32 x 64) 0.657 against 0.707; its forward and dQ stay on the
+    shared tiles (128 x 64 forward 0.173 against 0.168, 64 x 32 dQ 1.158 against 0.706).
+    The dropout mask is drawn per key position, the same whatever the tiles."""
+    if itemsize != 2 or head not in (64, 128):
+        return None
+    if kind == "dkdv":
+        return 32, 64, 4, 3
+    if head == 128:
+        return {"fwd": (128, 64, 8, 3), "dq": (64, 32, 4, 3)}.get(kind)
     return None
 
 
