@@ -292,12 +292,27 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     if has_bias and x.untyped_storage().data_ptr() == c.untyped_storage().data_ptr():
         cands = [first]  # c += a @ b in place (addmm_): a timing launch would add twice
     if len(cands) > 1:
-        # size buckets (powers of two): a decision on each size, not its value, so that a
+        # size buckets: a decision on each size's bucket, not its value, so that a
         # launch plan still serves every size of the bucket
-        key = (a.dtype, layout, precision, Bt > 1, has_bias, *(next_pow2(v) for v in (M, N, K)))
+        key = (a.dtype, layout, precision, Bt > 1, has_bias, *(size_bucket(v) for v in (M, N, K)))
         run(tuned("mm", key, cands, run, a.device))
     else:
         run(first)
+
+
+def size_bucket(n):
+    """The tuning bucket of a size: its power of two up to 512, then quarters of an
+    octave ((p/2, 5p/8], ..., (7p/8, p] for p = next_pow2(n)), each named by its top.
+    Tile counts, which the best tiles and split of K follow, differ across an octave:
+    GPT-2's 2304 and 3072 rows (18 and 24 tiles of 128) shared one bucket and its pick.
+    Comparisons only, so that a size-generic launch plan guards the bucket (_symbolic)."""
+    p = next_pow2(n)
+    if p <= 512:
+        return p
+    for top in (5 * p // 8, 3 * p // 4, 7 * p // 8):
+        if n <= top:
+            return top
+    return p
 
 
 def matmul_precision(dtype, upcast=False):
@@ -314,13 +329,15 @@ def matmul_precision(dtype, upcast=False):
 def mm_candidates(first, M, N, K, dtype, batch=1):
     """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages[, split of K]) to
     time for an fp16/bf16 product of at least 256 in each dimension: the table's
-    (`first`), then the tile shapes that sweeps found best on some transformer shape,
+    (`first`), then tile shapes that sweeps found best on some transformer shape or that
+    fit other tile counts,
     then, for one matrix whose tiles leave a wave of programs part empty, those tiles
     with K split (the driver's `mm_split_k_candidates`); one otherwise."""
     if dtype not in (torch.float16, torch.bfloat16) or min(M, N, K) < 256:
         return [first]
     extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
-             (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)]  # fmt: skip
+             (128, 128, 64, 4, 4), (64, 128, 64, 4, 4), (128, 256, 64, 8, 4),
+             (64, 256, 64, 4, 4), (128, 64, 64, 4, 4)]  # fmt: skip
     cands = list(dict.fromkeys([tuple(first), *extra]))
     if batch == 1:
         for cfg in list(cands[:4]):
