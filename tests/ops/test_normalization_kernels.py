@@ -40,6 +40,29 @@ def test_layer_norm(dtype, affine, device):
             assert_close(a, r.to(dtype), dtype, reduce_dim=n)
 
 
+def test_layer_norm_forward_takes_the_drivers_warps(device, monkeypatch):
+    """A driver's warps for the one-pass layer norm forward (spec layer_norm_fwd_warps,
+    the GPU's 4 for 8Ki-wide rows) reach its launch and give the same result; RMS norm
+    keeps the row rule."""
+    seen = []
+    real = norm.launch
+
+    def spy(kernel, grid, *args, **kw):
+        seen.append(kw.get("num_warps"))
+        return real(kernel, grid, *args, **kw)
+
+    force_spec(monkeypatch, norm, layer_norm_fwd_warps=2)
+    monkeypatch.setattr(norm, "launch", spy)
+    x = randn((5, 96), torch.float32, device)
+    w, b = randn((96,), torch.float32, device), randn((96,), torch.float32, device)
+    y, _, _ = norm.native_layer_norm(x, [96], w, b, 1e-5)
+    ry, _, _ = torch.native_layer_norm(to_ref(x), [96], to_ref(w), to_ref(b), 1e-5)
+    assert_close(y, ry.float(), torch.float32, reduce_dim=2)
+    assert seen == [2]
+    norm.rms_norm_fwd(x, [96], w, 1e-6)
+    assert seen[1] != 2
+
+
 GN_CASES = [(3, 6, 35, 3, True), (2, 4, 600, 2, False), (2, 8, 1, 8, True), (1, 6, 700, 1, True)]
 
 

@@ -301,6 +301,8 @@ def _norm_forward(x, weight, bias, M, D, eps, rms, y, mean, rstd):
     tile = row_tile(M, D, 1, arrays=1 if weight is None else 2)
     if tile is not None:
         kernel, (bm, bn, warps) = _norm_fwd_tile_kernel, tile
+        if not rms:  # the driver's own warps for a layer norm forward, if any
+            warps = spec("layer_norm_fwd_warps", bn) or warps
     else:
         kernel, (bm, bn) = _norm_fwd_kernel, _row_blocks(M, D)
         warps = warps_for(bm * bn)

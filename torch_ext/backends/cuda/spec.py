@@ -120,6 +120,14 @@ def row_warps(block_r: int) -> int:
     return 4 if block_r <= 1024 else 8 if block_r <= 8192 else 16
 
 
+def layer_norm_fwd_warps(block_r: int) -> Optional[int]:
+    """Warps of a one-pass layer norm forward where they differ from row_warps: 4 for
+    8Ki-wide rows (8192 x 8192 fp16 on an H200, sweep_memory_bound.py, session 17:
+    90.6% of copy bandwidth against 86.0% with 8). Its backward keeps 8: it holds two
+    row-long arrays, which 4 warps' registers would not."""
+    return 4 if block_r == 8192 else None
+
+
 def rank_sort_budget() -> int:
     """Comparisons (rows x length^2) up to which a sort of rows longer than 2Ki stays the
     one-launch rank sort instead of a merge pass per doubling: 64Mi, a 4096-long row in
