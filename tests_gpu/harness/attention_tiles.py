@@ -1,7 +1,7 @@
 """Tiles, warps and stages for each attention kernel, swept on a GPU against torch's
 SDPA: the measurement behind the cuda driver's `attention_kernel_tiles` (ops/attention.py
-`_kernel_tiles`; today the driver gives none, and every kernel takes the shared tiles of
-`attention_tiles`: 64x64, 4 warps, 3 stages at bf16 head 64).
+`_kernel_tiles`; the candidate None is the shared tiles of `attention_tiles`: 64x64, 4
+warps, 3 stages at bf16 head 64; "best" per kernel fed the driver's choice in session 19).
 
 For each case (the model benchmark's GPT-2 and Llama shapes, and longer ones), bf16,
 causal: the forward with each "fwd" candidate, then the backward with each "dkdv"
@@ -50,7 +50,8 @@ def bench(fn):
 
 
 def with_tiles(choice, fn):
-    """fn() with attention_kernel_tiles answering `choice` ({kind: tiles})."""
+    """fn() with attention_kernel_tiles answering `choice` ({kind: tiles}; None, the
+    shared tiles, for the kinds it leaves out)."""
     real = attention.spec
     attention.spec = lambda name, *a: (
         choice.get(a[0]) if name == "attention_kernel_tiles" else real(name, *a)
