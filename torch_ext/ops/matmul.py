@@ -341,7 +341,8 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     cands = list(dict.fromkeys([tuple(first), *extra]))
     if batch == 1:
         for cfg in list(cands[:4]):
-            tiles = cdiv(M, max(16, pow2_at_most(M, cfg[0]))) * cdiv(N, max(16, pow2_at_most(N, cfg[1])))
+            bm, bn = (max(16, pow2_at_most(v, b)) for v, b in ((M, cfg[0]), (N, cfg[1])))
+            tiles = cdiv(M, bm) * cdiv(N, bn)
             cands += [(*cfg, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
     return cands
 
