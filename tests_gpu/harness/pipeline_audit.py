@@ -1,7 +1,7 @@
 """Whether the 1x1 weight-gradient kernel (ops/conv_gemm.py) compiles, for sm_90 and
 without a GPU, to pipelined loads (cp.async) with tensor-core products (wgmma) on
 ResNet-50's layouts: NCHW 28x28 (784 pixels, divisible by 16), NCHW 14x14 (196: told
-its divisibility by 4, see conv_gemm._align), NCHW 7x7 (49: single elements, not
+its divisibility by 4, see _common.pixel_alignment), NCHW 7x7 (49: single elements, not
 pipelined: what `via` channels_last is tuned against) and channels_last 14x14; and the
 implicit GEMM's weight gradient (ops/conv_igemm_bwd.py) of a 3x3 layer and of a 1-d
 convolution, with the pixel arithmetic by division and by fast division (which must

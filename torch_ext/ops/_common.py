@@ -58,6 +58,17 @@ def pow2_dividing(*values, cap=8):
     return min(cap, g & -g) if g else cap
 
 
+def pixel_alignment(pixels, strides):
+    """What a kernel reading (N, C, pixel) tensors along unit-stride pixels may tell
+    Triton (as_multiple) the pixel count and every tensor's image and channel strides
+    are multiples of: pow2_dividing of them all; 1 when some tensor's pixels are strided.
+    `strides`: the (sN, sC, sP) of each tensor (ncs_strides). Told 4, a 14x14 map's
+    loads are 8 bytes with cp.async (pipelined); untold, two bytes without it."""
+    if any(sP != 1 for _, _, sP in strides):
+        return 1
+    return pow2_dividing(pixels, *(v for sN, sC, _ in strides for v in (sN, sC)))
+
+
 @triton.jit
 def as_multiple(v, A: tl.constexpr):
     """v, told to Triton as a multiple of A (the caller knows it is one): a

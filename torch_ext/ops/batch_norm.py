@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ._common import contiguous, ncs_strides, pow2_dividing, stat_dtype, tl_float_acc
+from ._common import contiguous, ncs_strides, pixel_alignment, stat_dtype, tl_float_acc
 from ._declare import kernel
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ..backends import spec
@@ -37,11 +37,9 @@ _INTERPRETER_TILING = (1 << 14, 4, 0, 4, None)
 
 def _align(S, sts):
     """What the kernels may tell Triton the map's size and every tensor's sample and
-    channel strides are multiples of (_common.as_multiple): maps read along unit-stride
-    pixels whose size is not a multiple of 16; 1 otherwise (Triton knows it)."""
-    if S % 16 == 0 or any(sS != 1 for _, _, sS in sts):
-        return 1
-    return pow2_dividing(S, *(v for sN, sC, _ in sts for v in (sN, sC)))
+    channel strides are multiples of (_common.pixel_alignment): 1 for maps whose size is a
+    multiple of 16 (Triton knows it)."""
+    return 1 if S % 16 == 0 else pixel_alignment(S, sts)
 
 
 def _spatial_block(S, lanes):

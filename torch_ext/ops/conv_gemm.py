@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import as_multiple, float_acc, ncs_strides, pow2_dividing, tl_float_acc
+from ._common import as_multiple, float_acc, ncs_strides, pixel_alignment, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from .conv_igemm import channels_last_view, conv_candidates, conv_forward, conv_precision
@@ -164,7 +164,7 @@ def _wgrad_1x1_kernel(
     at once (no tail; each pixel's image found by a division) made 14x14 and 7x7
     layers slower, not faster (H200: 256->1024 @14 0.05 -> 0.09 ms); channels_last
     images follow each other and come here as one image of N*P pixels."""
-    # NCHW: pixels, image and channel strides are multiples of ALIGN (_align)
+    # NCHW: pixels, image and channel strides are multiples of ALIGN (pixel_alignment)
     P, sdN, sdC = as_multiple(P, ALIGN), as_multiple(sdN, ALIGN), as_multiple(sdC, ALIGN)
     sxN, sxC = as_multiple(sxN, ALIGN), as_multiple(sxC, ALIGN)
     tiles_n = tl.cdiv(C, BN)
@@ -192,16 +192,6 @@ def _wgrad_1x1_kernel(
         acc += tl.dot(a, b, out_dtype=ACC)
     o = out + sp * wsp + rco[:, None] * C + rc[None, :]
     tl.store(o, acc.to(out.dtype.element_ty), mask=co_ok[:, None] & c_ok[None, :])
-
-
-def _align(p, dst, xst):
-    """What the kernel may tell Triton the pixels and the image and channel strides of
-    two tensors read along unit-stride pixels are multiples of (_common.as_multiple),
-    else 1: told 4, a 14x14 map's loads are 8 bytes with cp.async (pipelined), untold
-    two bytes without it."""
-    if dst[2] != 1 or xst[2] != 1:
-        return 1
-    return pow2_dividing(p, dst[0], dst[1], xst[0], xst[1])
 
 
 def _strides(t):
@@ -256,7 +246,7 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
         buf = torch.empty((split, co, c), dtype=buf_dtype, device=dy.device)
         launch(
             _wgrad_1x1_kernel, (work, split), dyk, xk, buf, co, c, pk, pb, items, per,
-            *dst, *xst, buf.stride(0), ALIGN=_align(pk, dst, xst),
+            *dst, *xst, buf.stride(0), ALIGN=pixel_alignment(pk, (dst, xst)),
             UPCAST=upcast, ACC=tl_float_acc(dy.dtype), I64=needs_int64(dyk, xk),
             BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
         )  # fmt: skip
@@ -264,7 +254,7 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
 
     if cfg is None:
         _, dst, _, xst, nd, pd = direct
-        vias = (0, 1) if dst[2] == 1 and _align(pd, dst, xst) < 4 else (0,)
+        vias = (0, 1) if dst[2] == 1 and pixel_alignment(pd, (dst, xst)) < 4 else (0,)
         cands = [
             (*t, split, via)
             for via in vias

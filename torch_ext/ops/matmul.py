@@ -210,6 +210,14 @@ def _mm_kernel(
                   beta, HAS_BIAS, ACC)  # fmt: skip
 
 
+def _tiles(M, N, cfg):
+    """(BLOCK_M, BLOCK_N, output tiles) of an M x N product under configuration `cfg`:
+    its tile sides, no longer than the matrix's (powers of two, at least 16)."""
+    bm = max(16, pow2_at_most(M, cfg[0]))
+    bn = max(16, pow2_at_most(N, cfg[1]))
+    return bm, bn, cdiv(M, bm) * cdiv(N, bn)
+
+
 def _split_k(tiles, K, Bt):
     """Splits of K for one matrix whose output tiles would leave most of the GPU idle
     (a weight gradient: M x N small, K = the tokens): the driver's choice, 1 = none."""
@@ -266,11 +274,9 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
 
     def run(cfg):
-        bm, bn, bk, warps, stages, *forced = cfg
-        bm = max(16, pow2_at_most(M, bm))
-        bn = max(16, pow2_at_most(N, bn))
+        _, _, bk, warps, stages, *forced = cfg
+        bm, bn, tiles = _tiles(M, N, cfg)
         bk = max(16, pow2_at_most(max(K, 1), bk))
-        tiles = cdiv(M, bm) * cdiv(N, bn)
         # a candidate's own split count (mm_candidates), else the driver's rule
         split = forced[0] if forced and Bt == 1 and tiles <= ARRIVALS else _split_k(tiles, K, Bt)
         if split > 1:
@@ -330,9 +336,9 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages[, split of K]) to
     time for an fp16/bf16 product of at least 256 in each dimension: the table's
     (`first`), then tile shapes that sweeps found best on some transformer shape or that
-    fit other tile counts,
-    then, for one matrix whose tiles leave a wave of programs part empty, those tiles
-    with K split (the driver's `mm_split_k_candidates`); one otherwise."""
+    fit other tile counts, then, for one matrix whose tiles leave a wave of programs part
+    empty, the first four with K split (the driver's `mm_split_k_candidates`); one
+    otherwise."""
     if dtype not in (torch.float16, torch.bfloat16) or min(M, N, K) < 256:
         return [first]
     extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
@@ -341,8 +347,7 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     cands = list(dict.fromkeys([tuple(first), *extra]))
     if batch == 1:
         for cfg in list(cands[:4]):
-            bm, bn = (max(16, pow2_at_most(v, b)) for v, b in ((M, cfg[0]), (N, cfg[1])))
-            tiles = cdiv(M, bm) * cdiv(N, bn)
+            tiles = _tiles(M, N, cfg)[2]
             cands += [(*cfg, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
     return cands
 
