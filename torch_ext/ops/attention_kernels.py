@@ -13,6 +13,10 @@ an attention mask) take the full one. The dK/dV kernel computes the transposed s
 import triton
 import triton.language as tl
 
+# Philox rounds of the dropout mask (Triton's default, cuRAND's); a global so that
+# tests_gpu/harness/attention_dq.py can time fewer before the kernels compile.
+PHILOX_ROUNDS = tl.constexpr(10)
+
 
 @triton.jit
 def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
@@ -49,7 +53,7 @@ def _dropout_keep(seed, offset, bh, rm, c0, Lq, Lk, p_drop, BN: tl.constexpr,
     groups = (Lk + 7) // 8
     gq = c0 // 8 + tl.arange(0, BN // 8)
     ctr = (bh * Lq + rm.to(tl.int64))[:, None] * groups + gq[None, :]
-    r0, r1, r2, r3 = tl.randint4x(seed, offset + ctr)
+    r0, r1, r2, r3 = tl.randint4x(seed, offset + ctr, PHILOX_ROUNDS)
     # join(join(r0, r2), join(r1, r3))[.., a, b] = r(2a + b): row-major, key pair 4j + l
     # <- r_l; then each word's low and high halves to its pair's keys
     words = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), (BM, BN // 2))
