@@ -156,6 +156,38 @@ def test_dq_accumulated_atomically(
             assert_close(got, ref_grad.to(dtype), dtype, reduce_dim=16)
 
 
+@pytest.mark.parametrize("p", [0.0, 0.25])
+def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeypatch):
+    """The backward asks the driver whether to add dQ atomically with the padded head,
+    the element size and whether dropout is on (the cuda driver's answer differs on
+    each), and follows the answer: one launch fewer when it does."""
+    from torch_ext.ops import _launch
+
+    asked = []
+    real = attention.spec
+
+    def spec(name, *a):
+        if name == "attention_dq_atomic":
+            asked.append(a)
+            return a[2]  # atomic with dropout only
+        return real(name, *a)
+
+    monkeypatch.setattr(attention, "spec", spec)
+    dtype, d = torch.float32, 24
+    q, k, v = (randn((2, 3, 33, d), dtype, device) for _ in range(3))
+    g = randn((2, 3, 33, d), dtype, device)
+    draw = [torch.empty((), dtype=torch.int64, device=q.device) for _ in range(2)]
+    out, lse = attention.flash_attention_fwd(
+        q, k, v, None, True, None, (p, 5, 0) if p else None, None, draw
+    )
+    before = _launch.launches()
+    attention.flash_attention_bwd(
+        g, q, k, v, out, lse, None, True, None, (p, draw[0], draw[1]) if p else None
+    )
+    assert asked == [(32, 4, p > 0)]
+    assert _launch.launches() - before == (2 if p else 3)  # delta, dK/dV [, dQ]
+
+
 KERNEL_TILES = {  # kind -> (BLOCK_M, BLOCK_N, warps, stages): unlike each other and the shared
     "fwd": (32, 16, 2, 1),
     "dkdv": (16, 32, 4, 2),

@@ -88,7 +88,7 @@ def attention_cases():
             for d in (64, 80, 96, 128, 256)
         ]
     for atomic in (False, True):
-        cuda_spec.attention_dq_atomic = lambda atomic=atomic: atomic
+        cuda_spec.attention_dq_atomic = lambda *a, atomic=atomic: atomic
         for dt, d in wanted:
             case = f"attention {str(dt)[6:]} head {d}{' atomic dQ' if atomic else ''}"
             attention.launch = recorder(case)

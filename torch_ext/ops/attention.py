@@ -207,7 +207,10 @@ def flash_attention_bwd(
     # where the driver prefers it and deterministic algorithms are off (as CUDA's flash
     # attention), added atomically in float32 by the dK/dV kernel (no second pass over
     # the scores); into dq itself when float32, else into a buffer copied after.
-    atomic = bool(spec("attention_dq_atomic")) and not torch.are_deterministic_algorithms_enabled()
+    drop_args, has_dropout = _dropout_args(dropout, lse)
+    atomic = not torch.are_deterministic_algorithms_enabled() and bool(
+        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), has_dropout)
+    )
     dq_acc = dq
     if atomic and q.dtype != torch.float32:
         dq_acc = _symbolic.empty((B, H, Lq, D), torch.float32, q.device)
@@ -230,7 +233,6 @@ def flash_attention_bwd(
         BLOCK_D=bd,
         BLOCK_DV=bdv,
     )
-    drop_args, has_dropout = _dropout_args(dropout, lse)
     flags = dict(
         CAUSAL=bool(is_causal),
         HAS_MASK=attn_mask is not None,

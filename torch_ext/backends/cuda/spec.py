@@ -286,12 +286,16 @@ def attention_kernel_tiles(kind: str, head: int, itemsize: int):
     return None
 
 
-def attention_dq_atomic() -> bool:
-    # The attention backward's dQ added atomically by the dK/dV kernel (no second
-    # pass over the scores; nondeterministic, as CUDA's flash attention) instead of
-    # its own kernel: off, measured slower on an H200 (tests_gpu/harness/attention_dq.py,
-    # session 19: 0.74-0.75x of the separate dQ kernel at head 128, 1.08x at head 64).
-    return False
+def attention_dq_atomic(head: int, itemsize: int, dropout: bool) -> bool:
+    """Whether the attention backward's dQ is added atomically by the dK/dV kernel (no
+    second pass over the scores, and no second regeneration of the dropout mask;
+    nondeterministic, as CUDA's flash attention) rather than by its own kernel, for
+    heads padded to `head` elements of `itemsize` bytes. Only with dropout and rows of
+    at most 128 bytes (bf16 head 64): tests_gpu/harness/attention_dq.py on an H200
+    (session 20, bf16, causal), the backward with dropout at head 64 1.19x at 8 x 12 x
+    2048 and 1.22x at 2 x 12 x 8192; at head 128 0.83-0.87x, and without dropout
+    0.80-0.87x at either head."""
+    return dropout and head * itemsize <= 128
 
 
 def attention_grouped_min_programs() -> int:
