@@ -4,6 +4,8 @@ called through the registry on `device` (CPU tensors under Triton's
 interpreter by default; tests/ops/conftest.py) against PyTorch's CPU
 native_batch_norm in float64."""
 
+import math
+
 import pytest
 import torch
 
@@ -51,6 +53,14 @@ def test_native_batch_norm_forward_backward(shape, affine, training, dtype, devi
         assert_close(gb, r_gb, F32, reduce_dim=n)
 
 
+def _one_launch(x):
+    """Whether the driver runs batch norm on x in its one-launch kernels."""
+    from torch_ext.ops import batch_norm
+
+    x, st = batch_norm._view(x)
+    return batch_norm._Plan(x, [st, st]).resident(False) is not None
+
+
 def _layout(t, layout):
     if layout == "cl":  # channels_last (2-d) / channels_last_3d, by permuting
         perm = [0] + list(range(2, t.dim())) + [1]
@@ -83,10 +93,11 @@ def test_batch_norm_layouts_counts_and_launches(shape, layout, dtype, device):
     rm, rv = randn((C,), F32, device), randn((C,), F32, device, low=0.5, high=2.0)
     ref_rm, ref_rv = to_ref(rm), to_ref(rv)
     n = x.numel() // C
+    one = _one_launch(x)  # the driver's one-launch kernels (a GPU's, on small maps)
     for training in (True, False):
         before = _launch.launches()
         out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, rm, rv, training, 0.1, 1e-5)
-        assert _launch.launches() - before == (2 if training else 1)
+        assert _launch.launches() - before == (2 if training and not one else 1)
         assert out.stride() == x.stride()
         r_out, r_mean, r_invstd = aten.native_batch_norm(
             to_ref(x), to_ref(w), to_ref(b), ref_rm, ref_rv, training, 0.1, 1e-5
@@ -99,7 +110,7 @@ def test_batch_norm_layouts_counts_and_launches(shape, layout, dtype, device):
         gi, gw, gb = KERNELS["native_batch_norm_backward"](
             g, x, w, rm, rv, mean, invstd, training, 1e-5, [True, True, True]
         )
-        assert _launch.launches() - before <= 2
+        assert _launch.launches() - before == (1 if one else 2)
         r = aten.native_batch_norm_backward(
             to_ref(g), to_ref(x), to_ref(w), ref_rm, ref_rv, r_mean, r_invstd, training, 1e-5,
             [True, True, True],
@@ -219,9 +230,78 @@ def test_batch_norm_gpu_tilings(shape, layout, dtype, device, monkeypatch):
     from torch_ext.ops import batch_norm
 
     monkeypatch.setattr(cuda_spec, "_sm_count", lambda: 132)
-    monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
+    monkeypatch.setattr(
+        batch_norm,
+        "spec",
+        lambda name, *a: None if name == "batch_norm_resident" else getattr(cuda_spec, name)(*a),
+    )
     x = _layout(randn(shape, dtype, device) * 2 + 1, layout)
     _check_train_eval(x, shape[1], dtype, device)
+
+
+RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a program)
+    ((3, 130, 7, 7), "nchw", BF16, 132),  # 4 x 64 lanes a channel, 1 channel a program
+    ((3, 130, 7, 7), "nchw", F32, 8),  # 16 channels a program, a partial last block
+    ((4, 6, 5, 5), "cl", F32, 2),  # channels_last: one row axis of 100 (128 lanes)
+    ((3, 4, 7), "cl", BF16, 1),  # 3-d channels_last, every channel in one program
+    ((2, 4, 3, 2, 3), "nchw", F32, 4),  # 5-d
+    ((6, 3), "nchw", F32, 132),  # (N, C)
+    ((2, 64, 28, 28), "nchw", BF16, 132),  # 2 x 1024 lanes
+    ((1, 3, 150, 150), "nchw", F32, 132),  # 32Ki lanes a channel: the two-launch kernels
+]
+
+
+@pytest.mark.parametrize("shape,layout,dtype,sms", RESIDENT, ids=[str(c) for c in RESIDENT])
+def test_batch_norm_one_launch(shape, layout, dtype, sms, device, monkeypatch):
+    """The cuda driver's one-launch kernels for maps whose channels fit a program: the
+    training forward (statistics, running stats, y) and the backward (dweight, dbias,
+    dx; training and eval) in one launch each, reading x (and dy) once; maps past the
+    driver's lanes keep two launches."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from torch_ext.ops import _launch, batch_norm
+
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: sms)
+    monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
+    x = _layout(randn(shape, dtype, device) * 2 + 1, layout)
+    one = _one_launch(x)
+    assert one == (math.prod(shape) // shape[1] <= 8192)
+    before = _launch.launches()
+    _check_train_eval(x, shape[1], dtype, device)
+    # train forward, train backward, eval forward, eval backward
+    assert _launch.launches() - before == (4 if one else 7)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_one_launch_masks(affine, device, monkeypatch):
+    """The one-launch kernels without running stats or weights, and each gradient alone."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from torch_ext.ops import batch_norm
+
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: 4)
+    monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
+    x = randn((3, 5, 4, 3), F32, device) * 2 + 1
+    w = randn((5,), F32, device) if affine else None
+    b = randn((5,), F32, device) if affine else None
+    out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, None, None, True, 0.1, 1e-5)
+    r_out, r_mean, r_invstd = aten.native_batch_norm(
+        to_ref(x), to_ref(w), to_ref(b), None, None, True, 0.1, 1e-5
+    )
+    assert_close(out, r_out, F32, reduce_dim=36)
+    g = randn(x.shape, F32, device)
+    masks = [[True, False, False]] + (
+        [[False, True, False], [False, False, True]] if affine else []
+    )
+    for mask in masks:
+        got = KERNELS["native_batch_norm_backward"](
+            g, x, w, None, None, mean, invstd, True, 1e-5, mask
+        )
+        want = aten.native_batch_norm_backward(
+            to_ref(g), to_ref(x), to_ref(w), None, None, r_mean, r_invstd, True, 1e-5, mask
+        )
+        for on, a, r in zip(mask, got, want):
+            assert (a is None) == (not on)
+            if on:
+                assert_close(a, r, F32, reduce_dim=36)
 
 
 @pytest.mark.parametrize("layout", ["nchw", "cl"])

@@ -1,6 +1,9 @@
 """Batch norm: training forward in two launches (per-channel statistics with the
 running-stat update, then normalise/affine), eval in one, backward in two (per-channel
-sums with dweight/dbias, then dx). Kernels and their tiling: batch_norm_kernels.py.
+sums with dweight/dbias, then dx); where a channel's elements fit one program's
+registers (small maps, the driver's `batch_norm_resident`), the training forward and
+the backward in one launch each, reading the activation once. Kernels and their
+tiling: batch_norm_kernels.py.
 The activation is read in place through its (N, C, spatial) strides, so NCHW and
 channels_last both run without a copy; the split reductions are merged in a fixed
 order (deterministic). Statistics are float32 for fp16/bf16 inputs; weights and
@@ -18,6 +21,8 @@ from .batch_norm_kernels import (
     _bn_apply_kernel,
     _bn_bwd_dx_kernel,
     _bn_bwd_sums_kernel,
+    _bn_resident_bwd_kernel,
+    _bn_resident_fwd_kernel,
     _bn_stats_kernel,
 )
 
@@ -109,6 +114,26 @@ class _Plan:
         self.i64 = reach >= 1 << 31
         self.warps = warps
         self.align = _align(S, sts)
+        self.elem_size = x.element_size()
+
+    def resident(self, backward):
+        """(programs, tiles) of the one-launch kernels, or None: a channel's N x S
+        elements padded to powers of two fit the driver's lanes a program (fewer for
+        the backward, which holds x and dy), BC channels a program while that leaves at
+        least the driver's number of programs."""
+        r = spec("batch_norm_resident", self.elem_size, backward)
+        if r is None:
+            return None
+        lanes, min_programs, lanes_per_warp = r
+        bn, bs = next_pow2(self.N), next_pow2(self.S)
+        if bn * bs > lanes:
+            return None
+        bc = 1
+        while bc * 2 * bn * bs <= lanes and cdiv(self.C, bc * 2) >= min_programs:
+            bc *= 2
+        warps = max(1, min(16, bc * bn * bs // lanes_per_warp))
+        tiles = dict(I64=self.i64, AL=self.align, BC=bc, BN=bn, BS=bs, num_warps=warps)
+        return cdiv(self.C, bc), tiles
 
     def strides(self, k):
         return self.sts[k]
@@ -159,6 +184,18 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     p = _Plan(x, [st, yst])
     tiles = dict(ACC=acc, I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
     has_run = running_mean is not None and running_var is not None
+    one = p.resident(False) if training else None
+    if one is not None:
+        programs, rtiles = one
+        launch(
+            _bn_resident_fwd_kernel, (programs,), x, y,
+            weight if weight is not None else x, bias if bias is not None else x,
+            running_mean if has_run else x, running_var if has_run else x, smean, sinv,
+            *p.shape_args(), *p.strides(0), *p.strides(1), float(momentum), float(eps),
+            HAS_RUN=has_run, HAS_W=weight is not None, HAS_B=bias is not None,
+            Y_AS_X=p.same(1), ACC=acc, **rtiles,
+        )  # fmt: skip
+        return y, smean, sinv
     if training:
         merge = p.split > 1
         part = x
@@ -215,8 +252,21 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
                 t.zero_()
         return dx, dw, db
     p = _Plan(x, [st, gst, ost])
-    tiles = dict(ACC=tl_float_acc(x.dtype), I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN,
-                 BS=p.BS, num_warps=p.warps)  # fmt: skip
+    acc = tl_float_acc(x.dtype)
+    tiles = dict(ACC=acc, I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
+    one = p.resident(True)
+    if one is not None:
+        programs, rtiles = one
+        launch(
+            _bn_resident_bwd_kernel, (programs,), g, x, dx if dx is not None else x,
+            weight if weight is not None else x, mean, stat,
+            dw if dw is not None else x, db if db is not None else x,
+            *p.shape_args(), *p.strides(0), *p.strides(1), *p.strides(2), float(eps),
+            TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None,
+            DX=bool(mask[0]), DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1),
+            O_AS_X=p.same(2), ACC=acc, **rtiles,
+        )  # fmt: skip
+        return dx, dw, db
     sums = x
     if sums_needed:
         merge = p.split > 1

@@ -317,3 +317,93 @@ def _bn_bwd_dx_kernel(
             v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
             d += v * cx[:, None] + c0[:, None]
         tl.store(dx + _base(n0, s0, oN, oS, I64) + ooffs, d.to(dx.dtype.element_ty), mask=m)
+
+
+# -- resident: a channel block's whole (N, S) in one tile (small maps) ----------------
+# One program per channel block holds every element of its channels in registers:
+# statistics, running-stat update and normalisation in one launch (one read, one
+# write); the backward's sums and dx likewise. For maps whose launches, not their
+# bytes, set the time (ResNet-50's 7x7 and 14x14 layers at batch 32).
+
+
+@triton.jit
+def _resident_tile(t, c, cm, jn, js, N, S, sN, sC, sS, ACC: tl.constexpr, I64: tl.constexpr):
+    m = cm[:, None] & ((jn < N) & (js < S))[None, :]
+    return tl.load(t + _offsets(c, jn, js, sN, sC, sS, I64), mask=m, other=0).to(ACC), m
+
+
+@triton.jit
+def _bn_resident_fwd_kernel(
+    x, y, w, b, rmean, rvar, smean, sinv,
+    C, N, S, sN, sC, sS, yN, yC, yS, momentum, eps,
+    HAS_RUN: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, Y_AS_X: tl.constexpr,
+    ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+):  # fmt: skip
+    """Training forward of BC channels whose N x S elements fit one tile: mean, then
+    the variance about it (two passes over registers, not Welford), invstd and the
+    running stats, then y."""
+    S = as_multiple(S, AL)
+    sN, sC = _nc(sN, sC, AL)
+    yN, yC = _nc(yN, yC, AL)
+    c, cm, jn, js = _lanes(tl.program_id(0), C, BC, BN, BS)
+    v, m = _resident_tile(x, c, cm, jn, js, N, S, sN, sC, sS, ACC, I64)
+    n = (N * S).to(ACC)
+    mean = tl.sum(v, 1) / n
+    d = tl.where(m, v - mean[:, None], 0)
+    var = tl.sum(d * d, 1) / n
+    _bn_finish(c, cm, n, mean, var * n, rmean, rvar, smean, sinv, momentum, eps, HAS_RUN, ACC)
+    scale = 1.0 / tl.sqrt(var + eps)
+    if HAS_W:
+        scale = scale * tl.load(w + c, mask=cm, other=0).to(ACC)
+    out = d * scale[:, None]
+    if HAS_B:
+        out += tl.load(b + c, mask=cm, other=0).to(ACC)[:, None]
+    yoffs = _offsets(c, jn, js, sN, sC, sS, I64)
+    if not Y_AS_X:
+        yoffs = _offsets(c, jn, js, yN, yC, yS, I64)
+    tl.store(y + yoffs, out.to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _bn_resident_bwd_kernel(
+    dy, x, dx, w, mean, stat, dw, db,
+    C, N, S, sN, sC, sS, gN, gC, gS, oN, oC, oS, eps,
+    TRAIN: tl.constexpr, IS_VAR: tl.constexpr, HAS_W: tl.constexpr, DX: tl.constexpr,
+    DW: tl.constexpr, DB: tl.constexpr, G_AS_X: tl.constexpr, O_AS_X: tl.constexpr,
+    ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+):  # fmt: skip
+    """Backward of BC channels whose N x S elements fit one tile: the sums of dy and
+    dy * (x - mean), dweight and dbias, then dx, from one read of x and dy."""
+    S = as_multiple(S, AL)
+    sN, sC = _nc(sN, sC, AL)
+    gN, gC = _nc(gN, gC, AL)
+    oN, oC = _nc(oN, oC, AL)
+    c, cm, jn, js = _lanes(tl.program_id(0), C, BC, BN, BS)
+    if G_AS_X:
+        g, m = _resident_tile(dy, c, cm, jn, js, N, S, sN, sC, sS, ACC, I64)
+    else:
+        g, m = _resident_tile(dy, c, cm, jn, js, N, S, gN, gC, gS, ACC, I64)
+    invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
+    mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
+    v, _ = _resident_tile(x, c, cm, jn, js, N, S, sN, sC, sS, ACC, I64)
+    xc = tl.where(m, v - mu[:, None], 0)
+    sdy = tl.sum(g, 1)
+    dot = tl.sum(g * xc, 1) * invstd
+    if DW:
+        tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
+    if DB:
+        tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
+    if DX:
+        a = invstd
+        if HAS_W:
+            a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
+        d = g * a[:, None]
+        if TRAIN:
+            n = (N * S).to(ACC)
+            d -= (a * sdy / n)[:, None] + xc * (a * invstd * dot / n)[:, None]
+        ooffs = _offsets(c, jn, js, sN, sC, sS, I64)
+        if not O_AS_X:
+            ooffs = _offsets(c, jn, js, oN, oC, oS, I64)
+        tl.store(dx + ooffs, d.to(dx.dtype.element_ty), mask=m)

@@ -320,6 +320,17 @@ def autotune() -> bool:
     return True
 
 
+def batch_norm_resident(elem_size: int, backward: bool) -> tuple[int, int, int]:
+    """(lanes a program, least programs, lanes a warp) of batch norm's one-launch kernels
+    (ops/batch_norm.py `_Plan.resident`): a channel's elements padded to powers of two,
+    up to 8Ki float32 lanes a program (4Ki for float64), 32 values a thread forward, 16
+    backward (x and dy both held), channels paired while at least one program per
+    multiprocessor is left. ResNet-50's 7x7 and 14x14 layers at batch 32 (2Ki and 8Ki
+    lanes a channel) take it; at 28x28 (32Ki) the two-launch kernels stay."""
+    lanes = 8192 if elem_size <= 4 else 4096
+    return lanes, _sm_count(), 512 if backward else 1024
+
+
 def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]]:
     """(tile lanes, programs of a split reduction, partial elements a merge step reads,
     num_warps, items of a normalise / dx program) for batch norm (ops/batch_norm.py).
