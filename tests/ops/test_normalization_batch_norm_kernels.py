@@ -4,12 +4,10 @@ called through the registry on `device` (CPU tensors under Triton's
 interpreter by default; tests/ops/conftest.py) against PyTorch's CPU
 native_batch_norm in float64."""
 
-import math
-
 import pytest
 import torch
 
-from helpers import randn, to_ref
+from helpers import randn, spy_launches, to_ref
 from helpers import assert_kernel_close as assert_close
 from torch_ext.ops import KERNELS
 
@@ -239,36 +237,40 @@ def test_batch_norm_gpu_tilings(shape, layout, dtype, device, monkeypatch):
     _check_train_eval(x, shape[1], dtype, device)
 
 
-RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a program)
-    ((3, 130, 7, 7), "nchw", BF16, 132),  # 4 x 64 lanes a channel, 1 channel a program
-    ((3, 130, 7, 7), "nchw", F32, 8),  # 16 channels a program, a partial last block
-    ((4, 6, 5, 5), "cl", F32, 2),  # channels_last: one row axis of 100 (128 lanes)
-    ((3, 4, 7), "cl", BF16, 1),  # 3-d channels_last, every channel in one program
-    ((2, 4, 3, 2, 3), "nchw", F32, 4),  # 5-d
-    ((6, 3), "nchw", F32, 132),  # (N, C)
-    ((2, 64, 28, 28), "nchw", BF16, 132),  # 2 x 1024 lanes
-    ((1, 3, 150, 150), "nchw", F32, 132),  # 32Ki lanes a channel: the two-launch kernels
+RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a program), one launch
+    ((3, 130, 7, 7), "nchw", BF16, 132, True),  # 4 x 64 lanes a channel, 1 channel a program
+    ((3, 130, 7, 7), "nchw", F32, 8, True),  # 16 channels a program, a partial last block
+    ((4, 6, 5, 5), "cl", F32, 2, True),  # channels_last: rows of 100 (128 lanes) x 8 channels
+    ((3, 4, 7), "cl", BF16, 1, True),  # 3-d channels_last, every channel in one program
+    ((2, 4, 3, 2, 3), "nchw", F32, 4, True),  # 5-d
+    ((6, 3), "nchw", F32, 132, True),  # (N, C)
+    ((2, 64, 28, 28), "nchw", BF16, 132, True),  # 2 x 1024 lanes
+    ((1, 3, 150, 150), "nchw", F32, 132, False),  # 32Ki lanes a channel: two launches
+    ((13, 8, 9, 9), "cl", BF16, 132, False),  # 2Ki rows x 8 channels (16 bytes): 16Ki lanes
 ]
 
 
-@pytest.mark.parametrize("shape,layout,dtype,sms", RESIDENT, ids=[str(c) for c in RESIDENT])
-def test_batch_norm_one_launch(shape, layout, dtype, sms, device, monkeypatch):
+@pytest.mark.parametrize("shape,layout,dtype,sms,one", RESIDENT, ids=[str(c) for c in RESIDENT])
+def test_batch_norm_one_launch(shape, layout, dtype, sms, one, device, monkeypatch):
     """The cuda driver's one-launch kernels for maps whose channels fit a program: the
     training forward (statistics, running stats, y) and the backward (dweight, dbias,
     dx; training and eval) in one launch each, reading x (and dy) once; maps past the
     driver's lanes keep two launches."""
     from torch_ext.backends.cuda import spec as cuda_spec
-    from torch_ext.ops import _launch, batch_norm
+    from torch_ext.ops import batch_norm
 
     monkeypatch.setattr(cuda_spec, "_sm_count", lambda: sms)
     monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
     x = _layout(randn(shape, dtype, device) * 2 + 1, layout)
-    one = _one_launch(x)
-    assert one == (math.prod(shape) // shape[1] <= 8192)
-    before = _launch.launches()
+    assert _one_launch(x) == one
+    launched = spy_launches(monkeypatch, batch_norm)
     _check_train_eval(x, shape[1], dtype, device)
-    # train forward, train backward, eval forward, eval backward
-    assert _launch.launches() - before == (4 if one else 7)
+    kernels = [k for k, _ in launched]
+    if one:  # train forward, train backward, eval forward, eval backward: one launch each
+        assert kernels == [batch_norm._bn_resident_fwd_kernel, batch_norm._bn_resident_bwd_kernel,
+                           batch_norm._bn_apply_kernel, batch_norm._bn_resident_bwd_kernel]  # fmt: skip
+    else:  # the training forward in two
+        assert kernels[:2] == [batch_norm._bn_stats_kernel, batch_norm._bn_apply_kernel]
 
 
 @pytest.mark.parametrize("affine", [True, False])
