@@ -97,7 +97,10 @@ def test_split_k_candidates_are_timed_and_run(pick, device, monkeypatch):
     (uneven at 3: K = 512 is 8 steps of 64) and gives the product."""
     from torch_ext.ops import matmul
 
-    force_spec(monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=[2, 3])
+    force_spec(
+        monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=[2, 3],
+        mm_tail_split_candidates=None,
+    )  # fmt: skip
     seen, grids = [], []
 
     def choose(family, key, candidates, run, dev):
@@ -119,7 +122,50 @@ def test_split_k_candidates_are_timed_and_run(pick, device, monkeypatch):
     matmul.mm_out(a, b, out)
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=512)
     assert {len(c) for c in seen} == {5, 6} and {c[5] for c in seen if len(c) == 6} == {2, 3}
-    assert grids[-1][2] == list(seen)[pick][5]
+    picked = list(seen)[pick]
+    assert grids[-1][0] == matmul._tiles(256, 256, picked)[2] * picked[5]  # every tile split
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_tail_split_splits_only_the_last_wave(bias, device, monkeypatch):
+    """A tail-split candidate (mm_tail_split_candidates: split, programs a multiprocessor):
+    the tiles of the full waves run whole and only those of the part-filled last wave are
+    split in K; the product (with a bias), the same bits every time, counters re-armed."""
+    from torch_ext.ops import matmul
+
+    force_spec(
+        monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=None,
+        mm_tail_split_candidates=[(2, 1)], multiprocessors=4,
+    )  # fmt: skip
+    grids = []
+    monkeypatch.setattr(
+        matmul, "tuned", lambda f, k, cands, run, dev: [c for c in cands if len(c) == 7][0]
+    )
+    real = matmul.launch
+
+    def spy(kernel, grid, *args, **kw):
+        grids.append((grid, kw["SPLIT"]))
+        return real(kernel, grid, *args, **kw)
+
+    monkeypatch.setattr(matmul, "launch", spy)
+    dtype = torch.bfloat16
+    a = randn((384, 320), dtype, device)
+    b = randn((320, 256), dtype, device)
+    x = randn((256,), dtype, device)
+    ref = to_ref(a) @ to_ref(b) + (to_ref(x) if bias else 0)
+    first = None
+    for _ in range(2):
+        out = torch.empty(384, 256, dtype=dtype, device=device)
+        if bias:
+            matmul.addmm_out(x, a, b, 1.0, 1.0, out)
+        else:
+            matmul.mm_out(a, b, out)
+        assert_close(out, ref.to(dtype), dtype, reduce_dim=320)
+        first = out.clone() if first is None else first
+        assert torch.equal(to_ref(out), to_ref(first))
+    # 128 x 128 tiles: 3 x 2 = 6; waves of 4: 4 whole, the last 2 in 2 splits each
+    assert grids[-1] == ((4 + 2 * 2, 1), 2)
+    assert int(to_ref(matmul.arrival_counters("split_k", out.device)).abs().sum()) == 0
 
 
 def test_tuning_buckets_split_octaves_into_quarters():

@@ -112,6 +112,28 @@ def _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s
 
 
 @triton.jit
+def _mm_merge(acc, c, bias, ws, arrivals, tile, split, tiles, batch, rm, rn, M, N, s_cb, s_cm,
+              s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr,
+              SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+    """A split's partial tile stored (`tile` of the `tiles` split ones); the last split of
+    the tile to arrive sums them in split order (deterministic), stores the result and
+    re-arms the tile's counter."""
+    part_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    own = (split * tiles + tile).to(tl.int64) * (BLOCK_M * BLOCK_N)
+    tl.store(ws + own + part_tile, acc)
+    tl.debug_barrier()  # every warp's partial is written before the arrival
+    if tl.atomic_add(arrivals + tile, 1) == SPLIT - 1:
+        tl.debug_barrier()
+        acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+        for s in range(SPLIT):
+            part = (s * tiles + tile).to(tl.int64) * (BLOCK_M * BLOCK_N)
+            acc += tl.load(ws + part + part_tile, cache_modifier=".cg")
+        tl.atomic_xchg(arrivals + tile, 0)
+        _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha,
+                  beta, HAS_BIAS, ACC)  # fmt: skip
+
+
+@triton.jit
 def _mm_kernel(
     a,
     b,
@@ -136,6 +158,7 @@ def _mm_kernel(
     s_xn,
     alpha,
     beta,
+    DP,
     HAS_BIAS: tl.constexpr,
     ACC: tl.constexpr,
     PRECISION: tl.constexpr,
@@ -147,26 +170,32 @@ def _mm_kernel(
     BLOCK_K: tl.constexpr,
     SPLIT: tl.constexpr,
 ):
-    # Grouped order: GROUP_M row tiles share their column tiles in L2.
+    # Split-K: the first DP tiles whole, one program each; each later tile by SPLIT
+    # programs side by side, each over its own run of K (all tiles when DP is 0; the
+    # tail of a part-filled last wave otherwise).
     pid = tl.program_id(0)
+    tile = pid
+    k_lo = pid * 0
+    k_hi = K
+    if SPLIT > 1:
+        q = tl.maximum(pid - DP, 0)
+        split = tl.where(pid < DP, 0, q % SPLIT)
+        tile = tl.where(pid < DP, pid, DP + q // SPLIT)
+        per = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K
+        k_lo = tl.where(pid < DP, 0, split * per)
+        k_hi = tl.where(pid < DP, K, tl.minimum(K, k_lo + per))
+    # Grouped order: GROUP_M row tiles share their column tiles in L2.
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     group = GROUP_M * tiles_n
-    first_m = (pid // group) * GROUP_M
+    first_m = (tile // group) * GROUP_M
     group_m = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % group) % group_m
-    pid_n = (pid % group) // group_m
+    pid_m = first_m + (tile % group) % group_m
+    pid_n = (tile % group) // group_m
     batch = tl.program_id(1).to(tl.int64)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    # Split-K (one matrix, axis 2 of the grid): this program's run of K.
-    k_lo = pid * 0
-    k_hi = K
-    if SPLIT > 1:
-        per = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K
-        k_lo = tl.program_id(2) * per
-        k_hi = tl.minimum(K, k_lo + per)
     # Rows and columns past the edge read row/column (i mod size), in bounds:
     # the loads need no mask there (their results are never stored).
     ra = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
@@ -189,20 +218,11 @@ def _mm_kernel(
             bt = bt.to(tl.float32)
         acc += tl.dot(at, bt, input_precision=PRECISION, out_dtype=ACC)
     if SPLIT > 1:
-        # Each split stores its partial tile; the last to arrive sums them in split
-        # order (deterministic), stores the result and re-arms the tile's counter.
-        tiles = tl.num_programs(0)
-        tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        own = (tl.program_id(2) * tiles + pid).to(tl.int64) * (BLOCK_M * BLOCK_N)
-        tl.store(ws + own + tile, acc)
-        tl.debug_barrier()  # every warp's partial is written before the arrival
-        if tl.atomic_add(arrivals + pid, 1) == SPLIT - 1:
-            tl.debug_barrier()
-            acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
-            for s in range(SPLIT):
-                part = (s * tiles + pid).to(tl.int64) * (BLOCK_M * BLOCK_N)
-                acc += tl.load(ws + part + tile, cache_modifier=".cg")
-            tl.atomic_xchg(arrivals + pid, 0)
+        if pid >= DP:
+            _mm_merge(acc, c, bias, ws, arrivals, tile - DP, split, tiles_m * tiles_n - DP, batch, rm, rn,
+                      M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS, ACC,
+                      SPLIT, BLOCK_M, BLOCK_N)  # fmt: skip
+        else:
             _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
                       alpha, beta, HAS_BIAS, ACC)  # fmt: skip
     else:
@@ -216,6 +236,17 @@ def _tiles(M, N, cfg):
     bm = max(16, pow2_at_most(M, cfg[0]))
     bn = max(16, pow2_at_most(N, cfg[1]))
     return bm, bn, cdiv(M, bm) * cdiv(N, bn)
+
+
+def _whole_tiles(tiles, forced):
+    """Tiles a split candidate runs whole before the split ones: with a tail mode (its
+    waves of `occupancy` programs a multiprocessor, mm_tail_split_candidates) the tiles
+    of the full waves, so that only a part-filled last wave is split; else none (every
+    tile split)."""
+    if len(forced) < 2:
+        return 0
+    slots = forced[1] * (spec("multiprocessors") or 1)
+    return tiles - tiles % slots if tiles > slots else 0
 
 
 def _split_k(tiles, K, Bt):
@@ -279,14 +310,17 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         bk = max(16, pow2_at_most(max(K, 1), bk))
         # a candidate's own split count (mm_candidates), else the driver's rule
         split = forced[0] if forced and Bt == 1 and tiles <= ARRIVALS else _split_k(tiles, K, Bt)
+        dp = _whole_tiles(tiles, forced) if split > 1 else 0
+        if dp == tiles:
+            split, dp = 1, 0
         if split > 1:
-            ws = empty((split * tiles * bm * bn,), float_acc(a.dtype), a.device)
+            ws = empty((split * (tiles - dp) * bm * bn,), float_acc(a.dtype), a.device)
             arrivals = arrival_counters("split_k", a.device)
         else:
             ws, arrivals = c, c
         launch(
-            _mm_kernel, (tiles, Bt, split), a, b, c, x, ws, arrivals, M, N, K,
-            *a_st, *b_st, *c_st, *x_st, alpha, beta,
+            _mm_kernel, (dp + (tiles - dp) * split, Bt), a, b, c, x, ws, arrivals, M, N, K,
+            *a_st, *b_st, *c_st, *x_st, alpha, beta, dp,
             HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast,
             # every split's run of K is a whole number of BLOCK_K steps (the kernel's
             # `per`), so whole steps need no mask whatever the split count
@@ -337,8 +371,9 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     time for an fp16/bf16 product of at least 256 in each dimension: the table's
     (`first`), then tile shapes that sweeps found best on some transformer shape or that
     fit other tile counts, then, for one matrix whose tiles leave a wave of programs part
-    empty, the first four with K split (the driver's `mm_split_k_candidates`); one
-    otherwise."""
+    empty, the first four with K split (the driver's `mm_split_k_candidates`: every tile;
+    `mm_tail_split_candidates`: the tiles of a part-filled last wave only, (split,
+    programs a multiprocessor) appended); one otherwise."""
     if dtype not in (torch.float16, torch.bfloat16) or min(M, N, K) < 256:
         return [first]
     extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
@@ -349,6 +384,7 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
         for cfg in list(cands[:4]):
             tiles = _tiles(M, N, cfg)[2]
             cands += [(*cfg, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
+            cands += [(*cfg, *t) for t in spec("mm_tail_split_candidates", tiles, K) or ()]
     return cands
 
 
