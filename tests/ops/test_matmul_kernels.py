@@ -135,7 +135,7 @@ def test_tail_split_splits_only_the_last_wave(bias, device, monkeypatch):
 
     force_spec(
         monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=None,
-        mm_tail_split_candidates=[(2, 1)], multiprocessors=4,
+        mm_tail_split_candidates=[(2, 1)], multiprocessors=4, mm_config=(128, 128, 64, 8, 3),
     )  # fmt: skip
     grids = []
     monkeypatch.setattr(

@@ -175,7 +175,8 @@ def test_scalar_values_and_global_flags_are_in_the_key():
     old = torch.get_float32_matmul_precision()
     try:
         torch.set_float32_matmul_precision("high" if old == "highest" else "highest")
-        torch.testing.assert_close((dm @ dm).cpu(), m @ m, rtol=1e-3, atol=1e-3)
+        # "high" multiplies in TF32 on a GPU (10-bit mantissas)
+        torch.testing.assert_close((dm @ dm).cpu(), m @ m, rtol=1e-2, atol=1e-2)
     finally:
         torch.set_float32_matmul_precision(old)
     assert delta(before)["recorded"] == 1
