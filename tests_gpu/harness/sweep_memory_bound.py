@@ -3,7 +3,8 @@ entropy in bf16, layer norm), each timed against torch and the device-to-device 
 torch's cuda tensors (standalone: no build needed). A line per variant: ms, GB/s, % of
 copy; the shipped kernel is marked `*`.
 
-    python tests_gpu/harness/sweep_memory_bound.py [gelu,ce,ln | round2 | argmax,ce2,rows,pw,pool]
+    python tests_gpu/harness/sweep_memory_bound.py [gelu,ce,ln | round2 | argmax,ce2,rows,pw,pool
+                                                    | persist]
 """
 
 import sys
@@ -368,3 +369,87 @@ if "round2" in WHICH or "pool" in WHICH:
         )
     )
     row(f"ours backward ok={torch.equal(gi, ref)}", ms, nbytes, t_ref)
+
+
+# -- round 3 (session 20): persistent row programs, the next row's load pipelined
+# (tl.range num_stages) under this row's math, for the one-tile row kernels still short
+# of the copy bandwidth or of FlagGems (argmax, softmax, RMS norm at 8192 x 8192 fp16)
+@triton.jit
+def _argmax_persist_kernel(x, idxs, O, R, BLOCK_R: tl.constexpr, STAGES: tl.constexpr):
+    r = tl.arange(0, BLOCK_R)
+    for row in tl.range(tl.program_id(0), O, tl.num_programs(0), num_stages=STAGES):
+        v = tl.load(x + row * R + r, mask=r < R, other=float("-inf"))
+        tv = tl.reduce(v, 0, _max_nan_local)
+        hit = (v == tv) | (v != v)
+        i = tl.min(tl.where(hit & (r < R), r.to(tl.float32), 3.0e38), 0)
+        tl.store(idxs + row, i.to(tl.int64))
+
+
+@triton.jit
+def _softmax_persist_kernel(x, y, O, R, BLOCK_R: tl.constexpr, STAGES: tl.constexpr):
+    r = tl.arange(0, BLOCK_R)
+    for row in tl.range(tl.program_id(0), O, tl.num_programs(0), num_stages=STAGES):
+        off = row * R + r
+        v = tl.load(x + off, mask=r < R, other=float("-inf")).to(tl.float32)
+        e = tl.exp(v - tl.max(v, 0))
+        tl.store(y + off, (e * (1.0 / tl.sum(e, 0))).to(y.dtype.element_ty), mask=r < R)
+
+
+@triton.jit
+def _rms_persist_kernel(x, w, y, O, R, eps, BLOCK_R: tl.constexpr, STAGES: tl.constexpr):
+    r = tl.arange(0, BLOCK_R)
+    wv = tl.load(w + r, mask=r < R, other=0).to(tl.float32)
+    for row in tl.range(tl.program_id(0), O, tl.num_programs(0), num_stages=STAGES):
+        off = row * R + r
+        v = tl.load(x + off, mask=r < R, other=0).to(tl.float32)
+        inv = 1.0 / tl.sqrt(tl.sum(v * v, 0) / R + eps)
+        tl.store(y + off, (v * inv * wv).to(y.dtype.element_ty), mask=r < R)
+
+
+if "persist" in WHICH:
+    from torch_ext.ops import softmax as SM
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count if DEV == "cuda" else 2
+    O = R = 8192
+    x = torch.randn(O, R, device=DEV, dtype=torch.float16)
+    w = torch.randn(R, device=DEV, dtype=torch.float16)
+    y = torch.empty_like(x)
+    idx = torch.empty(O, dtype=torch.int64, device=DEV)
+    rd, rw = x.numel() * 2, 2 * x.numel() * 2  # bytes: argmax reads, the others read + write
+
+    def shipped_argmax():
+        A._arg_kernel[(O,)](
+            x, idx, idx, O, R, 1, float("-inf"), IS_MAX=True, VALUES=False, ACC=tl.float16,
+            BLOCK_O=1, BLOCK_R=R, NAN_COMBINE=True, num_warps=8,
+        )  # fmt: skip
+
+    ref_idx = torch.argmax(x, 1)
+    ref_sm = torch.softmax(x.float(), 1)
+    ref_rms = (x.float() * torch.rsqrt(x.float().pow(2).mean(1, keepdim=True) + 1e-6)) * w.float()
+    print(
+        "argmax / softmax / rms_norm 8192x8192 fp16: shipped, then persistent programs", flush=True
+    )
+    row("argmax: torch", bench(lambda: torch.argmax(x, 1)), rd)
+    row("argmax: * shipped (a row a program, 8 warps)", bench(shipped_argmax), rd)
+    row("softmax: torch", bench(lambda: torch.softmax(x, 1)), rw)
+    row("softmax: * shipped", bench(lambda: SM.softmax_out(x, 1, False, y)), rw)
+    row("rms_norm: * shipped", bench(lambda: N._norm_forward(x, w, None, O, R, 1e-6, True, y, None, torch.empty(O, device=DEV))), rw)  # fmt: skip
+    for waves in (1, 2, 4):
+        for warps in (4, 8, 16):
+            for stages in (1, 2, 3):
+                grid = (waves * sms,)
+                tag = f"{waves}x{sms} programs, {warps} warps, {stages} stages"
+                try:
+                    ms = bench(lambda: _argmax_persist_kernel[grid](
+                        x, idx, O, R, BLOCK_R=R, STAGES=stages, num_warps=warps))  # fmt: skip
+                    row(f"argmax {tag} ok={torch.equal(idx, ref_idx)}", ms, rd)
+                    ms = bench(lambda: _softmax_persist_kernel[grid](
+                        x, y, O, R, BLOCK_R=R, STAGES=stages, num_warps=warps))  # fmt: skip
+                    err = (y.float() - ref_sm).abs().max().item()
+                    row(f"softmax {tag} err {err:.1e}", ms, rw)
+                    ms = bench(lambda: _rms_persist_kernel[grid](
+                        x, w, y, O, R, 1e-6, BLOCK_R=R, STAGES=stages, num_warps=warps))  # fmt: skip
+                    err = (y.float() - ref_rms).abs().max().item()
+                    row(f"rms_norm {tag} err {err:.1e}", ms, rw)
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {tag}: {type(e).__name__} {str(e)[:100]}", flush=True)
