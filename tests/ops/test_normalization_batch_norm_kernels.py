@@ -240,6 +240,7 @@ def test_batch_norm_gpu_tilings(shape, layout, dtype, device, monkeypatch):
 RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a program), one launch
     ((3, 130, 7, 7), "nchw", BF16, 132, True),  # 4 x 64 lanes a channel, 1 channel a program
     ((3, 130, 7, 7), "nchw", F32, 8, True),  # 16 channels a program, a partial last block
+    ((3, 10, 7, 7), "cl", torch.float64, 132, True),  # float64: 4Ki lanes, 4 channels
     ((4, 6, 5, 5), "cl", F32, 2, True),  # channels_last: rows of 100 (128 lanes) x 8 channels
     ((3, 4, 7), "cl", BF16, 1, True),  # 3-d channels_last, every channel in one program
     ((2, 4, 3, 2, 3), "nchw", F32, 4, True),  # 5-d

@@ -198,16 +198,20 @@ if "ln" in WHICH:
 # -- round 2 (session 17): argmax in the input's own dtype, cross entropy with the next
 # tile's load issued before this one's math, row kernels' warps by width, pointwise tiles
 @triton.jit
-def _argmax_float_index_kernel(x, idxs, R, BLOCK_R: tl.constexpr):
+def _argmax_row(x, idxs, row, R, BLOCK_R: tl.constexpr):
     # the row's maximum in its own dtype (NaN wins), then its first position by a float32
     # minimum over positions (exact below 2**24)
-    row = tl.program_id(0).to(tl.int64)
     r = tl.arange(0, BLOCK_R)
     v = tl.load(x + row * R + r, mask=r < R, other=float("-inf"))
     tv = tl.reduce(v, 0, _max_nan_local)
     hit = (v == tv) | (v != v)
     i = tl.min(tl.where(hit & (r < R), r.to(tl.float32), 3.0e38), 0)
     tl.store(idxs + row, i.to(tl.int64))
+
+
+@triton.jit
+def _argmax_float_index_kernel(x, idxs, R, BLOCK_R: tl.constexpr):
+    _argmax_row(x, idxs, tl.program_id(0).to(tl.int64), R, BLOCK_R)
 
 
 @triton.jit
@@ -376,13 +380,8 @@ if "round2" in WHICH or "pool" in WHICH:
 # of the copy bandwidth or of FlagGems (argmax, softmax, RMS norm at 8192 x 8192 fp16)
 @triton.jit
 def _argmax_persist_kernel(x, idxs, O, R, BLOCK_R: tl.constexpr, STAGES: tl.constexpr):
-    r = tl.arange(0, BLOCK_R)
     for row in tl.range(tl.program_id(0), O, tl.num_programs(0), num_stages=STAGES):
-        v = tl.load(x + row * R + r, mask=r < R, other=float("-inf"))
-        tv = tl.reduce(v, 0, _max_nan_local)
-        hit = (v == tv) | (v != v)
-        i = tl.min(tl.where(hit & (r < R), r.to(tl.float32), 3.0e38), 0)
-        tl.store(idxs + row, i.to(tl.int64))
+        _argmax_row(x, idxs, row, R, BLOCK_R)
 
 
 @triton.jit
