@@ -12,7 +12,12 @@ memory) says so.
 
     python tests_gpu/harness/attention_tiles.py
     ATTN_CASES=8x12x12x512x64 python tests_gpu/harness/attention_tiles.py  # B x H x Hkv x L x D
+    ATTN_DROPOUT=0.1      with dropout (the backward takes the driver's dQ choice,
+                          `attention_dq_atomic`: the dK/dV kernel adds dQ at head 64)
+    ATTN_KINDS=fwd,dkdv   the kernels to sweep (default all three)
     TUNE_DEVICE=cpu ATTN_CASES=1x2x1x40x16 ATTN_REPS=1 python ...          # interpreter dry run
+
+Timed from CUDA graphs where the calls capture (the kernels' time, not the host's).
 """
 
 import os
@@ -34,7 +39,8 @@ CANDIDATES = {  # kind -> (BLOCK_M, BLOCK_N, warps, stages); None: the shared ti
     "fwd": [None, (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (64, 128, 4, 3),
             (128, 32, 4, 3)],
     "dkdv": [None, (32, 128, 4, 3), (64, 128, 8, 2), (64, 128, 4, 2), (32, 64, 4, 3),
-             (128, 128, 8, 2), (16, 128, 4, 3)],
+             (128, 128, 8, 2), (16, 128, 4, 3), (64, 64, 8, 3), (32, 64, 8, 3),
+             (32, 64, 4, 2)],
     "dq": [None, (128, 32, 4, 3), (128, 64, 8, 2), (128, 64, 4, 2), (64, 32, 4, 3),
            (128, 128, 8, 2)],
 }  # fmt: skip
@@ -44,9 +50,14 @@ def bench(fn):
     if DEV == "cpu":
         fn()
         return float("nan")
-    from triton.testing import do_bench
+    from triton.testing import do_bench, do_bench_cudagraph
 
-    return do_bench(fn, warmup=10, rep=int(os.environ.get("ATTN_REPS", "50")))
+    fn()
+    try:
+        return do_bench_cudagraph(fn, rep=int(os.environ.get("ATTN_REPS", "40")))
+    except Exception:  # noqa: BLE001 -- not capturable
+        torch.cuda.synchronize()
+        return do_bench(fn, warmup=10, rep=int(os.environ.get("ATTN_REPS", "50")))
 
 
 def with_tiles(choice, fn):
@@ -73,6 +84,8 @@ def main():
     wanted = os.environ.get("ATTN_CASES")
     cases = [tuple(map(int, c.split("x"))) for c in wanted.split(",")] if wanted else CASES
     dtype = torch.bfloat16
+    p = float(os.environ.get("ATTN_DROPOUT", "0"))
+    kinds = os.environ.get("ATTN_KINDS", "fwd,dkdv,dq").split(",")
     for B, H, HK, L, D in cases:
         q = torch.randn(B, L, H, D, device=DEV, dtype=dtype).transpose(1, 2)  # as models
         k = torch.randn(B, HK, L, D, device=DEV, dtype=dtype)
@@ -81,33 +94,38 @@ def main():
         qt, kt, vt = (t.detach().requires_grad_() for t in (q, k, v))
 
         def torch_fwd():
-            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, enable_gqa=HK != H)
+            return F.scaled_dot_product_attention(
+                qt, kt, vt, dropout_p=p, is_causal=True, enable_gqa=HK != H
+            )
 
-        ref = torch_fwd()
         t_fwd = bench(torch_fwd)
-        t_bwd = bench(lambda: torch.autograd.grad(ref, (qt, kt, vt), g, retain_graph=True))
-        print(f"== B{B} H{H}/{HK} L{L} D{D}: torch fwd {t_fwd:.3f} ms, bwd {t_bwd:.3f} ms")
-        out, lse = attention.flash_attention_fwd(q, k, v, None, True)
-        base_bwd = attention.flash_attention_bwd(g, q, k, v, out, lse, None, True)
+        t_bwd = bench(lambda: torch.autograd.grad(torch_fwd(), (qt, kt, vt), g)) - t_fwd
+        print(f"== B{B} H{H}/{HK} L{L} D{D} dropout {p}: torch fwd {t_fwd:.3f} ms, "
+              f"bwd {t_bwd:.3f} ms")  # fmt: skip
+        draw = [torch.empty((), dtype=torch.int64, device=DEV) for _ in range(2)]
+        fdrop = (p, 1234, 0) if p else None
+        bdrop = (p, draw[0], draw[1]) if p else None
+
+        def fwd():
+            return attention.flash_attention_fwd(q, k, v, None, True, None, fdrop, None, draw)
+
+        def bwd():
+            return attention.flash_attention_bwd(g, q, k, v, out, lse, None, True, None, bdrop)
+
+        out, lse = fwd()
+        base_bwd = bwd()
         for kind, cands in CANDIDATES.items():
+            if kind not in kinds:
+                continue
             best = None
             for cand in cands:
                 choice = {kind: cand}
                 try:
-                    if kind == "fwd":
-                        res = with_tiles(choice, lambda: attention.flash_attention_fwd(
-                            q, k, v, None, True))  # fmt: skip
-                        diff = rel_diff(res, (out, lse))
-                        ms = bench(lambda: with_tiles(choice, lambda: attention.flash_attention_fwd(
-                            q, k, v, None, True)))  # fmt: skip
-                        vs = t_fwd / ms
-                    else:
-                        res = with_tiles(choice, lambda: attention.flash_attention_bwd(
-                            g, q, k, v, out, lse, None, True))  # fmt: skip
-                        diff = rel_diff(res, base_bwd)
-                        ms = bench(lambda: with_tiles(choice, lambda: attention.flash_attention_bwd(
-                            g, q, k, v, out, lse, None, True)))  # fmt: skip
-                        vs = t_bwd / ms
+                    fn, base, t_ref = (fwd, (out, lse), t_fwd) if kind == "fwd" else (
+                        bwd, base_bwd, t_bwd)  # fmt: skip
+                    diff = rel_diff(with_tiles(choice, fn), base)
+                    ms = bench(lambda: with_tiles(choice, fn))
+                    vs = t_ref / ms
                 except Exception as e:  # noqa: BLE001 -- e.g. out of shared memory
                     print(f"   {kind:5s} {str(cand):20s} fails: {str(e).splitlines()[0][:100]}")
                     continue
