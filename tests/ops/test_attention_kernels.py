@@ -160,16 +160,19 @@ def test_dq_accumulated_atomically(
 def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeypatch):
     """The backward asks the driver whether to add dQ atomically with the padded head,
     the element size and whether dropout is on (the cuda driver's answer differs on
-    each), and follows the answer: one launch fewer when it does."""
+    each), and follows the answer: one launch fewer when it does; the dK/dV kernel's
+    tiles are asked with that answer (the cuda driver's differ)."""
     from torch_ext.ops import _launch
 
-    asked = []
+    asked, tiles = [], []
     real = attention.spec
 
     def spec(name, *a):
         if name == "attention_dq_atomic":
             asked.append(a)
             return a[2]  # atomic with dropout only
+        if name == "attention_kernel_tiles" and a[0] == "dkdv":
+            tiles.append(a)
         return real(name, *a)
 
     monkeypatch.setattr(attention, "spec", spec)
@@ -185,6 +188,7 @@ def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeyp
         g, q, k, v, out, lse, None, True, None, (p, draw[0], draw[1]) if p else None
     )
     assert asked == [(32, 4, p > 0)]
+    assert tiles == [("dkdv", 32, 4, p > 0)]
     assert _launch.launches() - before == (2 if p else 3)  # delta, dK/dV [, dQ]
 
 

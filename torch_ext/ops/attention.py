@@ -86,14 +86,14 @@ def _stages(n):
     return {} if n is None else {"num_stages": n}
 
 
-def _kernel_tiles(kind, q, Lq, Lk, bm, bn, stages, bd, bdv):
+def _kernel_tiles(kind, q, Lq, Lk, bm, bn, stages, bd, bdv, dq_atomic=False):
     """(BLOCK_M, BLOCK_N, launch options) of one attention kernel: `kind` "fwd", "dkdv" or
     "dq". A driver may give a kernel tiles, warps and stages of its own
-    (spec `attention_kernel_tiles(kind, head, itemsize)` -> (BLOCK_M, BLOCK_N, warps,
-    stages), or None for the shared tiles of `attention_tiles`):
-    tests_gpu/harness/attention_tiles.py sweeps them on a GPU. Tiles stay powers of two
-    no longer than the sequences (at least 16)."""
-    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size())
+    (spec `attention_kernel_tiles(kind, head, itemsize, dq_atomic)` -> (BLOCK_M, BLOCK_N,
+    warps, stages), or None for the shared tiles of `attention_tiles`; `dq_atomic`: the
+    dK/dV kernel also adds dQ): tests_gpu/harness/attention_tiles.py sweeps them on a
+    GPU. Tiles stay powers of two no longer than the sequences (at least 16)."""
+    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size(), dq_atomic)
     if own is None:
         return bm, bn, _stages(stages)
     m, n, warps, nstages = own
@@ -183,12 +183,20 @@ def flash_attention_bwd(
      stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
     # Gradients in their inputs' layouts, as PyTorch's attention backward gives them.
     dq, dk, dv = (_empty_in_layout(t, sizes(t)) for t in (q, k, v))
+    # dQ: its own kernel (each query tile loops over the keys: deterministic), or,
+    # where the driver prefers it and deterministic algorithms are off (as CUDA's flash
+    # attention), added atomically in float32 by the dK/dV kernel (no second pass over
+    # the scores); into dq itself when float32, else into a buffer copied after.
+    drop_args, has_dropout = _dropout_args(dropout, lse)
+    atomic = not torch.are_deterministic_algorithms_enabled() and bool(
+        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), has_dropout)
+    )
     # Grouped heads (G query heads per key head): a dK/dV program loops over its key
     # head's G query heads and stores their sum, with no per-query-head copy of dk/dv,
     # where that leaves programs enough to fill the device (spec); else per-query-head
     # dk/dv in float32, summed over each group after (two launches, B*H*Lk*(D+DV)*4
     # bytes of temporaries).
-    kv_m, kv_n, kv_opts = _kernel_tiles("dkdv", q, Lq, Lk, bm, bn, stages[1], bd, bdv)
+    kv_m, kv_n, kv_opts = _kernel_tiles("dkdv", q, Lq, Lk, bm, bn, stages[1], bd, bdv, atomic)
     q_m, q_n, q_opts = _kernel_tiles("dq", q, Lq, Lk, bm, bn, stages[2], bd, bdv)
     grouped = G > 1 and cdiv(Lk, kv_n) * B * (H // G) >= (
         spec("attention_grouped_min_programs") or 0
@@ -203,14 +211,6 @@ def flash_attention_bwd(
             fill_(t, 0)
         return dq, dk, dv
     delta = _symbolic.empty((B, H, Lq), torch.float32, q.device)
-    # dQ: its own kernel (each query tile loops over the keys: deterministic), or,
-    # where the driver prefers it and deterministic algorithms are off (as CUDA's flash
-    # attention), added atomically in float32 by the dK/dV kernel (no second pass over
-    # the scores); into dq itself when float32, else into a buffer copied after.
-    drop_args, has_dropout = _dropout_args(dropout, lse)
-    atomic = not torch.are_deterministic_algorithms_enabled() and bool(
-        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), has_dropout)
-    )
     dq_acc = dq
     if atomic and q.dtype != torch.float32:
         dq_acc = _symbolic.empty((B, H, Lq, D), torch.float32, q.device)

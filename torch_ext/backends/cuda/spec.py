@@ -293,7 +293,7 @@ def attention_tiles(head: int, itemsize: int) -> tuple:
     return 16, 16, 1, 1, 1
 
 
-def attention_kernel_tiles(kind: str, head: int, itemsize: int):
+def attention_kernel_tiles(kind: str, head: int, itemsize: int, dq_atomic: bool = False):
     """(BLOCK_M, BLOCK_N, warps, stages) of one attention kernel ("fwd", "dkdv", "dq"),
     or None for the shared tiles above (ops/attention.py `_kernel_tiles`), for 16-bit
     heads padded to 64 or 128. From tests_gpu/harness/attention_tiles.py on an H200
@@ -303,11 +303,15 @@ def attention_kernel_tiles(kind: str, head: int, itemsize: int):
     3.82; at 512 tokens 0.107 / 0.379 / 0.366 against 0.193 / 0.404 / 0.405. Head 64,
     8 x 12 x 2048: dK/dV (32 x 64) 0.657 against 0.707; its forward and dQ stay on the
     shared tiles (128 x 64 forward 0.173 against 0.168, 64 x 32 dQ 1.158 against 0.706).
-    The dropout mask is drawn per key position, the same whatever the tiles."""
+    The dropout mask is drawn per key position, the same whatever the tiles. With
+    dropout (session 20, `ATTN_DROPOUT=0.1`): at head 128 the same picks win (forward
+    1.248 ms against 1.537 shared, dK/dV 4.96 against 7.22, dQ 6.38 against 7.24); at
+    head 64 the dK/dV kernel that also adds dQ (`dq_atomic`) is fastest on the shared
+    tiles (the backward 0.940 ms against 1.064 with 32 x 64, 8 x 12 x 2048)."""
     if itemsize != 2 or head not in (64, 128):
         return None
     if kind == "dkdv":
-        return 32, 64, 4, 3
+        return None if dq_atomic else (32, 64, 4, 3)
     if head == 128:
         return {"fwd": (128, 64, 8, 3), "dq": (64, 32, 4, 3)}.get(kind)
     return None
