@@ -327,9 +327,8 @@ def _bn_bwd_dx_kernel(
 
 
 @triton.jit
-def _resident_tile(t, c, cm, jn, js, N, S, sN, sC, sS, ACC: tl.constexpr, I64: tl.constexpr):
-    m = cm[:, None] & ((jn < N) & (js < S))[None, :]
-    return tl.load(t + _offsets(c, jn, js, sN, sC, sS, I64), mask=m, other=0).to(ACC), m
+def _resident_mask(cm, jn, js, N, S):
+    return cm[:, None] & ((jn < N) & (js < S))[None, :]
 
 
 @triton.jit
@@ -347,7 +346,9 @@ def _bn_resident_fwd_kernel(
     sN, sC = _nc(sN, sC, AL)
     yN, yC = _nc(yN, yC, AL)
     c, cm, jn, js = _lanes(tl.program_id(0), C, BC, BN, BS)
-    v, m = _resident_tile(x, c, cm, jn, js, N, S, sN, sC, sS, ACC, I64)
+    m = _resident_mask(cm, jn, js, N, S)
+    offs = _offsets(c, jn, js, sN, sC, sS, I64)
+    v = tl.load(x + offs, mask=m, other=0).to(ACC)
     n = (N * S).to(ACC)
     mean = tl.sum(v, 1) / n
     d = tl.where(m, v - mean[:, None], 0)
@@ -359,9 +360,7 @@ def _bn_resident_fwd_kernel(
     out = d * scale[:, None]
     if HAS_B:
         out += tl.load(b + c, mask=cm, other=0).to(ACC)[:, None]
-    yoffs = _offsets(c, jn, js, sN, sC, sS, I64)
-    if not Y_AS_X:
-        yoffs = _offsets(c, jn, js, yN, yC, yS, I64)
+    yoffs = offs if Y_AS_X else _offsets(c, jn, js, yN, yC, yS, I64)
     tl.store(y + yoffs, out.to(y.dtype.element_ty), mask=m)
 
 
@@ -381,13 +380,13 @@ def _bn_resident_bwd_kernel(
     gN, gC = _nc(gN, gC, AL)
     oN, oC = _nc(oN, oC, AL)
     c, cm, jn, js = _lanes(tl.program_id(0), C, BC, BN, BS)
-    if G_AS_X:
-        g, m = _resident_tile(dy, c, cm, jn, js, N, S, sN, sC, sS, ACC, I64)
-    else:
-        g, m = _resident_tile(dy, c, cm, jn, js, N, S, gN, gC, gS, ACC, I64)
+    m = _resident_mask(cm, jn, js, N, S)
+    offs = _offsets(c, jn, js, sN, sC, sS, I64)
+    goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
+    g = tl.load(dy + goffs, mask=m, other=0).to(ACC)
+    v = tl.load(x + offs, mask=m, other=0).to(ACC)
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
     mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
-    v, _ = _resident_tile(x, c, cm, jn, js, N, S, sN, sC, sS, ACC, I64)
     xc = tl.where(m, v - mu[:, None], 0)
     sdy = tl.sum(g, 1)
     dot = tl.sum(g * xc, 1) * invstd
@@ -403,7 +402,5 @@ def _bn_resident_bwd_kernel(
         if TRAIN:
             n = (N * S).to(ACC)
             d -= (a * sdy / n)[:, None] + xc * (a * invstd * dot / n)[:, None]
-        ooffs = _offsets(c, jn, js, sN, sC, sS, I64)
-        if not O_AS_X:
-            ooffs = _offsets(c, jn, js, oN, oC, oS, I64)
+        ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
         tl.store(dx + ooffs, d.to(dx.dtype.element_ty), mask=m)

@@ -178,12 +178,13 @@ def _mm_kernel(
     k_lo = pid * 0
     k_hi = K
     if SPLIT > 1:
+        whole = pid < DP
         q = tl.maximum(pid - DP, 0)
-        split = tl.where(pid < DP, 0, q % SPLIT)
-        tile = tl.where(pid < DP, pid, DP + q // SPLIT)
+        split = tl.where(whole, 0, q % SPLIT)  # 0 for a whole tile: its K from 0
+        tile = tl.where(whole, pid, DP + q // SPLIT)
         per = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K
-        k_lo = tl.where(pid < DP, 0, split * per)
-        k_hi = tl.where(pid < DP, K, tl.minimum(K, k_lo + per))
+        k_lo = split * per
+        k_hi = tl.where(whole, K, tl.minimum(K, k_lo + per))
     # Grouped order: GROUP_M row tiles share their column tiles in L2.
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -218,10 +219,10 @@ def _mm_kernel(
             bt = bt.to(tl.float32)
         acc += tl.dot(at, bt, input_precision=PRECISION, out_dtype=ACC)
     if SPLIT > 1:
-        if pid >= DP:
-            _mm_merge(acc, c, bias, ws, arrivals, tile - DP, split, tiles_m * tiles_n - DP, batch, rm, rn,
-                      M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS, ACC,
-                      SPLIT, BLOCK_M, BLOCK_N)  # fmt: skip
+        if pid >= DP:  # a split tile: partials and counters numbered from the first
+            _mm_merge(acc, c, bias, ws, arrivals, tile - DP, split, tiles_m * tiles_n - DP,
+                      batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha, beta,
+                      HAS_BIAS, ACC, SPLIT, BLOCK_M, BLOCK_N)  # fmt: skip
         else:
             _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
                       alpha, beta, HAS_BIAS, ACC)  # fmt: skip
