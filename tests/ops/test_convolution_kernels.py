@@ -171,3 +171,24 @@ def test_convolution_weight_grad_split_is_deterministic(depthwise, device):
     ref = torch.nn.functional.conv1d(rx, rw, groups=args[5])
     ref.backward(to_ref(g))
     assert_close(gw1, rw.grad, reduce_dim=8198)
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["int32", "int64"])
+def test_depthwise_index_widths_agree(wide, device, monkeypatch):
+    # the direct kernels index in int32 below 2**31 elements (fast division of the
+    # weight gradient's rows) and in int64 past it: both widths against CPU
+    from torch_ext.ops import conv_depthwise
+
+    monkeypatch.setattr(conv_depthwise, "_idx64", lambda *t: wide)
+    x = randn((2, 8, 9, 7), torch.float32, device).contiguous(memory_format=torch.channels_last)
+    w = randn((8, 1, 3, 3), torch.float32, device)
+    args = ([2, 1], [1, 1], [1, 1], False, [0, 0], 8)
+    y = KERNELS["convolution_overrideable"](x, w, None, *args)
+    rx, rw = to_ref(x).requires_grad_(), to_ref(w).requires_grad_()
+    ry = torch.ops.aten.convolution(rx, rw, None, *args)
+    assert_close(y, ry, reduce_dim=9)
+    g = randn(y.shape, torch.float32, device)
+    gx, gw, _ = KERNELS["convolution_backward_overrideable"](g, x, w, *args, [True, True, False])
+    ry.backward(to_ref(g))
+    assert_close(gx, rx.grad, reduce_dim=18)
+    assert_close(gw, rw.grad, reduce_dim=y.numel() // y.shape[1])

@@ -86,6 +86,20 @@ def _exp(x):
 
 
 @triton.jit
+def exp_ftz(x):
+    """e**x through exp2 (x * log2(e)) for float32 and narrower, tl.exp for float64. On
+    sm_90 tl.exp's float32 lowering (ex2.approx without .ftz) carries a fix-up for
+    results in the denormal range, several instructions an element; exp2 is one
+    ex2.approx.ftz: the attention backward ran 1.2-1.3x faster with it (H200, session
+    21). Results below 2**-126 (x < -87.3) flush to zero: for the sums of exponentials
+    of softmax, cross entropy and attention, and the erfc and sigmoid of the
+    activations, that is below their rounding."""
+    if x.dtype == tl.float64:
+        return tl.exp(x)
+    return tl.exp2(x * 1.4426950408889634)
+
+
+@triton.jit
 def _fmod(a, b):
     # C's fmod (and integer %): the remainder with the dividend's sign.
     return a % b

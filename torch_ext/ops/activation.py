@@ -81,7 +81,7 @@ def _normal_cdf_pdf_16(x):
     float32 1 + erf's beyond."""
     a = tl.abs(x) * 0.7071067811865476
     t = tl.fdiv(1.0, 1.0 + 0.3275911 * a)  # approximate (2 ulp): 16-bit results
-    e = tl.exp(-a * a)
+    e = _math.exp_ftz(-a * a)
     poly = 0.254829592 + t * (
         -0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))
     )
@@ -102,7 +102,7 @@ def gelu_tanh_16(x):
     # 0.5 x (1 + tanh(u)) = x sigmoid(2u): one exp and a division, no cancellation for
     # negative x (libdevice's tanh ran 64M bf16 at 77% of copy bandwidth, H200)
     u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    return tl.fdiv(x, 1.0 + tl.exp(-2.0 * u))
+    return tl.fdiv(x, 1.0 + _math.exp_ftz(-2.0 * u))
 
 
 @pointwise()
@@ -110,7 +110,7 @@ def gelu_tanh_16(x):
 def gelu_tanh_backward_16(grad, x):
     k = 0.7978845608028654
     x2 = x * x
-    s = tl.fdiv(1.0, 1.0 + tl.exp(-2.0 * k * (x + 0.044715 * x2 * x)))  # (1 + tanh(u)) / 2
+    s = tl.fdiv(1.0, 1.0 + _math.exp_ftz(-2.0 * k * (x + 0.044715 * x2 * x)))  # (1 + tanh(u)) / 2
     return grad * (s + 2.0 * x * s * (1.0 - s) * k * (1.0 + 3.0 * 0.044715 * x2))
 
 
@@ -125,7 +125,7 @@ def gelu_none_backward_16(grad, x):
 @triton.jit
 def gelu_none_backward(grad, x):
     cdf = 0.5 * (1.0 + tl.erf(x * 0.7071067811865476))
-    pdf = tl.exp(-0.5 * x * x) * 0.3989422804014327
+    pdf = _math.exp_ftz(-0.5 * x * x) * 0.3989422804014327
     return grad * (cdf + x * pdf)
 
 
@@ -185,14 +185,14 @@ def gelu_backward(
 @pointwise(promotion="int_to_float")
 @triton.jit
 def silu(x):
-    return x / (1.0 + tl.exp(-x))
+    return x / (1.0 + _math.exp_ftz(-x))
 
 
 @kernel()
 @pointwise()
 @triton.jit
 def silu_backward(grad, x):
-    s = 1.0 / (1.0 + tl.exp(-x))
+    s = 1.0 / (1.0 + _math.exp_ftz(-x))
     return grad * s * (1.0 + x * (1.0 - s))
 
 

@@ -309,13 +309,14 @@ def _dq_tiles(
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    """dq of one query tile over key tiles [lo, hi)."""
+    """dq of one query tile over key tiles [lo, hi), in base 2 as the forward: `scale`
+    and lse_t include log2(e)."""
     for n0 in range(lo, hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         # one load of the keys serves both products (as k^T for the scores, as k for dq)
         k_t, s = _key_scores(
             q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
-            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION,
+            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, True,
         )  # fmt: skip
         vT = tl.load(
             v_base + cols[None, :] * svl + rdv[:, None] * svd,
@@ -324,7 +325,7 @@ def _dq_tiles(
         )
         if UPCAST:
             vT = vT.to(tl.float32)
-        p = tl.exp(s - lse_t[:, None])
+        p = tl.exp2(s - lse_t[:, None])
         dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
         if DROPOUT:
             keep = _dropout_keep(seed, offset, bh, rm, n0, Lq, Lk, p_drop, BLOCK_N)
@@ -349,6 +350,7 @@ def _kv_tiles(
     """dk, dv of keys `cols` (from cols0) from the query tiles [lo, hi) of one query head (flat index
     bh), added to the accumulators, through the transposed scores (keys x queries); with
     DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
+    scale2 = scale * 1.4426950408889634
     for m0 in range(lo, hi, BLOCK_M):
         rm = m0 + tl.arange(0, BLOCK_M)
         qT = tl.load(
@@ -364,15 +366,16 @@ def _kv_tiles(
         if UPCAST:
             qT = qT.to(tl.float32)
             g_t = g_t.to(tl.float32)
-        lse_r = tl.load(lse_base + rm, mask=rm < Lq, other=0)
+        lse_r = tl.load(lse_base + rm, mask=rm < Lq, other=0) * 1.4426950408889634
         dl_r = tl.load(dl_base + rm, mask=rm < Lq, other=0)
-        sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale
+        # base-2 scores as the forward's: exp2 takes them with no multiply by log2(e)
+        sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale2
         if CHECK:
             sT = _masked(
                 sT, rm[None, :], cols[:, None], m_base + rm[None, :] * sml + cols[:, None] * smn,
-                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK,
+                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, True,
             )  # fmt: skip
-        pT = tl.exp(sT - lse_r[None, :])
+        pT = tl.exp2(sT - lse_r[None, :])
         pdT = pT
         if DROPOUT:
             keep = _dropout_keep(seed, offset, bh, rm, cols0, Lq, Lk, p_drop, BLOCK_N, True)
@@ -499,7 +502,7 @@ def _attn_bwd_kernel(
         if UPCAST:
             q_t = q_t.to(tl.float32)
             g_t = g_t.to(tl.float32)
-        lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0)
+        lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0) * 1.4426950408889634
         dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
         end = Lk
@@ -507,17 +510,18 @@ def _attn_bwd_kernel(
             end = tl.minimum(Lk, (pid + 1) * BLOCK_M)
         mid = _unmasked_end(pid * BLOCK_M, Lq, Lk, CAUSAL, HAS_MASK, BLOCK_N)
         hk = h // G
+        scale2 = scale * 1.4426950408889634
         k_base = k + b * skb + hk * skh
         v_base = v + b * svb + hk * svh
         m_base = mask + b * smb + h * smh
         acc = _dq_tiles(
             acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv,
-            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop,
+            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop,
             keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
         )  # fmt: skip
         acc = _dq_tiles(
             acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, mid, end, bh, rm, rd, rdv,
-            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop,
+            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop,
             keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
         )  # fmt: skip
         tl.store(

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import pad3, split3, suggest_memory_format, tl_float_acc
+from ._common import fastdiv, fdiv, pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
@@ -53,18 +53,18 @@ def _dw_fwd_kernel(
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     xsn, xsc, xs0, xs1, xs2, wso, ws0, ws1, ws2, ysn, ysc, ys0, ys1, ys2,
     HAS_BIAS: tl.constexpr, ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr,
-    VEC: tl.constexpr,
+    VEC: tl.constexpr, IDX64: tl.constexpr,
 ):  # fmt: skip
     C = C * VEC
     xsn, xs0, xs1, xs2 = xsn * VEC, xs0 * VEC, xs1 * VEC, xs2 * VEC
     ysn, ys0, ys1, ys2 = ysn * VEC, ys0 * VEC, ys1 * VEC, ys2 * VEC
-    rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
+    rm = _wide(tl.program_id(0), IDX64) * BM + tl.arange(0, BM)
     co = tl.program_id(1) * BC + tl.arange(0, BC)
     m_ok = rm < M
     c_ok = co < C * MULT
     n = rm // OP
     o0, o1, o2 = split3(rm % OP, O1, O2)
-    x_base = x + (n * xsn)[:, None] + (co // MULT).to(tl.int64)[None, :] * xsc
+    x_base = x + (n * xsn)[:, None] + _wide(co // MULT, IDX64)[None, :] * xsc
     acc = tl.zeros((BM, BC), ACC)
     for k in range(0, KP):
         k0, k1, k2 = split3(k, K1, K2)
@@ -90,12 +90,12 @@ def _dw_dgrad_kernel(
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     dsn, dsc, ds0, ds1, ds2, wso, ws0, ws1, ws2, gsn, gsc, gs0, gs1, gs2,
     ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr, VEC: tl.constexpr,
-    ONE_MULT: tl.constexpr,
+    ONE_MULT: tl.constexpr, IDX64: tl.constexpr,
 ):  # fmt: skip
     C = C * VEC
     dsn, ds0, ds1, ds2 = dsn * VEC, ds0 * VEC, ds1 * VEC, ds2 * VEC
     gsn, gs0, gs1, gs2 = gsn * VEC, gs0 * VEC, gs1 * VEC, gs2 * VEC
-    rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
+    rm = _wide(tl.program_id(0), IDX64) * BM + tl.arange(0, BM)
     c = tl.program_id(1) * BC + tl.arange(0, BC)
     m_ok = rm < M
     c_ok = c < C
@@ -105,11 +105,11 @@ def _dw_dgrad_kernel(
     for jk in range(0, MULT * KP):
         if ONE_MULT:  # the channel itself: its runs of channels stay contiguous
             k0, k1, k2 = split3(jk, K1, K2)
-            co = c.to(tl.int64)
+            co = _wide(c, IDX64)
         else:
             j = jk // KP
             k0, k1, k2 = split3(jk % KP, K1, K2)
-            co = (c * MULT + j).to(tl.int64)
+            co = _wide(c * MULT + j, IDX64)
         t0 = i0 + p0 - k0 * d0
         t1 = i1 + p1 - k1 * d1
         t2 = i2 + p2 - k2 * d2
@@ -133,8 +133,9 @@ def _dw_dgrad_kernel(
 def _dw_wgrad_kernel(
     dy, x, buf, R, RS, CO, MULT, OP, O1, O2, I0, I1, I2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
-    dsn, dsc, ds0, ds1, ds2, xsn, xsc, xs0, xs1, xs2, bsp, bsc,
+    dsn, dsc, ds0, ds1, ds2, xsn, xsc, xs0, xs1, xs2, bsp, bsc, mP, shP, m1, sh1, m2, sh2,
     ACC: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, VEC: tl.constexpr,
+    IDX64: tl.constexpr,
 ):  # fmt: skip
     CO = CO * VEC
     dsn, ds0, ds1, ds2 = dsn * VEC, ds0 * VEC, ds1 * VEC, ds2 * VEC
@@ -144,15 +145,23 @@ def _dw_wgrad_kernel(
     split = tl.program_id(2)
     c_ok = co < CO
     k0, k1, k2 = split3(k, K1, K2)
-    dy_c = dy + co.to(tl.int64) * dsc
-    x_c = x + (co // MULT).to(tl.int64) * xsc
-    r_lo = split.to(tl.int64) * RS
+    dy_c = dy + _wide(co, IDX64) * dsc
+    x_c = x + _wide(co // MULT, IDX64) * xsc
+    r_lo = _wide(split, IDX64) * RS
     acc = tl.zeros((BR, BC), ACC)
     for r_start in range(0, RS, BR):
         r = r_lo + r_start + tl.arange(0, BR)
         r_ok = (r < R) & (r < r_lo + RS)
-        n = r // OP
-        o0, o1, o2 = split3(r % OP, O1, O2)
+        if IDX64:
+            n = r // OP
+            o0, o1, o2 = split3(r % OP, O1, O2)
+        else:  # by multiply and shift (_common.fdiv): the divisions are per row a step
+            n = fdiv(r, mP, shP)
+            v = r - n * OP
+            t = fdiv(v, m2, sh2)
+            o2 = v - t * O2
+            o0 = fdiv(t, m1, sh1)
+            o1 = t - o0 * O1
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2
@@ -164,6 +173,18 @@ def _dw_wgrad_kernel(
     if buf.dtype.element_ty == tl.bfloat16:
         v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
     tl.store(buf + split * bsp + co * bsc + k, v.to(buf.dtype.element_ty), mask=c_ok)
+
+
+@triton.jit
+def _wide(v, IDX64: tl.constexpr):
+    """v as int64 where an offset may pass int32 (IDX64), else as it is: 64-bit
+    products and divisions cost several 32-bit instructions each. One return: Triton
+    3.6 compares the types of every return statement, a static branch's included."""
+    return v.to(tl.int64 if IDX64 else v.dtype)
+
+
+def _idx64(*tensors):
+    return max(t.numel() for t in tensors) + (1 << 16) >= 2**31
 
 
 def is_depthwise(input, weight, groups, transposed):
@@ -226,7 +247,7 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
             x, w, bias if bias is not None else y, y, M, C // vec, CO // C, math.prod(k), OP,
             o[1], o[2], *im, k[1], k[2], *s, *p, *d, *_divided(x, vec), ws[0], *pad3(ws[2:], 0),
             *_divided(y, vec), HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm,
-            BC=bc, VEC=vec, num_warps=warps,
+            BC=bc, VEC=vec, IDX64=_idx64(x, y), num_warps=warps,
         )  # fmt: skip
 
     cands = dw_candidates(CO, fmt != torch.contiguous_format)
@@ -256,7 +277,7 @@ def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
             dy, w, gx, M, C // vec, mult, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
             *s, *p, *d, *_divided(dy, vec), ws[0], *pad3(ws[2:], 0), *_divided(gx, vec),
             ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc, VEC=vec, ONE_MULT=mult == 1,
-            num_warps=warps,
+            IDX64=_idx64(dy, gx), num_warps=warps,
         )  # fmt: skip
 
     cands = dw_candidates(C, fmt != torch.contiguous_format)
@@ -290,7 +311,8 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
             _dw_wgrad_kernel, (KP, cdiv(CO, bc), split),
             dy, x, buf, R, RS, CO // vec, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
             *_divided(dy, vec), *_divided(x, vec), buf.stride(0), buf.stride(1),
-            ACC=tl_float_acc(dy.dtype), BR=br, BC=bc, VEC=vec, num_warps=warps,
+            *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)), ACC=tl_float_acc(dy.dtype),
+            BR=br, BC=bc, VEC=vec, IDX64=_idx64(dy, x, buf), num_warps=warps,
         )  # fmt: skip
         return buf
 

@@ -80,7 +80,7 @@ def _gelu_tanh_mul(a, b):
 @triton.jit
 def _gelu_mul_bwd(g, a, b):
     cdf = 0.5 * (1.0 + tl.erf(a * 0.7071067811865476))
-    pdf = tl.exp(-0.5 * a * a) * 0.3989422804014327
+    pdf = _math.exp_ftz(-0.5 * a * a) * 0.3989422804014327
     return g * b * (cdf + a * pdf), g * a * cdf
 
 
@@ -97,13 +97,13 @@ def _gelu_tanh_mul_bwd(g, a, b):
 @pointwise()
 @triton.jit
 def _silu_mul(a, b):
-    return a / (1.0 + tl.exp(-a)) * b
+    return a / (1.0 + _math.exp_ftz(-a)) * b
 
 
 @pointwise(num_outputs=2)
 @triton.jit
 def _silu_mul_bwd(g, a, b):
-    s = 1.0 / (1.0 + tl.exp(-a))
+    s = 1.0 / (1.0 + _math.exp_ftz(-a))
     return g * b * s * (1.0 + a * (1.0 - s)), g * a * s
 
 

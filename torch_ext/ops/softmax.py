@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _math
 from ._common import tl_float_acc
 from ._launch import cdiv, launch
 from .copy import copy_kernel
@@ -52,7 +53,7 @@ def _softmax_tile_kernel(
     m = tl.max(v, 0)
     # An all -inf row: exp(v - 0) is 0 and its sum 0, so the row is NaN as PyTorch's.
     m_safe = tl.where(m == -float("inf"), 0.0, m)
-    e = tl.exp(v - m_safe[None, :])
+    e = _math.exp_ftz(v - m_safe[None, :])
     s = tl.sum(e, 0)
     if LOG:
         y = v - (m_safe + tl.log(s))[None, :]
@@ -78,7 +79,7 @@ def _softmax_bwd_tile_kernel(
     gv = tl.load(g + offs, mask=mask, other=0).to(ACC)
     yv = tl.load(y + offs, mask=mask, other=0).to(ACC)
     if LOG:
-        dx = gv - tl.exp(yv) * tl.sum(gv, 0)[None, :]
+        dx = gv - _math.exp_ftz(yv) * tl.sum(gv, 0)[None, :]
     else:
         dx = yv * (gv - tl.sum(gv * yv, 0)[None, :])
     tl.store(out + offs, dx.to(out.dtype.element_ty), mask=mask)
@@ -107,7 +108,7 @@ def _softmax_kernel(
         v = tl.load(x + (r[:, None] * B + base[None, :]), mask=mask, other=-float("inf")).to(ACC)
         m_new = tl.maximum(m, tl.max(v, 0))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(v - m_safe[None, :]), 0)
+        s = s * _math.exp_ftz(m - m_safe) + tl.sum(_math.exp_ftz(v - m_safe[None, :]), 0)
         m = m_new
     m_safe = tl.where(m == -float("inf"), 0.0, m)
     log_s = tl.log(s)
@@ -119,7 +120,7 @@ def _softmax_kernel(
         if LOG:
             y = v - m_safe[None, :] - log_s[None, :]
         else:
-            y = tl.exp(v - m_safe[None, :]) / s[None, :]
+            y = _math.exp_ftz(v - m_safe[None, :]) / s[None, :]
         tl.store(out + offs, y.to(out.dtype.element_ty), mask=mask)
 
 
@@ -157,7 +158,7 @@ def _softmax_bwd_kernel(
         gv = tl.load(g + offs, mask=mask, other=0).to(ACC)
         yv = tl.load(y + offs, mask=mask, other=0).to(ACC)
         if LOG:
-            dx = gv - tl.exp(yv) * acc[None, :]
+            dx = gv - _math.exp_ftz(yv) * acc[None, :]
         else:
             dx = yv * (gv - acc[None, :])
         tl.store(out + offs, dx.to(out.dtype.element_ty), mask=mask)

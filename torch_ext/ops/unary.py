@@ -187,7 +187,7 @@ def cosh(x):
 @_float
 @triton.jit
 def sigmoid(x):
-    return 1.0 / (1.0 + tl.exp(-x))
+    return 1.0 / (1.0 + _math.exp_ftz(-x))
 
 
 @kernel()
