@@ -179,7 +179,7 @@ def test_depthwise_index_widths_agree(wide, device, monkeypatch):
     # weight gradient's rows) and in int64 past it: both widths against CPU
     from torch_ext.ops import conv_depthwise
 
-    monkeypatch.setattr(conv_depthwise, "_idx64", lambda *t: wide)
+    monkeypatch.setattr(conv_depthwise, "needs_int64", lambda *t: wide)
     x = randn((2, 8, 9, 7), torch.float32, device).contiguous(memory_format=torch.channels_last)
     w = randn((8, 1, 3, 3), torch.float32, device)
     args = ([2, 1], [1, 1], [1, 1], False, [0, 0], 8)

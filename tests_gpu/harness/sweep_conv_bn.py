@@ -21,7 +21,7 @@ import sys
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
-from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
+import sweeps  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from bench.cases_norm import RESNET50_BN  # noqa: E402
@@ -41,17 +41,7 @@ if SMOKE:
 
 
 def bench(fn):
-    """ms per call of fn replayed from a CUDA graph: the kernels' time, not the host's
-    (standalone launches run Python on every call)."""
-    if SMOKE:
-        fn()
-        return 1.0
-    fn()  # compiles, allocates the cached scratch (arrival counters)
-    try:
-        return do_bench_cudagraph(fn, rep=40)
-    except Exception:  # noqa: BLE001 -- not capturable: plain timing (host included)
-        torch.cuda.synchronize()
-        return do_bench(fn, warmup=10, rep=60)
+    return sweeps.bench(fn, SMOKE)
 
 
 src = torch.empty(1 << (10 if SMOKE else 28), dtype=torch.uint8, device=DEV)
@@ -61,21 +51,7 @@ print(f"device {torch.cuda.get_device_name()} copy {COPY:.0f} GB/s", flush=True)
 
 if "wgrad" in WHICH:
     picked = {}
-
-    def tune_all(family, key, candidates, run, device):
-        cands = list(dict.fromkeys(tuple(c) for c in candidates))
-        times = []
-        for cfg in cands:
-            try:
-                times.append((bench(lambda cfg=cfg: run(cfg)), cfg))
-            except Exception as e:  # noqa: BLE001
-                print(f"    {cfg}: {type(e).__name__}", flush=True)
-        times.sort()
-        first = [t for t in times if t[1] == cands[0]]
-        picked["rule"] = first[0][0] if first else float("nan")
-        picked["best"] = times[0]
-        picked["top"] = times[:3]
-        return times[0][1]
+    tune_all = sweeps.time_all(picked, bench)
 
     MODS = (conv_gemm, conv_igemm_bwd, conv_igemm_flat)
 

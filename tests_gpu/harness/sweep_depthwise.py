@@ -16,7 +16,7 @@ from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
+import sweeps  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from bench.conv_cases import BATCH, MOBILENETV3_DW  # noqa: E402
@@ -31,32 +31,11 @@ PASSES = os.environ.get("DW_PASSES", "fwd,dgrad,wgrad").split(",")
 
 
 def bench(fn):
-    if SMOKE:
-        fn()
-        return 1.0
-    fn()
-    try:
-        return do_bench_cudagraph(fn, rep=40)
-    except Exception:  # noqa: BLE001
-        torch.cuda.synchronize()
-        return do_bench(fn, warmup=10, rep=60)
+    return sweeps.bench(fn, SMOKE)
 
 
 picked = {}
-
-
-def tune_all(family, key, candidates, run, device):
-    cands = list(dict.fromkeys(tuple(c) for c in candidates))
-    times = []
-    for cfg in cands:
-        try:
-            times.append((bench(lambda cfg=cfg: run(cfg)), cfg))
-        except Exception as e:  # noqa: BLE001
-            print(f"    {cfg}: {type(e).__name__}: {str(e)[:80]}", flush=True)
-    times.sort()
-    first = [t for t in times if t[1] == cands[0]]
-    picked.update(rule=first[0][0] if first else float("nan"), best=times[0], top=times[:3])
-    return times[0][1]
+tune_all = sweeps.time_all(picked, bench)
 
 
 shipped = DW.dw_candidates

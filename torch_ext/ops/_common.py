@@ -97,6 +97,25 @@ def fdiv(v, m, sh):
 
 
 @triton.jit
+def split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FAST: tl.constexpr):
+    """(image, o0, o1, o2) of flat row indices r over (N, O0, O1, O2) maps (OP = O0 * O1 *
+    O2): with FAST by multiply and shift ((m, sh) = fastdiv(OP), fastdiv(O1),
+    fastdiv(O2); rows below 2**31), else by division. The convolutions' weight-gradient
+    loops split each reduction row so, per row a step."""
+    if FAST:
+        n = fdiv(r, mP, shP)
+        v = r - n * OP
+        t = fdiv(v, m2, sh2)
+        o2 = v - t * O2
+        o0 = fdiv(t, m1, sh1)
+        o1 = t - o0 * O1
+    else:
+        n = r // OP
+        o0, o1, o2 = split3(r % OP, O1, O2)
+    return n, o0, o1, o2
+
+
+@triton.jit
 def store_masked(ptr, offs, v, mask):
     # Through float32: Triton's interpreter casts to bf16 bitwise otherwise.
     if ptr.dtype.element_ty == tl.bfloat16:

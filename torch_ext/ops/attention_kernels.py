@@ -16,6 +16,7 @@ import triton.language as tl
 # Philox rounds of the dropout mask (Triton's default, cuRAND's); a global so that
 # tests_gpu/harness/attention_dq.py can time fewer before the kernels compile.
 PHILOX_ROUNDS = tl.constexpr(10)
+LOG2E = tl.constexpr(1.4426950408889634)  # scores and log-sum-exps in base 2: exp2
 
 
 @triton.jit
@@ -32,7 +33,7 @@ def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexp
         if BOOL_MASK:
             valid = valid & (mv != 0)
         elif LOG2:
-            s = s + mv.to(tl.float32) * 1.4426950408889634
+            s = s + mv.to(tl.float32) * LOG2E
         else:
             s = s + mv.to(tl.float32)
     return tl.where(valid, s, -float("inf"))
@@ -228,7 +229,7 @@ def _attn_fwd_kernel(
     k_base = k + b * skb + hk * skh
     v_base = v + b * svb + hk * svh
     m_base = mask + b * smb + h * smh
-    scale2 = scale * 1.4426950408889634  # scores in base 2 (log2(e) folded in)
+    scale2 = scale * LOG2E  # scores in base 2 (log2(e) folded in)
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv, Lq, Lk, D, DV,
         skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
@@ -350,7 +351,7 @@ def _kv_tiles(
     """dk, dv of keys `cols` (from cols0) from the query tiles [lo, hi) of one query head (flat index
     bh), added to the accumulators, through the transposed scores (keys x queries); with
     DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
-    scale2 = scale * 1.4426950408889634
+    scale2 = scale * LOG2E
     for m0 in range(lo, hi, BLOCK_M):
         rm = m0 + tl.arange(0, BLOCK_M)
         qT = tl.load(
@@ -366,7 +367,7 @@ def _kv_tiles(
         if UPCAST:
             qT = qT.to(tl.float32)
             g_t = g_t.to(tl.float32)
-        lse_r = tl.load(lse_base + rm, mask=rm < Lq, other=0) * 1.4426950408889634
+        lse_r = tl.load(lse_base + rm, mask=rm < Lq, other=0) * LOG2E
         dl_r = tl.load(dl_base + rm, mask=rm < Lq, other=0)
         # base-2 scores as the forward's: exp2 takes them with no multiply by log2(e)
         sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale2
@@ -502,7 +503,7 @@ def _attn_bwd_kernel(
         if UPCAST:
             q_t = q_t.to(tl.float32)
             g_t = g_t.to(tl.float32)
-        lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0) * 1.4426950408889634
+        lse_t = tl.load(lse + bh * Lq + rm, mask=rm < Lq, other=0) * LOG2E
         dl_t = tl.load(delta + bh * Lq + rm, mask=rm < Lq, other=0)
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
         end = Lk
@@ -510,7 +511,7 @@ def _attn_bwd_kernel(
             end = tl.minimum(Lk, (pid + 1) * BLOCK_M)
         mid = _unmasked_end(pid * BLOCK_M, Lq, Lk, CAUSAL, HAS_MASK, BLOCK_N)
         hk = h // G
-        scale2 = scale * 1.4426950408889634
+        scale2 = scale * LOG2E
         k_base = k + b * skb + hk * skh
         v_base = v + b * svb + hk * svh
         m_base = mask + b * smb + h * smh

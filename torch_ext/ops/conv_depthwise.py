@@ -18,10 +18,11 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import fastdiv, fdiv, pad3, split3, suggest_memory_format, tl_float_acc
+from ._common import fastdiv, pad3, split3, split_rows, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
+from .conv_igemm import needs_int64
 from .reduction import sum_slices
 
 
@@ -152,16 +153,7 @@ def _dw_wgrad_kernel(
     for r_start in range(0, RS, BR):
         r = r_lo + r_start + tl.arange(0, BR)
         r_ok = (r < R) & (r < r_lo + RS)
-        if IDX64:
-            n = r // OP
-            o0, o1, o2 = split3(r % OP, O1, O2)
-        else:  # by multiply and shift (_common.fdiv): the divisions are per row a step
-            n = fdiv(r, mP, shP)
-            v = r - n * OP
-            t = fdiv(v, m2, sh2)
-            o2 = v - t * O2
-            o0 = fdiv(t, m1, sh1)
-            o1 = t - o0 * O1
+        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, not IDX64)
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2
@@ -181,10 +173,6 @@ def _wide(v, IDX64: tl.constexpr):
     products and divisions cost several 32-bit instructions each. One return: Triton
     3.6 compares the types of every return statement, a static branch's included."""
     return v.to(tl.int64 if IDX64 else v.dtype)
-
-
-def _idx64(*tensors):
-    return max(t.numel() for t in tensors) + (1 << 16) >= 2**31
 
 
 def is_depthwise(input, weight, groups, transposed):
@@ -247,7 +235,7 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
             x, w, bias if bias is not None else y, y, M, C // vec, CO // C, math.prod(k), OP,
             o[1], o[2], *im, k[1], k[2], *s, *p, *d, *_divided(x, vec), ws[0], *pad3(ws[2:], 0),
             *_divided(y, vec), HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm,
-            BC=bc, VEC=vec, IDX64=_idx64(x, y), num_warps=warps,
+            BC=bc, VEC=vec, IDX64=needs_int64(x, y), num_warps=warps,
         )  # fmt: skip
 
     cands = dw_candidates(CO, fmt != torch.contiguous_format)
@@ -277,7 +265,7 @@ def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
             dy, w, gx, M, C // vec, mult, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
             *s, *p, *d, *_divided(dy, vec), ws[0], *pad3(ws[2:], 0), *_divided(gx, vec),
             ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc, VEC=vec, ONE_MULT=mult == 1,
-            IDX64=_idx64(dy, gx), num_warps=warps,
+            IDX64=needs_int64(dy, gx), num_warps=warps,
         )  # fmt: skip
 
     cands = dw_candidates(C, fmt != torch.contiguous_format)
@@ -312,7 +300,7 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
             dy, x, buf, R, RS, CO // vec, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
             *_divided(dy, vec), *_divided(x, vec), buf.stride(0), buf.stride(1),
             *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)), ACC=tl_float_acc(dy.dtype),
-            BR=br, BC=bc, VEC=vec, IDX64=_idx64(dy, x, buf), num_warps=warps,
+            BR=br, BC=bc, VEC=vec, IDX64=needs_int64(dy, x, buf), num_warps=warps,
         )  # fmt: skip
         return buf
 

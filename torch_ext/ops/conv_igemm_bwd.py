@@ -24,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import fastdiv, fdiv, float_acc, pad3, split3, tl_float_acc
+from ._common import fastdiv, float_acc, pad3, split3, split_rows, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
@@ -61,16 +61,7 @@ def _conv_wgrad_kernel(
     for r_start in range(0, RS, BK):
         r = r_lo + r_start + tl.arange(0, BK)
         r_ok = (r < R) & (r < r_lo + RS)
-        if FASTDIV:  # (m, sh) = fastdiv(OP), fastdiv(O1), fastdiv(O2)
-            n = fdiv(r, mP, shP)
-            v = r - n * OP
-            t = fdiv(v, m2, sh2)
-            o2 = v - t * O2
-            o0 = fdiv(t, m1, sh1)
-            o1 = t - o0 * O1
-        else:
-            n = r // OP
-            o0, o1, o2 = split3(r % OP, O1, O2)
+        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FASTDIV)
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2

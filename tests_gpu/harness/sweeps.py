@@ -1,0 +1,42 @@
+"""Timing shared by the sweep harnesses (sweep_conv_bn.py, sweep_depthwise.py): ms per
+call from a CUDA graph, and a stand-in for ops/_tune.py's `tuned` that times every
+candidate and remembers the best three and the rule's first."""
+
+from triton.testing import do_bench, do_bench_cudagraph
+
+
+def bench(fn, smoke=False):
+    """ms per call of fn replayed from a CUDA graph: the kernels' time, not the host's
+    (standalone launches run Python on every call); smoke (the interpreter): one call, 1.0."""
+    if smoke:
+        fn()
+        return 1.0
+    fn()  # compiles, allocates the cached scratch (arrival counters)
+    try:
+        return do_bench_cudagraph(fn, rep=40)
+    except Exception:  # noqa: BLE001 -- not capturable: plain timing (host included)
+        import torch
+
+        torch.cuda.synchronize()
+        return do_bench(fn, warmup=10, rep=60)
+
+
+def time_all(picked, timer):
+    """A `tuned(family, key, candidates, run, device)` that times every candidate with
+    `timer` and fills `picked`: "rule" (the first candidate's ms), "best" and "top"
+    ((ms, cfg) pairs); it returns the best configuration."""
+
+    def tune_all(family, key, candidates, run, device):
+        cands = list(dict.fromkeys(tuple(c) for c in candidates))
+        times = []
+        for cfg in cands:
+            try:
+                times.append((timer(lambda cfg=cfg: run(cfg)), cfg))
+            except Exception as e:  # noqa: BLE001
+                print(f"    {cfg}: {type(e).__name__}: {str(e)[:80]}", flush=True)
+        times.sort()
+        first = [t for t in times if t[1] == cands[0]]
+        picked.update(rule=first[0][0] if first else float("nan"), best=times[0], top=times[:3])
+        return times[0][1]
+
+    return tune_all
