@@ -113,14 +113,8 @@ if "wgrad" in WHICH:
             print(f"  {cin}->{cout} k{k} s{s} @{hw}: {type(e).__name__}: {e}", flush=True)
             set_tuned(tune_all)
             continue
-        ratios.append(t_ref / t_ours)
-        top = ", ".join(f"{c}:{t * 1e3:.1f}" for t, c in picked["top"])
-        print(
-            f"  {cin}->{cout} k{k} s{s} @{hw}: {t_ref * 1e3:.1f} | {t_ours * 1e3:.1f} | "
-            f"{t_ref / t_ours:.2f}x | {picked['best'][0] * 1e3:.1f} / {picked['rule'] * 1e3:.1f}"
-            f" | err {err:.1e} | {top}",
-            flush=True,
-        )
+        label = f"{cin}->{cout} k{k} s{s} @{hw}"
+        ratios.append(sweeps.report(label, t_ref, t_ours, picked, err))
     if ratios:
         g = torch.tensor(ratios).log().mean().exp().item()
         print(f"wgrad geomean vs torch {g:.2f}x over {len(ratios)}, lowest {min(ratios):.2f}x")

@@ -101,14 +101,7 @@ for layout in LAYOUTS:
             except Exception as e:  # noqa: BLE001
                 print(f"  {c} k{k} s{s} @{hw}: {type(e).__name__}: {str(e)[:120]}", flush=True)
                 continue
-            ratios.append(t_ref / t_ours)
-            top = ", ".join(f"{cfg}:{t * 1e3:.1f}" for t, cfg in picked["top"])
-            print(
-                f"  {c} k{k} s{s} @{hw}: {t_ref * 1e3:.1f} | {t_ours * 1e3:.1f} | "
-                f"{t_ref / t_ours:.2f}x | {picked['best'][0] * 1e3:.1f} / "
-                f"{picked['rule'] * 1e3:.1f} | err {err:.1e} | {top}",
-                flush=True,
-            )
+            ratios.append(sweeps.report(f"{c} k{k} s{s} @{hw}", t_ref, t_ours, picked, err))
         if ratios:
             g = torch.tensor(ratios).log().mean().exp().item()
             summary[(layout, pas)] = (g, min(ratios))

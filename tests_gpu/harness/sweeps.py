@@ -40,3 +40,15 @@ def time_all(picked, timer):
         return times[0][1]
 
     return tune_all
+
+
+def report(label, t_ref, t_ours, picked, err):
+    """A sweep's line for one shape: torch's and our op's us, the ratio, the best and the
+    rule's candidate us, our error, the best three candidates."""
+    top = ", ".join(f"{cfg}:{t * 1e3:.1f}" for t, cfg in picked["top"])
+    print(
+        f"  {label}: {t_ref * 1e3:.1f} | {t_ours * 1e3:.1f} | {t_ref / t_ours:.2f}x | "
+        f"{picked['best'][0] * 1e3:.1f} / {picked['rule'] * 1e3:.1f} | err {err:.1e} | {top}",
+        flush=True,
+    )
+    return t_ref / t_ours
