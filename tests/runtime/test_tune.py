@@ -326,3 +326,39 @@ def test_the_host_driver_holds_nothing(monkeypatch):
 
     monkeypatch.setattr(_spin, "spin_kernel", lambda: pytest.fail("spin on the host driver"))
     _tune._hold_stream(torch.device(DEV))
+
+
+_FIRST_MADE_COMPILING = """
+import torch, torch_ext
+from torch_ext.ops import _launch, matmul
+dev = torch.device("privateuseone", 0)
+real_spec = matmul.spec
+matmul.spec = lambda n, *a: 2 if n == "mm_split_k" else real_spec(n, *a)
+a, b = torch.randn(20, 300), torch.randn(300, 36)
+da, db = a.to(dev), b.to(dev)
+out = torch.zeros(20, 36, device=dev)
+junk = [torch.empty(_launch.ARRIVALS, dtype=torch.int32, device=dev) for _ in range(4)]
+for j in junk:
+    j.fill_(7)
+del junk, j  # memory the allocator hands out next
+with _launch.compiling_only():  # what a precompile thread's run(cfg) does
+    matmul.mm_out(da, db, out)
+counters = _launch.arrival_counters("split_k", dev)  # the ones mm_out made
+print("made", int(counters.cpu().abs().sum()))
+matmul.mm_out(da, db, out)
+print("error", float((out.cpu() - a @ b).abs().max()), "after", int(counters.cpu().abs().sum()))
+"""
+
+
+def test_state_first_made_in_a_precompile_thread_is_zeroed():
+    """Tuning's precompile runs candidates where kernels compile and do not run
+    (`_launch.compiling_only`); persistent state an op makes on first use there must
+    still start at zero. Session 22: the split-K arrival counters, zero-filled by a
+    kernel that never ran, held old memory, and the tuned products came out NaN or
+    wrong on an H200. A fresh process (the allocator's cache as a first use meets it):
+    the counters made there are zero, and a product split in K is right after."""
+    r = run_python(_FIRST_MADE_COMPILING, TORCH_EXT_DRIVER="host")
+    assert r.returncode == 0, r.stderr[-3000:]
+    made, error, after = r.stdout.split()[1::2]
+    assert int(made) == 0 and int(after) == 0, r.stdout
+    assert float(error) < 1e-3, r.stdout

@@ -48,10 +48,7 @@ def record(flag, idx, bad):
 
 class _Ring:
     def __init__(self, device):
-        with _launch.paused():  # not part of the op being recorded, if any
-            self.flags = torch.zeros(RING + PINNED, 2, dtype=torch.long, device=device)
-        if device.type == "privateuseone":
-            _launch.persistent(self.flags)
+        self.flags = _launch.persistent_zeros((RING + PINNED, 2), torch.long, device)
         self.next = 0
         self.pinned = 0
         self.messages = [None] * (RING + PINNED)  # (exception, message with {} for the index)

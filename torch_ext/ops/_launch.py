@@ -368,22 +368,36 @@ def persistent(tensor):
         c_ext._plan_persistent(tensor)
 
 
+def persistent_zeros(shape, dtype, device):
+    """A zeroed device tensor that outlives every launch plan (registered persistent).
+    Zeroed by a host-to-device copy, not by a kernel: the first use may come from a
+    thread of tuning's precompile (`compiling_only`), where kernels compile and do not
+    run; a fill there left the split-K arrival counters holding whatever the memory
+    held (session 22: NaN and silently wrong products on an H200)."""
+    with paused():  # not part of the op being recorded, if any
+        t = torch.zeros(shape, dtype=dtype).to(device)
+    if t.device.type == "privateuseone":
+        persistent(t)
+    return t
+
+
 # Arrival counters of split reductions (split-K products, batch norm's statistics): the
 # last program of a group to arrive merges the group's partials and re-arms its counter,
-# so they are zero between launches. One set per family and device, outliving every plan.
+# so they are zero between launches. One set per family and device, outliving every plan,
+# made once whichever thread asks first (tuning compiles candidates in threads).
 ARRIVALS = 1 << 14
 _arrivals = {}
+_arrivals_lock = threading.Lock()
 
 
 def arrival_counters(family, device):
-    """ARRIVALS int32 counters of `family` (a name) on `device`, registered persistent."""
+    """ARRIVALS int32 counters of `family` (a name) on `device`, zero between launches."""
     t = _arrivals.get((family, device))
     if t is None:
-        with paused():  # not part of the op being recorded, if any
-            t = torch.zeros(ARRIVALS, dtype=torch.int32, device=device)
-        _arrivals[(family, device)] = t
-        if t.device.type == "privateuseone":
-            persistent(t)
+        with _arrivals_lock:
+            t = _arrivals.get((family, device))
+            if t is None:
+                t = _arrivals[(family, device)] = persistent_zeros(ARRIVALS, torch.int32, device)
     return t
 
 

@@ -234,13 +234,6 @@ def multiprocessors() -> int:
     return _sm_count()
 
 
-# Off (session 21): bench/models' Llama train step gave a NaN loss from its first step
-# on an H200 with these candidates offered (the MLP's 1024 -> 2816 up projection, whose
-# tuner may pick a tail split, came out non-finite from finite inputs); not yet
-# explained. The kernel path stays tested on the host driver (tests force it).
-_TAIL_SPLIT = False
-
-
 def mm_tail_split_candidates(tiles: int, k: int) -> list[tuple[int, int]]:
     """(split, programs a multiprocessor) for the tuner to time where a matrix product's
     `tiles` fill some waves and under half of another: the full waves' tiles run whole
@@ -249,8 +242,6 @@ def mm_tail_split_candidates(tiles: int, k: int) -> list[tuple[int, int]]:
     (128 x 256 tiles run one, 128 x 128 two). At 4096 tokens on an H200 (session 20)
     GPT-2's 3072 -> 768 forward (192 tiles of 128 x 128: a wave and 60 tiles) ran at
     68% of cuBLAS, 77% with the last wave split; its weight gradient 71% -> 77%."""
-    if not _TAIL_SPLIT:
-        return []
     sms = _sm_count()
     out = []
     for occupancy in (1, 2):
