@@ -68,26 +68,40 @@ def main():
     mode, label = sys.argv[1], sys.argv[2]
     if mode == "forced":
         forced()
+    elif mode == "cudaref":  # the cuda side, in a process of its own (below)
+        torch.save(_llama_step(torch.device("cuda")), label)
     else:
         llama(label)
 
 
-def llama(label):
+def _llama_step(side):
+    """(loss, {name: float32 gradient on the CPU}) of one bf16-autocast step of bench/models'
+    Llama on `side`, from the weights of torch.manual_seed(0)."""
     from bench.models import workloads as W
     from transformers import AutoModelForCausalLM
 
     cfg = W._llama_config(False)
-    res = {}
-    for side in (dev, torch.device("cuda")):
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(cfg).to(side)
-        ids = W._seeded_tokens(cfg.vocab_size, 8, 512).to(side)
-        with torch.autocast(side.type, dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        grads = {n: p.grad.float().cpu() for n, p in model.named_parameters()}
-        res[side.type] = (loss.item(), grads)
-    (l1, g1), (l2, g2) = res["privateuseone"], res["cuda"]
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg).to(side)
+    ids = W._seeded_tokens(cfg.vocab_size, 8, 512).to(side)
+    with torch.autocast(side.type, dtype=torch.bfloat16):
+        loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    return loss.item(), {n: p.grad.float().cpu() for n, p in model.named_parameters()}
+
+
+def llama(label):
+    # The cuda side runs in another process: PyTorch's autograd engine takes one
+    # accelerator a process (at::getAccelerator), and a cuda backward after a
+    # privateuseone one fails its stream assertion.
+    import os
+    import subprocess
+    import tempfile
+
+    l1, g1 = _llama_step(dev)
+    path = os.path.join(tempfile.mkdtemp(), "cuda.pt")
+    subprocess.run([sys.executable, __file__, "cudaref", path], check=True)
+    l2, g2 = torch.load(path)
     rel = sorted((float((g1[n] - g2[n]).norm() / g2[n].norm().clamp_min(1e-30)), n) for n in g2)
     print(label, "loss", l1, "cuda", l2, "worst grad rel diff", rel[-3:], flush=True)
     mm = {k: v for k, v in _tune._memory.items() if k.startswith("mm|")}
