@@ -14,14 +14,15 @@ matmul choices the tuner made and the counters after.
 import sys
 
 import torch
-import torch_ext
-from torch_ext.ops import _tune, matmul
 
-C = torch_ext._C
 dev = torch.device("privateuseone")
 
 
 def forced():
+    import torch_ext
+    from torch_ext.ops import matmul
+
+    C = torch_ext._C
     real_tuned = matmul.tuned
     for M, K, N in ((4096, 1024, 2816), (4096, 3072, 768), (4096, 2816, 1024)):
         torch.manual_seed(0)
@@ -91,12 +92,15 @@ def _llama_step(side):
 
 
 def llama(label):
-    # The cuda side runs in another process: PyTorch's autograd engine takes one
-    # accelerator a process (at::getAccelerator), and a cuda backward after a
-    # privateuseone one fails its stream assertion.
+    # The cuda side runs in a process that never imports torch_ext: once a PrivateUse1
+    # backend is registered, at::getAccelerator() names it, and every cuda backward
+    # fails the autograd engine's stream assertion (pytorch/pytorch#161129).
     import os
     import subprocess
     import tempfile
+
+    import torch_ext  # noqa: F401
+    from torch_ext.ops import _tune, matmul
 
     l1, g1 = _llama_step(dev)
     path = os.path.join(tempfile.mkdtemp(), "cuda.pt")
