@@ -180,10 +180,12 @@ bool make_result(const Recording& r, const c10::IValue& v, Result& out) {
 }
 
 // Completes a cuda launch's parameters against the compiled function: Triton
-// appends scratch pointers (none, one or two, by version), null when unused.
+// appends scratch pointers (none, one or two, by version), null when unused; the
+// first is the global scratch of a launch that needs some (Step::scratch).
 bool check_layout(Step& l) {
   const auto& a = *cuda::api();
   if (!a.cuFuncGetParamInfo) return false;
+  const size_t user = l.params.size();
   size_t count = 0, offset = 0, size = 0;
   auto fn = static_cast<cuda::CUfunction>(l.function);
   while (count <= kMaxParams &&
@@ -193,6 +195,10 @@ bool check_layout(Step& l) {
     ++count;
   }
   if (count < l.params.size() || count > l.params.size() + 2 || count > kMaxParams) return false;
+  if (l.scratch) {
+    if (count == user) return false;  // no parameter to pass it in
+    l.scratch_param = static_cast<int16_t>(user);
+  }
   while (l.params.size() < count) l.params.push_back(Param{});
   return true;
 }

@@ -113,6 +113,10 @@ struct Step {
   int16_t grid_syms[3] = {-1, -1, -1};  // expressions of the grid (size-generic plans)
   unsigned threads = 0, shared = 0;
   std::vector<Param> params;
+  // Bytes of global scratch a program (Triton's, for tensor descriptors made on the
+  // device), allocated on each replay and passed as parameter `scratch_param`.
+  uint32_t scratch = 0;
+  int16_t scratch_param = -1;
   // Host: ops._launch.replay(kernel, grid, args, kwargs, tensors).
   // Callback: kernel(*args) (e.g. the host driver's bounds check); with an interval,
   // at most once per `interval_ns` of host time over all such steps (skipped without

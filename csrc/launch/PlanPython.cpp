@@ -48,7 +48,8 @@ bool mark_philox(Recording& rec, int8_t which, int16_t ordinal) {
 
 void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned shared,
                   py::object types, py::list values, std::string name,
-                  std::vector<std::tuple<int, int, int>> marks, std::vector<int> grid_syms) {
+                  std::vector<std::tuple<int, int, int>> marks, std::vector<int> grid_syms,
+                  uint32_t scratch) {
   Recording* rec = active;
   if (!rec || !rec->ok || rec->paused) return;
   if (types.is_none()) return fail(*rec, "launch not replayable");
@@ -69,6 +70,7 @@ void observe_cuda(py::object grid, uint64_t function, unsigned threads, unsigned
   }
   s.threads = threads;
   s.shared = shared;
+  s.scratch = scratch;
   for (size_t k = 0; k < type_list.size(); ++k) {
     const std::string& type = type_list[k];
     const uint8_t size = type.empty() ? 0 : param_size(type);
@@ -316,7 +318,7 @@ void register_bindings(py::module_& m) {
   m.def("_plan_observe_cuda", &observe_cuda, py::arg("grid"), py::arg("function"),
         py::arg("threads"), py::arg("shared"), py::arg("types"), py::arg("values"), py::arg("name"),
         py::arg("marks") = std::vector<std::tuple<int, int, int>>(),
-        py::arg("grid_syms") = std::vector<int>());
+        py::arg("grid_syms") = std::vector<int>(), py::arg("scratch") = 0);
   register_shape_bindings(m);
   m.def("_plan_observe_host", &observe_host, py::arg("kernel"), py::arg("grid"), py::arg("args"),
         py::arg("kwargs"), py::arg("tensors"), py::arg("name"),

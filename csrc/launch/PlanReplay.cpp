@@ -207,6 +207,14 @@ c10::IValue replay(const Plan& plan, const std::vector<Operand>& ops, c10::Devic
           if (s.grid_syms[d] >= 0 && syms)
             grid[d] = static_cast<unsigned>(sym_values[s.grid_syms[d]]);
         }
+        at::Tensor scratch;  // freed after the launch: later work on the stream reuses it
+        if (s.scratch) {
+          const int64_t programs = int64_t{grid[0]} * grid[1] * grid[2];
+          scratch = at::empty({programs * s.scratch},
+                              at::TensorOptions().dtype(at::kByte).device(
+                                  c10::Device(c10::DeviceType::PrivateUse1, device)));
+          values[s.scratch_param] = reinterpret_cast<uint64_t>(scratch.data_ptr());
+        }
         const auto& a = *cuda::api();
         TORCH_EXT_CUDA_CHECK(a.cuLaunchKernel(
             static_cast<cuda::CUfunction>(s.function), grid[0], grid[1], grid[2], s.threads, 1, 1,

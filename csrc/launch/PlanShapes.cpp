@@ -217,7 +217,7 @@ bool same_step(const Step& a, const Step& b) {
   switch (a.kind) {
     case Step::Kind::Cuda:
       if (a.function != b.function || a.threads != b.threads || a.shared != b.shared ||
-          a.params.size() != b.params.size()) {
+          a.scratch != b.scratch || a.params.size() != b.params.size()) {
         return false;
       }
       for (int d = 0; d < 3; ++d) {

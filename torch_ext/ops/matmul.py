@@ -304,8 +304,16 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     precision = matmul_precision(a.dtype, upcast)
     has_bias = bias is not None and beta != 0
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
+    from . import matmul_tma  # (it imports this module's epilogue)
+
+    tma = matmul_tma.layout(a, a_shape, a_st, b, b_shape, b_st, a.dtype)
 
     def run(cfg):
+        if cfg[-1] == matmul_tma.TMA:
+            return matmul_tma.run(
+                a, b, c, x, cfg, (a_shape, b_shape), (c_st, x_st), tma, alpha, beta, has_bias,
+                upcast, precision,
+            )  # fmt: skip
         _, _, bk, warps, stages, *forced = cfg
         bm, bn, tiles = _tiles(M, N, cfg)
         bk = max(16, pow2_at_most(max(K, 1), bk))
@@ -330,12 +338,15 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         )  # fmt: skip
 
     cands = mm_candidates(first, M, N, K, a.dtype, Bt)
+    if tma is not None and len(cands) > 1:
+        cands += matmul_tma.candidates()
     if has_bias and x.untyped_storage().data_ptr() == c.untyped_storage().data_ptr():
         cands = [first]  # c += a @ b in place (addmm_): a timing launch would add twice
     if len(cands) > 1:
         # size buckets: a decision on each size's bucket, not its value, so that a
         # launch plan still serves every size of the bucket
-        key = (a.dtype, layout, precision, Bt > 1, has_bias, *(size_bucket(v) for v in (M, N, K)))
+        key = (a.dtype, layout, precision, Bt > 1, has_bias, tma is not None,
+               *(size_bucket(v) for v in (M, N, K)))  # fmt: skip
         run(tuned("mm", key, cands, run, a.device))
     else:
         run(first)

@@ -373,3 +373,17 @@ def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]
     tile a program. Not yet timed on a GPU: from the schedule of ResNet-50's shapes
     (bench/cases_norm.py)."""
     return max(1024, 8192 // elem_size), 4 * _sm_count(), 4096, 8, 1
+
+
+_TMA: dict[int, bool] = {}
+
+
+def mm_tma() -> bool:
+    """Matrix products may take ops/matmul_tma.py's TMA kernel (tuned beside the pointer
+    kernel): GPUs of compute capability 9.0 (Hopper) and later."""
+    from triton.runtime import driver
+
+    device = driver.active.get_current_device()
+    if device not in _TMA:
+        _TMA[device] = driver.active.get_current_target().arch >= 90
+    return _TMA[device]

@@ -29,6 +29,11 @@ def _observing(launcher_cls: type) -> type:
         def __init__(self, src: Any, metadata: Any) -> None:
             super().__init__(src, metadata)
             self._fast_types = _fast_types(src, metadata)
+            # global scratch a program (tensor descriptors made on the device): replays
+            # allocate it as Triton's launcher does
+            self._fast_scratch = getattr(metadata, "global_scratch_size", 0) * getattr(
+                metadata, "num_ctas", 1
+            )
             signature = getattr(src, "signature", None)
             self._fast_names = list(signature) if isinstance(signature, dict) else []
             self._fast_threads = 32 * getattr(metadata, "num_warps", 4)
@@ -61,6 +66,7 @@ def _observing(launcher_cls: type) -> type:
                     self._fast_name,
                     marks,
                     _launch.pending_grid or [],
+                    self._fast_scratch,
                 )
             return super().__call__(gridX, gridY, gridZ, stream, function, *rest)
 
@@ -75,7 +81,6 @@ def _fast_types(src: Any, metadata: Any) -> Optional[list[str]]:
         getattr(metadata, "num_ctas", 1) == 1
         and not getattr(metadata, "launch_pdl", False)
         and not getattr(metadata, "launch_cooperative_grid", False)
-        and not getattr(metadata, "global_scratch_size", 0)
         and not getattr(metadata, "profile_scratch_size", 0)
         and tuple(getattr(metadata, "cluster_dims", (1, 1, 1)) or (1, 1, 1))
         in ((1, 1, 1), (1,), ())
