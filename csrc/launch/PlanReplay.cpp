@@ -11,6 +11,7 @@
 #include "runtime/Generator.h"
 #include "runtime/Stream.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/python_variable.h>
