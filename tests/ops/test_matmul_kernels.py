@@ -101,6 +101,9 @@ def test_split_k_candidates_are_timed_and_run(pick, device, monkeypatch):
         monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=[2, 3],
         mm_tail_split_candidates=None,
     )  # fmt: skip
+    from torch_ext.ops import matmul_tma
+
+    force_spec(monkeypatch, matmul_tma, mm_tma=None)  # the pointer kernel's candidates only
     seen, grids = [], []
 
     def choose(family, key, candidates, run, dev):
