@@ -45,14 +45,9 @@ def _mm_tma_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     per = tiles_m * tiles_n
     tiles = per * BATCH
-    group = GROUP_M * tiles_n
     for t in tl.range(tl.program_id(0), tiles, PROGS, flatten=FLAT, warp_specialize=WS):
         batch = t // per
-        tile = t % per
-        first_m = (tile // group) * GROUP_M
-        group_m = tl.minimum(tiles_m - first_m, GROUP_M)
-        pid_m = first_m + (tile % group) % group_m
-        pid_n = (tile % group) // group_m
+        pid_m, pid_n = matmul.grouped(t % per, tiles_m, tiles_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k in range(0, K, BLOCK_K):
             at = a_d.load([batch, pid_m * BLOCK_M, k]).reshape(BLOCK_M, BLOCK_K)

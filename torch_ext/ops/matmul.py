@@ -134,6 +134,16 @@ def _mm_merge(acc, c, bias, ws, arrivals, tile, split, tiles, batch, rm, rn, M, 
 
 
 @triton.jit
+def grouped(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """(row tile, column tile) of output tile number `tile` in grouped order: GROUP_M
+    row tiles share their column tiles in L2."""
+    group = GROUP_M * tiles_n
+    first_m = (tile // group) * GROUP_M
+    group_m = tl.minimum(tiles_m - first_m, GROUP_M)
+    return first_m + (tile % group) % group_m, (tile % group) // group_m
+
+
+@triton.jit
 def _mm_kernel(
     a,
     b,
@@ -185,14 +195,9 @@ def _mm_kernel(
         per = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K
         k_lo = split * per
         k_hi = tl.where(whole, K, tl.minimum(K, k_lo + per))
-    # Grouped order: GROUP_M row tiles share their column tiles in L2.
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
-    group = GROUP_M * tiles_n
-    first_m = (tile // group) * GROUP_M
-    group_m = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (tile % group) % group_m
-    pid_n = (tile % group) // group_m
+    pid_m, pid_n = grouped(tile, tiles_m, tiles_n, GROUP_M)
     batch = tl.program_id(1).to(tl.int64)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)

@@ -27,7 +27,7 @@ import triton.language as tl
 
 from ._common import tl_float_acc
 from ._launch import launch
-from .matmul import _mm_store
+from .matmul import _mm_store, grouped
 from ..backends import spec
 
 TILES = [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3)]
@@ -63,14 +63,9 @@ def _mm_tma_kernel(
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     per = tiles_m * tiles_n
-    group = GROUP_M * tiles_n
     for t in tl.range(tl.program_id(0), per * BATCH, tl.num_programs(0), flatten=True):
         batch = t // per
-        tile = t % per
-        first_m = (tile // group) * GROUP_M
-        group_m = tl.minimum(tiles_m - first_m, GROUP_M)
-        pid_m = first_m + (tile % group) % group_m
-        pid_n = (tile % group) // group_m
+        pid_m, pid_n = grouped(t % per, tiles_m, tiles_n, GROUP_M)
         ia = batch % BA
         ib = batch % BB
         acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
