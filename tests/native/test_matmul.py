@@ -71,3 +71,26 @@ def test_blas_out_inplace():
     assert_close(y, torch.baddbmm(C.double(), A.double(), B.double()), reduce=5)
     big = rand((1000, 37), F32)
     check(torch.mm, big, rand((37, 9), F32), reduce=37)
+
+
+def test_tma_scratch_allocator_in_each_thread():
+    """Triton asks its allocator for the TMA kernel's descriptor scratch
+    (ops/matmul_tma.py); Triton keeps it per thread (a context variable), so each
+    launching thread sets its own (the autograd engine's device thread launches
+    backward products): device memory of the asked size on the current device."""
+    import threading
+
+    from triton.runtime import _allocation
+    from torch_ext.ops import matmul_tma
+
+    got = []
+
+    def launcher():
+        matmul_tma.ensure_allocator(torch.device(DEV))
+        buf = _allocation._allocator.get()(384, 128, None)
+        got.append((buf.device, buf.numel()))
+
+    t = threading.Thread(target=launcher)
+    t.start()
+    t.join()
+    assert got == [(torch.device(DEV, torch.privateuseone.current_device()), 384)]

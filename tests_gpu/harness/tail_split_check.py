@@ -30,7 +30,7 @@ def forced():
         w = torch.randn(N, K, dtype=torch.bfloat16, device="cuda") / K**0.5
         ref = (x @ w.t()).float()
         xd, wd = x.cpu().to(dev), w.cpu().to(dev)
-        first = matmul.spec("mm_config", M, N, K, x.dtype, "tt") or (128, 128, 64, 8, 3)
+        first = matmul.spec("mm_config", M, N, K, x.dtype, "nt") or (128, 128, 64, 8, 3)
         cands = matmul.mm_candidates(first, M, N, K, x.dtype)
         print(f"{M}x{K}->{N}: {len(cands)} candidates", flush=True)
         for cfg in cands:

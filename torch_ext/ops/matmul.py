@@ -300,8 +300,9 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
 
         fill_(c, 0)
         return
-    # "n" (rows contiguous) or "t" (columns contiguous) per operand, as BLAS says.
-    layout = ("t" if a_st[1] != 1 else "n") + ("t" if b_st[2] != 1 else "n")
+    # "n" (rows contiguous) or "t" (columns contiguous) per operand, as BLAS says: a
+    # Linear's forward x @ W.t() is "nt", its input gradient "nn", its weight's "tn".
+    layout = ("n" if a_st[2] == 1 else "t") + ("n" if b_st[2] == 1 else "t")
     first = spec("mm_config", M, N, K, a.dtype, layout) or _default_config(M, N, K, a.dtype)
     acc = tl_float_acc(a.dtype)
     # A driver whose tl.dot lacks a dtype (the interpreter: bfloat16) gets fp32 tiles.

@@ -130,13 +130,19 @@ _allocator = threading.local()
 
 def ensure_allocator(device):
     """Triton's allocator for the descriptors' global scratch, in this thread (Triton
-    keeps it in a context variable: each thread that launches sets its own)."""
+    keeps it in a context variable: each thread that launches sets its own): memory of
+    `device`'s type on its current device (the launch's, under the op's device guard)."""
     if getattr(_allocator, "set", False):
         return
-    dev = torch.device(device)
-    triton.set_allocator(
-        lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=dev)
-    )
+    kind = torch.device(device).type
+    module = getattr(torch, kind)  # torch.privateuseone, or torch.cuda (kernel tests)
+
+    def alloc(size, align, stream):
+        return torch.empty(
+            size, dtype=torch.int8, device=torch.device(kind, module.current_device())
+        )
+
+    triton.set_allocator(alloc)
     _allocator.set = True
 
 
