@@ -286,9 +286,14 @@ def test_tma_kernel_reads_each_orientation(a_t, b_t, device, monkeypatch):
     out = torch.empty(M, N, dtype=dtype, device=device)
     matmul.mm_out(a, b, out)
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=K)
-    assert [(k.fn.__name__, kw["A_T"], kw["B_T"]) for k, kw in launched] == [
-        ("_mm_tma_kernel", a_t, b_t)
+    assert [(k.fn.__name__, kw["A_T"], kw["B_T"], kw["C_TMA"]) for k, kw in launched] == [
+        ("_mm_tma_kernel", a_t, b_t, True)
     ]
+    # an output a descriptor cannot take (columns contiguous): the pointer epilogue
+    out_t = torch.empty(N, M, dtype=dtype, device=device).t()
+    matmul.mm_out(a, b, out_t)
+    assert_close(out_t, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=K)
+    assert launched[-1][1]["C_TMA"] is False
 
 
 @pytest.mark.parametrize("tile", [1, 2])
@@ -304,7 +309,12 @@ def test_tma_kernel_batches_bias_and_broadcast(tile, device, monkeypatch):
     matmul.baddbmm_out(bias.expand(3, 256, 264), a, b, 0.5, 2.0, out)
     ref = 0.5 * to_ref(bias) + 2.0 * to_ref(a) @ to_ref(b)
     assert_close(out, ref.to(dtype), dtype, reduce_dim=320)
-    assert [(k.fn.__name__, kw["BLOCK_N"]) for k, kw in launched] == [("_mm_tma_kernel", 128)]
+    assert [(k.fn.__name__, kw["BLOCK_N"], kw["C_TMA"]) for k, kw in launched] == [
+        ("_mm_tma_kernel", 128, False)  # the bias: the pointer epilogue
+    ]
+    matmul.bmm_out(a, b, out)  # no bias: the batched output through a descriptor
+    assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=320)
+    assert launched[-1][1]["C_TMA"] is True
 
 
 def test_tma_kernel_only_for_operands_a_descriptor_takes(device, monkeypatch):

@@ -317,8 +317,8 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     def run(cfg):
         if cfg[-1] == matmul_tma.TMA:
             return matmul_tma.run(
-                a, b, c, x, cfg, (a_shape, b_shape), (c_st, x_st), tma, alpha, beta, has_bias,
-                upcast, precision,
+                a, b, c, x, cfg, (a_shape, b_shape, c_shape), (c_st, x_st), tma, alpha, beta,
+                has_bias, upcast, precision,
             )  # fmt: skip
         _, _, bk, warps, stages, *forced = cfg
         bm, bn, tiles = _tiles(M, N, cfg)

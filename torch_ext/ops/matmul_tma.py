@@ -4,7 +4,8 @@ One program a multiprocessor walks the output tiles (batches included) in groupe
 order; each tile's A and B blocks come in through device-side tensor descriptors
 (tl.make_tensor_descriptor: the hardware fetches, zero-fills past the edges and
 swizzles for wgmma, no address arithmetic or masks in the loop), and the tile leaves
-through ops/matmul.py's epilogue (alpha, a bias times beta, any output strides).
+through a descriptor too (asynchronous stores), or, with a bias or an output a descriptor
+cannot take, through ops/matmul.py's epilogue (alpha, a bias times beta, any strides).
 Triton pipelines the tile loop with the next tile's loads (`flatten`).
 
 On an H200 (tests_gpu/harness/mm_tma.py, session 22) 128 x 256 tiles ran mm 4096^3 at
@@ -44,14 +45,17 @@ def _descriptor(x, BX, R, C, s_xb, s_xr, BLOCK_R: tl.constexpr, BLOCK_C: tl.cons
 
 @triton.jit
 def _mm_tma_kernel(
-    a, b, c, bias, M, N, K, BATCH, BA, BB, s_ab, s_a, s_bb, s_b, s_cb, s_cm, s_cn,
+    a, b, c, bias, M, N, K, BATCH, BA, BB, BC, s_ab, s_a, s_bb, s_b, s_cbd, s_cb, s_cm, s_cn,
     s_xb, s_xm, s_xn, alpha, beta,
-    A_T: tl.constexpr, B_T: tl.constexpr, HAS_BIAS: tl.constexpr, ACC: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr, C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr,
+    ACC: tl.constexpr,
     UPCAST: tl.constexpr, PRECISION: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     # A is (BA, M, K), or stored (BA, K, M) with A_T; B is (BB, K, N), or stored
     # (BB, N, K) with B_T. A batch of one (BA or BB 1) serves every batch (broadcast).
+    # C_TMA: C (BC, M, N) leaves through a descriptor too (asynchronous stores, clipped
+    # at the edges), else through the pointer epilogue (a bias, other strides).
     if A_T:
         a_d = _descriptor(a, BA, K, M, s_ab, s_a, BLOCK_K, BLOCK_M)
     else:
@@ -60,6 +64,8 @@ def _mm_tma_kernel(
         b_d = _descriptor(b, BB, N, K, s_bb, s_b, BLOCK_N, BLOCK_K)
     else:
         b_d = _descriptor(b, BB, K, N, s_bb, s_b, BLOCK_K, BLOCK_N)
+    if C_TMA:
+        c_d = _descriptor(c, BC, M, N, s_cbd, s_cm, BLOCK_M, BLOCK_N)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     per = tiles_m * tiles_n
@@ -82,10 +88,14 @@ def _mm_tma_kernel(
                 at = at.to(tl.float32)
                 bt = bt.to(tl.float32)
             acc = tl.dot(at, bt, acc, input_precision=PRECISION, out_dtype=ACC)
-        rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        _mm_store(acc, c, bias, batch.to(tl.int64), rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm,
-                  s_xn, alpha, beta, HAS_BIAS, ACC)  # fmt: skip
+        if C_TMA:
+            out = (acc * alpha).to(c.dtype.element_ty).reshape(1, BLOCK_M, BLOCK_N)
+            c_d.store([batch % BC, pid_m * BLOCK_M, pid_n * BLOCK_N], out)
+        else:
+            rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            _mm_store(acc, c, bias, batch.to(tl.int64), rm, rn, M, N, s_cb, s_cm, s_cn, s_xb,
+                      s_xm, s_xn, alpha, beta, HAS_BIAS, ACC)  # fmt: skip
 
 
 def _operand(t, shape, st):
@@ -147,15 +157,19 @@ def ensure_allocator(device):
 
 
 def run(a, b, c, x, cfg, shapes, strides, tma, alpha, beta, has_bias, upcast, precision):
-    """Launches the TMA kernel with `cfg` (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, TMA)."""
+    """Launches the TMA kernel with `cfg` (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, TMA);
+    C through a descriptor where it takes one and no bias is added."""
     bm, bn, bk, warps, stages, _ = cfg
     (Bt, M, K), N = shapes[0], shapes[1][2]
     (da, db), (c_st, x_st) = tma, strides
+    dc = None if has_bias else _operand(c, shapes[2], c_st)
+    c_tma = dc is not None and not dc[0]
+    bc, s_cbd = (dc[1], dc[2]) if c_tma else (1, 0)
     ensure_allocator(a.device)
     launch(
         _mm_tma_kernel, (spec("multiprocessors") or 1, 1), a, b, c, x, M, N, K, Bt,
-        da[1], db[1], da[2], da[3], db[2], db[3], *c_st, *x_st, alpha, beta,
-        A_T=da[0], B_T=db[0], HAS_BIAS=has_bias, ACC=tl_float_acc(a.dtype), UPCAST=upcast,
-        PRECISION=precision, GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
-        num_stages=stages,
+        da[1], db[1], bc, da[2], da[3], db[2], db[3], s_cbd, *c_st, *x_st, alpha, beta,
+        A_T=da[0], B_T=db[0], C_TMA=c_tma, HAS_BIAS=has_bias, ACC=tl_float_acc(a.dtype),
+        UPCAST=upcast, PRECISION=precision, GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        num_warps=warps, num_stages=stages,
     )  # fmt: skip
