@@ -7,6 +7,7 @@ and FlagGems on cuda, same ops, shapes and dtypes, one run.
     python -m bench host ...     # per-op host cost (bench/host.py)
     python -m bench census ...   # kernels per aten op in one model step (bench/census.py)
     python -m bench lengths ...  # launch plans recorded at new prompt lengths (bench/lengths.py)
+    python -m bench merge --out all DIR...   # one report over several runs' results
 
 Each implementation runs in its own worker process, one after the other (see
 worker.py for why); then report.py writes results.{md,json,png} into --out.
@@ -40,6 +41,14 @@ def main(argv=None):
         from bench import lengths
 
         return lengths.main(argv[1:])
+    if argv[:1] == ["merge"]:
+        m = argparse.ArgumentParser(prog="python -m bench merge")
+        m.add_argument("--out", required=True)
+        m.add_argument("dirs", nargs="+", help="result directories (their *.jsonl)")
+        args = m.parse_args(argv[1:])
+        report.render(args.out, args.dirs)
+        print(f"wrote {args.out}/results.md from {len(args.dirs)} runs")
+        return 0
     p = argparse.ArgumentParser(prog="python -m bench")
     p.add_argument("--out", default="bench_out")
     p.add_argument("--impls", default="torch,compile,ours,flaggems")

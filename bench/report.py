@@ -13,9 +13,11 @@ PEERS = ("torch", "compile", "flaggems")
 ELEMENTWISE_BW_OPS = ("add", "mul", "exp")
 
 
-def load(out_dir):
+def load(*dirs):
+    """(meta, rows) of the workers' JSON lines in `dirs` (several: the pieces of one suite
+    run as shards or separate commands, merged; a case measured twice keeps the last)."""
     meta, rows = {}, {}
-    for impl in IMPLS:
+    for impl, out_dir in ((i, d) for d in dirs for i in IMPLS):
         path = Path(out_dir) / f"{impl}.jsonl"
         if not path.exists():
             continue
@@ -211,6 +213,13 @@ def suite_targets(table):
             f"geomean {g[0]:.0%} over {len(gemms)}, lowest {g[1]:.0%} ({g[2]})",
             verdict(g[0] >= 0.85 and g[1] >= 0.70),
         ]
+    whole = [r for r in table if category(r) in ISSUE15_CATEGORIES]
+    g = geo_min(whole, "speedup_vs_torch")
+    if g and {category(r) for r in whole} == set(ISSUE15_CATEGORIES):  # all four: the suite
+        out["whole suite (pointwise, reduction/norm, matmul, attention) >= 1.2x torch eager"] = [
+            f"geomean {g[0]:.2f}x over {len(whole)}, lowest {g[1]:.2f}x ({g[2]})",
+            verdict(g[0] >= 1.2),
+        ]
     sdpa = [r for r in table if r["op"].startswith("sdpa")]
     g = geo_min(sdpa, "speedup_vs_torch")
     if g:
@@ -225,6 +234,9 @@ REDUCTION_OPS = (
     *("softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "group_norm"),
     *("sum", "mean", "amax", "amin", "argmax", "cumsum", "prod"),
 )
+
+
+ISSUE15_CATEGORIES = ("pointwise", "reduction/norm", "matmul", "attention")
 
 
 def category(row):
@@ -430,9 +442,12 @@ def plot(table, path, title):
     return True
 
 
-def render(out_dir):
+def render(out_dir, sources=()):
+    """Writes results.{json,md,png} into out_dir from its workers' lines, or from those of
+    `sources` (result directories) merged (`python -m bench merge`)."""
     out_dir = Path(out_dir)
-    meta, rows = load(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta, rows = load(*(sources or [out_dir]))
     table, summary = summarize(meta, rows)
     gpu = next(
         (m.get("device_name") for m in meta.values() if m.get("device_name")), "unknown device"

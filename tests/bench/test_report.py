@@ -80,3 +80,39 @@ def test_compile_worker_on_the_cpu(tmp_path):
     assert recs[0]["meta"] and recs[0]["impl"] == "compile"
     assert [r["op"] for r in recs[1:]] == ["add", "add"]
     assert all("error" not in r and r["kernel_ms"] > 0 for r in recs[1:]), recs
+
+
+def test_runs_merge_into_one_report_with_the_whole_suite_target(tmp_path):
+    """`python -m bench merge`: the pieces of a suite (here a default-suite run and a
+    transformer run) in one report; issue 15's whole-suite target appears once all four
+    of its categories are present (a piece alone gets no verdict on it)."""
+    pieces = {
+        "ops": [("add", "64M", 1.0, 1.5, None), ("softmax", "8192x8192", 1.0, 2.0, None)],
+        "tr": [("linear_fwd", "gpt2 768->768 x4096 fwd", 1.0, 0.9, 1e12),
+               ("sdpa_fwd_bwd", "b8 h12 L512 d64", 1.0, 0.8, 1e12)],
+    }  # fmt: skip
+    for name, cases in pieces.items():
+        d = tmp_path / name
+        d.mkdir()
+        for impl, col in (("ours", 2), ("torch", 3)):
+            rows = []
+            for case in cases:
+                extra = {"flops": case[4], "matrix": True} if case[4] else {}
+                rows.append(_row(case[0], case[1], case[col], **extra))
+            _write(d, impl, rows)
+    name = "whole suite (pointwise, reduction/norm, matmul, attention) >= 1.2x torch eager"
+    alone, _ = report.render(tmp_path / "ops")
+    assert name not in alone["suite_targets"]
+    out = tmp_path / "all"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "merge", "--out", str(out), str(tmp_path / "ops"),
+         str(tmp_path / "tr")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    merged = json.loads((out / "results.json").read_text())
+    assert len(merged["rows"]) == 4
+    value, verdict = merged["summary"]["suite_targets"][name]
+    # speed-ups 1.5, 2.0, 0.9, 0.8: geomean 2.16 ** 0.25 = 1.21
+    assert verdict == "met" and value.startswith("geomean 1.21x over 4, lowest 0.80x"), value
+    assert name in (out / "results.md").read_text()
