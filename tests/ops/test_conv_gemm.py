@@ -208,3 +208,43 @@ def test_weight_gradient_tiles_cover_channels_past_one_tile():
     dw = conv_gemm.pointwise_weight_grad(dyd, xd, (20, 40, 1, 1), (16, 32, 16, 4, 2, 2, 0))
     err = (dw.cpu().double() - ref).abs().max() / ref.abs().max()
     assert err < 2e-2, err
+
+
+@pytest.mark.parametrize("pick", ["gemm", "implicit"])
+@pytest.mark.parametrize("stride,bias", [(1, True), (2, False)], ids=["s1_bias", "s2"])
+def test_channels_last_pointwise_tunes_one_product_against_the_implicit_gemm(
+    monkeypatch, pick, stride, bias
+):
+    """A channels_last 1x1 convolution offers the tuner one product over its pixels
+    (the matrix products' kernels) beside the implicit GEMM, forward and input gradient;
+    either gives the CPU's forward and gradients, channels_last, a stride-2 shortcut's
+    input gradient in its strided pixels."""
+    offered = []
+
+    def choose(family, key, candidates, run, device):
+        offered.append((key[0], list(candidates)))
+        return (pick,) if key[0].endswith("_cl") else list(candidates)[0]
+
+    monkeypatch.setattr(conv_gemm, "tuned", choose)
+    torch_ext._C._plan_clear()  # the same shapes' recorded launches would replay
+    cl = torch.channels_last
+    x = torch.randn(2, 24, 10, 6, dtype=torch.float64).contiguous(memory_format=cl)
+    x.requires_grad_()
+    w = torch.randn(16, 24, 1, 1, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(16, dtype=torch.float64, requires_grad=True) if bias else None
+    y = F.conv2d(x, w, b, stride=stride)
+    g = torch.randn_like(y)
+    inputs = (x, w, b) if bias else (x, w)
+    ref = torch.autograd.grad(y, inputs, g)
+    dev = [t.detach().to(torch.bfloat16).to(DEV).requires_grad_() for t in inputs]
+    dev[0] = dev[0].detach().contiguous(memory_format=cl).requires_grad_()
+    yd = F.conv2d(dev[0], dev[1], dev[2] if bias else None, stride=stride)
+    assert yd.is_contiguous(memory_format=cl) and yd.shape == y.shape
+    got = torch.autograd.grad(yd, dev, g.to(torch.bfloat16).to(DEV).contiguous(memory_format=cl))
+    assert got[0].is_contiguous(memory_format=cl)
+    kinds = [k for k, _ in offered]
+    assert "pw_fwd_cl" in kinds and "pw_dgrad_cl" in kinds, kinds
+    assert all(c == [("implicit",), ("gemm",)] for k, c in offered if k.endswith("_cl"))
+    for a, r in zip((yd, *got), (y, *ref)):
+        err = (a.detach().cpu().double() - r).abs().max() / r.abs().max()
+        assert err < 2e-2, (a.shape, err)

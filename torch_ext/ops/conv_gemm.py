@@ -23,6 +23,13 @@ read it in place (its images follow each other: one long reduction, no per-image
 Maps whose pixels are not a multiple of 8 (7x7: rows not 16-byte aligned, loads not
 pipelined) time the implicit GEMM as well, forward and input gradient, and keep the
 faster (_rows_or_implicit).
+
+A channels_last 2-d 1x1 convolution is also one product over its pixels: x as its
+(N*H*W x C) matrix (a view), y = x @ W^T + bias and dx = dy @ W, each as large as a
+transformer's GEMMs and so open to the matrix products' tuned kernels (the TMA kernel on
+Hopper). The tuner times that product against the implicit GEMM, forward and input
+gradient, and keeps the faster (_gemm_or_implicit; the implicit GEMM where nothing is
+timed).
 """
 
 import math
@@ -38,7 +45,7 @@ from .conv_igemm import channels_last_view, conv_candidates, conv_forward, conv_
 from .conv_igemm import conv_scatter
 from .conv_igemm import needs_int64
 from .conv_igemm_bwd import split_candidates
-from .matmul import _bmm
+from .matmul import _bmm, as3
 from .reduction import sum_slices
 
 
@@ -142,6 +149,76 @@ def pointwise_input_grad(dy, w, in_shape, stride):
 
     key = ("pw_dgrad", dy.dtype, *dy.shape, *w.shape, *stride, *in_shape)
     return _rows_or_implicit(key, dy, math.prod(dy.shape[2:]), rows, implicit)
+
+
+def is_cl_pointwise(x, w, padding, groups, transposed):
+    """Whether conv(x, w) is a _pointwise 2-d convolution of a channels_last input (its
+    result channels_last): forward and input gradient are then also one product over
+    the pixels (module doc)."""
+    return (
+        _pointwise(x, w, padding, groups, transposed)
+        and x.dim() == 4
+        and x.is_contiguous(memory_format=torch.channels_last)
+        and not x.is_contiguous()
+    )
+
+
+def _pixels(t):
+    """A channels_last (N, C, H, W) tensor as its (N*H*W, C) matrix (a view)."""
+    return t.permute(0, 2, 3, 1).reshape(-1, t.shape[1])
+
+
+def _gemm_or_implicit(key, x, gemm, implicit):
+    """gemm() or implicit(), whichever the tuner times faster; implicit() where nothing is
+    timed."""
+    runs = {"implicit": implicit, "gemm": gemm}
+    cfg = tuned("conv", key, [("implicit",), ("gemm",)], lambda cfg: runs[cfg[0]](), x.device)
+    return runs[cfg[0]]()
+
+
+def cl_pointwise_forward(x, w, bias, stride, implicit):
+    """The forward of an is_cl_pointwise convolution: the product over the (subsampled)
+    pixels, or `implicit()`, whichever the tuner keeps."""
+    co = w.shape[0]
+
+    def gemm():
+        xs = subsample(x, stride)
+        y = torch.empty((xs.shape[0], co, *xs.shape[2:]), dtype=x.dtype, device=x.device,
+                        memory_format=torch.channels_last)  # fmt: skip
+        if y.numel() == 0:
+            return y
+        ym = _pixels(y)
+        b = (bias, (1, ym.shape[0], co), (0, 0, bias.stride(0))) if bias is not None else None
+        _bmm(as3(_pixels(xs)), as3(w.reshape(co, -1).t()), as3(ym), b,
+             beta=1.0 if bias is not None else 0.0)  # fmt: skip
+        return y
+
+    key = ("pw_fwd_cl", x.dtype, *x.shape, *w.shape, *stride, bias is not None)
+    return _gemm_or_implicit(key, x, gemm, implicit)
+
+
+def cl_pointwise_input_grad(dy, w, in_shape, stride, implicit):
+    """The input gradient of an is_cl_pointwise convolution: dy's pixels @ W written into
+    the strided pixels of a channels_last dx, or `implicit()`, whichever the tuner keeps."""
+    n, co, c = dy.shape[0], w.shape[0], w.shape[1]
+    strided = any(s != 1 for s in stride)
+
+    def gemm():
+        cl = torch.channels_last
+        shape = (n, c, *dy.shape[2:]) if strided else tuple(in_shape)
+        dx = torch.empty(shape, dtype=dy.dtype, device=dy.device, memory_format=cl)
+        if dx.numel():
+            g = dy.contiguous(memory_format=cl)
+            _bmm(as3(_pixels(g)), as3(w.reshape(co, c)), as3(_pixels(dx)))
+        if not strided:
+            return dx
+        full = torch.empty(tuple(in_shape), dtype=dy.dtype, device=dy.device, memory_format=cl)
+        full.zero_()
+        full[_strided_pixels(stride)] = dx
+        return full
+
+    key = ("pw_dgrad_cl", dy.dtype, *dy.shape, *w.shape, *stride, *in_shape)
+    return _gemm_or_implicit(key, dy, gemm, implicit)
 
 
 def is_pointwise_wgrad(x, w, padding, groups, transposed):

@@ -50,6 +50,7 @@ from .conv_depthwise import dw_forward, dw_input_grad, dw_weight_grad, is_depthw
 from .conv_igemm_bwd import conv_weight_grad
 from .conv_igemm_flat import flat_fits, flat_forward, flat_weight_grad
 from .conv_gemm import is_nchw_pointwise, pointwise_forward, pointwise_input_grad
+from .conv_gemm import cl_pointwise_forward, cl_pointwise_input_grad, is_cl_pointwise
 from .conv_gemm import is_pointwise_wgrad, pointwise_weight_grad, subsample
 
 
@@ -283,6 +284,11 @@ def convolution_overrideable(
         # few input channels (a stem): the reduction over (last tap, channel) runs
         fmt = conv_format(input, weight)
         return flat_forward(input, weight, bias, stride, padding, dilation, out_sp, fmt)
+    if is_cl_pointwise(input, weight, padding, g, transposed):  # or one product over pixels
+        return cl_pointwise_forward(
+            input, weight, bias, stride,
+            lambda: conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp),
+        )  # fmt: skip
     if not transposed:
         # implicit GEMM, bias fused, input read in place by strides
         return conv_forward(input, weight, bias, stride, padding, dilation, g, out_sp)
@@ -321,7 +327,12 @@ def convolution_backward_overrideable(
         fmt = conv_format(gout, weight)
         if output_mask[0] and output_mask[1]:
             gout = channels_last_view(gout)  # laid out once for both kernels
-        if output_mask[0]:
+        if output_mask[0] and is_cl_pointwise(input, weight, padding, g, transposed):
+            grad_input = cl_pointwise_input_grad(
+                gout, weight, input.shape, stride,
+                lambda: conv_scatter(gout, weight, None, *geom, in_sp, fmt),
+            )  # fmt: skip
+        elif output_mask[0]:
             grad_input = conv_scatter(gout, weight, None, *geom, in_sp, fmt)
         if output_mask[1] and flat_fits(weight.shape[1], weight.shape[2:], dilation, g):
             grad_weight = flat_weight_grad(gout, input, weight.shape, stride, padding, dilation)
