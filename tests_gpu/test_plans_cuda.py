@@ -205,3 +205,32 @@ def test_tma_products_replay_with_their_scratch(b_t, monkeypatch):
     out = torch.nn.functional.linear(a.to(DEV), w.to(DEV))
     ref = torch.nn.functional.linear(a.float(), w.float())
     torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=1.0)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_channels_last_pointwise_as_one_product(stride, monkeypatch):
+    """A channels_last 1x1 convolution's forward and input gradient as one product over
+    its pixels (ops/conv_gemm.py, the tuner's "gemm" forced: on Hopper the TMA kernel may
+    run it) at a ResNet-50 shape, against cuDNN's."""
+    from torch_ext.ops import conv_gemm
+
+    monkeypatch.setattr(
+        conv_gemm, "tuned", lambda f, k, c, run, d: ("gemm",) if k[0].endswith("_cl") else c[0]
+    )
+    cl = torch.channels_last
+    x = torch.randn(8, 256, 28, 28, dtype=torch.bfloat16).contiguous(memory_format=cl)
+    w = torch.randn(128, 256, 1, 1, dtype=torch.bfloat16) / 16
+    g = torch.randn(8, 128, 28 // stride, 28 // stride, dtype=torch.bfloat16)
+    # cuDNN's side without the autograd engine: a CUDA backward fails in a process that
+    # registered a PrivateUse1 backend (pytorch/pytorch#161129)
+    xc, wc, gc = x.cuda(), w.cuda(), g.cuda().contiguous(memory_format=cl)
+    ref = (
+        torch.nn.functional.conv2d(xc, wc, stride=stride),
+        torch.nn.grad.conv2d_input(xc.shape, wc, gc, stride=stride),
+    )
+    xd = x.to(DEV).contiguous(memory_format=cl).requires_grad_()
+    y = torch.nn.functional.conv2d(xd, w.to(DEV), stride=stride)
+    (dx,) = torch.autograd.grad(y, xd, g.to(DEV).contiguous(memory_format=cl))
+    assert y.is_contiguous(memory_format=cl) and dx.is_contiguous(memory_format=cl)
+    for ours, r in zip((y, dx), ref):
+        torch.testing.assert_close(ours.float().cpu(), r.float().cpu(), rtol=2e-2, atol=5e-2)
