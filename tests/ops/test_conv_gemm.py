@@ -55,6 +55,20 @@ def test_pointwise_convolution_matches_cpu(taken, dtype, shape, stride):
         assert err < 2e-2, (a.shape, err)
 
 
+def _choosing(monkeypatch, pick, own):
+    """The tuner forced: (pick,) for the keys whose name `own` accepts, the first
+    candidate for the others; returns the (key name, candidates) offered, as they come."""
+    offered = []
+
+    def choose(family, key, candidates, run, device):
+        offered.append((key[0], list(candidates)))
+        return (pick,) if own(key[0]) else list(candidates)[0]
+
+    monkeypatch.setattr(conv_gemm, "tuned", choose)
+    torch_ext._C._plan_clear()  # the same shapes' recorded launches would replay
+    return offered
+
+
 @pytest.mark.parametrize("pick", ["rows", "implicit"])
 @pytest.mark.parametrize("shape,stride", [((2, 24, 7, 7), 1), ((2, 24, 14, 14), 2)],
                          ids=["7x7", "14x14_stride2"])  # fmt: skip
@@ -62,14 +76,7 @@ def test_unaligned_maps_tune_rows_against_the_implicit_gemm(monkeypatch, pick, s
     """7x7 maps (49 pixels: rows not 16-byte aligned) offer the tuner the implicit GEMM
     beside the product over rows, forward and input gradient; either gives the CPU's
     forward and gradients (a 14x14 map at stride 2 reads 7x7 pixels)."""
-    offered = []
-
-    def choose(family, key, candidates, run, device):
-        offered.append((key[0], list(candidates)))
-        return (pick,) if key[0].startswith("pw_") else list(candidates)[0]
-
-    monkeypatch.setattr(conv_gemm, "tuned", choose)
-    torch_ext._C._plan_clear()  # the same shapes' recorded launches would replay
+    offered = _choosing(monkeypatch, pick, lambda name: name.startswith("pw_"))
     x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
     w = torch.randn(16, shape[1], 1, 1, dtype=torch.float64, requires_grad=True)
     b = torch.randn(16, dtype=torch.float64, requires_grad=True)
@@ -219,14 +226,7 @@ def test_channels_last_pointwise_tunes_one_product_against_the_implicit_gemm(
     (the matrix products' kernels) beside the implicit GEMM, forward and input gradient;
     either gives the CPU's forward and gradients, channels_last, a stride-2 shortcut's
     input gradient in its strided pixels."""
-    offered = []
-
-    def choose(family, key, candidates, run, device):
-        offered.append((key[0], list(candidates)))
-        return (pick,) if key[0].endswith("_cl") else list(candidates)[0]
-
-    monkeypatch.setattr(conv_gemm, "tuned", choose)
-    torch_ext._C._plan_clear()  # the same shapes' recorded launches would replay
+    offered = _choosing(monkeypatch, pick, lambda name: name.endswith("_cl"))
     cl = torch.channels_last
     x = torch.randn(2, 24, 10, 6, dtype=torch.float64).contiguous(memory_format=cl)
     x.requires_grad_()

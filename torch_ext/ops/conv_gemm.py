@@ -28,8 +28,7 @@ A channels_last 2-d 1x1 convolution is also one product over its pixels: x as it
 (N*H*W x C) matrix (a view), y = x @ W^T + bias and dx = dy @ W, each as large as a
 transformer's GEMMs and so open to the matrix products' tuned kernels (the TMA kernel on
 Hopper). The tuner times that product against the implicit GEMM, forward and input
-gradient, and keeps the faster (_gemm_or_implicit; the implicit GEMM where nothing is
-timed).
+gradient, and keeps the faster (_faster; the implicit GEMM where nothing is timed).
 """
 
 import math
@@ -89,6 +88,13 @@ def _image_matrices(t):
     return (t, (n, c, p), (c * p, p, 1))
 
 
+def _faster(key, x, runs):
+    """runs[name]() for the name the tuner times fastest among `runs` ({name: function},
+    the first where nothing is timed)."""
+    cfg = tuned("conv", key, [(name,) for name in runs], lambda cfg: runs[cfg[0]](), x.device)
+    return runs[cfg[0]]()
+
+
 def _rows_or_implicit(key, x, p, rows, implicit):
     """rows() (the batched product over NCHW rows of p pixels) or, for maps whose pixels
     are not a multiple of 8 (rows not 16-byte aligned: 7x7 maps load single elements,
@@ -96,9 +102,17 @@ def _rows_or_implicit(key, x, p, rows, implicit):
     channels_last copies) the tuner times faster; rows() where nothing is timed."""
     if p % 8 == 0:
         return rows()
-    runs = {"rows": rows, "implicit": implicit}
-    cfg = tuned("conv", key, [("rows",), ("implicit",)], lambda cfg: runs[cfg[0]](), x.device)
-    return runs[cfg[0]]()
+    return _faster(key, x, {"rows": rows, "implicit": implicit})
+
+
+def _into_strided(dx, in_shape, stride, memory_format=torch.contiguous_format):
+    """The input gradient of a strided 1x1 convolution: `dx` (its read pixels') written
+    into those pixels of a zeroed tensor of `in_shape`."""
+    full = torch.empty(tuple(in_shape), dtype=dx.dtype, device=dx.device,
+                       memory_format=memory_format)  # fmt: skip
+    full.zero_()
+    full[_strided_pixels(stride)] = dx
+    return full
 
 
 def pointwise_forward(x, w, bias, stride):
@@ -137,11 +151,7 @@ def pointwise_input_grad(dy, w, in_shape, stride):
             return torch.zeros(tuple(in_shape), dtype=dy.dtype, device=dy.device) if strided else dx
         wt = (w, (n, c, co), (0, 1, c))
         _bmm(wt, _image_matrices(dy.contiguous()), _image_matrices(dx))
-        if not strided:
-            return dx
-        full = torch.zeros(tuple(in_shape), dtype=dy.dtype, device=dy.device)
-        full[_strided_pixels(stride)] = dx
-        return full
+        return _into_strided(dx, in_shape, stride) if strided else dx
 
     def implicit():
         fmt = torch.contiguous_format
@@ -168,14 +178,6 @@ def _pixels(t):
     return t.permute(0, 2, 3, 1).reshape(-1, t.shape[1])
 
 
-def _gemm_or_implicit(key, x, gemm, implicit):
-    """gemm() or implicit(), whichever the tuner times faster; implicit() where nothing is
-    timed."""
-    runs = {"implicit": implicit, "gemm": gemm}
-    cfg = tuned("conv", key, [("implicit",), ("gemm",)], lambda cfg: runs[cfg[0]](), x.device)
-    return runs[cfg[0]]()
-
-
 def cl_pointwise_forward(x, w, bias, stride, implicit):
     """The forward of an is_cl_pointwise convolution: the product over the (subsampled)
     pixels, or `implicit()`, whichever the tuner keeps."""
@@ -194,7 +196,7 @@ def cl_pointwise_forward(x, w, bias, stride, implicit):
         return y
 
     key = ("pw_fwd_cl", x.dtype, *x.shape, *w.shape, *stride, bias is not None)
-    return _gemm_or_implicit(key, x, gemm, implicit)
+    return _faster(key, x, {"implicit": implicit, "gemm": gemm})
 
 
 def cl_pointwise_input_grad(dy, w, in_shape, stride, implicit):
@@ -210,15 +212,10 @@ def cl_pointwise_input_grad(dy, w, in_shape, stride, implicit):
         if dx.numel():
             g = dy.contiguous(memory_format=cl)
             _bmm(as3(_pixels(g)), as3(w.reshape(co, c)), as3(_pixels(dx)))
-        if not strided:
-            return dx
-        full = torch.empty(tuple(in_shape), dtype=dy.dtype, device=dy.device, memory_format=cl)
-        full.zero_()
-        full[_strided_pixels(stride)] = dx
-        return full
+        return _into_strided(dx, in_shape, stride, cl) if strided else dx
 
     key = ("pw_dgrad_cl", dy.dtype, *dy.shape, *w.shape, *stride, *in_shape)
-    return _gemm_or_implicit(key, dy, gemm, implicit)
+    return _faster(key, dy, {"implicit": implicit, "gemm": gemm})
 
 
 def is_pointwise_wgrad(x, w, padding, groups, transposed):

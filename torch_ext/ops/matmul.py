@@ -312,7 +312,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
     from . import matmul_tma  # (it imports this module's epilogue)
 
-    tma = matmul_tma.layout(a, a_shape, a_st, b, b_shape, b_st, a.dtype)
+    tma = None  # the TMA kernel's operand layout, where its candidates are timed
 
     def run(cfg):
         if cfg[-1] == matmul_tma.TMA:
@@ -344,11 +344,12 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         )  # fmt: skip
 
     cands = mm_candidates(first, M, N, K, a.dtype, Bt)
-    if tma is not None and len(cands) > 1:
-        cands += matmul_tma.candidates()
     if has_bias and x.untyped_storage().data_ptr() == c.untyped_storage().data_ptr():
         cands = [first]  # c += a @ b in place (addmm_): a timing launch would add twice
     if len(cands) > 1:
+        # (only here: its stride tests become a launch plan's guards)
+        tma = matmul_tma.layout(a, a_shape, a_st, b, b_shape, b_st, a.dtype)
+        cands += matmul_tma.candidates() if tma is not None else []
         # size buckets: a decision on each size's bucket, not its value, so that a
         # launch plan still serves every size of the bucket
         key = (a.dtype, layout, precision, Bt > 1, has_bias, tma is not None,
