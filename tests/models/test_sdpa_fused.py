@@ -11,7 +11,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch_ext  # noqa: F401
 from torch_ext.coverage import calls_during
 from torch_ext.ops._launch import launch
-from torch_ext.ops.attention_kernels import _dropout_keep
+from torch_ext.ops.attention_common import _dropout_keep
 
 from helpers import DEV
 

@@ -6,6 +6,10 @@ and backward over the cases, new kept within 2%).
 
     git show REV:torch_ext/ops/attention_kernels.py > /tmp/old_attention_kernels.py
     python tests_gpu/harness/attention_ab.py /tmp/old_attention_kernels.py
+
+Since session 22 the kernels' shared helpers live in ops/attention_common.py, which a
+saved copy imports from this checkout: an A/B of the helpers themselves needs both files
+swapped.
 """
 
 import importlib.util

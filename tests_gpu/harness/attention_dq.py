@@ -23,12 +23,12 @@ from standalone import DEV  # first: torch_ext's kernels without its extension
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from torch_ext.ops import attention, attention_kernels  # noqa: E402
+from torch_ext.ops import attention, attention_common  # noqa: E402
 
 if os.environ.get("ATTN_PHILOX_ROUNDS"):  # before any kernel compiles
     import triton.language as tl
 
-    attention_kernels.PHILOX_ROUNDS = tl.constexpr(int(os.environ["ATTN_PHILOX_ROUNDS"]))
+    attention_common.PHILOX_ROUNDS = tl.constexpr(int(os.environ["ATTN_PHILOX_ROUNDS"]))
 
 CASES = [  # B, H, Hkv, L, D: the transformer suite's (bench/transformer_cases.py), Llama's
     (8, 12, 12, 512, 64),
@@ -71,7 +71,7 @@ def main():
     wanted = os.environ.get("ATTN_CASES")
     cases = [tuple(map(int, c.split("x"))) for c in wanted.split(",")] if wanted else CASES
     rates = [float(p) for p in os.environ.get("ATTN_DROPOUT", "0,0.1").split(",")]
-    rounds = attention_kernels.PHILOX_ROUNDS.value
+    rounds = attention_common.PHILOX_ROUNDS.value
     dtype = torch.bfloat16
     for (B, H, HK, L, D), p in ((c, p) for c in cases for p in rates):
         # (B, L, H, D) storage seen as (B, H, L, D), as models lay q out

@@ -36,6 +36,7 @@ from . import (  # noqa: F401
     advanced_index,
     amax_backward,
     attention,
+    attention_common,
     attention_kernels,
     batch_norm,
     binary,
