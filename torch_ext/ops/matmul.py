@@ -349,7 +349,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     if len(cands) > 1:
         # (only here: its stride tests become a launch plan's guards)
         tma = matmul_tma.layout(a, a_shape, a_st, b, b_shape, b_st, a.dtype)
-        cands += matmul_tma.candidates() if tma is not None else []
+        cands += matmul_tma.CANDIDATES if tma is not None else []
         # size buckets: a decision on each size's bucket, not its value, so that a
         # launch plan still serves every size of the bucket
         key = (a.dtype, layout, precision, Bt > 1, has_bias, tma is not None,

@@ -13,7 +13,7 @@ On an H200 (tests_gpu/harness/mm_tma.py, session 22) 128 x 256 tiles ran mm 4096
 kernel of ops/matmul.py ran at 80-90%; in the kernel suite, still with the pointer
 epilogue, the tuner's picks gave mm 98-99%, addmm 96-97%, bmm 89-93% and the
 transformer GEMMs a geomean of 101%. The tuner times it beside that kernel
-(`candidates`), for operands a descriptor can take (`layout`): 16-bit floats, 16-byte
+(`CANDIDATES`), for operands a descriptor can take (`layout`): 16-bit floats, 16-byte
 aligned, one unit stride per matrix, the other strides multiples of 16 bytes (GPT-2's
 50,257-wide rows are not: they keep the pointer kernel).
 
@@ -33,8 +33,9 @@ from ._launch import launch
 from .matmul import _mm_store, grouped
 from ..backends import spec
 
-TILES = [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3)]
 TMA = "tma"  # a candidate's last element: this kernel
+# the configurations the tuner times beside the pointer kernel's
+CANDIDATES = [(*t, TMA) for t in ((128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3))]
 
 
 @triton.jit
@@ -129,11 +130,6 @@ def layout(a, a_shape, a_st, b, b_shape, b_st, dtype):
     da = _operand(a, a_shape, a_st)
     db = _operand(b, b_shape, b_st)
     return None if da is None or db is None else (da, db)
-
-
-def candidates():
-    """The TMA configurations for the tuner to time beside the pointer kernel's."""
-    return [(*t, TMA) for t in TILES]
 
 
 _allocator = threading.local()
