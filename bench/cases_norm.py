@@ -6,7 +6,8 @@ The op names shard the list: `--ops batch_norm_fwd`, `batch_norm_fwd_cl`,
 `batch_norm_bwd`, `batch_norm_bwd_cl` (12 shapes each). Bytes are the floor a
 memory-bound kernel must move: forward reads x and writes y; backward reads dy and
 x and writes dx (the per-channel vectors are counted too, negligible). The report
-sets GB/s beside a device-to-device copy of the same run. Torch's side is eager:
+sets GB/s beside a device-to-device copy of the same run, and the time beside that of a copy
+moving the same bytes on the same device (tag `same_copy`). Torch's side is eager:
 F.batch_norm (cuDNN on CUDA) forward, aten.native_batch_norm_backward backward.
 """
 
@@ -64,7 +65,7 @@ def batch_norm_cases(case_cls):
 
             shape = f"{BATCH}x{c}x{hw}x{hw} {layout}"
             cases.append(case_cls("batch_norm_fwd" + suffix, shape, torch.bfloat16,
-                                  fwd_make, _bn_fwd))  # fmt: skip
+                                  fwd_make, _bn_fwd, tags=["same_copy"]))  # fmt: skip
             cases.append(case_cls("batch_norm_bwd" + suffix, shape, torch.bfloat16,
-                                  bwd_make, _bn_bwd))  # fmt: skip
+                                  bwd_make, _bn_bwd, tags=["same_copy"]))  # fmt: skip
     return cases

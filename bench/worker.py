@@ -217,6 +217,17 @@ def copy_gbps(impl, scale):
     return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e9
 
 
+def same_copy_ms(impl, nbytes, dtype):
+    """Device time of a device-to-device copy that moves `nbytes` (half read, half
+    written) in `dtype`: the reference for a kernel too small to reach the copy
+    bandwidth of a large copy (launch and tail bound, as the copy itself is)."""
+    n = max(1, nbytes // 2 // dtype.itemsize)
+    src = torch.zeros(n, dtype=dtype).to(impl.device)
+    dst = torch.empty_like(src)
+    ms, _ = kernel_ms(impl, lambda a, b: b.copy_(a), (src, dst))
+    return ms
+
+
 def fingerprint(out):
     """Summary of an output for cross-implementation checks (on the CPU, in
     float64)."""
@@ -253,6 +264,8 @@ def run_case(impl, case, scale, small_calls):
         rec["bytes"] = suite.input_bytes(cpu_inputs) + suite.output_bytes(out)
         if "gather" in case.tags:  # only the gathered rows are read
             rec["bytes"] = 2 * suite.output_bytes(out)
+        if "same_copy" in case.tags:
+            rec["copy_same_ms"] = same_copy_ms(impl, rec["bytes"], case.dtype)
         if case.flops:
             rec["flops"] = case.flops(cpu_inputs)
         del args, out

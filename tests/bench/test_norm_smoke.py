@@ -52,7 +52,7 @@ def test_norm_bench_tiny(tmp_path):
     assert len(ours) == len(torch_) == len(RESNET50_BN)
     for key, r in ours.items():
         assert "error" not in r, (key, r.get("traceback"))
-        assert r["bytes"] > 0 and r["kernel_ms"] > 0
+        assert r["bytes"] > 0 and r["kernel_ms"] > 0 and r["copy_same_ms"] > 0
         a, b = r["check"], torch_[key]["check"]
         assert a["shape"] == b["shape"]
         assert abs(a["abs_sum"] - b["abs_sum"]) <= 2e-2 * max(1.0, b["abs_sum"]), key

@@ -39,6 +39,8 @@ def test_suite_targets_and_the_compile_column(tmp_path):
         rows = []
         for case in cases:
             extra = {"flops": case[5], "matrix": True} if case[5] else {}
+            if case[0].startswith("batch_norm"):
+                extra["copy_same_ms"] = 1.2  # a copy of the same bytes: 1.2 / 1.6 = 75%
             rows.append(_row(case[0], case[1], case[col], **extra))
         _write(tmp_path, impl, rows)
     summary, _ = report.render(tmp_path)
@@ -54,6 +56,8 @@ def test_suite_targets_and_the_compile_column(tmp_path):
     ]
     bn = t["batch norm fwd/bwd >= 80% of copy bandwidth"]
     assert bn[1] == "missed" and "62%" in bn[0], bn
+    same = t["batch norm fwd/bwd >= 80% of a same-size copy's bandwidth"]
+    assert same == ["geomean 75% over 1, lowest 75% (batch_norm_fwd 64x112)", "missed"], same
     soft = t["memory-bound ops >= 85% of copy bandwidth"]
     assert soft == ["lowest 80% (softmax 8192x8192 bfloat16), geomean 80% over 1", "missed"]
     assert t["mm/bmm/addmm bf16, fp16 at 4096^3 >= 90% of cuBLAS"][1] == "met"

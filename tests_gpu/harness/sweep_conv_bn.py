@@ -138,8 +138,17 @@ if "bn" in WHICH:
     ):
         variants.append(cfg)
     best = {}
+    layout = os.environ.get("BN_LAYOUT", "nchw")  # or channels_last
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    only = os.environ.get("BN_SHAPES")  # e.g. "1024x14,512x7": those layers alone
+    if os.environ.get("BN_SHIPPED") == "1":
+        variants = [shipped]
+    print(f"layout {layout}")
     for c, hw in RESNET50_BN:
+        if only and f"{c}x{hw}" not in only.split(","):
+            continue
         x = torch.randn(BATCH, c, hw, hw, device=DEV, dtype=torch.bfloat16)
+        x = x.contiguous(memory_format=fmt)
         dy = torch.randn_like(x)
         wt, bs = torch.rand(c, device=DEV) + 0.5, torch.randn(c, device=DEV)
         rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
@@ -149,9 +158,19 @@ if "bn" in WHICH:
         t_f = bench(lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5))
         t_b = bench(lambda: torch.ops.aten.native_batch_norm_backward(
             dy, x, wt, rm, rv, mean, inv, True, 1e-5, [True, True, True]))  # fmt: skip
+        same = torch.empty_like(x)
+        t_c = bench(lambda: same.copy_(dy))
         print(
-            f"bn 32x{c}x{hw}x{hw}: torch fwd {t_f * 1e3:.1f} us bwd {t_b * 1e3:.1f} us", flush=True
+            f"bn 32x{c}x{hw}x{hw}: torch fwd {t_f * 1e3:.1f} us bwd {t_b * 1e3:.1f} us; a copy"
+            f" of x {t_c * 1e3:.1f} us",
+            flush=True,
         )
+        if not SMOKE:
+            BN.spec = lambda name, *a: getattr(cuda_spec, name)(*a)  # the shipped choice
+            sweeps.profile_kernels(
+                "ours", lambda: (BN.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5),
+                                 BN.bn_backward(dy, x, wt, mean, inv, True, 1e-5,
+                                                [True, True, True], False)))  # fmt: skip
         for cfg in variants:
             BN.spec = lambda name, *a, cfg=cfg: cfg if name == "batch_norm_tiling" else None
             try:

@@ -52,3 +52,21 @@ def report(label, t_ref, t_ours, picked, err):
         flush=True,
     )
     return t_ref / t_ours
+
+
+def profile_kernels(label, fn):
+    """Each GPU kernel one call of fn launches, with its us (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    rows = [
+        (e.name, e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total)
+        for e in prof.events()
+        if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type)
+    ]
+    print(f"    {label} kernels: " + ", ".join(f"{n[:40]} {t:.1f}" for n, t in rows), flush=True)
