@@ -185,7 +185,8 @@ VARIABLES: tuple[Variable, ...] = (
         "`auto`",
         "configurations of convolutions (tiles, reduction splits, kernel choices; implicit "
         "GEMM, depthwise) and tiles of fp16/bf16 "
-        "matrix products of at least 256 per dimension timed on first use and remembered "
+        "matrix products of at least 256 per dimension (or 2**27 multiply-adds) timed on first "
+        "use and remembered "
         "across processes (in `<TORCH_EXT_CACHE_DIR>/autotune/`): `auto` on the cuda driver, `on` "
         "on any driver, `off` never (the heuristic's choice); nothing is timed under "
         "`torch.use_deterministic_algorithms(True)`",

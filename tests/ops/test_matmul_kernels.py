@@ -252,3 +252,38 @@ def test_every_matmul_candidate_computes_the_product(monkeypatch, pick):
     cd.addmm_(dev[0], dev[1])
     assert len(chosen) == 3  # not timed
     assert (cd.cpu().double() - (ref + c.double())).abs().max() <= 0.02 * ref.abs().max()
+
+
+def test_skinny_candidates_cut_to_the_matrix():
+    """A side under 256 with much work (a 1x1 convolution's product over its pixels)
+    times SKINNY's tiles cut to the matrix, no duplicate; little work keeps the table's."""
+    first = (64, 64, 32, 4, 3)
+    cands = blas.mm_candidates(first, 100352, 64, 64, torch.bfloat16)
+    assert cands[0] == first and len(cands) == len(set(cands)) > 4
+    assert all(c[1] <= 64 and c[2] <= 64 for c in cands[1:])
+    assert (256, 64, 64, 8, 3) in cands
+    per_image = blas.mm_candidates(first, 64, 3136, 64, torch.bfloat16, batch=32)
+    assert all(c[0] == 64 for c in per_image[1:]) and (64, 256, 64, 8, 3) in per_image
+    assert blas.mm_candidates(first, 64, 3136, 64, torch.bfloat16) == [first]  # one image
+    assert blas.mm_candidates(first, 100352, 8, 64, torch.bfloat16) == [first]
+    assert blas.mm_candidates(first, 100352, 64, 64, torch.float32) == [first]
+
+
+@pytest.mark.parametrize("pick", range(8))
+def test_every_skinny_candidate_computes_the_product(monkeypatch, device, pick):
+    """Whichever of the skinny tiles the timing picks (K and N under one tile of the
+    uncut configuration, odd M), the product equals the reference."""
+    seen = []
+
+    def choose(family, key, candidates, run, dev):
+        seen.append(list(candidates))
+        return list(candidates)[min(pick, len(candidates) - 1)]
+
+    monkeypatch.setattr(blas, "tuned", choose)
+    monkeypatch.setattr(blas, "SKINNY_WORK", 0)  # small matrices here
+    a = randn((300, 48), torch.bfloat16, device)
+    b = randn((48, 40), torch.bfloat16, device)
+    out = torch.empty(300, 40, dtype=torch.bfloat16, device=device)
+    blas.mm_out(a, b, out)
+    assert seen and len(seen[0]) > 3
+    assert_close(out, (to_ref(a) @ to_ref(b)).to(torch.bfloat16), torch.bfloat16, reduce_dim=48)

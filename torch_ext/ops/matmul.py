@@ -8,8 +8,9 @@ dot(self, tensor).
 Any strides are accepted (a broadcast bias has stride 0). float32 follows
 torch.get_float32_matmul_precision() as CUDA's matmuls do: "highest" (PyTorch's default)
 multiplies in float32 (input_precision="ieee"), "high" and "medium" in TF32; the launch
-plans' keys hold that flag. fp16/bf16 products of at least 256 in each dimension take
-the fastest of a few tile configurations (ops/_tune.py, family "mm"), measured once per
+plans' keys hold that flag. fp16/bf16 products of at least 256 in each dimension (or
+a narrower side and at least 2**27 multiply-adds: _skinny_candidates) take the fastest
+of a few tile configurations (ops/_tune.py, family "mm"), measured once per
 size bucket on the cuda driver and remembered across processes.
 """
 
@@ -392,9 +393,12 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     fit other tile counts, then, for one matrix whose tiles leave a wave of programs part
     empty, the first four with K split (the driver's `mm_split_k_candidates`: every tile;
     `mm_tail_split_candidates`: the tiles of a part-filled last wave only, (split,
-    programs a multiprocessor) appended); one otherwise."""
-    if dtype not in (torch.float16, torch.bfloat16) or min(M, N, K) < 256:
+    programs a multiprocessor) appended); a side under 256: _skinny_candidates; one
+    otherwise."""
+    if dtype not in (torch.float16, torch.bfloat16):
         return [first]
+    if min(M, N, K) < 256:
+        return _skinny_candidates(first, M, N, K, batch)
     extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
              (128, 128, 64, 4, 4), (64, 128, 64, 4, 4), (128, 256, 64, 8, 4),
              (64, 256, 64, 4, 4), (128, 64, 64, 4, 4)]  # fmt: skip
@@ -405,6 +409,30 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
             cands += [(*cfg, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
             cands += [(*cfg, *t) for t in spec("mm_tail_split_candidates", tiles, K) or ()]
     return cands
+
+
+# Tiles for products with a side under 256 and much work: the 1x1 convolutions of
+# ResNet-50 as one product over their pixels (channels_last: 100,352 x 64 -> 64 at 56x56,
+# 25,088 x 128 -> 512 at 28x28) or a product per image (NCHW), memory bound where K or N
+# is 64: long tiles along the long side, K in one or two steps.
+SKINNY = [(128, 64, 64, 4, 3), (256, 64, 64, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 8, 3),
+          (256, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 256, 64, 8, 3), (64, 128, 64, 4, 4),
+          (64, 256, 64, 8, 3)]  # fmt: skip
+SKINNY_WORK = 1 << 27  # multiply-adds from which such a product tunes
+
+
+def _skinny_candidates(first, M, N, K, batch):
+    """mm_candidates for a side under 256: the table's, then SKINNY's, each cut to the
+    matrix (powers of two, at least 16; duplicates dropped), where the product has at
+    least SKINNY_WORK multiply-adds and every side 16; the table's alone otherwise."""
+    if min(M, N, K) < 16 or batch * M * N * K < SKINNY_WORK:
+        return [first]
+    out = [tuple(first)]
+    for bm, bn, bk, warps, stages in SKINNY:
+        cut = (max(16, pow2_at_most(M, bm)), max(16, pow2_at_most(N, bn)),
+               max(16, pow2_at_most(K, bk)), warps, stages)  # fmt: skip
+        out.append(cut)
+    return list(dict.fromkeys(out))
 
 
 def _default_config(M, N, K, dtype):
