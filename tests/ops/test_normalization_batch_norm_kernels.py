@@ -322,3 +322,67 @@ def test_batch_norm_split_merge_deterministic(layout, device):
         runs.append([out, mean, invstd, *grads])
     for a, b in zip(*runs):
         assert torch.equal(a.cpu(), b.cpu())
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("shape,layout", [((5, 4), "nchw"), ((3, 4, 7), "cl"),
+                                          ((2, 70, 3, 2), "cl"), ((2, 4, 5, 3), "nchw")])  # fmt: skip
+def test_one_launch_kernels_with_a_barrier(monkeypatch, shape, layout, dtype, device):
+    """The one-launch kernels whose programs meet at a barrier (batch_norm_coop.py), run
+    with one program per channel block (the interpreter runs programs one after another:
+    a block of several would wait forever): training forward and backward against the
+    reference, running stats updated, the barrier's counters re-armed."""
+    from torch_ext.ops import _launch, batch_norm
+    from helpers import force_spec
+
+    force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 1), multiprocessors=1,
+               batch_norm_resident=None)  # fmt: skip
+    monkeypatch.setattr(batch_norm, "COOP_MIN_SPLIT", 1)
+    calls = spy_launches(monkeypatch, batch_norm)
+    c = shape[1]
+    x = _layout(randn(shape, dtype, device), layout)
+    w, b = randn((c,), F32, device), randn((c,), F32, device)
+    rm, rv = randn((c,), F32, device), randn((c,), F32, device, low=0.5, high=2.0)
+    ref_rm, ref_rv = to_ref(rm), to_ref(rv)
+    out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, rm, rv, True, 0.1, 1e-5)
+    r_out, r_mean, r_invstd = aten.native_batch_norm(
+        to_ref(x), to_ref(w), to_ref(b), ref_rm, ref_rv, True, 0.1, 1e-5
+    )
+    n = x.numel() // c
+    assert_close(out, r_out, dtype, reduce_dim=n)
+    assert_close(mean, r_mean, F32, reduce_dim=n)
+    assert_close(invstd, r_invstd, F32, reduce_dim=n)
+    assert_close(rm, ref_rm, F32, reduce_dim=n)
+    assert_close(rv, ref_rv, F32, reduce_dim=n)
+    g = _layout(randn(shape, dtype, device), layout)
+    gi, gw, gb = KERNELS["native_batch_norm_backward"](
+        g, x, w, rm, rv, mean, invstd, True, 1e-5, [True, True, True]
+    )
+    r_gi, r_gw, r_gb = aten.native_batch_norm_backward(
+        to_ref(g), to_ref(x), to_ref(w), ref_rm, ref_rv, r_mean, r_invstd, True, 1e-5,
+        [True, True, True],
+    )  # fmt: skip
+    assert_close(gi, r_gi, dtype, reduce_dim=n)
+    assert_close(gw, r_gw, F32, reduce_dim=n)
+    assert_close(gb, r_gb, F32, reduce_dim=n)
+    names = [k.fn.__name__ for k, _ in calls if hasattr(k, "fn")]
+    assert names == ["_bn_coop_fwd_kernel", "_bn_coop_bwd_kernel"], names
+    counters = _launch.arrival_counters("batch_norm_coop", x.device)
+    assert int(counters.cpu().abs().sum()) == 0  # re-armed by the last program to leave
+
+
+def test_no_barrier_of_several_programs_in_the_interpreter(monkeypatch, device):
+    """Under Triton's interpreter (programs one after another) a channel block of several
+    programs at a barrier would wait forever: with the GPU's spec forced, the plan keeps
+    the two-launch kernels there; one program a block may still take them."""
+    from torch_ext.ops import batch_norm
+    from helpers import force_spec
+
+    force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 4), multiprocessors=132)
+    x = randn((32, 64, 8, 8), BF16, device)
+    v, st = batch_norm._view(x)
+    plan = batch_norm._Plan(v, [st, st])
+    assert (plan.coop(False) is None) == batch_norm._interpreted()  # on a GPU: taken
+    force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 1), multiprocessors=1)
+    monkeypatch.setattr(batch_norm, "COOP_MIN_SPLIT", 1)
+    assert plan.coop(False)[0][1] == 1

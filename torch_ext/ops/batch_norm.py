@@ -2,7 +2,9 @@
 running-stat update, then normalise/affine), eval in one, backward in two (per-channel
 sums with dweight/dbias, then dx); where a channel's elements fit one program's
 registers (small maps, the driver's `batch_norm_resident`), the training forward and
-the backward in one launch each, reading the activation once. Kernels and their
+the backward in one launch each, reading the activation once; where the activations fit
+L2 (the driver's `batch_norm_coop`), one launch each whose programs meet at a barrier per
+channel block (batch_norm_coop.py). Kernels and their
 tiling: batch_norm_kernels.py.
 The activation is read in place through its (N, C, spatial) strides, so NCHW and
 channels_last both run without a copy; the split reductions are merged in a fixed
@@ -17,6 +19,7 @@ from ._common import contiguous, ncs_strides, pixel_alignment, stat_dtype, tl_fl
 from ._declare import kernel
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ..backends import spec
+from .batch_norm_coop import _bn_coop_bwd_kernel, _bn_coop_fwd_kernel
 from .batch_norm_kernels import (
     _bn_apply_kernel,
     _bn_bwd_dx_kernel,
@@ -34,6 +37,15 @@ def _view(t):
         st = ncs_strides(t)
     return t, st
 
+
+# Registers a thread of the one-launch kernels may use: two 8-warp programs a
+# multiprocessor fit (64Ki registers), so that the spec's programs a multiprocessor are
+# resident at once whatever the compiler would have chosen.
+COOP_MAXNREG = 128
+# Programs a channel block needs to take the one-launch kernels (with fewer the two
+# launches fill the GPU better; with one, any grid passes its barriers: the tests run
+# the kernels under the interpreter so).
+COOP_MIN_SPLIT = 2
 
 # Without a driver's choice (the interpreter, whose cost is per program and per loop
 # step): big tiles, 4 programs, 2 partial rows per merge step (so tests run the loop).
@@ -139,6 +151,24 @@ class _Plan:
         tiles = dict(I64=self.i64, AL=self.align, BC=bc, BN=bn, BS=bs, num_warps=warps)
         return cdiv(self.C, bc), tiles
 
+    def coop(self, backward):
+        """(grid, items a program, partial rows a merge step) of the one-launch kernels
+        (batch_norm_coop.py), or None: activations of at most the driver's bytes (x, and
+        dy backward), split over as many programs per channel block as keep the grid
+        within the driver's programs a multiprocessor (all resident at once: they wait
+        for each other), at least two."""
+        r = spec("batch_norm_coop", self.elem_size, backward)
+        if r is None:
+            return None
+        max_bytes, per_sm = r
+        moved = self.N * self.S * self.C * self.elem_size * (2 if backward else 1)
+        split = min(self.items, max(1, per_sm * (spec("multiprocessors") or 1) // self.cblocks))
+        if moved > max_bytes or split < COOP_MIN_SPLIT or (split > 1 and _interpreted()):
+            return None
+        per = cdiv(self.items, split)
+        split = cdiv(self.items, per)
+        return (self.cblocks, split), per, next_pow2(split)
+
     def strides(self, k):
         return self.sts[k]
 
@@ -147,6 +177,15 @@ class _Plan:
 
     def shape_args(self):
         return (self.C, self.N, self.S)
+
+
+def _interpreted():
+    """Whether launches run in Triton's interpreter, one program after another: a channel
+    block of several programs at a barrier would wait forever there (a GPU's tiling
+    forced on the host driver, as tests do)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(_bn_coop_fwd_kernel, InterpretedFunction)
 
 
 def _check(input):
@@ -198,6 +237,21 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
             *p.shape_args(), *p.strides(0), *p.strides(1), float(momentum), float(eps),
             HAS_RUN=has_run, HAS_W=weight is not None, HAS_B=bias is not None,
             Y_AS_X=p.same(1), ACC=acc, **rtiles,
+        )  # fmt: skip
+        return y, smean, sinv
+    co = p.coop(False) if training else None
+    if co is not None:
+        grid, per, split_p = co
+        part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
+        launch(
+            _bn_coop_fwd_kernel, grid, x, y,
+            weight if weight is not None else x, bias if bias is not None else x,
+            running_mean if has_run else x, running_var if has_run else x, smean, sinv, part,
+            arrival_counters("batch_norm_coop", x.device),
+            *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.TS, p.items, per, *p.counts,
+            float(momentum), float(eps),
+            HAS_RUN=has_run, HAS_W=weight is not None, HAS_B=bias is not None,
+            Y_AS_X=p.same(1), SPLIT_P=split_p, maxnreg=COOP_MAXNREG, **tiles,
         )  # fmt: skip
         return y, smean, sinv
     if training:
@@ -269,6 +323,22 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None,
             DX=bool(mask[0]), DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1),
             O_AS_X=p.same(2), ACC=acc, **rtiles,
+        )  # fmt: skip
+        return dx, dw, db
+    co = p.coop(True) if train and sums_needed else None
+    if co is not None:
+        grid, per, split_p = co
+        part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
+        launch(
+            _bn_coop_bwd_kernel, grid, g, x, dx if dx is not None else x,
+            weight if weight is not None else x, mean, stat,
+            dw if dw is not None else x, db if db is not None else x, part,
+            arrival_counters("batch_norm_coop", x.device),
+            *p.shape_args(), *p.strides(0), *p.strides(1), *p.strides(2), p.TN, p.items, per,
+            float(p.N * p.S), float(eps),
+            TRAIN=True, IS_VAR=bool(is_var), HAS_W=weight is not None, DX=bool(mask[0]),
+            DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1), O_AS_X=p.same(2),
+            SPLIT_P=split_p, maxnreg=COOP_MAXNREG, **tiles,
         )  # fmt: skip
         return dx, dw, db
     sums = x

@@ -109,6 +109,61 @@ def _bn_finish(c, cm, n, mean, m2, rmean, rvar, smean, sinv, momentum, eps,
 
 
 @triton.jit
+def _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS, items, full,
+                   full_nv, tail_nv, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
+                   BS: tl.constexpr):  # fmt: skip
+    """(count, mean, M2) per channel of items [start, end): per-lane Welford, then the
+    lanes combined."""
+    BC: tl.constexpr = c.shape[0]
+    mean = tl.zeros((BC, BN * BS), ACC)
+    m2 = tl.zeros((BC, BN * BS), ACC)
+    for it in range(start, end):
+        n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
+        m = cm[:, None] & rm[None, :]
+        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
+        # A valid lane has been valid in every step before: its count is the step's.
+        rk = 1.0 / (it - start + 1).to(ACC)
+        d = v - mean
+        mean = tl.where(m, mean + d * rk, mean)
+        m2 = tl.where(m, m2 + d * (v - mean), m2)
+    cnt = _lane_counts(jn, js, N, S, TN, TS, items, start, end, BN, BS).to(ACC)[None, :]
+    n = _count(start, end, full, full_nv, tail_nv, ACC)
+    pmean = tl.sum(mean * cnt, 1) / n
+    dm = mean - pmean[:, None]
+    return n, pmean, tl.sum(m2 + cnt * dm * dm, 1)
+
+
+@triton.jit
+def _chan_merge(part, c, cm, C, nsplit, per, items, full, full_nv, tail_nv,
+                SPLIT_P: tl.constexpr, ACC: tl.constexpr):  # fmt: skip
+    """(count, mean, M2) per channel from the splits' partials part[0|1, split, c] (Chan's
+    merge, element-wise over SPLIT_P rows of partials at a time, no reduction inside the
+    loop, then over the rows; the same order in every program: deterministic)."""
+    BC: tl.constexpr = c.shape[0]
+    an = tl.zeros((SPLIT_P, 1), ACC)
+    amean = tl.zeros((SPLIT_P, BC), ACC)
+    am2 = tl.zeros((SPLIT_P, BC), ACC)
+    for j0 in range(0, nsplit, SPLIT_P):
+        j = j0 + tl.arange(0, SPLIT_P)
+        pm = (j < nsplit)[:, None] & cm[None, :]
+        po = j[:, None] * C + c[None, :]
+        pn = _count(j * per, tl.minimum(j * per + per, items), full, full_nv, tail_nv,
+                    ACC)[:, None]  # fmt: skip
+        pmu = tl.load(part + po, mask=pm, other=0, cache_modifier=".cg")
+        pv = tl.load(part + nsplit * C + po, mask=pm, other=0, cache_modifier=".cg")
+        tot = an + pn
+        f = tl.where(tot > 0, pn / tl.maximum(tot, 1), 0)
+        delta = pmu - amean
+        amean += delta * f
+        am2 += pv + delta * delta * an * f
+        an = tot
+    total = tl.sum(an, 0)
+    cmean = tl.sum(an * amean, 0) / total
+    dev = amean - cmean[None, :]
+    return total, cmean, tl.sum(am2 + an * dev * dev, 0)
+
+
+@triton.jit
 def _bn_stats_kernel(
     x, part, arrivals, rmean, rvar, smean, sinv,
     C, N, S, sN, sC, sS, TN, TS, items, per, full, full_nv, tail_nv, momentum, eps,
@@ -127,51 +182,17 @@ def _bn_stats_kernel(
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     start = sp * per
     end = tl.minimum(start + per, items)
-    mean = tl.zeros((BC, BN * BS), ACC)
-    m2 = tl.zeros((BC, BN * BS), ACC)
-    for it in range(start, end):
-        n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
-        m = cm[:, None] & rm[None, :]
-        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
-        # A valid lane has been valid in every step before: its count is the step's.
-        rk = 1.0 / (it - start + 1).to(ACC)
-        d = v - mean
-        mean = tl.where(m, mean + d * rk, mean)
-        m2 = tl.where(m, m2 + d * (v - mean), m2)
-    cnt = _lane_counts(jn, js, N, S, TN, TS, items, start, end, BN, BS).to(ACC)[None, :]
-    n = _count(start, end, full, full_nv, tail_nv, ACC)
-    pmean = tl.sum(mean * cnt, 1) / n
-    dm = mean - pmean[:, None]
-    pm2 = tl.sum(m2 + cnt * dm * dm, 1)
+    n, pmean, pm2 = _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS,
+                                   items, full, full_nv, tail_nv, ACC, I64, BN, BS)  # fmt: skip
     if MERGE:  # part[0|1, split, c]: mean and M2 of each split (counts from _count)
         o = sp * C + c
         tl.store(part + o, pmean, mask=cm)
         tl.store(part + nsplit * C + o, pm2, mask=cm)
         if _arrive(arrivals, cb, nsplit):
-            # Chan's merge, element-wise over SPLIT_P rows of partials at a time (no
-            # reduction inside the loop), then over the rows.
-            an = tl.zeros((SPLIT_P, 1), ACC)
-            amean = tl.zeros((SPLIT_P, BC), ACC)
-            am2 = tl.zeros((SPLIT_P, BC), ACC)
-            for j0 in range(0, nsplit, SPLIT_P):
-                j = j0 + tl.arange(0, SPLIT_P)
-                pm = (j < nsplit)[:, None] & cm[None, :]
-                po = j[:, None] * C + c[None, :]
-                pn = _count(j * per, tl.minimum(j * per + per, items), full, full_nv, tail_nv,
-                            ACC)[:, None]  # fmt: skip
-                pmu = tl.load(part + po, mask=pm, other=0, cache_modifier=".cg")
-                pv = tl.load(part + nsplit * C + po, mask=pm, other=0, cache_modifier=".cg")
-                tot = an + pn
-                f = tl.where(tot > 0, pn / tl.maximum(tot, 1), 0)
-                delta = pmu - amean
-                amean += delta * f
-                am2 += pv + delta * delta * an * f
-                an = tot
-            total = tl.sum(an, 0)
-            cmean = tl.sum(an * amean, 0) / total
-            dev = amean - cmean[None, :]
-            _bn_finish(c, cm, total, cmean, tl.sum(am2 + an * dev * dev, 0), rmean, rvar, smean,
-                       sinv, momentum, eps, HAS_RUN, ACC)  # fmt: skip
+            total, cmean, cm2 = _chan_merge(part, c, cm, C, nsplit, per, items, full, full_nv,
+                                            tail_nv, SPLIT_P, ACC)  # fmt: skip
+            _bn_finish(c, cm, total, cmean, cm2, rmean, rvar, smean, sinv, momentum, eps,
+                       HAS_RUN, ACC)  # fmt: skip
     else:
         _bn_finish(c, cm, n, pmean, pm2, rmean, rvar, smean, sinv, momentum, eps, HAS_RUN, ACC)
 
@@ -205,9 +226,19 @@ def _bn_apply_kernel(
         shift += tl.load(b + c, mask=cm, other=0).to(ACC)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     yoffs = offs if Y_AS_X else _offsets(c, jn, js, yN, yC, yS, I64)
-    for i in range(q * per, tl.minimum(q * per + per, items)):
-        # Last items first: the statistics pass read them last (still in L2).
-        n0, s0, rm = _item(items - 1 - i, TN, N, S, jn, js, BN, BS)
+    # Last items first: the statistics pass read them last (still in L2).
+    _normalise_items(x, y, q * per, tl.minimum(q * per + per, items), items - 1, scale, shift,
+                     cm, jn, js, offs, yoffs, TN, N, S, sN, sS, yN, yS, ACC, I64, BN,
+                     BS)  # fmt: skip
+
+
+@triton.jit
+def _normalise_items(x, y, lo, hi, flip, scale, shift, cm, jn, js, offs, yoffs, TN, N, S,
+                     sN, sS, yN, yS, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
+                     BS: tl.constexpr):  # fmt: skip
+    """y = x * scale + shift (per channel) over items flip - i for i in [lo, hi)."""
+    for i in range(lo, hi):
+        n0, s0, rm = _item(flip - i, TN, N, S, jn, js, BN, BS)
         m = cm[:, None] & rm[None, :]
         v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
         out = v * scale[:, None] + shift[:, None]
@@ -225,6 +256,39 @@ def _bn_bwd_finish(c, cm, sdy, sdx, sums, dw, db, C, invstd,
         tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
     if DB:
         tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
+
+
+@triton.jit
+def _grad_sums_items(dy, x, start, end, mu, cm, jn, js, offs, goffs, TN, N, S, sN, sS, gN,
+                     gS, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
+                     BS: tl.constexpr):  # fmt: skip
+    """(sum of dy, sum of dy * (x - mu)) per channel over items [start, end)."""
+    BC: tl.constexpr = cm.shape[0]
+    a1 = tl.zeros((BC, BN * BS), ACC)
+    a2 = tl.zeros((BC, BN * BS), ACC)
+    for it in range(start, end):
+        n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
+        m = cm[:, None] & rm[None, :]
+        g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)
+        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
+        a1 += g
+        a2 += g * (v - mu)  # g is 0 where masked
+    return tl.sum(a1, 1), tl.sum(a2, 1)
+
+
+@triton.jit
+def _sums_merge(part, c, cm, C, nsplit, SPLIT_P: tl.constexpr, ACC: tl.constexpr):
+    """The splits' partial sums part[0|1, split, c] added in split order."""
+    BC: tl.constexpr = c.shape[0]
+    t1 = tl.zeros((SPLIT_P, BC), ACC)
+    t2 = tl.zeros((SPLIT_P, BC), ACC)
+    for j0 in range(0, nsplit, SPLIT_P):
+        j = j0 + tl.arange(0, SPLIT_P)
+        pm = (j < nsplit)[:, None] & cm[None, :]
+        po = j[:, None] * C + c[None, :]
+        t1 += tl.load(part + po, mask=pm, other=0, cache_modifier=".cg")
+        t2 += tl.load(part + nsplit * C + po, mask=pm, other=0, cache_modifier=".cg")
+    return tl.sum(t1, 0), tl.sum(t2, 0)
 
 
 @triton.jit
@@ -247,33 +311,17 @@ def _bn_bwd_sums_kernel(
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
     start = sp * per
-    end = tl.minimum(start + per, items)
-    a1 = tl.zeros((BC, BN * BS), ACC)
-    a2 = tl.zeros((BC, BN * BS), ACC)
-    for it in range(start, end):
-        n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
-        m = cm[:, None] & rm[None, :]
-        g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)
-        v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
-        a1 += g
-        a2 += g * (v - mu)  # g is 0 where masked
-    sdy = tl.sum(a1, 1)
-    sdx = tl.sum(a2, 1)
+    sdy, sdx = _grad_sums_items(dy, x, start, tl.minimum(start + per, items), mu, cm, jn, js,
+                                offs, goffs, TN, N, S, sN, sS, gN, gS, ACC, I64, BN,
+                                BS)  # fmt: skip
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
     if MERGE:  # part[0|1, split, c]
         o = sp * C + c
         tl.store(part + o, sdy, mask=cm)
         tl.store(part + nsplit * C + o, sdx, mask=cm)
         if _arrive(arrivals, cb, nsplit):
-            t1 = tl.zeros((SPLIT_P, BC), ACC)
-            t2 = tl.zeros((SPLIT_P, BC), ACC)
-            for j0 in range(0, nsplit, SPLIT_P):
-                j = j0 + tl.arange(0, SPLIT_P)
-                pm = (j < nsplit)[:, None] & cm[None, :]
-                po = j[:, None] * C + c[None, :]
-                t1 += tl.load(part + po, mask=pm, other=0, cache_modifier=".cg")
-                t2 += tl.load(part + nsplit * C + po, mask=pm, other=0, cache_modifier=".cg")
-            _bn_bwd_finish(c, cm, tl.sum(t1, 0), tl.sum(t2, 0), sums, dw, db, C, invstd, DW, DB)
+            t1, t2 = _sums_merge(part, c, cm, C, nsplit, SPLIT_P, ACC)
+            _bn_bwd_finish(c, cm, t1, t2, sums, dw, db, C, invstd, DW, DB)
     else:
         _bn_bwd_finish(c, cm, sdy, sdx, sums, dw, db, C, invstd, DW, DB)
 
@@ -299,6 +347,8 @@ def _bn_bwd_dx_kernel(
     a = invstd
     if HAS_W:
         a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
+    cx = a * 0  # eval: dx = a * dy
+    c0 = a * 0
     if TRAIN:
         mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
         k = a * invstd * tl.load(sums + C + c, mask=cm, other=0) / count
@@ -307,9 +357,19 @@ def _bn_bwd_dx_kernel(
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
     ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
-    for i in range(q * per, tl.minimum(q * per + per, items)):
-        # Last items first: the sums pass read them last (still in L2).
-        n0, s0, rm = _item(items - 1 - i, TN, N, S, jn, js, BN, BS)
+    # Last items first: the sums pass read them last (still in L2).
+    _dx_items(dy, x, dx, q * per, tl.minimum(q * per + per, items), items - 1, a, cx, c0, cm,
+              jn, js, offs, goffs, ooffs, TN, N, S, sN, sS, gN, gS, oN, oS, TRAIN, ACC, I64, BN,
+              BS)  # fmt: skip
+
+
+@triton.jit
+def _dx_items(dy, x, dx, lo, hi, flip, a, cx, c0, cm, jn, js, offs, goffs, ooffs, TN, N, S,
+              sN, sS, gN, gS, oN, oS, TRAIN: tl.constexpr, ACC: tl.constexpr,
+              I64: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):  # fmt: skip
+    """dx = a*dy + cx*x + c0 (training; a*dy in eval) over items flip - i, i in [lo, hi)."""
+    for i in range(lo, hi):
+        n0, s0, rm = _item(flip - i, TN, N, S, jn, js, BN, BS)
         m = cm[:, None] & rm[None, :]
         g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)
         d = g * a[:, None]

@@ -361,6 +361,16 @@ def batch_norm_resident(elem_size: int, backward: bool) -> tuple[int, int, int]:
     return lanes, _sm_count(), 512 if backward else 1024
 
 
+def batch_norm_coop(elem_size: int, backward: bool) -> tuple[int, int]:
+    """(most bytes of activations read, programs a multiprocessor) of batch norm's
+    one-launch kernels whose programs wait for their channel block's others
+    (ops/batch_norm_coop.py): 26 MB (a ResNet-50 map of 25.7 MB at batch 32 in bf16;
+    backward x and dy together), so that the second pass finds its items in the 50 MB
+    L2; two programs a multiprocessor, each at most 128 registers a thread
+    (batch_norm.COOP_MAXNREG): all resident at once, as the barrier needs."""
+    return 26 << 20, 2
+
+
 def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]]:
     """(tile lanes, programs of a split reduction, partial elements a merge step reads,
     num_warps, items of a normalise / dx program) for batch norm (ops/batch_norm.py).
