@@ -223,10 +223,10 @@ def test_channels_last_pointwise_tunes_one_product_against_the_implicit_gemm(
     monkeypatch, pick, stride, bias
 ):
     """A channels_last 1x1 convolution offers the tuner one product over its pixels
-    (the matrix products' kernels) beside the implicit GEMM, forward and input gradient;
-    either gives the CPU's forward and gradients, channels_last, a stride-2 shortcut's
-    input gradient in its strided pixels."""
-    offered = _choosing(monkeypatch, pick, lambda name: name.endswith("_cl"))
+    (the matrix products' kernels) beside the implicit GEMM, forward and input gradient,
+    and beside the 1x1 weight-gradient kernel; either gives the CPU's forward and
+    gradients, channels_last, a stride-2 shortcut's input gradient in its strided pixels."""
+    offered = _choosing(monkeypatch, pick, lambda name: name.endswith("_cl") and pick == "gemm")
     cl = torch.channels_last
     x = torch.randn(2, 24, 10, 6, dtype=torch.float64).contiguous(memory_format=cl)
     x.requires_grad_()
@@ -243,8 +243,9 @@ def test_channels_last_pointwise_tunes_one_product_against_the_implicit_gemm(
     got = torch.autograd.grad(yd, dev, g.to(torch.bfloat16).to(DEV).contiguous(memory_format=cl))
     assert got[0].is_contiguous(memory_format=cl)
     kinds = [k for k, _ in offered]
-    assert "pw_fwd_cl" in kinds and "pw_dgrad_cl" in kinds, kinds
-    assert all(c == [("implicit",), ("gemm",)] for k, c in offered if k.endswith("_cl"))
+    assert {"pw_fwd_cl", "pw_dgrad_cl", "pw_wgrad_cl"} <= set(kinds), kinds
+    first = {"pw_fwd_cl": "implicit", "pw_dgrad_cl": "implicit", "pw_wgrad_cl": "kernel"}
+    assert all(c == [(first[k],), ("gemm",)] for k, c in offered if k.endswith("_cl"))
     for a, r in zip((yd, *got), (y, *ref)):
         err = (a.detach().cpu().double() - r).abs().max() / r.abs().max()
         assert err < 2e-2, (a.shape, err)

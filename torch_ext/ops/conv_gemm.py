@@ -292,49 +292,83 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
     split into slices whose float32 partials one reduction sums in order (one slice:
     written straight into dW). Tiles and slices tuned (`cfg` forces one: tests); NCHW
     maps whose pixels are not a multiple of 4 (7x7: loads of single elements, not
-    pipelined) also time copying both to channels_last first (`via` in the config)."""
-    n, co, c = dy.shape[0], w_shape[0], w_shape[1]
-    p = math.prod(x.shape[2:])
-    if n == 0 or p == 0:
+    pipelined) also time copying both to channels_last first (`via` in the config).
+    channels_last fp16/bf16 also time one matrix product over the pixels (_gemm_wgrad)."""
+    n = dy.shape[0]
+    if n == 0 or math.prod(x.shape[2:]) == 0:
         return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
-    direct = _operands(dy, x, n, p)
-    upcast, _ = conv_precision(dy.dtype)
-    R = n * p
+    direct = _operands(dy, x, n, math.prod(x.shape[2:]))
+    if cfg is not None:
+        return _wgrad_1x1(dy, x, w_shape, direct, cfg)
+    _, dst, _, xst, nd, _ = direct
+    if nd == 1 and dst[1] == 1 and xst[1] == 1 and dy.dtype in (torch.float16, torch.bfloat16):
+        key = ("pw_wgrad_cl", dy.dtype, *dy.shape, *w_shape, *x.shape)
+        runs = {"kernel": lambda: _tuned_wgrad(dy, x, w_shape, direct),
+                "gemm": lambda: _gemm_wgrad(dy, w_shape, direct)}  # fmt: skip
+        return _faster(key, dy, runs)
+    return _tuned_wgrad(dy, x, w_shape, direct)
 
-    def tiles(cfg):
-        bm, bn = min(cfg[0], 128), min(cfg[1], 128)
-        return bm, bn, cdiv(co, bm) * cdiv(c, bn)
 
-    def run(cfg):
-        bm, bn, work = tiles(cfg)
-        _, _, bk, warps, stages, split, via = cfg
-        if via:
-            dyk, dst, xk, xst, nk, pk = _operands(*(channels_last_view(t) for t in (dy, x)), n, p)
-        else:
-            dyk, dst, xk, xst, nk, pk = direct
-        pb = cdiv(pk, bk)
-        items = nk * pb
-        per = cdiv(items, split)
-        split = cdiv(items, per)
-        buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)
-        buf = torch.empty((split, co, c), dtype=buf_dtype, device=dy.device)
-        launch(
-            _wgrad_1x1_kernel, (work, split), dyk, xk, buf, co, c, pk, pb, items, per,
-            *dst, *xst, buf.stride(0), ALIGN=pixel_alignment(pk, (dst, xst)),
-            UPCAST=upcast, ACC=tl_float_acc(dy.dtype), I64=needs_int64(dyk, xk),
-            BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
-        )  # fmt: skip
-        return buf
+def _gemm_wgrad(dy, w_shape, direct):
+    """dW of channels_last operands (one image of pixels, channels contiguous): dy's
+    (pixels x CO) matrix, transposed, @ x's (pixels x C), one product with K the pixels,
+    open to the matrix products' tuned kernels (split K, TMA)."""
+    dyk, (_, sdc, sdp), xk, (_, sxc, sxp), _, pk = direct
+    co, c = w_shape[0], w_shape[1]
+    out = torch.empty((co, c), dtype=dy.dtype, device=dy.device)
+    _bmm((dyk, (1, co, pk), (0, sdc, sdp)), (xk, (1, pk, c), (0, sxp, sxc)), as3(out))
+    return out.reshape(w_shape)
 
-    if cfg is None:
-        _, dst, _, xst, nd, pd = direct
-        vias = (0, 1) if dst[2] == 1 and pixel_alignment(pd, (dst, xst)) < 4 else (0,)
-        cands = [
-            (*t, split, via)
-            for via in vias
-            for t in conv_candidates(co, c, R, dy.dtype)
-            for split in split_candidates(R, tiles(t)[2])
-        ]
-        key = ("wgrad1x1", dy.dtype, nd, co, c, pd, dst[2] == 1, xst[2] == 1)
-        cfg = tuned("conv", key, cands, run, dy.device)
-    return sum_slices(run(cfg), dy.dtype).reshape(w_shape)
+
+def _wgrad_tiles(co, c, cfg):
+    """(BLOCK_M, BLOCK_N, programs a slice) of _wgrad_1x1_kernel under `cfg`."""
+    bm, bn = min(cfg[0], 128), min(cfg[1], 128)
+    return bm, bn, cdiv(co, bm) * cdiv(c, bn)
+
+
+def _tuned_wgrad(dy, x, w_shape, direct):
+    """_wgrad_1x1 at the tiles and slices the tuner keeps."""
+    co, c = w_shape[0], w_shape[1]
+    _, dst, _, xst, nd, pd = direct
+    R = nd * pd
+    vias = (0, 1) if dst[2] == 1 and pixel_alignment(pd, (dst, xst)) < 4 else (0,)
+    cands = [
+        (*t, split, via)
+        for via in vias
+        for t in conv_candidates(co, c, R, dy.dtype)
+        for split in split_candidates(R, _wgrad_tiles(co, c, t)[2])
+    ]
+    key = ("wgrad1x1", dy.dtype, nd, co, c, pd, dst[2] == 1, xst[2] == 1)
+    cfg = tuned("conv", key, cands, lambda cfg: _wgrad_slices(dy, x, w_shape, direct, cfg),
+                dy.device)  # fmt: skip
+    return _wgrad_1x1(dy, x, w_shape, direct, cfg)
+
+
+def _wgrad_1x1(dy, x, w_shape, direct, cfg):
+    return sum_slices(_wgrad_slices(dy, x, w_shape, direct, cfg), dy.dtype).reshape(w_shape)
+
+
+def _wgrad_slices(dy, x, w_shape, direct, cfg):
+    """The (slices, CO, C) partials of _wgrad_1x1_kernel under `cfg` (one slice: dW's
+    dtype, else float32)."""
+    n, co, c = dy.shape[0], w_shape[0], w_shape[1]
+    bm, bn, work = _wgrad_tiles(co, c, cfg)
+    _, _, bk, warps, stages, split, via = cfg
+    if via:
+        p = math.prod(x.shape[2:])
+        dyk, dst, xk, xst, nk, pk = _operands(*(channels_last_view(t) for t in (dy, x)), n, p)
+    else:
+        dyk, dst, xk, xst, nk, pk = direct
+    pb = cdiv(pk, bk)
+    items = nk * pb
+    per = cdiv(items, split)
+    split = cdiv(items, per)
+    buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)
+    buf = torch.empty((split, co, c), dtype=buf_dtype, device=dy.device)
+    launch(
+        _wgrad_1x1_kernel, (work, split), dyk, xk, buf, co, c, pk, pb, items, per,
+        *dst, *xst, buf.stride(0), ALIGN=pixel_alignment(pk, (dst, xst)),
+        UPCAST=conv_precision(dy.dtype)[0], ACC=tl_float_acc(dy.dtype), I64=needs_int64(dyk, xk),
+        BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    return buf
