@@ -158,7 +158,16 @@ def batch_norm_cases():
     from torch_ext.ops import batch_norm
 
     for fmt in (torch.contiguous_format, torch.channels_last):
-        for c, hw in ((64, 112), (256, 56), (512, 28), (1024, 14), (2048, 7)):
+        for c, hw in (
+            (64, 112),
+            (64, 56),
+            (256, 56),
+            (128, 28),
+            (512, 28),
+            (256, 14),
+            (1024, 14),
+            (2048, 7),
+        ):
             batch_norm.launch = recorder(f"batch_norm bf16 32x{c}x{hw}x{hw} {str(fmt)[6:]}")
             x = torch.empty(32, c, hw, hw, dtype=torch.bfloat16).to(memory_format=fmt)
             w, rm, rv = (torch.empty(c) for _ in range(3))

@@ -162,12 +162,23 @@ class _Plan:
             return None
         max_bytes, per_sm = r
         moved = self.N * self.S * self.C * self.elem_size * (2 if backward else 1)
-        split = min(self.items, max(1, per_sm * (spec("multiprocessors") or 1) // self.cblocks))
+        sms = spec("multiprocessors") or 1
+        split = min(self.items, max(1, per_sm * sms // self.cblocks))
+        # Every program reads its block's split x BC partial pairs: in all about
+        # split**2 * C * 8 bytes, kept within the activations' own bytes (a channels_last
+        # map of 64 channels is one block: 264 programs would read 36 MB of partials for
+        # a 13 MB map); a grid left under one program a multiprocessor keeps two launches.
+        split = min(split, max(1, math.isqrt(moved // (8 * self.C))))
+        if split > 1 and self.cblocks * split < sms:
+            return None
         if moved > max_bytes or split < COOP_MIN_SPLIT or (split > 1 and _interpreted()):
             return None
         per = cdiv(self.items, split)
         split = cdiv(self.items, per)
-        return (self.cblocks, split), per, next_pow2(split)
+        # partial rows a merge step reads: as the two-launch merge's (registers)
+        merge_lanes = (spec("batch_norm_tiling", self.elem_size) or _INTERPRETER_TILING)[2]
+        split_p = min(next_pow2(split), 1 << (max(2, merge_lanes // self.BC).bit_length() - 1))
+        return (self.cblocks, split), per, split_p
 
     def strides(self, k):
         return self.sts[k]

@@ -222,11 +222,13 @@ def mm_split_k_candidates(tiles: int, k: int) -> list[int]:
     that keep at most four waves, each split at least 512 of K. At 4096 tokens on an
     H200 (session 19) GPT-2's 768 -> 3072 weight gradient (72 tiles of 128 x 256) ran
     at 66% of cuBLAS and its 3072 -> 768 forward (96) at 69%, one part-filled wave
-    each. The partial tiles cost a float32 write and read each: the tuner weighs that."""
+    each. The partial tiles cost a float32 write and read each: the tuner weighs that.
+    Few tiles over a long K (a channels_last 1x1 weight gradient: 512 x 1024 over 6,272
+    pixels, 16 tiles) also time 6 and 8 splits, which fill a wave."""
     sms = _sm_count()
     if tiles >= 2 * sms:
         return []
-    return [s for s in (2, 3, 4) if tiles * s <= 4 * sms and k // s >= 512]
+    return [s for s in (2, 3, 4, 6, 8) if tiles * s <= 4 * sms and k // s >= 512]
 
 
 def multiprocessors() -> int:
