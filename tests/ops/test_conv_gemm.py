@@ -227,6 +227,7 @@ def test_channels_last_pointwise_tunes_one_product_against_the_implicit_gemm(
     and beside the 1x1 weight-gradient kernel; either gives the CPU's forward and
     gradients, channels_last, a stride-2 shortcut's input gradient in its strided pixels."""
     offered = _choosing(monkeypatch, pick, lambda name: name.endswith("_cl") and pick == "gemm")
+    monkeypatch.setattr(conv_gemm, "GEMM_WGRAD_CHANNELS", 16)  # these channels offer it too
     cl = torch.channels_last
     x = torch.randn(2, 24, 10, 6, dtype=torch.float64).contiguous(memory_format=cl)
     x.requires_grad_()
@@ -249,3 +250,18 @@ def test_channels_last_pointwise_tunes_one_product_against_the_implicit_gemm(
     for a, r in zip((yd, *got), (y, *ref)):
         err = (a.detach().cpu().double() - r).abs().max() / r.abs().max()
         assert err < 2e-2, (a.shape, err)
+
+
+def test_narrow_channels_last_weight_gradients_keep_the_1x1_kernel(monkeypatch):
+    """Under GEMM_WGRAD_CHANNELS channels in or out the product over the pixels is not
+    offered (no split K there): the 1x1 kernel's tiles are tuned alone."""
+    offered = _choosing(monkeypatch, "gemm", lambda name: name.endswith("_cl"))
+    cl = torch.channels_last
+    x = torch.randn(2, 24, 6, 6).to(torch.bfloat16).contiguous(memory_format=cl).to(DEV)
+    dy = torch.randn(2, 300, 6, 6).to(torch.bfloat16).contiguous(memory_format=cl).to(DEV)
+    dw = conv_gemm.pointwise_weight_grad(dy, x, (300, 24, 1, 1))
+    kinds = [k for k, _ in offered]
+    assert "pw_wgrad_cl" not in kinds and "wgrad1x1" in kinds, kinds
+    ref = torch.einsum("nchw,ndhw->cd", dy.cpu().double(), x.cpu().double())
+    err = (dw.cpu().double().reshape(300, 24) - ref).abs().max() / ref.abs().max()
+    assert err < 2e-2, err
