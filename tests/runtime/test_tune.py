@@ -52,9 +52,9 @@ def test_fastest_candidate_is_kept_and_remembered(tuning):
     dev = torch.device(DEV)
     assert _tune.tuned("t", ("k", 1), [(1,), (2,), (3,)], run, dev) == (2,)
     # each timed once, then (three finalists) twice more
-    assert all(n == 3 * (_tune._REPS + 1) for n in calls.values()), calls
+    assert all(n == 3 * (_tune._REPS + 2) for n in calls.values()), calls
     assert _tune.tuned("t", ("k", 1), [(1,), (2,), (3,)], run, dev) == (2,)
-    assert sum(calls.values()) == 9 * (_tune._REPS + 1)  # not timed again
+    assert sum(calls.values()) == 9 * (_tune._REPS + 2)  # not timed again
     assert json.loads(tuning.read_text())["entries"] == {"t|k,1": [2]}
 
 
@@ -74,13 +74,13 @@ def test_finalists_are_timed_again_and_judged_by_median(tuning):
     def run(cfg):
         if _tune.compiling():  # the cuda driver's precompile threads
             return
-        k = calls[cfg] // (_tune._REPS + 1)  # which timing of this candidate
+        k = calls[cfg] // (_tune._REPS + 2)  # which timing of this candidate
         calls[cfg] += 1
         torch.ones(4, device=DEV).add_(1)
         time.sleep(per_timing[cfg][k])
 
     assert _tune.tuned("t", ("f",), list(per_timing), run, torch.device(DEV)) == (2,)
-    n = _tune._REPS + 1
+    n = _tune._REPS + 2
     assert calls == {(1,): 3 * n, (2,): 3 * n, (3,): 3 * n, (4,): n, (5,): n}
 
 
@@ -315,9 +315,29 @@ def test_timed_launches_queue_behind_the_stream_hold(monkeypatch):
     the cuda driver, nothing on the host driver), then the timed launches: the order
     that makes the timing the device's, not the host's."""
     events = []
-    monkeypatch.setattr(_tune, "_hold_stream", lambda device: events.append("hold"))
-    _tune._time(lambda cfg: events.append("run"), (1,), DEV)
-    assert events == ["run", "hold"] + ["run"] * _tune._REPS
+    monkeypatch.setattr(_tune, "_hold_stream", lambda device, ns: events.append(("hold", ns)))
+
+    def run(cfg):
+        events.append("run")
+        time.sleep(0.002)  # a candidate whose host side takes 2 ms a call
+
+    _tune._time(run, (1,), DEV)
+    assert events[:2] == ["run", "run"] and events[3:] == ["run"] * _tune._REPS
+    hold, queue_ns = events[2]
+    assert hold == "hold" and queue_ns >= 2e6 * _tune._REPS  # the host's time to queue them
+
+
+def test_the_hold_covers_the_host_time_to_queue(monkeypatch):
+    """The spin lasts the driver's time or twice the host's queueing time, at most 50 ms."""
+    spins = []
+    monkeypatch.setattr(
+        _tune, "spec", lambda name, *a: 2_000_000 if name == "tune_spin_ns" else None
+    )
+    monkeypatch.setattr(_tune, "launch", lambda kernel, grid, flag, ns: spins.append(ns))
+    monkeypatch.setattr(_tune, "spin_kernel", lambda: "spin")
+    for queue_ns in (0, 5e6, 1e9):
+        _tune._hold_stream(torch.device(DEV), queue_ns)
+    assert spins == [2_000_000, 10_000_000, 50_000_000]
 
 
 def test_the_host_driver_holds_nothing(monkeypatch):

@@ -8,8 +8,9 @@ heuristic's choice first; `run(cfg)` launches the op's kernels with one of them 
 writes the op's outputs (each candidate computes the same result, so tuning launches
 only overwrite). The first call with a `key` (every value that changes the launch:
 sizes, strides, dtype, flags) times each candidate on the device's current stream
-(one launch to compile and warm up, then a few timed ones, between two timing
-events), times the three fastest twice more and keeps the one of least median; later
+(one launch to compile and warm up, one to measure the host's time to queue a call,
+then a few timed ones behind a spin that covers it, between two timing events), times
+the three fastest twice more and keeps the one of least median; later
 calls, and later processes, read it back.
 
 Switch: TORCH_EXT_AUTOTUNE. `auto` (the default) tunes where the driver says timings
@@ -43,6 +44,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -128,14 +130,19 @@ def _key_text(key: Sequence[Any]) -> str:
 _spin_flags: dict[Any, torch.Tensor] = {}
 
 
-def _hold_stream(device: torch.device) -> None:
+def _hold_stream(device: torch.device, queue_ns: float = 0.0) -> None:
     """Keeps the current stream busy for spec("tune_spin_ns") nanoseconds (a GPU spin),
-    so that the timed launches queued meanwhile run back to back: their Python costs
-    more than a small kernel runs, and timing it picked tiles at random (H200, session
-    18: a ResNet-50 1x1 weight gradient tuned to 91 us whose best candidate runs 42)."""
+    or twice `queue_ns` (the host's time to queue the timed launches) where longer, at
+    most 50 ms, so that the timed launches queued meanwhile run back to back: their
+    Python costs more than a small kernel runs, and timing it picked tiles at random
+    (H200, session 18: a ResNet-50 1x1 weight gradient tuned to 91 us whose best
+    candidate runs 42); a candidate that tunes ops of its own looks each up on every
+    call, more than the fixed spin covered (session 23: a 0.069 ms product kept over a
+    0.015 ms kernel whose calls ran its tuner's lookups)."""
     ns = spec("tune_spin_ns")
     if not ns:
         return
+    ns = int(min(max(ns, 2 * queue_ns), 50e6))
     flag = _spin_flags.get(device)
     if flag is None:
         flag = _spin_flags[device] = torch.zeros(1, dtype=torch.int64, device=device)
@@ -146,7 +153,9 @@ def _time(run: Callable[[tuple], Any], cfg: tuple, device: torch.device) -> floa
     """Milliseconds per launch of `cfg` on the current stream (the device's time: the
     launches are queued behind a spin, _hold_stream)."""
     run(cfg)  # compiles, warms the caches
-    _hold_stream(device)
+    t0 = time.perf_counter()
+    run(cfg)  # the host's time to queue a call
+    _hold_stream(device, (time.perf_counter() - t0) * 1e9 * _REPS)
     start = torch.Event(device=device, enable_timing=True)
     end = torch.Event(device=device, enable_timing=True)
     start.record()
@@ -154,7 +163,7 @@ def _time(run: Callable[[tuple], Any], cfg: tuple, device: torch.device) -> floa
         run(cfg)
     end.record()
     end.synchronize()
-    stats["timed_launches"] += _REPS + 1
+    stats["timed_launches"] += _REPS + 2
     return start.elapsed_time(end) / _REPS
 
 
