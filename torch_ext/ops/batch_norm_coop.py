@@ -22,13 +22,16 @@ import triton.language as tl
 from .batch_norm_kernels import (
     _bn_finish,
     _chan_merge,
+    _dx_coefficients,
     _dx_items,
     _grad_sums_items,
     _invstd,
-    _lanes,
     _nc,
     _normalise_items,
     _offsets,
+    _split_program,
+    _store_dw_db,
+    _store_partials,
     _sums_merge,
     _welford_items,
 )
@@ -70,18 +73,11 @@ def _bn_coop_fwd_kernel(
     S = as_multiple(S, AL)
     sN, sC = _nc(sN, sC, AL)
     yN, yC = _nc(yN, yC, AL)
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsplit = tl.num_programs(1)
-    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    cb, sp, nsplit, c, cm, jn, js, start, end = _split_program(C, per, items, BC, BN, BS)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
-    start = sp * per
-    end = tl.minimum(start + per, items)
     _, pmean, pm2 = _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS,
                                    items, full, full_nv, tail_nv, ACC, I64, BN, BS)  # fmt: skip
-    o = sp * C + c
-    tl.store(part + o, pmean, mask=cm)
-    tl.store(part + nsplit * C + o, pm2, mask=cm)
+    _store_partials(part, sp, nsplit, C, c, cm, pmean, pm2)
     _wait_for_block(sync, cb, nsplit)
     total, mean, m2 = _chan_merge(part, c, cm, C, nsplit, per, items, full, full_nv, tail_nv,
                                   SPLIT_P, ACC)  # fmt: skip
@@ -115,40 +111,22 @@ def _bn_coop_bwd_kernel(
     sN, sC = _nc(sN, sC, AL)
     gN, gC = _nc(gN, gC, AL)
     oN, oC = _nc(oN, oC, AL)
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsplit = tl.num_programs(1)
-    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    cb, sp, nsplit, c, cm, jn, js, start, end = _split_program(C, per, items, BC, BN, BS)
     mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
-    start = sp * per
-    end = tl.minimum(start + per, items)
     sdy, sdx = _grad_sums_items(dy, x, start, end, mu[:, None], cm, jn, js, offs, goffs, TN,
                                 N, S, sN, sS, gN, gS, ACC, I64, BN, BS)  # fmt: skip
-    o = sp * C + c
-    tl.store(part + o, sdy, mask=cm)
-    tl.store(part + nsplit * C + o, sdx, mask=cm)
+    _store_partials(part, sp, nsplit, C, c, cm, sdy, sdx)
     _wait_for_block(sync, cb, nsplit)
     sdy, sdx = _sums_merge(part, c, cm, C, nsplit, SPLIT_P, ACC)
     _leave_block(sync, cb, nsplit)
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
     dot = sdx * invstd
     if sp == 0:
-        if DW:
-            tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
-        if DB:
-            tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
+        _store_dw_db(dw, db, c, cm, dot, sdy, DW, DB)
     if DX:
-        a = invstd
-        if HAS_W:
-            a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
-        cx = a * 0  # eval: dx = a * dy
-        c0 = a * 0
-        if TRAIN:
-            k = a * invstd * dot / count
-            cx = -k
-            c0 = k * mu - a * sdy / count
+        a, cx, c0 = _dx_coefficients(w, c, cm, invstd, mu, sdy, dot, count, HAS_W, TRAIN, ACC)
         ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
         _dx_items(dy, x, dx, start, end, start + end - 1, a, cx, c0, cm, jn, js, offs, goffs,
                   ooffs, TN, N, S, sN, sS, gN, gS, oN, oS, TRAIN, ACC, I64, BN, BS)  # fmt: skip

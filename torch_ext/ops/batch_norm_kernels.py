@@ -109,6 +109,25 @@ def _bn_finish(c, cm, n, mean, m2, rmean, rvar, smean, sinv, momentum, eps,
 
 
 @triton.jit
+def _split_program(C, per, items, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):
+    """(channel block, split, splits, lanes (_lanes), its items [start, end)) of a program
+    of a split reduction's (channel blocks, splits) grid."""
+    cb = tl.program_id(0)
+    sp = tl.program_id(1)
+    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    start = sp * per
+    return cb, sp, tl.num_programs(1), c, cm, jn, js, start, tl.minimum(start + per, items)
+
+
+@triton.jit
+def _store_partials(part, sp, nsplit, C, c, cm, first, second):
+    """A split's two per-channel partials into part[0|1, split, c]."""
+    o = sp * C + c
+    tl.store(part + o, first, mask=cm)
+    tl.store(part + nsplit * C + o, second, mask=cm)
+
+
+@triton.jit
 def _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS, items, full,
                    full_nv, tail_nv, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
                    BS: tl.constexpr):  # fmt: skip
@@ -175,19 +194,12 @@ def _bn_stats_kernel(
     over the program's items, combined over the lanes, then over the splits."""
     S = as_multiple(S, AL)
     sN, sC = _nc(sN, sC, AL)
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsplit = tl.num_programs(1)
-    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    cb, sp, nsplit, c, cm, jn, js, start, end = _split_program(C, per, items, BC, BN, BS)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
-    start = sp * per
-    end = tl.minimum(start + per, items)
     n, pmean, pm2 = _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS,
                                    items, full, full_nv, tail_nv, ACC, I64, BN, BS)  # fmt: skip
     if MERGE:  # part[0|1, split, c]: mean and M2 of each split (counts from _count)
-        o = sp * C + c
-        tl.store(part + o, pmean, mask=cm)
-        tl.store(part + nsplit * C + o, pm2, mask=cm)
+        _store_partials(part, sp, nsplit, C, c, cm, pmean, pm2)
         if _arrive(arrivals, cb, nsplit):
             total, cmean, cm2 = _chan_merge(part, c, cm, C, nsplit, per, items, full, full_nv,
                                             tail_nv, SPLIT_P, ACC)  # fmt: skip
@@ -252,10 +264,33 @@ def _bn_bwd_finish(c, cm, sdy, sdx, sums, dw, db, C, invstd,
     dot = sdx * invstd
     tl.store(sums + c, sdy, mask=cm)
     tl.store(sums + C + c, dot, mask=cm)
+    _store_dw_db(dw, db, c, cm, dot, sdy, DW, DB)
+
+
+@triton.jit
+def _store_dw_db(dw, db, c, cm, dot, sdy, DW: tl.constexpr, DB: tl.constexpr):
+    """dweight = invstd * sum(dy * (x - mean)) (`dot`), dbias = sum(dy)."""
     if DW:
         tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
     if DB:
         tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
+
+
+@triton.jit
+def _dx_coefficients(w, c, cm, invstd, mu, sdy, dot, count, HAS_W: tl.constexpr,
+                     TRAIN: tl.constexpr, ACC: tl.constexpr):  # fmt: skip
+    """(a, cx, c0) per channel of dx = a*dy + cx*x + c0 (training, from the sums over
+    `count` elements; eval: a*dy)."""
+    a = invstd
+    if HAS_W:
+        a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
+    cx = a * 0
+    c0 = a * 0
+    if TRAIN:
+        k = a * invstd * dot / count
+        cx = -k
+        c0 = k * mu - a * sdy / count
+    return a, cx, c0
 
 
 @triton.jit
@@ -303,22 +338,15 @@ def _bn_bwd_sums_kernel(
     S = as_multiple(S, AL)
     sN, sC = _nc(sN, sC, AL)
     gN, gC = _nc(gN, gC, AL)
-    cb = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsplit = tl.num_programs(1)
-    c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
+    cb, sp, nsplit, c, cm, jn, js, start, end = _split_program(C, per, items, BC, BN, BS)
     mu = tl.load(mean + c, mask=cm, other=0).to(ACC)[:, None]
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
-    start = sp * per
-    sdy, sdx = _grad_sums_items(dy, x, start, tl.minimum(start + per, items), mu, cm, jn, js,
-                                offs, goffs, TN, N, S, sN, sS, gN, gS, ACC, I64, BN,
-                                BS)  # fmt: skip
+    sdy, sdx = _grad_sums_items(dy, x, start, end, mu, cm, jn, js, offs, goffs, TN, N, S, sN,
+                                sS, gN, gS, ACC, I64, BN, BS)  # fmt: skip
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
     if MERGE:  # part[0|1, split, c]
-        o = sp * C + c
-        tl.store(part + o, sdy, mask=cm)
-        tl.store(part + nsplit * C + o, sdx, mask=cm)
+        _store_partials(part, sp, nsplit, C, c, cm, sdy, sdx)
         if _arrive(arrivals, cb, nsplit):
             t1, t2 = _sums_merge(part, c, cm, C, nsplit, SPLIT_P, ACC)
             _bn_bwd_finish(c, cm, t1, t2, sums, dw, db, C, invstd, DW, DB)
@@ -344,16 +372,14 @@ def _bn_bwd_dx_kernel(
     q = tl.program_id(1)
     c, cm, jn, js = _lanes(cb, C, BC, BN, BS)
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
-    a = invstd
-    if HAS_W:
-        a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
-    cx = a * 0  # eval: dx = a * dy
-    c0 = a * 0
+    mu = invstd * 0
+    sdy = mu
+    dot = mu
     if TRAIN:
         mu = tl.load(mean + c, mask=cm, other=0).to(ACC)
-        k = a * invstd * tl.load(sums + C + c, mask=cm, other=0) / count
-        cx = -k
-        c0 = k * mu - a * tl.load(sums + c, mask=cm, other=0) / count
+        sdy = tl.load(sums + c, mask=cm, other=0)
+        dot = tl.load(sums + C + c, mask=cm, other=0)
+    a, cx, c0 = _dx_coefficients(w, c, cm, invstd, mu, sdy, dot, count, HAS_W, TRAIN, ACC)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
     ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
@@ -450,17 +476,10 @@ def _bn_resident_bwd_kernel(
     xc = tl.where(m, v - mu[:, None], 0)
     sdy = tl.sum(g, 1)
     dot = tl.sum(g * xc, 1) * invstd
-    if DW:
-        tl.store(dw + c, dot.to(dw.dtype.element_ty), mask=cm)
-    if DB:
-        tl.store(db + c, sdy.to(db.dtype.element_ty), mask=cm)
+    _store_dw_db(dw, db, c, cm, dot, sdy, DW, DB)
     if DX:
-        a = invstd
-        if HAS_W:
-            a = a * tl.load(w + c, mask=cm, other=0).to(ACC)
-        d = g * a[:, None]
-        if TRAIN:
-            n = (N * S).to(ACC)
-            d -= (a * sdy / n)[:, None] + xc * (a * invstd * dot / n)[:, None]
+        a, cx, c0 = _dx_coefficients(w, c, cm, invstd, mu, sdy, dot, (N * S).to(ACC), HAS_W,
+                                     TRAIN, ACC)  # fmt: skip
+        d = g * a[:, None] + v * cx[:, None] + c0[:, None]
         ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
         tl.store(dx + ooffs, d.to(dx.dtype.element_ty), mask=m)
