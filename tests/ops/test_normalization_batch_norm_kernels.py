@@ -386,3 +386,28 @@ def test_no_barrier_of_several_programs_in_the_interpreter(monkeypatch, device):
     force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 1), multiprocessors=1)
     monkeypatch.setattr(batch_norm, "COOP_MIN_SPLIT", 1)
     assert plan.coop(False)[0][1] == 1
+
+
+def test_other_streams_keep_two_launches(monkeypatch, device):
+    """The one-launch kernels' barrier counters are the device's: on a stream other than
+    the default one (where another launch could run at the same time) batch norm keeps
+    the two launches, on the default stream it takes the one."""
+    from torch_ext.ops import batch_norm
+    from helpers import force_spec
+
+    force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 1), multiprocessors=1,
+               batch_norm_resident=None)  # fmt: skip
+    monkeypatch.setattr(batch_norm, "COOP_MIN_SPLIT", 1)
+    calls = spy_launches(monkeypatch, batch_norm)
+    x = randn((4, 3, 5, 2), F32, device)
+    rm, rv = randn((3,), F32, device), randn((3,), F32, device, low=0.5, high=2.0)
+    with torch.privateuseone.stream(torch.privateuseone.Stream()):
+        side, _, _ = KERNELS["native_batch_norm"](x, None, None, rm, rv, True, 0.1, 1e-5)
+    torch.privateuseone.synchronize()
+    names = [k.fn.__name__ for k, _ in calls if hasattr(k, "fn")]
+    assert "_bn_coop_fwd_kernel" not in names and "_bn_apply_kernel" in names, names
+    calls.clear()
+    main, _, _ = KERNELS["native_batch_norm"](x, None, None, rm, rv, True, 0.1, 1e-5)
+    names = [k.fn.__name__ for k, _ in calls if hasattr(k, "fn")]
+    assert names == ["_bn_coop_fwd_kernel"], names
+    assert_close(side, to_ref(main), F32, reduce_dim=40)

@@ -190,6 +190,14 @@ class _Plan:
         return (self.C, self.N, self.S)
 
 
+def _default_stream(device):
+    """Whether the op runs on its device's default stream, the one stream where the
+    one-launch kernels are recorded: their barrier counters are the device's, and a
+    launch on another stream at the same time would share them (see the README's known
+    limitations)."""
+    return torch.accelerator.current_stream(device.index).stream_id == 0
+
+
 def _interpreted():
     """Whether launches run in Triton's interpreter, one program after another: a channel
     block of several programs at a barrier would wait forever there (a GPU's tiling
@@ -250,7 +258,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
             Y_AS_X=p.same(1), ACC=acc, **rtiles,
         )  # fmt: skip
         return y, smean, sinv
-    co = p.coop(False) if training else None
+    co = p.coop(False) if training and _default_stream(x.device) else None
     if co is not None:
         grid, per, split_p = co
         part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
@@ -336,7 +344,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             O_AS_X=p.same(2), ACC=acc, **rtiles,
         )  # fmt: skip
         return dx, dw, db
-    co = p.coop(True) if train and sums_needed else None
+    co = p.coop(True) if train and sums_needed and _default_stream(x.device) else None
     if co is not None:
         grid, per, split_p = co
         part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
