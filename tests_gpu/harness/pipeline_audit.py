@@ -8,7 +8,7 @@ convolution, with the pixel arithmetic by division and by fast division (which m
 compile: scalar arguments equal to 1 become constants there, never under the
 interpreter); and a stride-2 3x3 input gradient by phases (ops/conv_igemm.py) and
 by the full gather. A line per case: name, wgmma, cp.async, shared bytes. Then batch
-norm's kernels on NCHW 14x14 and 28x28 maps: the widest global load each issues (bytes;
+norm's kernels on NCHW 14x14, 28x28 and 112x112 maps: the widest global load each issues (bytes;
 2 = element by element).
 
     python tests_gpu/harness/pipeline_audit.py
@@ -98,7 +98,7 @@ def loads(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
 
 batch_norm.launch = loads
 batch_norm.arrival_counters = lambda name, device: torch.zeros(1024, dtype=torch.int32)
-for c, hw in ((256, 14), (128, 28)):
+for c, hw in ((256, 14), (128, 28), (64, 112)):
     x = torch.empty(32, c, hw, hw, dtype=torch.bfloat16)
     w, b, rm, rv = (torch.empty(c) for _ in range(4))
     seen.clear()

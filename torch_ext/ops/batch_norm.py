@@ -195,7 +195,10 @@ def _default_stream(device):
     one-launch kernels are recorded: their barrier counters are the device's, and a
     launch on another stream at the same time would share them (see the README's known
     limitations)."""
-    return torch.accelerator.current_stream(device.index).stream_id == 0
+    if not torch.accelerator.is_available():  # kernels on CPU tensors, nothing else
+        return True
+    index = device.index if device.type == torch.accelerator.current_accelerator().type else None
+    return torch.accelerator.current_stream(index).stream_id == 0
 
 
 def _interpreted():
