@@ -95,6 +95,7 @@ class _Plan:
             bn = min(next_pow2(N), lanes // bs) if bs >= S else 1
             bc = min(next_pow2(C), max(1, lanes // (bs * bn)))
         self.N, self.C, self.S, self.BC, self.BN, self.BS = N, C, S, bc, bn, bs
+        self.device = x.device
         self.sts = sts
         self.TN, self.TS = cdiv(N, bn), cdiv(S, bs)
         self.items = self.TN * self.TS
@@ -156,22 +157,21 @@ class _Plan:
         (batch_norm_coop.py), or None: activations of at most the driver's bytes (x, and
         dy backward), split over as many programs per channel block as keep the grid
         within the driver's programs a multiprocessor (all resident at once: they wait
-        for each other), at least two."""
+        for each other), at least two; on the default stream only (_default_stream)."""
         r = spec("batch_norm_coop", self.elem_size, backward)
-        if r is None:
-            return None
-        max_bytes, per_sm = r
         moved = self.N * self.S * self.C * self.elem_size * (2 if backward else 1)
+        if r is None or moved > r[0]:
+            return None
         sms = spec("multiprocessors") or 1
-        split = min(self.items, max(1, per_sm * sms // self.cblocks))
+        split = min(self.items, max(1, r[1] * sms // self.cblocks))
         # Every program reads its block's split x BC partial pairs: in all about
         # split**2 * C * 8 bytes, kept within the activations' own bytes (a channels_last
         # map of 64 channels is one block: 264 programs would read 36 MB of partials for
         # a 13 MB map); a grid left under one program a multiprocessor keeps two launches.
         split = min(split, max(1, math.isqrt(moved // (8 * self.C))))
-        if split > 1 and self.cblocks * split < sms:
+        if split < COOP_MIN_SPLIT or (split > 1 and self.cblocks * split < sms):
             return None
-        if moved > max_bytes or split < COOP_MIN_SPLIT or (split > 1 and _interpreted()):
+        if (split > 1 and _interpreted()) or not _default_stream(self.device):
             return None
         per = cdiv(self.items, split)
         split = cdiv(self.items, per)
@@ -261,7 +261,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
             Y_AS_X=p.same(1), ACC=acc, **rtiles,
         )  # fmt: skip
         return y, smean, sinv
-    co = p.coop(False) if training and _default_stream(x.device) else None
+    co = p.coop(False) if training else None
     if co is not None:
         grid, per, split_p = co
         part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
@@ -347,7 +347,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             O_AS_X=p.same(2), ACC=acc, **rtiles,
         )  # fmt: skip
         return dx, dw, db
-    co = p.coop(True) if train and sums_needed and _default_stream(x.device) else None
+    co = p.coop(True) if train and sums_needed else None
     if co is not None:
         grid, per, split_p = co
         part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)

@@ -294,14 +294,13 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
     maps whose pixels are not a multiple of 4 (7x7: loads of single elements, not
     pipelined) also time copying both to channels_last first (`via` in the config).
     channels_last fp16/bf16 also time one matrix product over the pixels (_gemm_wgrad)."""
-    n = dy.shape[0]
-    if n == 0 or math.prod(x.shape[2:]) == 0:
+    n, p = dy.shape[0], math.prod(x.shape[2:])
+    if n == 0 or p == 0:
         return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
-    direct = _operands(dy, x, n, math.prod(x.shape[2:]))
+    direct = _operands(dy, x, n, p)
     if cfg is not None:
         return _wgrad_1x1(dy, x, w_shape, direct, cfg)
-    _, dst, _, xst, nd, _ = direct
-    if _gemm_wgrad_fits(dy, w_shape, dst, xst, nd):
+    if _gemm_wgrad_fits(dy, w_shape, direct):
         key = ("pw_wgrad_cl", dy.dtype, *dy.shape, *w_shape, *x.shape)
         runs = {"kernel": lambda: _tuned_wgrad(dy, x, w_shape, direct),
                 "gemm": lambda: _gemm_wgrad(dy, w_shape, direct)}  # fmt: skip
@@ -312,12 +311,14 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
 GEMM_WGRAD_CHANNELS = 256  # channels (in and out) from which _gemm_wgrad is timed
 
 
-def _gemm_wgrad_fits(dy, w_shape, dst, xst, nd):
-    """Whether the tuner also times _gemm_wgrad: channels_last fp16/bf16 operands and
-    both channel counts at least GEMM_WGRAD_CHANNELS, where the product has the matrix products' split
-    K (narrower, it takes the skinny tiles without: 64 -> 64 channels at 56x56, one
-    64 x 64 tile over 100,352 pixels, ran 0.069 ms against the 1x1 kernel's 0.015, and
-    the tuner kept it, H200, session 23)."""
+def _gemm_wgrad_fits(dy, w_shape, direct):
+    """Whether the tuner also times _gemm_wgrad: channels_last fp16/bf16 operands (one
+    image of pixels, channels contiguous) and both channel counts at least
+    GEMM_WGRAD_CHANNELS, where the product has the matrix products' split K (narrower,
+    it takes the skinny tiles without: 64 -> 64 channels at 56x56, one 64 x 64 tile over
+    100,352 pixels, ran 0.069 ms against the 1x1 kernel's 0.015, and the tuner kept it,
+    H200, session 23)."""
+    _, dst, _, xst, nd, _ = direct
     if dy.dtype not in (torch.float16, torch.bfloat16) or min(w_shape[:2]) < GEMM_WGRAD_CHANNELS:
         return False
     return nd == 1 and dst[1] == 1 and xst[1] == 1

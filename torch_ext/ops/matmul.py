@@ -428,10 +428,9 @@ def _skinny_candidates(first, M, N, K, batch):
     if min(M, N, K) < 16 or batch * M * N * K < SKINNY_WORK:
         return [first]
     out = [tuple(first)]
-    for bm, bn, bk, warps, stages in SKINNY:
-        cut = (max(16, pow2_at_most(M, bm)), max(16, pow2_at_most(N, bn)),
-               max(16, pow2_at_most(K, bk)), warps, stages)  # fmt: skip
-        out.append(cut)
+    for cfg in SKINNY:
+        bm, bn, _ = _tiles(M, N, cfg)  # as the launch cuts them
+        out.append((bm, bn, max(16, pow2_at_most(K, cfg[2])), *cfg[3:]))
     return list(dict.fromkeys(out))
 
 
