@@ -281,6 +281,43 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, devi
 
 
 @pytest.mark.parametrize(
+    "lanes", [None, (16, 1, 1), (32, 1, 2)], ids=["looped", "step16", "step32-staged"]
+)
+def test_arg_reductions_lanes_kernel(lanes, device, monkeypatch):
+    """Rows past the one-tile cap, and rows the driver sends there (`arg_lanes_tile`:
+    step, warps, pipeline stages), take the kernel that keeps a running winner per lane
+    and reduces once at the end: the first NaN, then the first of equal extremes across
+    steps and lanes, an all -inf row's index 0, a winner in a short last step."""
+    from torch_ext.ops import _common, _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=64)
+    force_spec(monkeypatch, _common, reduction_block=64)
+    force_spec(monkeypatch, A, arg_lanes_tile=lanes)
+    calls = spy_launches(monkeypatch, A)
+    n = 200 if lanes is None else 30  # looped: past the cap (32: two arrays); lanes: within it
+    x = torch.randint(-4, 4, (7, n)).float()
+    x[0, 17], x[0, 26] = 9, 9  # equal winners in different lanes and steps: 17
+    x[1] = -float("inf")
+    x[2, n - 1] = 9  # in the short last step
+    x[3, 25], x[3, 5] = float("nan"), float("nan")  # the first NaN: 5
+    x[4, 20] = 9
+    x[4, 4] = 9  # an earlier step's equal value in another lane: 4
+    x = x.to(device)
+    idx = torch.empty(7, dtype=torch.int64, device=device)
+    vals = torch.empty(7, device=device)
+    for is_max in (True, False):
+        (A.argmax_out if is_max else A.argmin_out)(x, 1, False, idx)
+        assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(1))
+        (A.max_dim_out if is_max else A.min_dim_out)(x, 1, False, vals, idx)
+        ref = (torch.max if is_max else torch.min)(x.cpu(), 1)
+        assert_close(idx, ref.indices)
+        assert_close(vals, ref.values)
+    assert calls and all(k is A._arg_lanes_kernel for k, _ in calls)
+    if lanes is not None:
+        assert all((kw["BLOCK_R"], kw["STAGES"]) == lanes[::2] for _, kw in calls), calls
+
+
+@pytest.mark.parametrize(
     "dtype",
     [torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.uint8, torch.int16,
      torch.int32, torch.bool],

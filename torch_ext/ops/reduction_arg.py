@@ -66,6 +66,55 @@ def _arg_kernel(
     tl.store(idxs + o, best_i, mask=omask)
 
 
+@triton.jit
+def _arg_lanes_kernel(
+    x,
+    vals,
+    idxs,
+    O,
+    R,
+    B,
+    neutral,
+    IS_MAX: tl.constexpr,
+    VALUES: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_O: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    NAN_COMBINE: tl.constexpr = False,
+    STAGES: tl.constexpr = 1,
+):
+    # _arg_kernel's result, with no reduction inside the loop over tiles: each element
+    # of the tile (a lane of the row) keeps its own running winner and the tile it came
+    # from, replaced only by a strictly better value (or a first NaN), so each lane
+    # holds its earliest extreme; one reduction of values and one of positions at the
+    # end. A tile a step, few registers: loads stay in flight across the steps.
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    omask = o < O
+    base = (o // B) * R * B + o % B
+    best = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
+    best_r0 = tl.zeros((BLOCK_R, BLOCK_O), tl.int32)
+    for r0 in tl.range(0, R, BLOCK_R, num_stages=STAGES):
+        r = r0 + tl.arange(0, BLOCK_R)
+        m = (r < R)[:, None] & omask[None, :]
+        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
+        take = v > best if IS_MAX else v < best
+        if ACC.is_floating():
+            take = take | ((v != v) & (best == best))
+        best = tl.where(take, v, best)
+        best_r0 = tl.where(take, r0, best_r0)
+    tv = nan_extreme(best, IS_MAX, NAN_COMBINE)
+    hit = best == tv[None, :]
+    if ACC.is_floating():
+        hit = hit | (best != best)
+    # a lane that never took keeps tile 0: its element there equals the neutral value,
+    # a real element (or, past R in a single short tile, never below a real hit)
+    pos = best_r0 + tl.arange(0, BLOCK_R)[:, None]
+    best_i = tl.min(tl.where(hit, pos, 2147483647), 0).to(tl.int64)
+    if VALUES:
+        tl.store(vals + o, tl.load(x + base + best_i * B, mask=omask), mask=omask)
+    tl.store(idxs + o, best_i, mask=omask)
+
+
 def _arg_reduce(self, dim, values, indices, is_max):
     """max/min (values and indices) or, with values None, argmax/argmin: one launch,
     one read of the input."""
@@ -95,14 +144,27 @@ def _arg_reduce(self, dim, values, indices, is_max):
     # 16-bit floats as float32
     acc = x.dtype if nan_combine and x.dtype == torch.float16 else _minmax_acc(x.dtype)
     # The reduction with indices carries an index beside each value: two arrays.
+    # Rows in one tile: the one-tile kernel. Longer rows (and where the driver says,
+    # `arg_lanes_tile`: (step, warps, pipeline stages)) loop over steps with a running
+    # winner per lane; its positions are int32.
+    kern, stages = _arg_kernel, {}
     tile = row_tile(O, R, B, arrays=2)
-    if tile is not None:
+    lanes = spec("arg_lanes_tile", R, B, x.element_size()) if tile is not None else None
+    if tile is not None and lanes is None:
         bo, br, warps = tile
     else:
-        bo, br = reduce_blocks(O, R, B)
-        warps = warps_for(bo * br)
+        if lanes is not None:
+            bo, (br, warps, n_stages) = 1, lanes
+            stages = {"STAGES": n_stages}
+        else:
+            bo, br = reduce_blocks(O, R, B)
+            warps = warps_for(bo * br)
+        if R < 2**31 - br:
+            kern = _arg_lanes_kernel
+        else:
+            stages = {}
     launch(
-        _arg_kernel,
+        kern,
         (cdiv(O, bo),),
         xv,
         vt if vt is not None else it,
@@ -118,6 +180,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
         BLOCK_R=br,
         NAN_COMBINE=nan_combine,
         num_warps=warps,
+        **stages,
     )
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
