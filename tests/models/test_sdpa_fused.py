@@ -98,7 +98,7 @@ def _mask_kernel(out, seed, offset, Lq, Lk, p, BM: tl.constexpr, BN: tl.constexp
     bh = tl.program_id(0).to(tl.int64)
     rm = tl.arange(0, BM)
     cols = tl.arange(0, BN)
-    keep = _dropout_keep(seed, offset, bh, rm, 0, Lq, Lk, p, BN)
+    keep = _dropout_keep(seed, offset, bh, 0, 0, Lq, Lk, p, BM, BN)
     ok = (rm < Lq)[:, None] & (cols < Lk)[None, :]
     tl.store(out + bh * Lq * Lk + rm[:, None] * Lk + cols[None, :], keep.to(tl.int8), mask=ok)
 
@@ -148,9 +148,21 @@ def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, monk
             torch.testing.assert_close(a.grad.cpu().double(), b.grad, atol=5e-5, rtol=1e-4)
         kept = keep.float().mean().item()  # 17,000 Philox numbers
         assert abs(kept - (1 - p)) < 0.02, kept
-        for lane in range(4):  # each of a counter's four numbers serves every 4th key
-            kept = keep[..., lane::4].float().mean().item()
-            assert abs(kept - (1 - p)) < 0.04, (lane, kept)
+        # each of a counter's eight 16-bit numbers: query row r // 8 % 2, key k // 8 % 2,
+        # its half k % 2 (_dropout_keep)
+        rows, keys = torch.arange(21) // 8 % 2, torch.arange(29)
+        for number in range(8):
+            sel = (rows[:, None] * 4 + (keys // 8 % 2 * 2 + keys % 2)[None, :]) == number
+            kept = keep[..., sel].float().mean().item()
+            assert abs(kept - (1 - p)) < 0.08, (number, kept)
+        # numbers of one counter are independent draws: two keys of a pair, two rows 8
+        # apart, agree as often as independent ones would (p^2 + (1 - p)^2 = 0.58)
+        agree = p * p + (1 - p) ** 2
+        for a, b in (
+            (keep[..., 0:28:2], keep[..., 1:29:2]),
+            (keep[..., 0:8, :], keep[..., 8:16, :]),
+        ):
+            assert abs((a == b).float().mean().item() - agree) < 0.05
         masks.append(keep)
     assert not torch.equal(masks[1], masks[2])  # a fresh draw each call
 

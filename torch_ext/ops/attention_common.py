@@ -34,30 +34,43 @@ def _masked(s, r, c, m_ptrs, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexp
 
 
 @triton.jit
-def _dropout_keep(seed, offset, bh, rm, c0, Lq, Lk, p_drop, BN: tl.constexpr,
-                  TRANS: tl.constexpr = False):  # fmt: skip
-    """Which probabilities of query rows rm and keys c0 .. c0 + BN (c0 a multiple of 8)
-    survive dropout, as a (rows, BN) tile, (BN, rows) with TRANS. One Philox counter per
-    (batch*head, query, group of 8 keys): (bh * Lq + row) * ceil(Lk / 8) + key // 8, its
-    four 32-bit numbers as eight 16-bit ones, one a key in order (low half first), so
-    that the forward and both backward kernels draw the same mask whatever their tiles.
-    A key survives where its number is at least p_drop * 65536 (rounded): the drop rate
-    within 2**-17 of p_drop, at an eighth of the Philox rounds of a counter per element
-    (a counter per 4 keys made dropout cost the kernels 3-4x, H100)."""
-    BM: tl.constexpr = rm.shape[0]
-    groups = (Lk + 7) // 8
-    gq = c0 // 8 + tl.arange(0, BN // 8)
-    ctr = (bh * Lq + rm.to(tl.int64))[:, None] * groups + gq[None, :]
-    r0, r1, r2, r3 = tl.randint4x(seed, offset + ctr, PHILOX_ROUNDS)
-    # join(join(r0, r2), join(r1, r3))[.., a, b] = r(2a + b): row-major, key pair 4j + l
-    # <- r_l; then each word's low and high halves to its pair's keys
-    words = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), (BM, BN // 2))
-    halves = tl.reshape(tl.join(words & 0xFFFF, words >> 16), (BM, BN))
-    threshold = tl.cast(p_drop * 65536.0 + 0.5, tl.uint32)
-    keep = halves >= threshold
+def _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM: tl.constexpr,
+                  BN: tl.constexpr, TRANS: tl.constexpr = False):  # fmt: skip
+    """Which probabilities of query rows m0 .. m0 + BM and keys c0 .. c0 + BN (m0, c0
+    multiples of 16) survive dropout, as a (BM, BN) tile, (BN, BM) with TRANS. One
+    Philox counter per 8 (query, key) pairs: queries {r, r + 8} by keys
+    {k, k + 1, k + 8, k + 9} (r % 16 < 8, k % 16 < 8 even); its four 32-bit numbers as
+    eight 16-bit ones, the number (r // 8 % 2) * 2 + (k // 8 % 2), its low half for the
+    even key. A key survives where its number is at least p_drop * 65536 (rounded): the
+    drop rate within 2**-17 of p_drop. Each element computes its own counter and
+    numbers, with nothing exchanged between threads: in the tensor-core layout of the
+    scores a thread holds rows r and r + 8 and key pairs 8 apart, so its elements'
+    counters repeat and the compiler computes each once (the forward's and dQ's
+    tiles: 4 Philox evaluations a thread for 32 scores, as a counter per 8 keys of a
+    row took, without its two layout exchanges through shared memory). The same
+    function of (query, key) in every kernel, whatever their tiles."""
+    i = tl.arange(0, BM)
+    j = tl.arange(0, BN)
+    nu4 = ((Lk + 15) // 16) * 4
+    base = ((bh * ((Lq + 15) // 16) + m0 // 16) * 8) * nu4 + (c0 // 16) * 4
+    row = ((i // 16) * 8 + i % 8).to(tl.int64) * nu4
+    col = (j // 16) * 4 + (j % 8) // 2
+    sel_r = (i // 8) % 2 * 2
+    sel_c = (j // 8) % 2
+    odd = j % 2
     if TRANS:
-        keep = tl.trans(keep.to(tl.int8)) != 0
-    return keep
+        ctr = base + row[None, :] + col[:, None]
+        sel = sel_r[None, :] + sel_c[:, None]
+        odd = odd[:, None]
+    else:
+        ctr = base + row[:, None] + col[None, :]
+        sel = sel_r[:, None] + sel_c[None, :]
+        odd = odd[None, :]
+    r0, r1, r2, r3 = tl.randint4x(seed, offset + ctr, PHILOX_ROUNDS)
+    word = tl.where(sel == 0, r0, tl.where(sel == 1, r1, tl.where(sel == 2, r2, r3)))
+    half = tl.where(odd == 0, word & 0xFFFF, word >> 16)
+    threshold = tl.cast(p_drop * 65536.0 + 0.5, tl.uint32)
+    return half >= threshold
 
 
 @triton.jit

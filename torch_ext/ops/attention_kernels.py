@@ -19,7 +19,7 @@ from torch_ext.ops.attention_common import _unmasked_end
 
 @triton.jit
 def _fwd_tiles(
-    acc, m_i, l_i, q_t, k_base, v_base, m_base, lo, hi, bh, rm, rd, rdv,
+    acc, m_i, l_i, q_t, k_base, v_base, m_base, lo, hi, bh, m0, rm, rd, rdv,
     Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
@@ -50,7 +50,7 @@ def _fwd_tiles(
         if UPCAST:
             v_t = v_t.to(tl.float32)
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
-            keep = _dropout_keep(seed, offset, bh, rm, n0, Lq, Lk, p_drop, BLOCK_N)
+            keep = _dropout_keep(seed, offset, bh, m0, n0, Lq, Lk, p_drop, rm.shape[0], BLOCK_N)
             p = tl.where(keep, p * keep_scale, 0.0)
         acc = tl.dot(
             p.to(v_t.dtype), v_t, acc * alpha[:, None], input_precision=PRECISION,
@@ -143,12 +143,12 @@ def _attn_fwd_kernel(
     m_base = mask + b * smb + h * smh
     scale2 = scale * LOG2E  # scores in base 2 (log2(e) folded in)
     acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv, Lq, Lk, D, DV,
+        acc, m_i, l_i, q_t, k_base, v_base, m_base, 0, mid, bh, pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV,
         skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
         False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
     )  # fmt: skip
     acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q_t, k_base, v_base, m_base, mid, end, bh, rm, rd, rdv, Lq, Lk, D, DV,
+        acc, m_i, l_i, q_t, k_base, v_base, m_base, mid, end, bh, pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV,
         skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
         True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
     )  # fmt: skip
@@ -216,7 +216,7 @@ def _attn_bwd_delta_kernel(
 
 @triton.jit
 def _dq_tiles(
-    acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, lo, hi, bh, rm, rd, rdv,
+    acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, lo, hi, bh, m0, rm, rd, rdv,
     Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
@@ -241,7 +241,7 @@ def _dq_tiles(
         p = tl.exp2(s - lse_t[:, None])
         dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
         if DROPOUT:
-            keep = _dropout_keep(seed, offset, bh, rm, n0, Lq, Lk, p_drop, BLOCK_N)
+            keep = _dropout_keep(seed, offset, bh, m0, n0, Lq, Lk, p_drop, rm.shape[0], BLOCK_N)
             dp = tl.where(keep, dp * keep_scale, 0.0)
         ds = p * (dp - dl_t[:, None])
         acc += tl.dot(
@@ -291,7 +291,9 @@ def _kv_tiles(
         pT = tl.exp2(sT - lse_r[None, :])
         pdT = pT
         if DROPOUT:
-            keep = _dropout_keep(seed, offset, bh, rm, cols0, Lq, Lk, p_drop, BLOCK_N, True)
+            keep = _dropout_keep(
+                seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N, True
+            )
             pdT = tl.where(keep, pT * keep_scale, 0.0)
         dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
         dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
@@ -428,12 +430,12 @@ def _attn_bwd_kernel(
         v_base = v + b * svb + hk * svh
         m_base = mask + b * smb + h * smh
         acc = _dq_tiles(
-            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, 0, mid, bh, rm, rd, rdv,
+            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, 0, mid, bh, pid * BLOCK_M, rm, rd, rdv,
             Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop,
             keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
         )  # fmt: skip
         acc = _dq_tiles(
-            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, mid, end, bh, rm, rd, rdv,
+            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, mid, end, bh, pid * BLOCK_M, rm, rd, rdv,
             Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop,
             keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
         )  # fmt: skip
