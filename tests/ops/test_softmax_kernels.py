@@ -126,3 +126,23 @@ def test_softmax_minus_inf_rows(width, dtype, device, monkeypatch):
         (softmax.log_softmax_out if log else softmax.softmax_out)(x, 1, False, out)
         ref = (torch.log_softmax if log else torch.softmax)(to_ref(x), 1)
         assert_close(out, ref.to(dtype), dtype)
+
+
+def test_softmax_forward_takes_the_drivers_warps(device, monkeypatch):
+    """A driver's warps for the one-pass softmax forward over contiguous rows (spec
+    softmax_fwd_warps, the GPU's 16 for 8Ki-wide rows) reach its launch, log_softmax's
+    too, and give the same result; the backward and strided rows keep the row rule."""
+    from helpers import spy_launches
+
+    force_spec(monkeypatch, softmax, softmax_fwd_warps=2)
+    calls = spy_launches(monkeypatch, softmax)
+    x = randn((5, 96), torch.float32, device)
+    out = torch.empty_like(x)
+    for log in (False, True):
+        (softmax.log_softmax_out if log else softmax.softmax_out)(x, 1, False, out)
+        ref = (torch.log_softmax if log else torch.softmax)(to_ref(x), 1)
+        assert_close(out, ref.float(), torch.float32, reduce_dim=96)
+    assert [kw["num_warps"] for _, kw in calls] == [2, 2]
+    softmax.softmax_out(x, 0, False, out)  # rows 96 apart: the row rule
+    softmax.softmax_backward_out(out, out, 1, torch.float32, x)
+    assert all(kw["num_warps"] != 2 for _, kw in calls[2:]), calls[2:]

@@ -22,6 +22,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import reduce_blocks, contiguous, as_arb
 from ._declare import kernel
+from ..backends import spec
 from ._rows import row_tile, warps_for
 from ._symbolic import numel
 
@@ -182,6 +183,8 @@ def _rowwise(kernels, tensors, out, dim, log):
     tile = row_tile(O, R, B, arrays=len(tensors))
     if tile is not None:
         kernel, (bo, br, warps) = kernels[0], tile
+        if len(tensors) == 1 and B == 1:  # the driver's own warps for a forward, if any
+            warps = spec("softmax_fwd_warps", br) or warps
     else:
         kernel, (bo, br) = kernels[1], reduce_blocks(O, R, B)
         warps = warps_for(bo * br)

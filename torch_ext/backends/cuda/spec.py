@@ -141,6 +141,14 @@ def arg_lanes_tile(length: int, inner: int, itemsize: int) -> Optional[tuple[int
     return 1024, 4, 1
 
 
+def softmax_fwd_warps(block_r: int) -> Optional[int]:
+    """Warps of a one-pass softmax / log_softmax forward over contiguous rows where they
+    differ from row_warps: 16 for 8Ki-wide rows (8192 x 8192 on an H200, session 24,
+    tests_gpu/harness/sweep_lanes.py: fp16 69.8 us against 71.1 with 8, bf16 69.8
+    against 70.3; FlagGems' softmax 69.3 in the suite)."""
+    return 16 if block_r == 8192 else None
+
+
 def rank_sort_budget() -> int:
     """Comparisons (rows x length^2) up to which a sort of rows longer than 2Ki stays the
     one-launch rank sort instead of a merge pass per doubling: 64Mi, a 4096-long row in
