@@ -135,3 +135,22 @@ def test_bad_targets_raise_as_pytorch_does():
         torch.privateuseone.synchronize()
     with pytest.raises((RuntimeError, ValueError), match="batch_size"):
         F.cross_entropy(x, torch.tensor([0, 1, 2]).to(DEV))
+
+
+def test_forward_step_is_the_drivers_by_logit_size(monkeypatch):
+    """The forward's step along a row comes from the driver by the logits' size
+    (`cross_entropy_block`, the GPU's 8Ki for 16-bit logits), capped at the padded row,
+    and the loss is the same; the backward keeps its own step."""
+    from helpers import force_spec, spy_launches
+    from torch_ext.ops import cross_entropy as CE
+
+    force_spec(monkeypatch, CE, cross_entropy_block=32)
+    calls = spy_launches(monkeypatch, CE)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 200, generator=g, dtype=torch.float64) * 3
+    t = torch.randint(0, 200, (6,), generator=g)
+    ref = F.cross_entropy(x, t, reduction="none")
+    loss, _, _ = CE.cross_entropy_fwd(x.to(torch.bfloat16).to(DEV), t.to(DEV), 0, -100)
+    assert (loss.cpu().double() - ref).abs().max() <= 3e-2 * ref.abs().max()
+    assert [kw["BLOCK"] for k, kw in calls if k is CE._ce_rows_kernel] == [32]
+    assert CE._block(200) == 256 and CE._block(100000) == CE._BLOCK

@@ -22,6 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ..backends import spec
 from . import _bounds, _math
 from ._common import contiguous
 from ._declare import kernel
@@ -34,8 +35,7 @@ _REDUCE_BLOCK = 1024
 
 
 @triton.jit
-def _ce_rows_kernel(x, target, loss, lse, C, sxn, ignore_index, flag, BLOCK: tl.constexpr,
-                    STAGES: tl.constexpr = 1):  # fmt: skip
+def _ce_rows_kernel(x, target, loss, lse, C, sxn, ignore_index, flag, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     one = row + tl.arange(0, 1)  # the row's target, loss and lse as 1-element blocks
     base = x + row * sxn
@@ -45,7 +45,7 @@ def _ce_rows_kernel(x, target, loss, lse, C, sxn, ignore_index, flag, BLOCK: tl.
     # kernel by the exponentials: bf16 logits read 45% of copy bandwidth on an H200).
     m = tl.full([1], -float("inf"), tl.float32)
     s = tl.zeros([1], tl.float32)
-    for c0 in tl.range(0, C, BLOCK, num_stages=STAGES):
+    for c0 in range(0, C, BLOCK):
         v = tl.load(base + c0 + cols, mask=c0 + cols < C, other=-float("inf")).to(tl.float32)
         m_new = tl.maximum(m, tl.max(v, 0))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
@@ -112,8 +112,11 @@ def _ce_backward_kernel(g, x, target, lse, count, gx, C, sxn, sgn, sgxn, ignore_
         tl.store(gx + row * sgxn + c, r.to(gx.dtype.element_ty), mask=c < C)
 
 
-def _block(C):
-    return min(_BLOCK, max(16, triton.next_power_of_2(C)))
+def _block(C, itemsize=None):
+    """Logits a step of a row: _BLOCK, or the driver's for the forward over logits of
+    `itemsize` bytes (`cross_entropy_block`), at most the row padded to a power of 2."""
+    block = (spec("cross_entropy_block", itemsize) if itemsize else None) or _BLOCK
+    return min(block, max(16, triton.next_power_of_2(C)))
 
 
 @kernel(shapes=True)
@@ -133,7 +136,8 @@ def cross_entropy_fwd(
     count = empty((), torch.float32, x.device)
     if N:
         flag = _bounds.new_flag(x.device, message="Target {} is out of bounds.")
-        launch(_ce_rows_kernel, (N,), x, t, rows, lse, C, C, ignore_index, flag, BLOCK=_block(C))
+        block = _block(C, x.element_size())
+        launch(_ce_rows_kernel, (N,), x, t, rows, lse, C, C, ignore_index, flag, BLOCK=block)
         _bounds.check(flag)
     if reduction == NONE:
         count.fill_(0)
