@@ -81,7 +81,6 @@ def _arg_lanes_kernel(
     BLOCK_O: tl.constexpr,
     BLOCK_R: tl.constexpr,
     NAN_COMBINE: tl.constexpr = False,
-    STAGES: tl.constexpr = 1,
 ):
     # _arg_kernel's result, with no reduction inside the loop over tiles: each element
     # of the tile (a lane of the row) keeps its own running winner and the tile it came
@@ -93,7 +92,7 @@ def _arg_lanes_kernel(
     base = (o // B) * R * B + o % B
     best = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
     best_r0 = tl.zeros((BLOCK_R, BLOCK_O), tl.int32)
-    for r0 in tl.range(0, R, BLOCK_R, num_stages=STAGES):
+    for r0 in range(0, R, BLOCK_R):
         r = r0 + tl.arange(0, BLOCK_R)
         m = (r < R)[:, None] & omask[None, :]
         v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
@@ -145,24 +144,21 @@ def _arg_reduce(self, dim, values, indices, is_max):
     acc = x.dtype if nan_combine and x.dtype == torch.float16 else _minmax_acc(x.dtype)
     # The reduction with indices carries an index beside each value: two arrays.
     # Rows in one tile: the one-tile kernel. Longer rows (and where the driver says,
-    # `arg_lanes_tile`: (step, warps, pipeline stages)) loop over steps with a running
-    # winner per lane; its positions are int32.
-    kern, stages = _arg_kernel, {}
+    # `arg_lanes_tile`: (step, warps)) loop over steps with a running winner per lane;
+    # its positions are int32.
+    kern = _arg_kernel
     tile = row_tile(O, R, B, arrays=2)
     lanes = spec("arg_lanes_tile", R, B, x.element_size()) if tile is not None else None
     if tile is not None and lanes is None:
         bo, br, warps = tile
     else:
         if lanes is not None:
-            bo, (br, warps, n_stages) = 1, lanes
-            stages = {"STAGES": n_stages}
+            bo, (br, warps) = 1, lanes
         else:
             bo, br = reduce_blocks(O, R, B)
             warps = warps_for(bo * br)
         if R < 2**31 - br:
             kern = _arg_lanes_kernel
-        else:
-            stages = {}
     launch(
         kern,
         (cdiv(O, bo),),
@@ -180,7 +176,6 @@ def _arg_reduce(self, dim, values, indices, is_max):
         BLOCK_R=br,
         NAN_COMBINE=nan_combine,
         num_warps=warps,
-        **stages,
     )
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))

@@ -128,17 +128,18 @@ def layer_norm_fwd_warps(block_r: int) -> Optional[int]:
     return 4 if block_r == 8192 else None
 
 
-def arg_lanes_tile(length: int, inner: int, itemsize: int) -> Optional[tuple[int, int, int]]:
-    """(step, warps, pipeline stages) of argmax/argmin and max/min(dim) over contiguous
+def arg_lanes_tile(length: int, inner: int, itemsize: int) -> Optional[tuple[int, int]]:
+    """(step, warps) of argmax/argmin and max/min(dim) over contiguous
     rows of 16-bit values of at least 4Ki: the kernel that keeps a running winner per
     lane (ops/reduction_arg.py), 1Ki values a step with 4 warps, against the one-tile
     kernel's two reductions over the row: 8192 x 8192 bf16 46.1 us against 71.2 (its
     float32 compares hold twice the registers), fp16 46.5 against 48.3; float32 rows
-    keep the one-tile kernel (72.0 us against 72.9 at best). H200,
-    tests_gpu/harness/sweep_lanes.py, session 24."""
+    keep the one-tile kernel (72.0 us against 72.9 at best); pipelining the steps
+    (cp.async, 2-3 stages) lost at 16 bits. H200, tests_gpu/harness/sweep_lanes.py,
+    session 24."""
     if inner != 1 or itemsize != 2 or length < 4096:
         return None
-    return 1024, 4, 1
+    return 1024, 4
 
 
 def softmax_fwd_warps(block_r: int) -> Optional[int]:
