@@ -223,10 +223,17 @@ def suite_targets(table):
             f"geomean {g[0]:.0%} over {len(gemms)}, lowest {g[1]:.0%} ({g[2]})",
             verdict(g[0] >= 0.85 and g[1] >= 0.70),
         ]
-    whole = [r for r in table if category(r) in ISSUE15_CATEGORIES]
+    # Issue 15's suite: its four categories, without the batch-norm cases issue 16 added
+    # to the default suite (torch's batch norm is 1.7-10x slower than ours: they would
+    # carry the geomean).
+    whole = [
+        r
+        for r in table
+        if category(r) in ISSUE15_CATEGORIES and not r["op"].startswith("batch_norm")
+    ]
     g = geo_min(whole, "speedup_vs_torch")
     if g and {category(r) for r in whole} == set(ISSUE15_CATEGORIES):  # all four: the suite
-        out["whole suite (pointwise, reduction/norm, matmul, attention) >= 1.2x torch eager"] = [
+        out[WHOLE_SUITE] = [
             f"geomean {g[0]:.2f}x over {len(whole)}, lowest {g[1]:.2f}x ({g[2]})",
             verdict(g[0] >= 1.2),
         ]
@@ -247,6 +254,10 @@ REDUCTION_OPS = (
 
 
 ISSUE15_CATEGORIES = ("pointwise", "reduction/norm", "matmul", "attention")
+WHOLE_SUITE = (
+    "whole suite (pointwise, reduction/norm, matmul, attention; batch norm apart) "
+    ">= 1.2x torch eager"
+)
 
 
 def category(row):
