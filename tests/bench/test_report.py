@@ -118,6 +118,6 @@ def test_runs_merge_into_one_report_with_the_whole_suite_target(tmp_path):
     merged = json.loads((out / "results.json").read_text())
     assert len(merged["rows"]) == 5
     value, verdict = merged["summary"]["suite_targets"][name]
-    # speed-ups 1.5, 2.0, 0.9, 0.8 (the batch norm's 9.0 apart): geomean 2.16 ** 0.25 = 1.21
+    # speed-ups 1.5, 2.0, 0.9, 0.8 (the batch norm's 9.0: issue 16's category): geomean 2.16 ** 0.25 = 1.21
     assert verdict == "met" and value.startswith("geomean 1.21x over 4, lowest 0.80x"), value
     assert name in (out / "results.md").read_text()
