@@ -4,6 +4,8 @@ with per-lane running state instead of a cross-thread reduction in every step.
 - argmax: the shipped one-tile kernel (ops/reduction_arg.py `_arg_kernel`, two
   reductions over the whole row) against `_arg_lanes_kernel` (each element keeps its
   lane's running winner across steps; two reductions at the end) by step and warps.
+- argmax also in two passes: the row's maximum as amax takes it, then the first
+  step that holds it, read again from L2 (not in the product: for the next session).
 - cross entropy: the shipped rows kernel (a maximum and a sum reduced every step)
   against a per-lane online log-sum-exp with one exponential an element: d = v - m,
   e = exp(-|d|), s = d > 0 ? s * e + 1 : s + e.
@@ -54,6 +56,36 @@ def row(name, ms, nbytes):
 
 ROWS, COLS = (64, 4096) if SMOKE else (8192, 8192)
 
+
+@triton.jit
+def _argmax_two_pass_kernel(x, idxs, R, ACC: tl.constexpr, STEP: tl.constexpr,
+                            NAN_COMBINE: tl.constexpr):  # fmt: skip
+    # A row a program: its maximum by a per-lane NaN-propagating max over the steps (as
+    # amax: one packed max.NaN per two fp16 values on a GPU), then a second walk from
+    # the row's start, in L2 since the first, that stops at the first step holding it.
+    row = tl.program_id(0).to(tl.int64)
+    base = x + row * R
+    j = tl.arange(0, STEP)
+    acc = tl.full([STEP], float("-inf"), ACC)
+    for r0 in range(0, R, STEP):
+        v = tl.load(base + r0 + j, mask=r0 + j < R, other=float("-inf")).to(ACC)
+        if NAN_COMBINE:
+            acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)
+        else:
+            acc = tl.where((v > acc) | (v != v), v, acc)
+    mx = A.nan_extreme(acc[:, None], True, NAN_COMBINE)
+    is_nan = mx != mx
+    found = R
+    r0 = 0
+    while (found == R) & (r0 < R):
+        v = tl.load(base + r0 + j, mask=r0 + j < R, other=float("-inf")).to(ACC)
+        hit = ((v == mx) | ((v != v) & is_nan)) & (r0 + j < R)
+        first = tl.min(tl.where(hit, r0 + j, R), 0)
+        found = tl.minimum(found, first)
+        r0 += STEP
+    tl.store(idxs + row, found.to(tl.int64))
+
+
 if "argmax" in WHICH:
     for dt, acc in (
         (torch.float16, tl.float16),
@@ -93,6 +125,18 @@ if "argmax" in WHICH:
                 out.fill_(-1)
                 ms = bench(lanes)
                 row(f"lanes step {step} w{warps} ok={torch.equal(out, ref)}", ms, nbytes)
+        for step, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 8)):
+            if step > COLS:
+                continue
+
+            def two_pass():
+                _argmax_two_pass_kernel[(ROWS,)](
+                    x, out, COLS, ACC=acc, STEP=step, NAN_COMBINE=not SMOKE, num_warps=warps
+                )
+
+            out.fill_(-1)
+            ms = bench(two_pass)
+            row(f"two passes step {step} w{warps} ok={torch.equal(out, ref)}", ms, nbytes)
 
 
 @triton.jit
