@@ -315,12 +315,12 @@ def sdpa_overrideable(
     Lq, Lk = sizes(query)[2], sizes(key)[2]
     if dropout_p != 0.0:
         # one Philox counter per 8 (query, key) pairs of lengths rounded up to 16
-        # (attention_common._dropout_keep), reserved 8x over; the kernel writes the
-        # draw's seed and offset into two device tensors for the backward, so that
-        # replays of both (launch plans) carry each call's draw
+        # (attention_common._dropout_keep), reserved 8x over (a multiple of 4); the
+        # kernel writes the draw's seed and offset into two device tensors for the
+        # backward, so that replays of both (launch plans) carry each call's draw
         B, H = query.shape[:2]
         count = _symbolic.plain(B * H * ((Lq + 15) // 16 * 16) * ((Lk + 15) // 16 * 16))
-        seed, offset, marks = philox_draw(None, query.device, -(-count // 4) * 4)
+        seed, offset, marks = philox_draw(None, query.device, count)
         draw = [torch.empty((), dtype=torch.int64, device=query.device) for _ in range(2)]
         out, lse = flash_attention_fwd(
             query, key, value, attn_bias, is_causal, scale, (dropout_p, seed, offset), marks, draw

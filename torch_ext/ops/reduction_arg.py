@@ -16,6 +16,31 @@ from .reduction import MAX, MIN, _minmax_acc, _neutral, nan_extreme, normalize_d
 
 
 @triton.jit
+def _program_lanes(O, R, B, BLOCK_O: tl.constexpr):
+    """This program's lanes o of the (A, R, B) view, their mask and first elements."""
+    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
+    return o, o < O, (o // B) * R * B + o % B
+
+
+@triton.jit
+def _load_step(x, r0, R, B, base, omask, neutral, ACC: tl.constexpr, BLOCK_R: tl.constexpr):
+    """Elements r0 .. r0 + BLOCK_R of the lanes as a (BLOCK_R, BLOCK_O) tile in ACC,
+    `neutral` past R and past the lanes."""
+    r = r0 + tl.arange(0, BLOCK_R)
+    m = (r < R)[:, None] & omask[None, :]
+    return tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
+
+
+@triton.jit
+def _store_winner(x, vals, idxs, o, omask, base, best_i, B, VALUES: tl.constexpr):
+    """The winning index of each lane, and with VALUES the element there, bit for bit
+    (-0, NaN payloads), as PyTorch."""
+    if VALUES:
+        tl.store(vals + o, tl.load(x + base + best_i * B, mask=omask), mask=omask)
+    tl.store(idxs + o, best_i, mask=omask)
+
+
+@triton.jit
 def _arg_kernel(
     x,
     vals,
@@ -39,16 +64,12 @@ def _arg_kernel(
     # index) pairs cost the GPU several times the loads (argmax at 37-53% of copy
     # bandwidth). A later tile (higher indices) replaces the running pair only when
     # strictly better; padding holds `neutral` at indices above every element.
-    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
-    omask = o < O
-    base = (o // B) * R * B + o % B
+    o, omask, base = _program_lanes(O, R, B, BLOCK_O)
     best = tl.full((BLOCK_O,), neutral, ACC)
     best_i = tl.zeros((BLOCK_O,), tl.int64)
     pos = tl.arange(0, BLOCK_R).to(tl.float32)[:, None]
     for r0 in range(0, R, BLOCK_R):
-        r = r0 + tl.arange(0, BLOCK_R)
-        m = (r < R)[:, None] & omask[None, :]
-        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
+        v = _load_step(x, r0, R, B, base, omask, neutral, ACC, BLOCK_R)
         tv = nan_extreme(v, IS_MAX, NAN_COMBINE)
         hit = v == tv[None, :]
         if ACC.is_floating():
@@ -61,9 +82,7 @@ def _arg_kernel(
             take = (best == best) & (take | (tv != tv))
         best = tl.where(take, tv, best)
         best_i = tl.where(take, r0 + ti.to(tl.int64), best_i)
-    if VALUES:  # the element at the index, bit for bit (-0, NaN payloads), as PyTorch
-        tl.store(vals + o, tl.load(x + base + best_i * B, mask=omask), mask=omask)
-    tl.store(idxs + o, best_i, mask=omask)
+    _store_winner(x, vals, idxs, o, omask, base, best_i, B, VALUES)
 
 
 @triton.jit
@@ -87,15 +106,11 @@ def _arg_lanes_kernel(
     # from, replaced only by a strictly better value (or a first NaN), so each lane
     # holds its earliest extreme; one reduction of values and one of positions at the
     # end. A tile a step, few registers: loads stay in flight across the steps.
-    o = tl.program_id(0).to(tl.int64) * BLOCK_O + tl.arange(0, BLOCK_O)
-    omask = o < O
-    base = (o // B) * R * B + o % B
+    o, omask, base = _program_lanes(O, R, B, BLOCK_O)
     best = tl.full((BLOCK_R, BLOCK_O), neutral, ACC)
     best_r0 = tl.zeros((BLOCK_R, BLOCK_O), tl.int32)
     for r0 in range(0, R, BLOCK_R):
-        r = r0 + tl.arange(0, BLOCK_R)
-        m = (r < R)[:, None] & omask[None, :]
-        v = tl.load(x + (r[:, None] * B + base[None, :]), mask=m, other=neutral).to(ACC)
+        v = _load_step(x, r0, R, B, base, omask, neutral, ACC, BLOCK_R)
         take = v > best if IS_MAX else v < best
         if ACC.is_floating():
             take = take | ((v != v) & (best == best))
@@ -109,9 +124,7 @@ def _arg_lanes_kernel(
     # a real element (or, past R in a single short tile, never below a real hit)
     pos = best_r0 + tl.arange(0, BLOCK_R)[:, None]
     best_i = tl.min(tl.where(hit, pos, 2147483647), 0).to(tl.int64)
-    if VALUES:
-        tl.store(vals + o, tl.load(x + base + best_i * B, mask=omask), mask=omask)
-    tl.store(idxs + o, best_i, mask=omask)
+    _store_winner(x, vals, idxs, o, omask, base, best_i, B, VALUES)
 
 
 def _arg_reduce(self, dim, values, indices, is_max):
@@ -146,19 +159,17 @@ def _arg_reduce(self, dim, values, indices, is_max):
     # Rows in one tile: the one-tile kernel. Longer rows (and where the driver says,
     # `arg_lanes_tile`: (step, warps)) loop over steps with a running winner per lane;
     # its positions are int32.
-    kern = _arg_kernel
     tile = row_tile(O, R, B, arrays=2)
     lanes = spec("arg_lanes_tile", R, B, x.element_size()) if tile is not None else None
-    if tile is not None and lanes is None:
+    if tile is None:
+        bo, br = reduce_blocks(O, R, B)
+        warps = warps_for(bo * br)
+    elif lanes is None:
         bo, br, warps = tile
     else:
-        if lanes is not None:
-            bo, (br, warps) = 1, lanes
-        else:
-            bo, br = reduce_blocks(O, R, B)
-            warps = warps_for(bo * br)
-        if R < 2**31 - br:
-            kern = _arg_lanes_kernel
+        bo, (br, warps) = 1, lanes
+    per_lane = (tile is None or lanes is not None) and R < 2**31 - br
+    kern = _arg_lanes_kernel if per_lane else _arg_kernel
     launch(
         kern,
         (cdiv(O, bo),),
