@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from torch_ext.ops import attention
 
-from helpers import force_spec, randn, to_ref
+from helpers import force_spec, randn, spy_launches, to_ref
 from helpers import assert_kernel_close as assert_close
 
 CASES = [(False, None), (False, "bool"), (False, "float"), (True, None)]
@@ -272,3 +272,42 @@ def test_unmasked_interior_tiles(causal, tiles, lq, lk, device, monkeypatch):
     dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, None, causal)
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         assert_close(got, want.float(), reduce_dim=16)
+
+
+@pytest.mark.parametrize(
+    "dtype,causal,mask_kind,group,d,grouped",
+    [
+        (torch.bfloat16, True, None, 1, 16, False),
+        (torch.float16, False, "bool", 3, 80, True),  # head padded to 128, grouped heads
+        (torch.bfloat16, False, "float", 3, 32, False),  # per-query-head dK/dV, summed
+    ],
+)
+def test_operands_through_descriptors(
+    dtype, causal, mask_kind, group, d, grouped, device, monkeypatch
+):
+    """The driver's tensor-descriptor loads (spec attention_tma; DESC): q, k, v and dO
+    fetched as whole tiles, zero past the lengths (37 queries, 45 keys: no tile divides
+    them) and the head; the same output and gradients as the pointer loads, and each
+    kernel launched with DESC where every operand qualifies, without where one does not
+    (a row of 20 bf16 elements is 40 bytes, not a 16-byte multiple)."""
+    force_spec(monkeypatch, attention, attention_grouped_min_programs=0 if grouped else 1 << 30)
+    hk = 2
+    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)
+    k = randn((2, hk, 45, d), dtype, device)
+    v = randn((2, hk, 45, d), dtype, device)
+    mask = attn_mask(mask_kind, hk * group, dtype, device)
+    g = randn((2, hk * group, 37, d), dtype, device)
+    runs = {}
+    for desc in (False, True):
+        force_spec(monkeypatch, attention, attention_tma=desc)
+        calls = spy_launches(monkeypatch, attention)
+        out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+        runs[desc] = (out, lse, *attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal))
+        flags = {kw["DESC"] for _, kw in calls if "DESC" in kw}
+        assert flags == {desc}, flags
+    for a, b in zip(runs[True], runs[False]):
+        assert_close(a, b.cpu(), dtype, reduce_dim=16)
+    odd = randn((2, hk, 45, 20), dtype, device)
+    calls = spy_launches(monkeypatch, attention)
+    attention.flash_attention_fwd(randn((2, hk, 37, 20), dtype, device), odd, odd, None, causal)
+    assert {kw["DESC"] for _, kw in calls if "DESC" in kw} == {False}

@@ -12,10 +12,14 @@ between the two ways' dQ.
     python tests_gpu/harness/attention_dq.py
     ATTN_CASES=8x12x12x512x64 python tests_gpu/harness/attention_dq.py   # B x H x Hkv x L x D
     ATTN_DROPOUT=0,0.1        dropout rates (default both)
+    ATTN_MODES=separate,tma+desc:64x64w8s2   dQ ways (`ours`), each with its largest
+                              difference from "separate" over dq, dk, dv
+The forward is timed by pointers and through tensor descriptors.
     ATTN_PHILOX_ROUNDS=7      the dropout mask's Philox rounds (default the kernels' 10)
     TUNE_DEVICE=cpu ATTN_CASES=1x2x1x40x16 python ...                    # an interpreter dry run
 """
 
+import contextlib
 import os
 
 from standalone import DEV  # first: torch_ext's kernels without its extension
@@ -57,12 +61,45 @@ def bench(fn):
         return do_bench(fn, warmup=10, rep=50)
 
 
-def ours(atomic, g, q, k, v, out, lse, dropout):
+MODES = os.environ.get("ATTN_MODES", "separate,atomic,tma").split(",")
+
+
+def ours(mode, g, q, k, v, out, lse, dropout):
+    """The backward with dQ by `mode`: "separate", "atomic" (by element), "tma" (tiles
+    through a descriptor); "+desc": the operands through tensor descriptors (spec
+    `attention_tma`; without it, by pointers); optionally ":MxNwWsS" (the dK/dV
+    kernel's tiles, warps, stages)."""
+    with _spec(mode):
+        return attention.flash_attention_bwd(g, q, k, v, out, lse, None, True, None, dropout)
+
+
+@contextlib.contextmanager
+def _spec(mode):
     real = attention.spec
-    attention.spec = lambda name, *a: atomic if name == "attention_dq_atomic" else real(name, *a)
+    how, _, tiles = mode.partition(":")
+    how, _, desc = how.partition("+")
+    own = None
+    if tiles:
+        m, rest = tiles.split("x")
+        n, rest = rest.split("w")
+        w, st = rest.split("s")
+        own = (int(m), int(n), int(w), int(st))
+
+    def fake(name, *a):
+        if name == "attention_dq_atomic":
+            return how != "separate"
+        if name == "attention_dq_tma":
+            return how == "tma"
+        if name == "attention_kernel_tiles" and own and a[0] == "dkdv":
+            return own
+        if name == "attention_tma":
+            return desc == "desc"
+        return real(name, *a)
+
+    attention.spec = fake
     # (the driver's own choice: `attention_dq_atomic` in backends/cuda/spec.py)
     try:
-        return attention.flash_attention_bwd(g, q, k, v, out, lse, None, True, None, dropout)
+        yield
     finally:
         attention.spec = real
 
@@ -82,17 +119,28 @@ def main():
         draw = [torch.empty((), dtype=torch.int64, device=DEV) for _ in range(2)]
         fwd_drop = (p, 1234, 0) if p else None
 
-        def fwd():
-            return attention.flash_attention_fwd(q, k, v, None, True, None, fwd_drop, None, draw)
+        def fwd(mode="separate"):
+            with _spec(mode):
+                return attention.flash_attention_fwd(
+                    q, k, v, None, True, None, fwd_drop, None, draw
+                )
 
         out, lse = fwd()
         drop = (p, draw[0], draw[1]) if p else None
         t_fwd = bench(fwd)
-        sep = bench(lambda: ours(False, g, q, k, v, out, lse, drop))
-        atom = bench(lambda: ours(True, g, q, k, v, out, lse, drop))
-        dq_s = ours(False, g, q, k, v, out, lse, drop)[0].float()
-        dq_a = ours(True, g, q, k, v, out, lse, drop)[0].float()
-        diff = (dq_s - dq_a).abs().max().item() / max(dq_s.abs().max().item(), 1e-30)
+        out_d, lse_d = fwd("separate+desc")
+        t_fwd_desc = bench(lambda: fwd("separate+desc"))
+        fdiff = (out_d.float() - out.float()).abs().max().item()
+        times, diffs = {}, {}
+        ref = ours("separate", g, q, k, v, out, lse, drop)
+        for mode in MODES:
+            times[mode] = bench(lambda: ours(mode, g, q, k, v, out, lse, drop))
+            got = ours(mode, g, q, k, v, out, lse, drop)
+            diffs[mode] = max(
+                (a.float() - b.float()).abs().max().item()
+                / max(a.float().abs().max().item(), 1e-30)
+                for a, b in zip(ref, got)
+            )
         qt, kt, vt = (t.detach().requires_grad_() for t in (q, k, v))
 
         def ref_fwd():
@@ -102,12 +150,13 @@ def main():
 
         t_tf = bench(lambda: ref_fwd())
         t_tfb = bench(lambda: torch.autograd.grad(ref_fwd(), (qt, kt, vt), g))
-        best = sep if sep <= atom else atom
+        best = min(times.values())
+        each = ", ".join(f"{m} {t:.3f} (diff {diffs[m]:.1e})" for m, t in times.items())
         print(
             f"B{B} H{H}/{HK} L{L} D{D} dropout {p} (Philox {rounds} rounds): fwd {t_fwd:.3f} "
-            f"ms (torch {t_tf:.3f}); bwd separate dQ {sep:.3f} ms, atomic dQ {atom:.3f} ms "
-            f"(atomic vs separate {sep / atom:.2f}x); fwd+bwd {t_fwd + best:.3f} ms vs torch "
-            f"{t_tfb:.3f}: {t_tfb / (t_fwd + best):.2f}x; dQ difference {diff:.1e} of its max",
+            f"ms, with descriptors {t_fwd_desc:.3f} (diff {fdiff:.1e}) (torch {t_tf:.3f}); bwd ms: {each}; torch fwd+bwd {t_tfb:.3f} (bwd "
+            f"~{t_tfb - t_tf:.3f}); ours best fwd+bwd {t_fwd + best:.3f}: "
+            f"{t_tfb / (t_fwd + best):.2f}x",
             flush=True,
         )
 

@@ -113,6 +113,21 @@ def _empty_in_layout(q, shape, dtype=None):
     return _symbolic.empty(shape, dtype or q.dtype, q.device, order)
 
 
+def _descriptors(kind, dq_atomic, *ts):
+    """Whether the `kind` ("fwd", "bwd"; `dq_atomic`: the dK/dV kernel adds dQ) kernels
+    read these (B, H, L, D) operands through tensor descriptors (DESC): the driver's
+    choice (spec `attention_tma(kind, dq_atomic)`), 16-bit elements, unit stride along
+    D, the other strides and the base 16-byte aligned. Strides are compared, so that a
+    launch plan recorded here is guarded on them (ops/_symbolic.py)."""
+    if ts[0].element_size() != 2 or not spec("attention_tma", kind, dq_atomic):
+        return False
+    for t in ts:
+        st = strides(t)
+        if t.data_ptr() % 16 or st[3] != 1 or any(s % 8 for s in st[:3]):
+            return False
+    return True
+
+
 def _dropout_args(dropout, dummy):
     """The kernels' (seed, offset, p, 1 / (1 - p)) arguments and the DROPOUT flag.
     dropout: (p, seed, offset), ints for the forward, the 0-dim int64 tensors it
@@ -137,6 +152,11 @@ def flash_attention_fwd(
     drop_args, has_dropout = _dropout_args(dropout, None)
     draw = draw if draw is not None else (lse, lse)
     bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
+    desc = _descriptors("fwd", False, k, v)
+    if desc:
+        from .matmul_tma import ensure_allocator
+
+        ensure_allocator(q.device)
     launch(
         _attn_fwd_kernel,
         (cdiv(Lq, bm), B * H),
@@ -167,6 +187,7 @@ def flash_attention_fwd(
         UPCAST=upcast,
         PRECISION=precision,
         DROPOUT=has_dropout,
+        DESC=desc,
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_D=bd,
@@ -211,9 +232,17 @@ def flash_attention_bwd(
             fill_(t, 0)
         return dq, dk, dv
     delta = _symbolic.empty((B, H, Lq), torch.float32, q.device)
+    # the atomic dQ's tiles through a tensor descriptor (the driver's choice), into a
+    # contiguous float32 buffer (rows of 16-byte multiples, as a descriptor takes them)
+    tma = atomic and D % 4 == 0 and bool(spec("attention_dq_tma", max(bd, bdv), q.element_size()))
     dq_acc = dq
-    if atomic and q.dtype != torch.float32:
+    if atomic and (q.dtype != torch.float32 or tma):
         dq_acc = _symbolic.empty((B, H, Lq, D), torch.float32, q.device)
+    desc = _descriptors("bwd", atomic, q, k, v, grad_out)
+    if tma or desc:
+        from .matmul_tma import ensure_allocator
+
+        ensure_allocator(q.device)
     launch(
         _attn_bwd_delta_kernel,
         (cdiv(Lq, bm), B * H),
@@ -240,6 +269,7 @@ def flash_attention_bwd(
         UPCAST=upcast,
         PRECISION=precision,
         DROPOUT=has_dropout,
+        DESC=desc,
         BLOCK_D=bd,
         BLOCK_DV=bdv,
     )
@@ -273,10 +303,10 @@ def flash_attention_bwd(
     )
     kv_grid = (cdiv(Lk, kv_n), B * (H // G) if grouped else B * H)
     launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped,
-           DQ_ATOMIC=atomic, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
+           DQ_ATOMIC=atomic, DQ_TMA=tma, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
     if not atomic:
         launch(_attn_bwd_kernel, (cdiv(Lq, q_m), B * H), *common, FOR_DQ=True, GROUPED=False,
-               DQ_ATOMIC=False, **flags, BLOCK_M=q_m, BLOCK_N=q_n, **q_opts)  # fmt: skip
+               DQ_ATOMIC=False, DQ_TMA=False, **flags, BLOCK_M=q_m, BLOCK_N=q_n, **q_opts)  # fmt: skip
     elif dq_acc is not dq:
         copy_kernel((dq,), (dq_acc,))
     if separate:

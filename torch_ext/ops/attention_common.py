@@ -87,20 +87,40 @@ def _unmasked_end(lo, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
 
 
 @triton.jit
-def _key_scores(
-    q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
-    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
-    BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
-    LOG2: tl.constexpr = False,
-):  # fmt: skip
-    """(keys^T, scaled scores) of key tile `cols` for query rows rm: the keys as a
-    (BLOCK_D, BLOCK_N) tile (q @ k^T; the dQ kernel's k too, transposed back), the
-    scores masked where CHECK."""
-    k_t = tl.load(
-        k_base + cols[None, :] * skl + rd[:, None] * skd,
-        mask=(cols < Lk)[None, :] & (rd < D)[:, None],
-        other=0,
+def _head_desc(x, nb, nh, L, D, sb, sh, sl, BR: tl.constexpr, BD: tl.constexpr):
+    """A tensor descriptor of the (B, heads, L, D) tensor x (unit stride along D) in
+    blocks of one head's BR rows: the tensor memory accelerator fetches them, zero past
+    L and D (DESC: no addresses or masks in the kernels' loops)."""
+    return tl.make_tensor_descriptor(
+        x, shape=[nb, nh, L, D], strides=[sb, sh, sl, 1], block_shape=[1, 1, BR, BD]
     )
+
+
+@triton.jit
+def _desc_rows(desc, b, h, r0, BR: tl.constexpr, BD: tl.constexpr):
+    """Rows r0 .. r0 + BR of head (b, h) through `desc` (_head_desc), as (BR, BD)."""
+    return desc.load([b.to(tl.int32), h.to(tl.int32), r0, 0]).reshape(BR, BD)
+
+
+@triton.jit
+def _key_scores(
+    q_t, k_base, k_desc, kb, kh, n0, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn,
+    scale, CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+    LOG2: tl.constexpr = False, DESC: tl.constexpr = False,
+):  # fmt: skip
+    """(keys^T, scaled scores) of key tile `cols` (from n0) for query rows rm: the keys
+    as a (BLOCK_D, BLOCK_N) tile (q @ k^T; the dQ kernel's k too, transposed back), by
+    pointers from k_base or, with DESC, through k_desc (key head (kb, kh)); the scores
+    masked where CHECK."""
+    if DESC:
+        k_t = tl.trans(_desc_rows(k_desc, kb, kh, n0, cols.shape[0], rd.shape[0]))
+    else:
+        k_t = tl.load(
+            k_base + cols[None, :] * skl + rd[:, None] * skd,
+            mask=(cols < Lk)[None, :] & (rd < D)[:, None],
+            other=0,
+        )
     if UPCAST:
         k_t = k_t.to(tl.float32)
     s = tl.dot(q_t, k_t, input_precision=PRECISION, out_dtype=tl.float32) * scale

@@ -14,25 +14,26 @@ import triton
 import triton.language as tl
 
 from torch_ext.ops.attention_common import LOG2E, _dropout_keep, _key_scores, _masked
-from torch_ext.ops.attention_common import _unmasked_end
+from torch_ext.ops.attention_common import _desc_rows, _head_desc, _unmasked_end
 
 
 @triton.jit
 def _fwd_tiles(
-    acc, m_i, l_i, q_t, k_base, v_base, m_base, lo, hi, bh, m0, rm, rd, rdv,
-    Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
-    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    acc, m_i, l_i, q_t, k_base, v_base, k_desc, v_desc, kb, kh, m_base, lo, hi, bh, m0, rm,
+    rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop,
+    keep_scale, CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
-    DROPOUT: tl.constexpr, BLOCK_N: tl.constexpr,
+    DROPOUT: tl.constexpr, DESC: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """The online softmax over key tiles [lo, hi) of one query tile, in base 2: `scale`
     includes log2(e), so exp2 takes the scores as they come (one multiply fewer per
-    score than exp), and each tile's P @ V accumulates into the rescaled output."""
+    score than exp), and each tile's P @ V accumulates into the rescaled output. DESC:
+    keys and values through the descriptors k_desc, v_desc (key head (kb, kh))."""
     for n0 in range(lo, hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         _, s = _key_scores(
-            q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
-            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, True,
+            q_t, k_base, k_desc, kb, kh, n0, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml,
+            smn, scale, CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, True, DESC,
         )  # fmt: skip
         m_new = tl.maximum(m_i, tl.max(s, 1))
         if CHECK:
@@ -42,11 +43,14 @@ def _fwd_tiles(
         p = tl.exp2(s - m_safe[:, None])
         alpha = tl.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v_t = tl.load(
-            v_base + cols[:, None] * svl + rdv[None, :] * svd,
-            mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
-            other=0,
-        )
+        if DESC:
+            v_t = _desc_rows(v_desc, kb, kh, n0, BLOCK_N, rdv.shape[0])
+        else:
+            v_t = tl.load(
+                v_base + cols[:, None] * svl + rdv[None, :] * svd,
+                mask=(cols < Lk)[:, None] & (rdv < DV)[None, :],
+                other=0,
+            )
         if UPCAST:
             v_t = v_t.to(tl.float32)
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
@@ -58,6 +62,20 @@ def _fwd_tiles(
         )  # fmt: skip
         m_i = m_new
     return acc, m_i, l_i
+
+
+@triton.jit
+def _kv_descs(k, v, H, G, Lk, D, DV, skb, skh, skl, svb, svh, svl, DESC: tl.constexpr,
+              BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):  # fmt: skip
+    """The keys' and values' descriptors (DESC; else zeros), from a grid of (query tiles,
+    batch x query heads) programs."""
+    kd = 0
+    vd = 0
+    if DESC:
+        nb = tl.num_programs(1) // H
+        kd = _head_desc(k, nb, H // G, Lk, D, skb, skh, skl, BLOCK_N, BLOCK_D)
+        vd = _head_desc(v, nb, H // G, Lk, DV, svb, svh, svl, BLOCK_N, BLOCK_DV)
+    return kd, vd
 
 
 @triton.jit(do_not_specialize=["seed", "offset"])
@@ -107,6 +125,7 @@ def _attn_fwd_kernel(
     UPCAST: tl.constexpr,
     PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr,
+    DESC: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -141,16 +160,20 @@ def _attn_fwd_kernel(
     k_base = k + b * skb + hk * skh
     v_base = v + b * svb + hk * svh
     m_base = mask + b * smb + h * smh
+    k_desc, v_desc = _kv_descs(k, v, H, G, Lk, D, DV, skb, skh, skl, svb, svh, svl,
+                               DESC, BLOCK_N, BLOCK_D, BLOCK_DV)  # fmt: skip
     scale2 = scale * LOG2E  # scores in base 2 (log2(e) folded in)
     acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q_t, k_base, v_base, m_base, 0, mid, bh, pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV,
-        skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
-        False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+        acc, m_i, l_i, q_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, 0, mid, bh,
+        pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
+        seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+        PRECISION, DROPOUT, DESC, BLOCK_N,
     )  # fmt: skip
     acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q_t, k_base, v_base, m_base, mid, end, bh, pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV,
-        skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop, keep_scale,
-        True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+        acc, m_i, l_i, q_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, mid, end, bh,
+        pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
+        seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+        PRECISION, DROPOUT, DESC, BLOCK_N,
     )  # fmt: skip
     out = acc / l_i[:, None]
     tl.store(
@@ -216,26 +239,29 @@ def _attn_bwd_delta_kernel(
 
 @triton.jit
 def _dq_tiles(
-    acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, lo, hi, bh, m0, rm, rd, rdv,
-    Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop, keep_scale,
-    CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    acc, q_t, g_t, lse_t, dl_t, k_base, v_base, k_desc, v_desc, kb, kh, m_base, lo, hi, bh,
+    m0, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset,
+    p_drop, keep_scale, CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
-    DROPOUT: tl.constexpr, BLOCK_N: tl.constexpr,
+    DROPOUT: tl.constexpr, DESC: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """dq of one query tile over key tiles [lo, hi), in base 2 as the forward: `scale`
-    and lse_t include log2(e)."""
+    and lse_t include log2(e). DESC: keys and values through k_desc, v_desc."""
     for n0 in range(lo, hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         # one load of the keys serves both products (as k^T for the scores, as k for dq)
         k_t, s = _key_scores(
-            q_t, k_base, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml, smn, scale,
-            CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, True,
+            q_t, k_base, k_desc, kb, kh, n0, m_base, rm, cols, rd, Lq, Lk, D, skl, skd, sml,
+            smn, scale, CHECK, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, True, DESC,
         )  # fmt: skip
-        vT = tl.load(
-            v_base + cols[None, :] * svl + rdv[:, None] * svd,
-            mask=(cols < Lk)[None, :] & (rdv < DV)[:, None],
-            other=0,
-        )
+        if DESC:
+            vT = tl.trans(_desc_rows(v_desc, kb, kh, n0, BLOCK_N, rdv.shape[0]))
+        else:
+            vT = tl.load(
+                v_base + cols[None, :] * svl + rdv[:, None] * svd,
+                mask=(cols < Lk)[None, :] & (rdv < DV)[:, None],
+                other=0,
+            )
         if UPCAST:
             vT = vT.to(tl.float32)
         p = tl.exp2(s - lse_t[:, None])
@@ -252,30 +278,37 @@ def _dq_tiles(
 
 @triton.jit
 def _kv_tiles(
-    dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse_base, dl_base, m_base, dq_base, lo, hi,
-    cols, cols0, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd,
-    scale, seed, offset, p_drop, keep_scale,
+    dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse_base, dl_base, m_base, dq_base, q_desc,
+    g_desc, dq_desc, b, h, lo, hi, cols, cols0, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl,
+    sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop, keep_scale,
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
-    DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+    DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr, DQ_TMA: tl.constexpr,
+    DESC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """dk, dv of keys `cols` (from cols0) from the query tiles [lo, hi) of one query head (flat index
     bh), added to the accumulators, through the transposed scores (keys x queries); with
-    DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32)."""
+    DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32): by
+    element, or with DQ_TMA as whole tiles through `dq_desc` (a (B, H, Lq, D) tensor
+    descriptor: the tensor memory accelerator's bulk reduction into L2, clipped at the
+    edges)."""
     scale2 = scale * LOG2E
     for m0 in range(lo, hi, BLOCK_M):
         rm = m0 + tl.arange(0, BLOCK_M)
-        qT = tl.load(
-            q_base + rm[None, :] * sql + rd[:, None] * sqd,
-            mask=(rm < Lq)[None, :] & (rd < D)[:, None],
-            other=0,
-        )
-        g_t = tl.load(
-            g_base + rm[:, None] * sgl + rdv[None, :] * sgd,
-            mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
-            other=0,
-        )
+        if DESC:
+            qT = tl.trans(_desc_rows(q_desc, b, h, m0, BLOCK_M, rd.shape[0]))
+            g_t = _desc_rows(g_desc, b, h, m0, BLOCK_M, rdv.shape[0])
+        else:
+            qT = tl.load(
+                q_base + rm[None, :] * sql + rd[:, None] * sqd,
+                mask=(rm < Lq)[None, :] & (rd < D)[:, None],
+                other=0,
+            )
+            g_t = tl.load(
+                g_base + rm[:, None] * sgl + rdv[None, :] * sgd,
+                mask=(rm < Lq)[:, None] & (rdv < DV)[None, :],
+                other=0,
+            )
         if UPCAST:
             qT = qT.to(tl.float32)
             g_t = g_t.to(tl.float32)
@@ -307,12 +340,18 @@ def _kv_tiles(
             dq_t = tl.dot(
                 tl.trans(dsT).to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32
             )
-            tl.atomic_add(
-                dq_base + rm[:, None] * dql + rd[None, :] * dqd,
-                dq_t * scale,
-                mask=(rm < Lq)[:, None] & (rd < D)[None, :],
-                sem="relaxed",
-            )
+            if DQ_TMA:
+                dq_desc.atomic_add(
+                    [b.to(tl.int32), h.to(tl.int32), m0, 0],
+                    tl.reshape(dq_t * scale, (1, 1) + dq_t.shape),
+                )
+            else:
+                tl.atomic_add(
+                    dq_base + rm[:, None] * dql + rd[None, :] * dqd,
+                    dq_t * scale,
+                    mask=(rm < Lq)[:, None] & (rd < D)[None, :],
+                    sem="relaxed",
+                )
     return dk_acc, dv_acc
 
 
@@ -380,6 +419,8 @@ def _attn_bwd_kernel(
     FOR_DQ: tl.constexpr,
     GROUPED: tl.constexpr,
     DQ_ATOMIC: tl.constexpr,
+    DQ_TMA: tl.constexpr,
+    DESC: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -429,15 +470,19 @@ def _attn_bwd_kernel(
         k_base = k + b * skb + hk * skh
         v_base = v + b * svb + hk * svh
         m_base = mask + b * smb + h * smh
+        k_desc, v_desc = _kv_descs(k, v, H, G, Lk, D, DV, skb, skh, skl, svb, svh, svl,
+                                   DESC, BLOCK_N, BLOCK_D, BLOCK_DV)  # fmt: skip
         acc = _dq_tiles(
-            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, 0, mid, bh, pid * BLOCK_M, rm, rd, rdv,
-            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop,
-            keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, 0, mid,
+            bh, pid * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
+            seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+            PRECISION, DROPOUT, DESC, BLOCK_N,
         )  # fmt: skip
         acc = _dq_tiles(
-            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, m_base, mid, end, bh, pid * BLOCK_M, rm, rd, rdv,
-            Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2, seed, offset, p_drop,
-            keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT, BLOCK_N,
+            acc, q_t, g_t, lse_t, dl_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, mid, end,
+            bh, pid * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
+            seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+            PRECISION, DROPOUT, DESC, BLOCK_N,
         )  # fmt: skip
         tl.store(
             dq + b * dqb + h * dqh + rm[:, None] * dql + rd[None, :] * dqd,
@@ -482,6 +527,15 @@ def _attn_bwd_kernel(
             mid = Lq
         mid = tl.where((pid + 1) * BLOCK_N > Lk, Lq, mid)  # a partial key tile: all masked
         mid = tl.maximum(mid, start)
+        nb = tl.num_programs(1) // (H // heads)  # the batches (grid: batch x heads)
+        dq_desc = 0
+        q_desc = 0
+        g_desc = 0
+        if DQ_TMA:
+            dq_desc = _head_desc(dq, nb, H, Lq, D, dqb, dqh, dql, BLOCK_M, BLOCK_D)
+        if DESC:
+            q_desc = _head_desc(q, nb, H, Lq, D, sqb, sqh, sql, BLOCK_M, BLOCK_D)
+            g_desc = _head_desc(do, nb, H, Lq, DV, sgb, sgh, sgl, BLOCK_M, BLOCK_DV)
         for gi in range(0, heads):
             h = h0 + gi
             bhq = b * H + h
@@ -491,17 +545,19 @@ def _attn_bwd_kernel(
             dq_base = dq + b * dqb + h * dqh
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
-                m_base, dq_base, start, tl.minimum(mid, Lq), cols, pid * BLOCK_N, rd, rdv, bhq,
+                m_base, dq_base, q_desc, g_desc, dq_desc, b, h, start, tl.minimum(mid, Lq), cols, pid * BLOCK_N,
+                rd, rdv, bhq,
                 Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
                 keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
-                DQ_ATOMIC, BLOCK_M, BLOCK_N,
+                DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
-                m_base, dq_base, mid, Lq, cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV,
+                m_base, dq_base, q_desc, g_desc, dq_desc, b, h, mid, Lq, cols, pid * BLOCK_N, rd, rdv, bhq, Lq,
+                Lk, D, DV,
                 sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
                 keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
-                DQ_ATOMIC, BLOCK_M, BLOCK_N,
+                DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
         tl.store(
             dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,

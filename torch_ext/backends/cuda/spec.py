@@ -361,6 +361,31 @@ def attention_dq_atomic(head: int, itemsize: int, dropout: bool) -> bool:
     return dropout and head * itemsize <= 128
 
 
+def attention_dq_tma(head: int, itemsize: int) -> bool:
+    """Whether the atomic dQ (attention_dq_atomic) adds its tiles through a tensor
+    descriptor (one bulk reduction of a float32 tile into L2 by the tensor memory
+    accelerator) rather than by element. tests_gpu/harness/attention_dq.py on an H200
+    (session 25, bf16, causal, dropout 0.1, head 64; with attention_tma's descriptor
+    loads): the backward 0.845 ms against 0.897 by element at 8 x 12 x 2048, 2.856
+    against 3.065 at 2 x 12 x 8192, 0.159 against 0.173 for the model benchmark's
+    Llama (8 x 16/4 x 512). At head 128 the kernel that adds dQ stays slower than a
+    separate dQ kernel either way (3.35 against 2.28 ms at 8 x 32 x 2048, no dropout;
+    2.39 with 64 x 128 tiles and 8 warps)."""
+    return True
+
+
+def attention_tma(kind: str, dq_atomic: bool) -> bool:
+    """Whether the attention `kind` ("fwd", "bwd") kernels read q, k, v and dO through
+    tensor descriptors (ops/attention.py `_descriptors`): only the backward that adds
+    dQ atomically. tests_gpu/harness/attention_dq.py on an H200 (session 25, bf16,
+    causal): the dK/dV kernel that adds dQ through its descriptor at head 64 0.845
+    against 0.842 ms with pointer loads at 8 x 12 x 2048 with dropout, 1.630 against
+    1.959 at 2 x 12 x 8192 without; the forward slower through descriptors (0.817
+    against 0.720 ms at 8 x 32 x 2048 head 128, 2.601 against 2.366 at 2 x 32 x 8192),
+    the separate dK/dV and dQ kernels within 2% either way."""
+    return kind == "bwd" and dq_atomic
+
+
 def attention_grouped_min_programs() -> int:
     """Attention backward with grouped heads: the dK/dV programs (key blocks x batch x
     key heads) below which each query head keeps its own programs (and a group sum
