@@ -113,13 +113,15 @@ def _empty_in_layout(q, shape, dtype=None):
     return _symbolic.empty(shape, dtype or q.dtype, q.device, order)
 
 
-def _descriptors(kind, dq_atomic, *ts):
+def _descriptors(kind, head, dq_atomic, *ts):
     """Whether the `kind` ("fwd", "bwd"; `dq_atomic`: the dK/dV kernel adds dQ) kernels
     read these (B, H, L, D) operands through tensor descriptors (DESC): the driver's
-    choice (spec `attention_tma(kind, dq_atomic)`), 16-bit elements, unit stride along
-    D, the other strides and the base 16-byte aligned. Strides are compared, so that a
-    launch plan recorded here is guarded on them (ops/_symbolic.py)."""
-    if ts[0].element_size() != 2 or not spec("attention_tma", kind, dq_atomic):
+    choice (spec `attention_tma(kind, head, itemsize, dq_atomic)`, `head` padded), 16-bit
+    elements, unit stride along D, the other strides and the base 16-byte aligned.
+    Strides are compared, so that a launch plan recorded here is guarded on them
+    (ops/_symbolic.py)."""
+    size = ts[0].element_size()
+    if size != 2 or not spec("attention_tma", kind, head, size, dq_atomic):
         return False
     for t in ts:
         st = strides(t)
@@ -152,7 +154,7 @@ def flash_attention_fwd(
     drop_args, has_dropout = _dropout_args(dropout, None)
     draw = draw if draw is not None else (lse, lse)
     bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
-    desc = _descriptors("fwd", False, k, v)
+    desc = _descriptors("fwd", max(bd, bdv), False, k, v)
     if desc:
         from .matmul_tma import ensure_allocator
 
@@ -238,7 +240,7 @@ def flash_attention_bwd(
     dq_acc = dq
     if atomic and (q.dtype != torch.float32 or tma):
         dq_acc = _symbolic.empty((B, H, Lq, D), torch.float32, q.device)
-    desc = _descriptors("bwd", atomic, q, k, v, grad_out)
+    desc = _descriptors("bwd", max(bd, bdv), atomic, q, k, v, grad_out)
     if tma or desc:
         from .matmul_tma import ensure_allocator
 

@@ -343,7 +343,9 @@ def attention_kernel_tiles(kind: str, head: int, itemsize: int, dq_atomic: bool 
     if itemsize != 2 or head not in (64, 128):
         return None
     if kind == "dkdv":
-        return None if dq_atomic else (32, 64, 4, 3)
+        if dq_atomic:
+            return (64, 128, 8, 2) if head == 128 else None
+        return (32, 64, 4, 3)
     if head == 128:
         return {"fwd": (128, 64, 8, 3), "dq": (64, 32, 4, 3)}.get(kind)
     return None
@@ -357,33 +359,38 @@ def attention_dq_atomic(head: int, itemsize: int, dropout: bool) -> bool:
     at most 128 bytes (bf16 head 64): tests_gpu/harness/attention_dq.py on an H200
     (session 20, bf16, causal), the backward with dropout at head 64 1.19x at 8 x 12 x
     2048 and 1.22x at 2 x 12 x 8192; at head 128 0.83-0.87x, and without dropout
-    0.80-0.87x at either head."""
-    return dropout and head * itemsize <= 128
+    0.80-0.87x at either head. Session 25, with whole tiles added through a descriptor
+    (attention_dq_tma) and the dK/dV kernel on 64 x 128 tiles with 8 warps at head 128
+    (attention_kernel_tiles), head 128 with dropout too: 3.385 against 3.437 ms at 8 x
+    32 x 2048 and 11.45 against 12.42 at 2 x 32 x 8192 (without dropout 2.39 against
+    2.28 and 7.84 against 8.11: left separate, the deterministic way)."""
+    return dropout and head * itemsize <= 256
 
 
 def attention_dq_tma(head: int, itemsize: int) -> bool:
     """Whether the atomic dQ (attention_dq_atomic) adds its tiles through a tensor
     descriptor (one bulk reduction of a float32 tile into L2 by the tensor memory
-    accelerator) rather than by element. tests_gpu/harness/attention_dq.py on an H200
-    (session 25, bf16, causal, dropout 0.1, head 64; with attention_tma's descriptor
+    accelerator) rather than by element: 16-bit inputs, the measured case (float32 adds
+    into dq itself, with no buffer to copy back). tests_gpu/harness/attention_dq.py on
+    an H200 (session 25, bf16, causal, dropout 0.1, head 64, with attention_tma's
     loads): the backward 0.845 ms against 0.897 by element at 8 x 12 x 2048, 2.856
-    against 3.065 at 2 x 12 x 8192, 0.159 against 0.173 for the model benchmark's
-    Llama (8 x 16/4 x 512). At head 128 the kernel that adds dQ stays slower than a
-    separate dQ kernel either way (3.35 against 2.28 ms at 8 x 32 x 2048, no dropout;
-    2.39 with 64 x 128 tiles and 8 warps)."""
-    return True
+    against 3.065 at 2 x 12 x 8192, 0.159 against 0.173 for the model benchmark's Llama
+    (8 x 16/4 x 512)."""
+    return itemsize == 2
 
 
-def attention_tma(kind: str, dq_atomic: bool) -> bool:
+def attention_tma(kind: str, head: int, itemsize: int, dq_atomic: bool) -> bool:
     """Whether the attention `kind` ("fwd", "bwd") kernels read q, k, v and dO through
-    tensor descriptors (ops/attention.py `_descriptors`): only the backward that adds
-    dQ atomically. tests_gpu/harness/attention_dq.py on an H200 (session 25, bf16,
-    causal): the dK/dV kernel that adds dQ through its descriptor at head 64 0.845
-    against 0.842 ms with pointer loads at 8 x 12 x 2048 with dropout, 1.630 against
-    1.959 at 2 x 12 x 8192 without; the forward slower through descriptors (0.817
-    against 0.720 ms at 8 x 32 x 2048 head 128, 2.601 against 2.366 at 2 x 32 x 8192),
-    the separate dK/dV and dQ kernels within 2% either way."""
-    return kind == "bwd" and dq_atomic
+    tensor descriptors (ops/attention.py `_descriptors`), for heads padded to `head`
+    elements of `itemsize` bytes: only the backward that adds dQ atomically at rows of
+    at most 128 bytes. tests_gpu/harness/attention_dq.py on an H200 (session 25, bf16,
+    causal): that kernel at head 64 1.630 against 1.959 ms with pointer loads at 2 x 12
+    x 8192 without dropout, 0.845 against 0.842 at 8 x 12 x 2048 with; at head 128
+    (64 x 128 tiles, 8 warps) slower, 4.06 against 3.39 ms at 8 x 32 x 2048 with
+    dropout; the forward slower too (0.817 against 0.720 ms at 8 x 32 x 2048 head 128,
+    2.601 against 2.366 at 2 x 32 x 8192), the separate dK/dV and dQ kernels within 2%
+    either way."""
+    return kind == "bwd" and dq_atomic and head * itemsize <= 128
 
 
 def attention_grouped_min_programs() -> int:
