@@ -159,8 +159,8 @@ def test_dq_accumulated_atomically(
 @pytest.mark.parametrize("p", [0.0, 0.25])
 def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeypatch):
     """The backward asks the driver whether to add dQ atomically with the padded head,
-    the element size and whether dropout is on (the cuda driver's answer differs on
-    each), and follows the answer: one launch fewer when it does; the dK/dV kernel's
+    the element size, whether dropout is on and the queries (the cuda driver's answer
+    differs on each), and follows the answer: one launch fewer when it does; the dK/dV kernel's
     tiles are asked with that answer (the cuda driver's differ)."""
     from torch_ext.ops import _launch
 
@@ -187,7 +187,7 @@ def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeyp
     attention.flash_attention_bwd(
         g, q, k, v, out, lse, None, True, None, (p, draw[0], draw[1]) if p else None
     )
-    assert asked == [(32, 4, p > 0)]
+    assert asked == [(32, 4, p > 0, 33)]
     assert tiles == [("dkdv", 32, 4, p > 0)]
     assert _launch.launches() - before == (2 if p else 3)  # delta, dK/dV [, dQ]
 

@@ -212,7 +212,7 @@ def flash_attention_bwd(
     # the scores); into dq itself when float32, else into a buffer copied after.
     drop_args, has_dropout = _dropout_args(dropout, lse)
     atomic = not torch.are_deterministic_algorithms_enabled() and bool(
-        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), has_dropout)
+        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), has_dropout, Lq)
     )
     # Grouped heads (G query heads per key head): a dK/dV program loops over its key
     # head's G query heads and stores their sum, with no per-query-head copy of dk/dv,

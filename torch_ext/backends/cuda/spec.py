@@ -351,20 +351,25 @@ def attention_kernel_tiles(kind: str, head: int, itemsize: int, dq_atomic: bool 
     return None
 
 
-def attention_dq_atomic(head: int, itemsize: int, dropout: bool) -> bool:
+def attention_dq_atomic(head: int, itemsize: int, dropout: bool, queries: int) -> bool:
     """Whether the attention backward's dQ is added atomically by the dK/dV kernel (no
     second pass over the scores, and no second regeneration of the dropout mask;
     nondeterministic, as CUDA's flash attention) rather than by its own kernel, for
-    heads padded to `head` elements of `itemsize` bytes. Only with dropout and rows of
-    at most 128 bytes (bf16 head 64): tests_gpu/harness/attention_dq.py on an H200
+    heads padded to `head` elements of `itemsize` bytes and `queries` query positions.
+    Only with dropout and rows of at most 128 bytes (bf16 head 64): tests_gpu/harness/attention_dq.py on an H200
     (session 20, bf16, causal), the backward with dropout at head 64 1.19x at 8 x 12 x
     2048 and 1.22x at 2 x 12 x 8192; at head 128 0.83-0.87x, and without dropout
     0.80-0.87x at either head. Session 25, with whole tiles added through a descriptor
     (attention_dq_tma) and the dK/dV kernel on 64 x 128 tiles with 8 warps at head 128
-    (attention_kernel_tiles), head 128 with dropout too: 3.385 against 3.437 ms at 8 x
-    32 x 2048 and 11.45 against 12.42 at 2 x 32 x 8192 (without dropout 2.39 against
-    2.28 and 7.84 against 8.11: left separate, the deterministic way)."""
-    return dropout and head * itemsize <= 256
+    (attention_kernel_tiles), head 128 with dropout from 2048 queries on: 3.385 against
+    3.437 ms at 8 x 32 x 2048 and 11.45 against 12.42 at 2 x 32 x 8192; in the kernel
+    suite (session 25, calls 3 and 4) 4.46 against 4.51 ms and 15.17 against 16.10, but
+    0.493 against 0.456 at 8 x 32 x 512 (without dropout 2.39 against 2.28 and 7.84
+    against 8.11 in the harness: left separate, the deterministic way)."""
+    if not dropout:
+        return False
+    row = head * itemsize
+    return row <= 128 or (row <= 256 and queries >= 2048)
 
 
 def attention_dq_tma(head: int, itemsize: int) -> bool:
