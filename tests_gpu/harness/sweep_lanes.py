@@ -5,7 +5,8 @@ with per-lane running state instead of a cross-thread reduction in every step.
   reductions over the whole row) against `_arg_lanes_kernel` (each element keeps its
   lane's running winner across steps; two reductions at the end) by step and warps.
 - argmax also in two passes: the row's maximum as amax takes it, then the first
-  step that holds it, read again from L2 (not in the product: for the next session).
+  step that holds it, read again from L2 (not in the product: on an H200 in session 25
+  no faster than the per-lane kernel, 46.6 us in fp16 for both, 50.4 against 46.2 in bf16).
 - cross entropy: the shipped rows kernel (a maximum and a sum reduced every step)
   against a per-lane online log-sum-exp with one exponential an element: d = v - m,
   e = exp(-|d|), s = d > 0 ? s * e + 1 : s + e.
