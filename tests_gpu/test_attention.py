@@ -14,25 +14,21 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from bench import transformer_cases
 from conftest import DEV
 from torch_ext.ops._launch import launch
 from torch_ext.ops.attention_common import _dropout_keep
 
-# (B, H, Hkv, L, D): GPT-2's heads, Llama's grouped ones, head 128 (the suite's long cases
-# at 2048 tokens), a padded head dim and lengths no tile divides
-SHAPES = [
-    (2, 12, 12, 512, 64),
-    (1, 12, 12, 2048, 64),
-    (2, 16, 4, 512, 64),
-    (1, 32, 32, 2048, 128),
-    (1, 8, 8, 1000, 80),
+# (B, H, Hkv, L, D): the benchmark's attention cases up to 2048 tokens (batch 1, 2 at 512
+# tokens: the CPU reference stays quick; each kernel sees the same tiles per head), and two
+# it lacks: Llama's grouped heads, a padded head dim with lengths no tile divides
+BENCH = [
+    (2 if L <= 512 else 1, heads, heads, L, d)
+    for heads, d, L, _ in transformer_cases.ATTENTION
+    if L <= 2048
 ]
-DROPOUT_SHAPES = [
-    (1, 12, 12, 2048, 64),
-    (2, 16, 4, 512, 64),  # grouped heads (Llama)
-    (1, 32, 32, 2048, 128),
-    (2, 32, 32, 512, 128),
-]
+SHAPES = BENCH + [(2, 16, 4, 512, 64), (1, 8, 8, 1000, 80)]
+DROPOUT_SHAPES = BENCH + [(2, 16, 4, 512, 64)]
 TILE = 64
 
 
@@ -113,7 +109,7 @@ def test_dropout_at_benchmark_shapes(shape):
     gradients of both dQ ways equal attention with the kernel's own mask; the mask keeps
     1 - p of the probabilities; the same seed draws the same mask."""
     B, H, HK, L, D = shape
-    p = 0.1
+    p = transformer_cases.DROPOUT
     q, k, v, grad = _inputs(*shape, seed=7 * L + D)
     torch.manual_seed(11)
     dev = [t.to(DEV).requires_grad_() for t in (q, k, v)]

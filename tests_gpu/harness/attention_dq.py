@@ -128,7 +128,7 @@ def main():
         out, lse = fwd()
         drop = (p, draw[0], draw[1]) if p else None
         t_fwd = bench(fwd)
-        out_d, lse_d = fwd("separate+desc")
+        out_d, _ = fwd("separate+desc")
         t_fwd_desc = bench(lambda: fwd("separate+desc"))
         fdiff = (out_d.float() - out.float()).abs().max().item()
         times, diffs = {}, {}

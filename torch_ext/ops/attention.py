@@ -26,6 +26,7 @@ from ._declare import kernel
 from .random import philox_draw
 from .attention_kernels import _attn_fwd_kernel, _attn_bwd_delta_kernel, _attn_bwd_kernel
 from .copy import copy_kernel
+from .matmul_tma import ensure_allocator
 
 
 def _setup(q, k, v, attn_mask, scale):
@@ -156,8 +157,6 @@ def flash_attention_fwd(
     bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
     desc = _descriptors("fwd", max(bd, bdv), False, k, v)
     if desc:
-        from .matmul_tma import ensure_allocator
-
         ensure_allocator(q.device)
     launch(
         _attn_fwd_kernel,
@@ -242,8 +241,6 @@ def flash_attention_bwd(
         dq_acc = _symbolic.empty((B, H, Lq, D), torch.float32, q.device)
     desc = _descriptors("bwd", max(bd, bdv), atomic, q, k, v, grad_out)
     if tma or desc:
-        from .matmul_tma import ensure_allocator
-
         ensure_allocator(q.device)
     launch(
         _attn_bwd_delta_kernel,

@@ -531,7 +531,7 @@ def _attn_bwd_kernel(
         dq_desc = 0
         q_desc = 0
         g_desc = 0
-        if DQ_TMA:
+        if DQ_TMA:  # the float32 dQ buffer, added into by whole tiles
             dq_desc = _head_desc(dq, nb, H, Lq, D, dqb, dqh, dql, BLOCK_M, BLOCK_D)
         if DESC:
             q_desc = _head_desc(q, nb, H, Lq, D, sqb, sqh, sql, BLOCK_M, BLOCK_D)
@@ -545,19 +545,17 @@ def _attn_bwd_kernel(
             dq_base = dq + b * dqb + h * dqh
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
-                m_base, dq_base, q_desc, g_desc, dq_desc, b, h, start, tl.minimum(mid, Lq), cols, pid * BLOCK_N,
-                rd, rdv, bhq,
-                Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
-                keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
-                DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
+                m_base, dq_base, q_desc, g_desc, dq_desc, b, h, start, tl.minimum(mid, Lq),
+                cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn,
+                dql, dqd, scale, seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK,
+                BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
-                m_base, dq_base, q_desc, g_desc, dq_desc, b, h, mid, Lq, cols, pid * BLOCK_N, rd, rdv, bhq, Lq,
-                Lk, D, DV,
-                sql, sqd, sgl, sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop,
-                keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST, PRECISION, DROPOUT,
-                DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
+                m_base, dq_base, q_desc, g_desc, dq_desc, b, h, mid, Lq,
+                cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn,
+                dql, dqd, scale, seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK,
+                BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
         tl.store(
             dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,
