@@ -34,7 +34,7 @@ def _run(x, w, b, kw, transposed, phase, monkeypatch):
 
     def choose(family, key, candidates, run, device):
         c = list(candidates)
-        return next((t for t in c if len(t) > 5 and t[5] == phase), c[0])
+        return next((t for t in c if len(t) > 6 and t[6] == phase), c[0])
 
     monkeypatch.setattr(conv_igemm, "phase_scatter", spy)
     monkeypatch.setattr(conv_igemm, "tuned", choose)
@@ -75,3 +75,109 @@ def test_unit_stride_and_dilation_keep_the_full_gather():
     assert phase_fits([1, 2, 1], [1, 1, 1])
     assert not phase_fits([1, 1, 1], [1, 1, 1])
     assert not phase_fits([1, 2, 1], [1, 1, 2])
+
+
+SPLIT_CASES = [
+    # (input shape, weight shape, conv kwargs): 9 taps x 2 blocks of channels ...
+    ((2, 20, 6, 5), (24, 20, 3, 3), dict(padding=1)),
+    # ... a strided, grouped, dilated 3-d one whose input gradient takes the full gather
+    ((1, 8, 5, 6, 4), (6, 4, 2, 3, 1), dict(stride=(1, 2, 1), dilation=(2, 1, 1), groups=2)),
+]
+
+
+@pytest.mark.parametrize("split", [2, 3, 7])
+@pytest.mark.parametrize("case", range(len(SPLIT_CASES)), ids=["3x3", "3d_grouped"])
+def test_split_k_forward_and_input_gradient_match_the_cpu(monkeypatch, case, split):
+    """K split `split` ways (some splits over no steps at 7), the partial tiles summed by
+    the last program to arrive: forward and input gradient equal the CPU's, the same bits
+    on a second run (the arrival counters re-armed), and every launch took the split."""
+    shape, wshape, kw = SPLIT_CASES[case]
+    splits = []
+
+    def choose(family, key, candidates, run, device):
+        first = list(candidates)[0]
+        splits.append(key[0])
+        return (*first[:5], split) + ((False,) if len(first) > 6 else ())
+
+    monkeypatch.setattr(conv_igemm, "tuned", choose)
+    torch_ext._C._plan_clear()  # launches recorded with another split would replay
+    torch.manual_seed(0)
+    x = torch.randn(shape, dtype=torch.float64)
+    w = torch.randn(wshape, dtype=torch.float64)
+    b = torch.randn(wshape[0], dtype=torch.float64)
+    conv = {4: F.conv2d, 5: F.conv3d}[x.dim()]
+    xr = x.clone().requires_grad_()
+    yr = conv(xr, w, b, **kw)
+    g = torch.randn(yr.shape, dtype=torch.float64)
+    (gxr,) = torch.autograd.grad(yr, xr, g)
+    runs = []
+    for _ in range(2):
+        xd = x.to(DEV).requires_grad_()
+        y = conv(xd, w.to(DEV), b.to(DEV), **kw)
+        (gx,) = torch.autograd.grad(y, xd, g.to(DEV))
+        runs.append((y.detach().cpu(), gx.cpu()))
+    assert set(splits) == {"fwd", "dgrad"}  # both ran the implicit GEMM, split
+    torch.testing.assert_close(runs[0][0], yr.detach(), atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(runs[0][1], gxr, atol=1e-10, rtol=1e-10)
+    assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+
+
+def test_split_candidates_follow_the_drivers_rule(monkeypatch):
+    """Split candidates come after every whole-K one, from the first three tile shapes
+    only, with the split counts the driver gives for their tile count and K."""
+    asked = []
+
+    def fake_spec(name, *args):
+        if name == "mm_split_k_candidates":
+            asked.append(args)
+            return [2, 4] if args[0] < 100 else []
+        return None
+
+    monkeypatch.setattr(conv_igemm, "spec", fake_spec)
+    base = [(128, 128, 64, 8, 3), (64, 64, 64, 4, 4), (128, 64, 64, 4, 3), (64, 128, 64, 4, 4)]
+    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608)
+    assert got[:4] == [(*c, 1) for c in base]
+    # tiles: 13 x 4 = 52, 25 x 8 = 200 (no split), 13 x 8 = 104 (no split)
+    assert asked == [(52, 4608), (200, 4608), (104, 4608)]
+    assert got[4:] == [(128, 128, 64, 8, 3, 2), (128, 128, 64, 8, 3, 4)]
+
+
+def test_weight_operand_reads_channels_last_and_1x1_weights_in_place():
+    """A channels_last or 1x1 weight is the kernels' operand itself (strides passed), an
+    NCHW 3x3 one is copied kernel position-major; both describe the same W[k, g, c, co]."""
+    w = torch.randn(6, 4, 3, 2)  # groups 2: 3 outputs x 4 channels a group
+    for fmt, in_place in ((torch.channels_last, True), (torch.contiguous_format, False)):
+        wf = w.contiguous(memory_format=fmt)
+        for out_first in (True, False):
+            t, kp, cr, co, (sg, sk, sc, sn) = conv_igemm.weight_operand(wf, 2, out_first)
+            assert (t.data_ptr() == wf.data_ptr()) == in_place and kp == 6
+            assert (cr, co) == ((4, 3) if out_first else (3, 4))
+            flat = torch.as_strided(t, (1,), (1,), 0)  # the operand's storage from its start
+            for g, k, c, n in ((1, 5, 2, 1), (0, 3, 1, 2)):
+                row = g * 3 + (n if out_first else c)
+                col = c if out_first else n
+                ref = w[row, col].reshape(-1)[k]
+                off = g * sg + k * sk + c * sc + n * sn
+                assert torch.equal(torch.as_strided(flat, (1,), (1,), off)[0], ref)
+    w1 = torch.randn(8, 4, 1, 1)
+    assert conv_igemm.weight_operand(w1, 1, True)[0] is w1
+
+
+@pytest.mark.parametrize("fmt", ["channels_last", "nchw"])
+def test_channels_last_weights_in_place_match_the_cpu(fmt):
+    """Forward and input gradient, grouped and strided (the gather by phases), with the
+    weight read in place (channels_last) or copied (NCHW)."""
+    mf = torch.channels_last if fmt == "channels_last" else torch.contiguous_format
+    torch.manual_seed(3)
+    x = torch.randn(2, 8, 9, 7, dtype=torch.float64).contiguous(memory_format=mf)
+    w = torch.randn(6, 4, 3, 3, dtype=torch.float64).contiguous(memory_format=mf)
+    for kw in (dict(padding=1, groups=2), dict(stride=2, padding=1, groups=2)):
+        xr = x.clone().requires_grad_()
+        yr = F.conv2d(xr, w, **kw)
+        g = torch.randn(yr.shape, dtype=torch.float64)
+        (gxr,) = torch.autograd.grad(yr, xr, g)
+        xd = x.to(DEV).requires_grad_()
+        y = F.conv2d(xd, w.to(DEV), **kw)
+        (gx,) = torch.autograd.grad(y, xd, g.to(DEV))
+        torch.testing.assert_close(y.detach().cpu(), yr.detach(), atol=1e-10, rtol=1e-10)
+        torch.testing.assert_close(gx.cpu(), gxr, atol=1e-10, rtol=1e-10)

@@ -128,11 +128,15 @@ def matmul_cases():
 
 
 def conv_cases():
-    from torch_ext.ops import conv_igemm, conv_igemm_bwd, conv_igemm_flat
+    from torch_ext.ops import conv_igemm, conv_igemm_bwd, conv_igemm_flat, reduction
 
     conv_igemm.tuned = conv_igemm_bwd.tuned = conv_igemm_flat.tuned = _every_candidate
+    conv_igemm.arrival_counters = lambda family, device: torch.zeros(
+        conv_igemm.ARRIVALS, dtype=torch.int32
+    )
     for dt in (torch.bfloat16, torch.float32):  # ResNet-50's stem: 3 channels, 7x7
-        conv_igemm_flat.launch = recorder(f"conv {str(dt)[6:]} 7x7 stem, every tile candidate")
+        stem = recorder(f"conv {str(dt)[6:]} 7x7 stem, every tile candidate")
+        conv_igemm_flat.launch = reduction.launch = stem  # (and its slices' sum)
         x = torch.empty(32, 3, 224, 224, dtype=dt)
         w = torch.empty(64, 3, 7, 7, dtype=dt)
         conv_igemm_flat.flat_forward(

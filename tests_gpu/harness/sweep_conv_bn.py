@@ -3,13 +3,19 @@ NCHW), each against cuDNN on torch's own cuda tensors (standalone: no build need
 
   wgrad: every candidate the tuner would time (tiles x slices), the best three and the
          rule's first, then the whole op (its layout copies included) at the best;
+  igemm: the forward and input gradient of the layers that take the implicit GEMM
+         (conv_igemm.py: 3x3 by default), likewise: every candidate (tiles x split of K),
+         with IGEMM_MORE=1 also wider tiles, longer reduction steps, other stages and
+         warps;
   bn:    batch norm forward and backward under a coordinate sweep of the cuda spec's
          tiling (tile lanes, programs, warps, items per normalise program) around the
          shipped one, bandwidth as a share of the device-to-device copy.
 
-    python tests_gpu/harness/sweep_conv_bn.py [wgrad,bn]
+    python tests_gpu/harness/sweep_conv_bn.py [wgrad,igemm,bn]
 
-Environment: WGRAD_LAYOUT=channels_last (default NCHW), WGRAD_KERNELS=1 (or 1,3,7: the
+Environment: IGEMM_LAYOUT=nchw (default channels_last), IGEMM_KERNELS=3 (layers of those
+kernel sizes), IGEMM_MORE=1, CONV_ONLY=256->256,k3 s1 @7 (layers whose "cin->cout k3 s1
+@14" holds one of the parts; both conv sweeps); WGRAD_LAYOUT=channels_last (default NCHW), WGRAD_KERNELS=1 (or 1,3,7: the
 layers of those kernel sizes only), WGRAD_MORE=0 (the shipped candidates alone; else
 also other stages, reduction steps and warps), TUNE_DEVICE=cpu (a dry run under the
 interpreter on tiny shapes).
@@ -28,7 +34,7 @@ from bench.cases_norm import RESNET50_BN  # noqa: E402
 from bench.conv_cases import BATCH, RESNET50  # noqa: E402
 from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
 from torch_ext.ops import batch_norm as BN  # noqa: E402
-from torch_ext.ops import conv_gemm, conv_igemm_bwd, conv_igemm_flat  # noqa: E402
+from torch_ext.ops import conv_gemm, conv_igemm, conv_igemm_bwd, conv_igemm_flat  # noqa: E402
 
 WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "wgrad,bn").split(","))
 
@@ -42,6 +48,12 @@ if SMOKE:
 
 def bench(fn):
     return sweeps.bench(fn, SMOKE)
+
+
+def wanted(cin, cout, k, s, hw):
+    """Whether CONV_ONLY (parts of "cin->cout k3 s1 @14", comma-separated) takes a layer."""
+    only = [t for t in os.environ.get("CONV_ONLY", "").split(",") if t]
+    return not only or any(t in f"{cin}->{cout} k{k} s{s} @{hw}" for t in only)
 
 
 src = torch.empty(1 << (10 if SMOKE else 28), dtype=torch.uint8, device=DEV)
@@ -83,7 +95,7 @@ if "wgrad" in WHICH:
     only = os.environ.get("WGRAD_KERNELS")  # e.g. "1": the 1x1 layers alone
     print(f"layout {layout}")
     for cin, cout, k, s, hw in RESNET50:
-        if only and str(k) not in only.split(","):
+        if only and str(k) not in only.split(",") or not wanted(cin, cout, k, s, hw):
             continue
         x = torch.randn(BATCH, cin, hw, hw, device=DEV, dtype=torch.bfloat16)
         x = x.contiguous(memory_format=fmt)
@@ -108,6 +120,8 @@ if "wgrad" in WHICH:
             err = ((got.float() - ref().float()).abs().max() / ref().float().abs().max()).item()
             set_tuned(lambda f, k, c, r, d: picked["best"][1])
             t_ours, t_ref = bench(ours), bench(ref)
+            if not SMOKE:
+                sweeps.profile_kernels("ours", ours)
             set_tuned(tune_all)
         except Exception as e:  # noqa: BLE001
             print(f"  {cin}->{cout} k{k} s{s} @{hw}: {type(e).__name__}: {e}", flush=True)
@@ -118,6 +132,71 @@ if "wgrad" in WHICH:
     if ratios:
         g = torch.tensor(ratios).log().mean().exp().item()
         print(f"wgrad geomean vs torch {g:.2f}x over {len(ratios)}, lowest {min(ratios):.2f}x")
+
+if "igemm" in WHICH:
+    picked = {}
+    conv_igemm.tuned = sweeps.time_all(picked, bench)
+    shipped_igemm = conv_igemm.conv_candidates
+
+    def igemm_candidates(M, N, K, dtype):
+        extra = [
+            (bm, bn, bk, w, st)
+            for bm, bn, bk, w in ((128, 256, 64, 8), (128, 128, 64, 8), (128, 128, 128, 8),
+                                  (64, 256, 64, 8), (128, 128, 64, 4), (64, 128, 64, 4))
+            for st in (4, 5)
+        ]  # fmt: skip
+        return shipped_igemm(M, N, K, dtype) + extra * (os.environ.get("IGEMM_MORE") == "1")
+
+    conv_igemm.conv_candidates = igemm_candidates
+    from torch_ext.ops.convolution import convolution_backward_overrideable as cbo
+    from torch_ext.ops.convolution import convolution_overrideable as cfo
+
+    layout = os.environ.get("IGEMM_LAYOUT", "channels_last")  # or nchw
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    kernels = os.environ.get("IGEMM_KERNELS", "3").split(",")
+    print(f"igemm ({layout}): shape | torch us | ours (op) us | vs torch | best / rule us")
+    ratios = {"fwd": [], "dgrad": []}
+    for cin, cout, k, s, hw in RESNET50:
+        if str(k) not in kernels or not wanted(cin, cout, k, s, hw):
+            continue
+        x = torch.randn(BATCH, cin, hw, hw, device=DEV, dtype=torch.bfloat16)
+        x = x.contiguous(memory_format=fmt)
+        w = (torch.randn(cout, cin, k, k, device=DEV, dtype=torch.bfloat16) * 0.05).contiguous(
+            memory_format=fmt
+        )
+        pad = k // 2
+        dy = torch.randn_like(torch.nn.functional.conv2d(x, w, stride=s, padding=pad))
+        dy = dy.contiguous(memory_format=fmt)
+        args = ([s, s], [pad, pad], [1, 1], False, [0, 0], 1)
+        for pas in ("fwd", "dgrad"):
+            if pas == "fwd":
+                ref = lambda: torch.nn.functional.conv2d(x, w, stride=s, padding=pad)  # noqa: E731
+                ours = lambda: cfo(x, w, None, *args)  # noqa: E731
+            else:
+                mask = [True, False, False]
+                ref = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, *args, mask)[0]  # noqa: E731,E501
+                ours = lambda: cbo(dy, x, w, *args, mask)[0]  # noqa: E731
+            picked.clear()
+            label = f"{pas} {cin}->{cout} k{k} s{s} @{hw}"
+            try:
+                got = ours()
+                err = ((got.float() - ref().float()).abs().max() / ref().float().abs().max()).item()
+                keep = conv_igemm.tuned
+                conv_igemm.tuned = lambda f, k, c, r, d: picked["best"][1]
+                t_ours, t_ref = bench(ours), bench(ref)
+                if not SMOKE:
+                    sweeps.profile_kernels("ours", ours)
+                conv_igemm.tuned = keep
+            except Exception as e:  # noqa: BLE001
+                print(f"  {label}: {type(e).__name__}: {e}", flush=True)
+                conv_igemm.tuned = sweeps.time_all(picked, bench)
+                continue
+            if "best" in picked:
+                ratios[pas].append(sweeps.report(label, t_ref, t_ours, picked, err))
+    for pas, r in ratios.items():
+        if r:
+            g = torch.tensor(r).log().mean().exp().item()
+            print(f"igemm {pas} geomean vs torch {g:.2f}x over {len(r)}, lowest {min(r):.2f}x")
 
 if "bn" in WHICH:
     shipped = cuda_spec.batch_norm_tiling(2)

@@ -23,21 +23,26 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import pad3, split3, suggest_memory_format, tl_float_acc
-from ._launch import cdiv, launch, next_pow2
+from ._common import float_acc, pad3, split3, suggest_memory_format, tl_float_acc
+from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ._tune import tuned
+from .matmul import split_sum
 from ..backends import spec
 
 
 @triton.jit
 def _igemm_kernel(
-    x, wt, b, y, M, G, CR, CO, KP, OP, O1, O2, I0, I1, I2, K1, K2,
-    s0, s1, s2, p0, p1, p2, d0, d1, d2,
+    x, wt, b, y, ws, arrivals, M, G, CR, CO, KP, OP, O1, O2, I0, I1, I2, K1, K2,
+    s0, s1, s2, p0, p1, p2, d0, d1, d2, wsg, wsk, wsc, wsn,
     SCATTER: tl.constexpr, HAS_BIAS: tl.constexpr, UPCAST: tl.constexpr,
     PRECISION: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+    EVEN_C: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
-    pid_m = tl.program_id(0)
+    # split-K: SPLIT programs side by side per output tile, each over its own run of
+    # the (kernel position, channel block) steps, merged by the last to finish
+    pid_m = tl.program_id(0) // SPLIT
+    split = tl.program_id(0) % SPLIT
     grp = tl.program_id(2)
     if IDX64:
         rm = pid_m.to(tl.int64) * BM + tl.arange(0, BM)
@@ -51,13 +56,18 @@ def _igemm_kernel(
     img = n * I0
     XC = G * CR  # channels of x, of which this group reads CR from grp * CR
     x_grp = x + grp * CR
-    w_grp = wt + grp * CR * CO + rn[None, :]
+    w_grp = wt + grp * wsg + rn[None, :] * wsn
     blocks = tl.cdiv(CR, BK)
+    per = tl.cdiv(KP * blocks, SPLIT)
+    lo = split * per
+    # the step's (kernel position, channel block), advanced by one each step (divisions
+    # by run-time values cost ~25 instructions each, as many as the tile's loads)
+    kpos = lo // blocks
+    cb = lo % blocks
+    k0, k1, k2 = split3(kpos, K1, K2)
     acc = tl.zeros((BM, BN), ACC)
-    for kk in range(0, KP * blocks):
-        kpos = kk // blocks
-        c = (kk % blocks) * BK + tl.arange(0, BK)
-        k0, k1, k2 = split3(kpos, K1, K2)
+    for _ in range(lo, tl.minimum(KP * blocks, lo + per)):
+        c = cb * BK + tl.arange(0, BK)
         if SCATTER:
             t0 = o0 + p0 - k0 * d0
             t1 = o1 + p1 - k1 * d1
@@ -74,19 +84,49 @@ def _igemm_kernel(
             i2 = o2 * s2 - p2 + k2 * d2
             ok = (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
         pix = ((img + i0) * I1 + i1) * I2 + i2
-        acc = _tap_step(acc, x_grp, w_grp, pix, m_ok & ok, c, kpos, CR, CO, XC, n_ok,
-                       UPCAST, PRECISION, ACC)  # fmt: skip
-    _store_rows(y, b, acc, rm, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
+        acc = _tap_step(acc, x_grp, w_grp, pix, m_ok & ok, c, kpos, CR, XC, wsk, wsc, n_ok,
+                       UPCAST, PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
+        cb += 1
+        nxt = cb == blocks  # the next kernel position: (k0, k1, k2) counted on
+        cb = tl.where(nxt, 0, cb)
+        kpos += nxt.to(tl.int32)
+        k2 += nxt.to(tl.int32)
+        carry = k2 == K2
+        k2 = tl.where(carry, 0, k2)
+        k1 += carry.to(tl.int32)
+        carry = k1 == K1
+        k1 = tl.where(carry, 0, k1)
+        k0 += carry.to(tl.int32)
+    if SPLIT > 1:
+        tiles_m = tl.num_programs(0) // SPLIT
+        tile = (grp * tl.num_programs(1) + tl.program_id(1)) * tiles_m + pid_m
+        tiles = tiles_m * tl.num_programs(1) * tl.num_programs(2)
+        acc, last = split_sum(acc, ws, arrivals, tile, split, tiles, SPLIT, BM, BN)
+        if last:
+            _store_rows(y, b, acc, rm, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
+    else:
+        _store_rows(y, b, acc, rm, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
 
 
 @triton.jit
-def _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, CO, XC, n_ok, UPCAST: tl.constexpr,
-             PRECISION: tl.constexpr, ACC: tl.constexpr):  # fmt: skip
+def _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, XC, wsk, wsc, n_ok, UPCAST: tl.constexpr,
+             PRECISION: tl.constexpr, ACC: tl.constexpr, EVEN_C: tl.constexpr = False,
+             EVEN_N: tl.constexpr = False):  # fmt: skip
     """acc + (rows' pixels `pix` (where ok) x channels c of x) @ (W[kpos] channels c x
-    the tile's columns): one step of an implicit GEMM's reduction."""
+    the tile's columns, W's strides wsk and wsc from w_grp): one step of an implicit GEMM's reduction. EVEN_C: the channel
+    block lies inside the group's channels; EVEN_N: the columns inside CO (no masks)."""
     c_ok = c < CR
-    at = tl.load(x_grp + pix[:, None] * XC + c[None, :], mask=ok[:, None] & c_ok[None, :], other=0)
-    bt = tl.load(w_grp + (kpos * XC + c[:, None]) * CO, mask=c_ok[:, None] & n_ok[None, :], other=0)
+    if EVEN_C:
+        a_mask = ok[:, None]
+        b_mask = n_ok[None, :]
+    else:
+        a_mask = ok[:, None] & c_ok[None, :]
+        b_mask = c_ok[:, None] & n_ok[None, :]
+    at = tl.load(x_grp + pix[:, None] * XC + c[None, :], mask=a_mask, other=0)
+    if EVEN_N and EVEN_C:
+        bt = tl.load(w_grp + kpos * wsk + c[:, None] * wsc)
+    else:
+        bt = tl.load(w_grp + kpos * wsk + c[:, None] * wsc, mask=b_mask, other=0)
     if UPCAST:
         at = at.to(tl.float32)
         bt = bt.to(tl.float32)
@@ -125,7 +165,7 @@ def _store_rows(y, b, acc, rows, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS: tl.conste
 @triton.jit
 def _phase_kernel(
     x, wt, b, y, N, G, CR, CO, I0, I1, I2, O0, O1, O2, Q0, Q1, Q2, K0, K1, K2,
-    s0, s1, s2, p0, p1, p2, TILES,
+    s0, s1, s2, p0, p1, p2, TILES, wsg, wsk, wsc, wsn,
     HAS_BIAS: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     ACC: tl.constexpr, IDX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     BK: tl.constexpr,
@@ -159,7 +199,7 @@ def _phase_kernel(
     n_ok = rn < CO
     XC = G * CR  # channels of x, of which this group reads CR from grp * CR
     x_grp = x + grp * CR
-    w_grp = wt + grp * CR * CO + rn[None, :]
+    w_grp = wt + grp * wsg + rn[None, :] * wsn
     img = n * I0
     blocks = tl.cdiv(CR, BK)
     acc = tl.zeros((BM, BN), ACC)
@@ -173,7 +213,7 @@ def _phase_kernel(
         i2 = q2 + (base2 - j2)
         ok = m_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
         pix = ((img + i0) * I1 + i1) * I2 + i2
-        acc = _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, CO, XC, n_ok, UPCAST,
+        acc = _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, XC, wsk, wsc, n_ok, UPCAST,
                        PRECISION, ACC)  # fmt: skip
     m = ((n * O0 + o0) * O1 + o1) * O2 + o2
     _store_rows(y, b, acc, m, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
@@ -184,12 +224,13 @@ def phase_fits(stride, dilation):
     return any(s > 1 for s in stride) and all(d == 1 for d in dilation)
 
 
-def phase_scatter(xi, wt, bias, y_inner, k, o, grid, s, p, groups, cfg, upcast, precision,
+def phase_scatter(xi, wop, bias, y_inner, k, o, grid, s, p, groups, cfg, upcast, precision,
                   idx64):  # fmt: skip
     """y_inner (N, *o, groups * CO) from xi (N, *grid, groups * CR) channels-inner and
-    wt (KP, groups, CR, CO); k, o, grid, s, p padded to 3 dims (conv_igemm._igemm)."""
+    the weight operand `wop` (weight_operand); k, o, grid, s, p padded to 3 dims
+    (conv_igemm._igemm)."""
     N = xi.shape[0]
-    _, _, cr, co = wt.shape
+    wt, _, cr, co, wstrides = wop
     bm, bn, bk, warps, stages = cfg
     bk = min(bk, max(16, next_pow2(cr)))  # channels per step
     q = [cdiv(o[d], s[d]) for d in range(3)]
@@ -197,7 +238,7 @@ def phase_scatter(xi, wt, bias, y_inner, k, o, grid, s, p, groups, cfg, upcast, 
     launch(
         _phase_kernel, (s[0] * s[1] * s[2] * tiles, cdiv(co, bn), groups),
         xi, wt, bias if bias is not None else y_inner, y_inner,
-        N, groups, cr, co, *grid, *o, *q, *k, *s, *p, tiles,
+        N, groups, cr, co, *grid, *o, *q, *k, *s, *p, tiles, *wstrides,
         HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
         ACC=tl_float_acc(xi.dtype), IDX64=idx64,
         BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
@@ -247,6 +288,20 @@ def conv_candidates(M, N, K, dtype):
     return [first, *extra]
 
 
+def split_k_candidates(cands, M, N, groups, K):
+    """`cands` (BM, BN, BK, warps, stages) with K whole (split 1), then the first three
+    with K split where their output tiles would leave most multiprocessors idle (the
+    driver's rule for matrix products, `mm_split_k_candidates`): ResNet-50's deep 3x3
+    layers at batch 32 (512 -> 512 at 7x7: 1568 x 512 over K = 4608) fill 52 tiles of
+    128 x 128 (H200: 132 multiprocessors)."""
+    out = [(*c, 1) for c in cands]
+    for c in cands[:3]:
+        tiles = cdiv(M, c[0]) * cdiv(N, c[1]) * groups
+        if tiles <= ARRIVALS:
+            out += [(*c, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
+    return out
+
+
 def conv_warps(bm, bn):
     return 8 if bm * bn >= 128 * 128 else 4
 
@@ -283,11 +338,32 @@ def _result(y_inner, fmt):
     return y if fmt != torch.contiguous_format else y.contiguous()
 
 
-def _igemm(x, wt, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fmt, scatter):
+def weight_operand(w, groups, out_first):
+    """(tensor, KP, CR, CO, (group, kernel position, channel, column strides)) of the
+    implicit GEMM's W[k, g, c, co]: w[g*CO + co, c, k] (`out_first`: a forward's weight)
+    or w[g*CR + c, co, k] (the adjoint gather's). Read in place where its kernel
+    positions flatten to one stride and its channels or columns are contiguous (a
+    channels_last weight, or 1x1); otherwise copied to (KP, groups, CR, CO) contiguous
+    (an NCHW 3x3 weight: every 16-bit element of a tile would be a load of its own)."""
+    d0, d1, KP = w.shape[0] // groups, w.shape[1], math.prod(w.shape[2:])
+    cr, co = (d1, d0) if out_first else (d0, d1)
+    spatial = [i for i in range(2, w.dim()) if w.shape[i] > 1]
+    sk = w.stride(spatial[-1]) if spatial else 0
+    flat = all(w.stride(i) == sk * math.prod(w.shape[i + 1 :]) for i in spatial)
+    if flat and any(w.stride(i) == 1 and w.shape[i] > 1 for i in (0, 1)):
+        s0, s1 = w.stride(0), w.stride(1)
+        sc, sn = (s1, s0) if out_first else (s0, s1)
+        return w, KP, cr, co, (d0 * s0, sk, sc, sn)
+    perm = (3, 0, 2, 1) if out_first else (3, 0, 1, 2)
+    wt = w.reshape(groups, d0, d1, KP).permute(*perm).contiguous()
+    return wt, KP, cr, co, (cr * co, groups * cr * co, co, 1)
+
+
+def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fmt, scatter):
     """out (N, groups * CO, *out_sp) in memory format `fmt` from x (N, groups * CR, *grid)
-    and wt (KP, groups, CR, CO) (module doc)."""
+    and the weight operand `wop` (weight_operand; module doc)."""
     N = x.shape[0]
-    KP, _, cr, co = wt.shape
+    wt, KP, cr, co, wstrides = wop
     y_inner = torch.empty([N] + list(out_sp) + [groups * co], dtype=x.dtype, device=x.device)
     if y_inner.numel() == 0:
         return _result(y_inner, fmt)
@@ -301,28 +377,34 @@ def _igemm(x, wt, bias, kernel_sp, stride, padding, dilation, groups, out_sp, fm
 
     phases = scatter and phase_fits(s, d)
 
-    def run(cfg):
-        if phases and cfg[5]:
-            phase_scatter(xi, wt, bias, y_inner, k, o, grid, s, p, groups, cfg[:5], upcast,
+    def run(cfg):  # (BM, BN, BK, warps, stages, split of K[, by phases])
+        if phases and cfg[6]:
+            phase_scatter(xi, wop, bias, y_inner, k, o, grid, s, p, groups, cfg[:5], upcast,
                           precision, idx64)  # fmt: skip
             return
-        bm, bn, bk, warps, stages = cfg[:5]
+        bm, bn, bk, warps, stages, split = cfg[:6]
         bk = min(bk, max(16, next_pow2(cr)))  # channels per step
+        tiles_m, tiles = cdiv(M, bm), cdiv(M, bm) * cdiv(co, bn) * groups
+        ws = arrivals = y_inner
+        if split > 1:
+            ws = torch.empty(split * tiles * bm * bn, dtype=float_acc(x.dtype), device=x.device)
+            arrivals = arrival_counters("split_k", x.device)
         launch(
             _igemm_kernel,
-            (cdiv(M, bm), cdiv(co, bn), groups),
-            xi, wt, bias if bias is not None else y_inner, y_inner,
-            M, groups, cr, co, KP, OP, o[1], o[2], *grid, k[1], k[2], *s, *p, *d,
+            (tiles_m * split, cdiv(co, bn), groups),
+            xi, wt, bias if bias is not None else y_inner, y_inner, ws, arrivals,
+            M, groups, cr, co, KP, OP, o[1], o[2], *grid, k[1], k[2], *s, *p, *d, *wstrides,
             SCATTER=scatter, HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
             ACC=tl_float_acc(x.dtype), IDX64=idx64,
-            BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
+            BM=bm, BN=bn, BK=bk, SPLIT=split, EVEN_C=cr % bk == 0, EVEN_N=co % bn == 0,
+            num_warps=warps, num_stages=stages,
         )  # fmt: skip
 
     key = ("dgrad" if scatter else "fwd", x.dtype, precision, bias is not None, M, groups,
            cr, co, KP, *o, *grid, *k, *s, *p, *d)  # fmt: skip
-    cands = conv_candidates(M, co, cr * KP, x.dtype)
-    if phases:  # by phases (phase_scatter) first, the full gather timed beside
-        cands = [(*c, ph) for ph in (True, False) for c in cands]
+    cands = split_k_candidates(conv_candidates(M, co, cr * KP, x.dtype), M, co, groups, cr * KP)
+    if phases:  # by phases (phase_scatter, K whole) first, the full gather timed beside
+        cands = [(*c, True) for c in cands if c[5] == 1] + [(*c, False) for c in cands]
     run(tuned("conv", key, cands, run, x.device))
     return _result(y_inner, fmt)
 
@@ -335,11 +417,8 @@ def conv_format(x, w):
 def conv_forward(x, weight, bias, stride, padding, dilation, groups, out_sp):
     """The plain convolution's forward (output in the input's memory format; as torch,
     a channels_last weight gives channels_last)."""
-    cout, cig = weight.shape[0], weight.shape[1]
-    cog, KP = cout // groups, math.prod(weight.shape[2:])
-    # W[k, g, c, co] = weight[g*COG + co, c, k]
-    wt = weight.reshape(groups, cog, cig, KP).permute(3, 0, 2, 1).contiguous()
-    return _igemm(x, wt, bias, weight.shape[2:], stride, padding, dilation, groups,
+    wop = weight_operand(weight, groups, True)  # W[k, g, c, co] = weight[g*COG + co, c, k]
+    return _igemm(x, wop, bias, weight.shape[2:], stride, padding, dilation, groups,
                   out_sp, conv_format(x, weight), False)  # fmt: skip
 
 
@@ -347,8 +426,6 @@ def conv_scatter(src, w, bias, stride, padding, dilation, groups, im_sp, fmt=Non
     """out (N, groups * w.shape[1], *im_sp) in memory format `fmt` (default: src's): the
     adjoint gather (module doc) of src (N, groups * CR, *grid) with w (groups * CR, CO,
     *kernel)."""
-    cr, co, KP = w.shape[0] // groups, w.shape[1], math.prod(w.shape[2:])
-    # W[k, g, c, co] = w[g*CR + c, co, k]
-    wt = w.reshape(groups, cr, co, KP).permute(3, 0, 1, 2).contiguous()
-    return _igemm(src, wt, bias, w.shape[2:], stride, padding, dilation, groups,
+    wop = weight_operand(w, groups, False)  # W[k, g, c, co] = w[g*CR + c, co, k]
+    return _igemm(src, wop, bias, w.shape[2:], stride, padding, dilation, groups,
                   im_sp, fmt or conv_format(src, w), True)  # fmt: skip

@@ -113,25 +113,26 @@ def _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s
 
 
 @triton.jit
-def _mm_merge(acc, c, bias, ws, arrivals, tile, split, tiles, batch, rm, rn, M, N, s_cb, s_cm,
-              s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr,
-              SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
-    """A split's partial tile stored (`tile` of the `tiles` split ones); the last split of
-    the tile to arrive sums them in split order (deterministic), stores the result and
-    re-arms the tile's counter."""
+def split_sum(acc, ws, arrivals, tile, split, tiles, SPLIT: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+    """Split-K's merge: a split's partial tile `acc` stored to float32 scratch `ws`
+    (`tile` of the `tiles` split ones, SPLIT partials each); the last split of the tile
+    to arrive (counted in `arrivals`) sums them in split order (deterministic) and
+    re-arms the tile's counter. Returns (that sum, True) there, (acc, False) elsewhere:
+    the caller stores the tile where the flag is set."""
     part_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     own = (split * tiles + tile).to(tl.int64) * (BLOCK_M * BLOCK_N)
     tl.store(ws + own + part_tile, acc)
     tl.debug_barrier()  # every warp's partial is written before the arrival
-    if tl.atomic_add(arrivals + tile, 1) == SPLIT - 1:
+    last = tl.atomic_add(arrivals + tile, 1) == SPLIT - 1
+    if last:
         tl.debug_barrier()
-        acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+        acc = tl.zeros_like(acc)
         for s in range(SPLIT):
             part = (s * tiles + tile).to(tl.int64) * (BLOCK_M * BLOCK_N)
             acc += tl.load(ws + part + part_tile, cache_modifier=".cg")
         tl.atomic_xchg(arrivals + tile, 0)
-        _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha,
-                  beta, HAS_BIAS, ACC)  # fmt: skip
+    return acc, last
 
 
 @triton.jit
@@ -226,9 +227,11 @@ def _mm_kernel(
         acc += tl.dot(at, bt, input_precision=PRECISION, out_dtype=ACC)
     if SPLIT > 1:
         if pid >= DP:  # a split tile: partials and counters numbered from the first
-            _mm_merge(acc, c, bias, ws, arrivals, tile - DP, split, tiles_m * tiles_n - DP,
-                      batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha, beta,
-                      HAS_BIAS, ACC, SPLIT, BLOCK_M, BLOCK_N)  # fmt: skip
+            acc, last = split_sum(acc, ws, arrivals, tile - DP, split,
+                                  tiles_m * tiles_n - DP, SPLIT, BLOCK_M, BLOCK_N)  # fmt: skip
+            if last:
+                _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm,
+                          s_xn, alpha, beta, HAS_BIAS, ACC)  # fmt: skip
         else:
             _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
                       alpha, beta, HAS_BIAS, ACC)  # fmt: skip
