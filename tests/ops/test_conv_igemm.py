@@ -135,7 +135,7 @@ def test_split_candidates_follow_the_drivers_rule(monkeypatch):
 
     monkeypatch.setattr(conv_igemm, "spec", fake_spec)
     base = [(128, 128, 64, 8, 3), (64, 64, 64, 4, 4), (128, 64, 64, 4, 3), (64, 128, 64, 4, 4)]
-    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608)
+    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608)  # (not wide)
     assert got[:4] == [(*c, 1) for c in base]
     # tiles: 13 x 4 = 52, 25 x 8 = 200 (no split), 13 x 8 = 104 (no split)
     assert asked == [(52, 4608), (200, 4608), (104, 4608)]
@@ -181,3 +181,48 @@ def test_channels_last_weights_in_place_match_the_cpu(fmt):
         (gx,) = torch.autograd.grad(y, xd, g.to(DEV))
         torch.testing.assert_close(y.detach().cpu(), yr.detach(), atol=1e-10, rtol=1e-10)
         torch.testing.assert_close(gx.cpu(), gxr, atol=1e-10, rtol=1e-10)
+
+
+def test_wide_tiles_join_the_split_candidates_for_16_bit_products(monkeypatch):
+    """With `wide` and 256 or more columns, 128 x 256 tiles are timed whole and split;
+    under 256 columns they are not."""
+    monkeypatch.setattr(
+        conv_igemm, "spec", lambda name, *a: [4] if name.startswith("mm_") else None
+    )
+    base = [(128, 128, 64, 8, 3)]
+    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608, wide=True)
+    assert got == [(*base[0], 1), (*conv_igemm.WIDE, 1), (*base[0], 4), (*conv_igemm.WIDE, 4)]
+    narrow = conv_igemm.split_k_candidates(base, 1568, 128, 1, 4608, wide=True)
+    assert conv_igemm.WIDE[:2] not in [c[:2] for c in narrow]
+
+
+@pytest.mark.parametrize("fmt", ["channels_last", "nchw"])
+def test_weight_gradient_follows_the_weights_memory_format(monkeypatch, fmt):
+    """As torch: a channels_last weight's gradient is channels_last (the kernel's tiles
+    store its channels contiguously), an NCHW one's contiguous; both the CPU's values,
+    one slice or several (float32 partials summed)."""
+    from torch_ext.ops import conv_igemm_bwd
+
+    mf = torch.channels_last if fmt == "channels_last" else torch.contiguous_format
+    torch.manual_seed(4)
+    x = torch.randn(2, 32, 7, 8, dtype=torch.float64).contiguous(memory_format=mf)
+    w = torch.randn(10, 16, 3, 2, dtype=torch.float64).contiguous(memory_format=mf)
+    kw = dict(stride=(1, 2), padding=1, groups=2)
+    wr = w.clone().requires_grad_()
+    yr = F.conv2d(x, wr, **kw)
+    g = torch.randn(yr.shape, dtype=torch.float64)
+    (gwr,) = torch.autograd.grad(yr, wr, g)
+    for split in (1, 3):
+        calls = []
+
+        def choose(family, key, candidates, run, device, split=split, calls=calls):
+            calls.append(key[0])
+            return next(c for c in candidates if c[-2] == split)
+
+        monkeypatch.setattr(conv_igemm_bwd, "tuned", choose)
+        monkeypatch.setattr(conv_igemm_bwd, "split_candidates", lambda R, work: [1, 3])
+        torch_ext._C._plan_clear()
+        wd = w.to(DEV).requires_grad_()
+        (gw,) = torch.autograd.grad(F.conv2d(x.to(DEV), wd, **kw), wd, g.to(DEV))
+        assert calls == ["wgrad"] and gw.is_contiguous(memory_format=mf)
+        torch.testing.assert_close(gw.cpu(), gwr, atol=1e-10, rtol=1e-10)

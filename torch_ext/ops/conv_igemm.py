@@ -168,7 +168,7 @@ def _phase_kernel(
     s0, s1, s2, p0, p1, p2, TILES, wsg, wsk, wsc, wsn,
     HAS_BIAS: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     ACC: tl.constexpr, IDX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-    BK: tl.constexpr,
+    BK: tl.constexpr, EVEN_C: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     cls = tl.program_id(0) // TILES  # the residue class (r0, r1, r2)
     tile = tl.program_id(0) % TILES
@@ -203,10 +203,12 @@ def _phase_kernel(
     img = n * I0
     blocks = tl.cdiv(CR, BK)
     acc = tl.zeros((BM, BN), ACC)
-    for kk in range(0, nk0 * nk1 * nk2 * blocks):
-        tap = kk // blocks
-        c = (kk - tap * blocks) * BK + tl.arange(0, BK)
-        j0, j1, j2 = split3(tap, nk1, nk2)
+    cb = 0  # the step's channel block and tap (j0, j1, j2), counted on as in _igemm_kernel
+    j0 = 0
+    j1 = 0
+    j2 = 0
+    for _ in range(0, nk0 * nk1 * nk2 * blocks):
+        c = cb * BK + tl.arange(0, BK)
         kpos = ((k00 + s0 * j0) * K1 + k01 + s1 * j1) * K2 + k02 + s2 * j2
         i0 = q0 + (base0 - j0)
         i1 = q1 + (base1 - j1)
@@ -214,7 +216,17 @@ def _phase_kernel(
         ok = m_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
         pix = ((img + i0) * I1 + i1) * I2 + i2
         acc = _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, XC, wsk, wsc, n_ok, UPCAST,
-                       PRECISION, ACC)  # fmt: skip
+                       PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
+        cb += 1
+        nxt = cb == blocks
+        cb = tl.where(nxt, 0, cb)
+        j2 += nxt.to(tl.int32)
+        carry = j2 == nk2
+        j2 = tl.where(carry, 0, j2)
+        j1 += carry.to(tl.int32)
+        carry = j1 == nk1
+        j1 = tl.where(carry, 0, j1)
+        j0 += carry.to(tl.int32)
     m = ((n * O0 + o0) * O1 + o1) * O2 + o2
     _store_rows(y, b, acc, m, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
 
@@ -240,8 +252,8 @@ def phase_scatter(xi, wop, bias, y_inner, k, o, grid, s, p, groups, cfg, upcast,
         xi, wt, bias if bias is not None else y_inner, y_inner,
         N, groups, cr, co, *grid, *o, *q, *k, *s, *p, tiles, *wstrides,
         HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
-        ACC=tl_float_acc(xi.dtype), IDX64=idx64,
-        BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
+        ACC=tl_float_acc(xi.dtype), IDX64=idx64, BM=bm, BN=bn, BK=bk,
+        EVEN_C=cr % bk == 0, EVEN_N=co % bn == 0, num_warps=warps, num_stages=stages,
     )  # fmt: skip
 
 
@@ -288,18 +300,27 @@ def conv_candidates(M, N, K, dtype):
     return [first, *extra]
 
 
-def split_k_candidates(cands, M, N, groups, K):
+def split_k_candidates(cands, M, N, groups, K, wide=False):
     """`cands` (BM, BN, BK, warps, stages) with K whole (split 1), then the first three
-    with K split where their output tiles would leave most multiprocessors idle (the
-    driver's rule for matrix products, `mm_split_k_candidates`): ResNet-50's deep 3x3
-    layers at batch 32 (512 -> 512 at 7x7: 1568 x 512 over K = 4608) fill 52 tiles of
-    128 x 128 (H200: 132 multiprocessors)."""
-    out = [(*c, 1) for c in cands]
-    for c in cands[:3]:
+    and, with `wide` (16-bit operands, N >= 256), 128 x 256 tiles with K split where
+    their output tiles would leave most multiprocessors idle (the driver's rule for
+    matrix products, `mm_split_k_candidates`). ResNet-50's deep 3x3 layers at batch 32
+    (512 -> 512 at 7x7: 1568 x 512 over K = 4608) fill 52 tiles of 128 x 128 (H200: 132
+    multiprocessors); their operands sit in L2, whose bandwidth small tiles run out of
+    (64 x 128: 43 flops a byte loaded; 128 x 256: 85)."""
+    heads = list(cands[:3])
+    if wide and N >= 256:
+        heads.append(WIDE)
+    out = [(*c, 1) for c in dict.fromkeys([*cands, *heads])]
+    for c in heads:
         tiles = cdiv(M, c[0]) * cdiv(N, c[1]) * groups
         if tiles <= ARRIVALS:
             out += [(*c, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
     return out
+
+
+# A wide tile for 16-bit products with 256 or more columns (split_k_candidates).
+WIDE = (128, 256, 64, 8, 3)
 
 
 def conv_warps(bm, bn):
@@ -402,7 +423,9 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
 
     key = ("dgrad" if scatter else "fwd", x.dtype, precision, bias is not None, M, groups,
            cr, co, KP, *o, *grid, *k, *s, *p, *d)  # fmt: skip
-    cands = split_k_candidates(conv_candidates(M, co, cr * KP, x.dtype), M, co, groups, cr * KP)
+    wide = x.dtype in (torch.float16, torch.bfloat16)
+    cands = conv_candidates(M, co, cr * KP, x.dtype)
+    cands = split_k_candidates(cands, M, co, groups, cr * KP, wide)
     if phases:  # by phases (phase_scatter, K whole) first, the full gather timed beside
         cands = [(*c, True) for c in cands if c[5] == 1] + [(*c, False) for c in cands]
     run(tuned("conv", key, cands, run, x.device))

@@ -28,7 +28,7 @@ from ._common import fastdiv, float_acc, pad3, split3, split_rows, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
-from .conv_igemm import channels_inner, conv_candidates, conv_precision, needs_int64
+from .conv_igemm import WIDE, channels_inner, conv_candidates, conv_precision, needs_int64
 from .reduction import sum_slices
 
 
@@ -93,8 +93,10 @@ def split_candidates(R, work):
     return list(dict.fromkeys([_splits(R, work), *(spec("conv_wgrad_splits", R, work) or [])]))
 
 
-def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
-    """gw of shape w_shape (g*CA, CB, *kernel) (see module doc); fp32 accumulation."""
+def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channels_last=False):
+    """gw of shape w_shape (g*CA, CB, *kernel) (see module doc); fp32 accumulation.
+    `channels_last` (as torch, for a channels_last weight): gw's channels b innermost,
+    which the kernel's tiles also store contiguously (else kernel positions are)."""
     N = dy.shape[0]
     ca, cb = w_shape[0] // groups, w_shape[1]
     k, o, i = pad3(w_shape[2:], 1), pad3(dy.shape[2:], 1), pad3(im.shape[2:], 1)
@@ -107,7 +109,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     upcast, precision = conv_precision(dy.dtype)
 
     def tiles(cfg):
-        bm, bn = min(cfg[0], 128), min(cfg[1], 128)
+        bm, bn = min(cfg[0], 128), min(cfg[1], 256)
         return bm, bn, cdiv(ca, bm) * cdiv(cb, bn) * groups * KP
 
     idx64 = needs_int64(dyi, imi) or R >= 1 << 31
@@ -117,13 +119,18 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
         _, _, bk, warps, stages, split, fast = cfg
         RS = cdiv(R, split)
         buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
-        buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
+        if channels_last:
+            buf = torch.empty((split, w_shape[0], KP, cb), dtype=buf_dtype, device=dy.device)
+            sp, sa, sk, sb = buf.stride()
+        else:
+            buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
+            sp, sa, sb, sk = buf.stride()
         i64 = idx64 or needs_int64(buf)
         launch(
             _conv_wgrad_kernel,
             (work // (KP * groups), KP * split, groups),
             dyi, imi, buf, R, RS, split, groups, ca, cb, OP, o[1], o[2], *i, k[1], k[2],
-            *s, *p, *d, *buf.stride(), *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)),
+            *s, *p, *d, sp, sa, sb, sk, *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)),
             FASTDIV=fast and not i64, UPCAST=upcast, PRECISION=precision,
             ACC=tl_float_acc(dy.dtype), IDX64=i64, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
@@ -133,6 +140,8 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     # the split is a runtime argument: its candidates cost timings, not compiles; the
     # pixel arithmetic by fast division (module doc) compiles each tile again
     tile_cfgs = conv_candidates(ca, cb, R, dy.dtype)
+    if dy.dtype in (torch.float16, torch.bfloat16) and cb >= 256:
+        tile_cfgs.append(WIDE)  # operands in L2: wide tiles load less a flop (split_k_...)
     fasts = (False,) if idx64 else (False, True)
     cands = [
         (*cfg, split, fast)
@@ -142,4 +151,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups):
     ]
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
     buf = run(tuned("conv", key, cands, run, dy.device))
+    if channels_last:
+        gw = sum_slices(buf, dy.dtype).reshape(w_shape[0], *w_shape[2:], cb)
+        return gw.movedim(-1, 1)
     return sum_slices(buf, dy.dtype).reshape(w_shape)

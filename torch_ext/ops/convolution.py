@@ -41,7 +41,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import block_for
 from ._common import contiguous
-from ._common import split3, store_masked
+from ._common import split3, store_masked, suggest_memory_format
 from ._declare import kernel
 from ._common import pad3
 from ._common import MAX_SPATIAL
@@ -339,7 +339,8 @@ def convolution_backward_overrideable(
         elif output_mask[1] and is_pointwise_wgrad(input, weight, padding, g, transposed):
             grad_weight = pointwise_weight_grad(gout, subsample(input, stride), weight.shape)
         elif output_mask[1]:
-            grad_weight = conv_weight_grad(gout, input, weight.shape, *geom)
+            cl = suggest_memory_format(weight) != torch.contiguous_format
+            grad_weight = conv_weight_grad(gout, input, weight.shape, *geom, cl)
     else:
         # the transposed convolution's adjoint is the plain forward
         if output_mask[0]:
