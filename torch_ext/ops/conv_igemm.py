@@ -60,8 +60,7 @@ def _igemm_kernel(
     blocks = tl.cdiv(CR, BK)
     per = tl.cdiv(KP * blocks, SPLIT)
     lo = split * per
-    # the step's (kernel position, channel block), advanced by one each step (divisions
-    # by run-time values cost ~25 instructions each, as many as the tile's loads)
+    # the step's (kernel position, channel block), advanced by one each step (_next_step)
     kpos = lo // blocks
     cb = lo % blocks
     k0, k1, k2 = split3(kpos, K1, K2)
@@ -86,17 +85,8 @@ def _igemm_kernel(
         pix = ((img + i0) * I1 + i1) * I2 + i2
         acc = _tap_step(acc, x_grp, w_grp, pix, m_ok & ok, c, kpos, CR, XC, wsk, wsc, n_ok,
                        UPCAST, PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
-        cb += 1
-        nxt = cb == blocks  # the next kernel position: (k0, k1, k2) counted on
-        cb = tl.where(nxt, 0, cb)
+        cb, k0, k1, k2, nxt = _next_step(cb, blocks, k0, k1, k2, K1, K2)
         kpos += nxt.to(tl.int32)
-        k2 += nxt.to(tl.int32)
-        carry = k2 == K2
-        k2 = tl.where(carry, 0, k2)
-        k1 += carry.to(tl.int32)
-        carry = k1 == K1
-        k1 = tl.where(carry, 0, k1)
-        k0 += carry.to(tl.int32)
     if SPLIT > 1:
         tiles_m = tl.num_programs(0) // SPLIT
         tile = (grp * tl.num_programs(1) + tl.program_id(1)) * tiles_m + pid_m
@@ -106,6 +96,25 @@ def _igemm_kernel(
             _store_rows(y, b, acc, rm, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
     else:
         _store_rows(y, b, acc, rm, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
+
+
+@triton.jit
+def _next_step(cb, blocks, j0, j1, j2, n1, n2):
+    """The step after channel block `cb` (of `blocks`) of tap (j0, j1, j2) (taps in order,
+    n1 x n2 a plane): (channel block, j0, j1, j2, whether the tap moved on). Counted on,
+    not divided out of the step number: a run-time division costs about 25 instructions,
+    five of them as many as a tile's loads."""
+    cb += 1
+    nxt = cb == blocks
+    cb = tl.where(nxt, 0, cb)
+    j2 += nxt.to(tl.int32)
+    carry = j2 == n2
+    j2 = tl.where(carry, 0, j2)
+    j1 += carry.to(tl.int32)
+    carry = j1 == n1
+    j1 = tl.where(carry, 0, j1)
+    j0 += carry.to(tl.int32)
+    return cb, j0, j1, j2, nxt
 
 
 @triton.jit
@@ -217,16 +226,7 @@ def _phase_kernel(
         pix = ((img + i0) * I1 + i1) * I2 + i2
         acc = _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, XC, wsk, wsc, n_ok, UPCAST,
                        PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
-        cb += 1
-        nxt = cb == blocks
-        cb = tl.where(nxt, 0, cb)
-        j2 += nxt.to(tl.int32)
-        carry = j2 == nk2
-        j2 = tl.where(carry, 0, j2)
-        j1 += carry.to(tl.int32)
-        carry = j1 == nk1
-        j1 = tl.where(carry, 0, j1)
-        j0 += carry.to(tl.int32)
+        cb, j0, j1, j2, _ = _next_step(cb, blocks, j0, j1, j2, nk1, nk2)
     m = ((n * O0 + o0) * O1 + o1) * O2 + o2
     _store_rows(y, b, acc, m, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
 
