@@ -226,3 +226,23 @@ def test_weight_gradient_follows_the_weights_memory_format(monkeypatch, fmt):
         (gw,) = torch.autograd.grad(F.conv2d(x.to(DEV), wd, **kw), wd, g.to(DEV))
         assert calls == ["wgrad"] and gw.is_contiguous(memory_format=mf)
         torch.testing.assert_close(gw.cpu(), gwr, atol=1e-10, rtol=1e-10)
+
+
+def test_split_k_convolution_replays_from_its_launch_plan(monkeypatch):
+    """A split-K forward (scratch partials, arrival counters) is recorded once and then
+    replayed without Python, each replay the CPU's result."""
+
+    def choose(family, key, candidates, run, device):
+        return (*list(candidates)[0][:5], 3)
+
+    monkeypatch.setattr(conv_igemm, "tuned", choose)
+    torch_ext._C._plan_clear()
+    torch.manual_seed(5)
+    x = torch.randn(2, 20, 6, 5, dtype=torch.float64)
+    w = torch.randn(24, 20, 3, 3, dtype=torch.float64)
+    ref = F.conv2d(x, w, padding=1)
+    xd, wd = x.to(DEV), w.to(DEV)
+    before = torch_ext._C._plan_stats()["replayed"]
+    for _ in range(3):
+        torch.testing.assert_close(F.conv2d(xd, wd, padding=1).cpu(), ref)
+    assert torch_ext._C._plan_stats()["replayed"] - before >= 2
