@@ -9,11 +9,13 @@ gradient of a plain convolution, the forward of a transposed one) are one kernel
                                                       * W[k, g, c, co]   (quotient integral, in the grid)
 
 with x and out channels-inner ((N, *spatial, C) contiguous: an NCHW tensor is copied
-so first, its result copied back) and W the weight rearranged kernel position-major
-(KP, G, CR, CO). The reduction runs kernel position by kernel position and, inside,
-over blocks of channels: a tile of A is BM pixels x BK consecutive channels (coalesced
-rows of memory), its pixel and bounds arithmetic done once per row and kernel
-position, not once per element; B's rows are contiguous output channels. The earlier
+so first, its result copied back) and W the weight read through its strides where its
+channels or output channels are contiguous (channels_last, 1x1), else rearranged kernel
+position-major (KP, G, CR, CO) (weight_operand). The reduction runs kernel position by
+kernel position and, inside, over blocks of channels: a tile of A is BM pixels x BK
+consecutive channels (coalesced rows of memory), its pixel and bounds arithmetic done
+once per row and kernel position, not once per element. Where few output tiles would
+leave the GPU idle, K is split across programs (split_k_candidates). The earlier
 kernel gathered NCHW operands element by element with 64-bit index arithmetic: 10-20x
 slower than cuDNN on ResNet-50 (H200).
 """
@@ -122,8 +124,9 @@ def _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, XC, wsk, wsc, n_ok, UPCAS
              PRECISION: tl.constexpr, ACC: tl.constexpr, EVEN_C: tl.constexpr = False,
              EVEN_N: tl.constexpr = False):  # fmt: skip
     """acc + (rows' pixels `pix` (where ok) x channels c of x) @ (W[kpos] channels c x
-    the tile's columns, W's strides wsk and wsc from w_grp): one step of an implicit GEMM's reduction. EVEN_C: the channel
-    block lies inside the group's channels; EVEN_N: the columns inside CO (no masks)."""
+    the tile's columns; W's kernel-position and channel strides wsk, wsc from w_grp):
+    one step of an implicit GEMM's reduction. EVEN_C: the channel block lies inside the
+    group's channels; EVEN_N: the columns inside CO (no masks)."""
     c_ok = c < CR
     if EVEN_C:
         a_mask = ok[:, None]
