@@ -34,17 +34,19 @@ from ..backends import spec
 
 @triton.jit
 def _igemm_kernel(
-    x, wt, b, y, ws, arrivals, M, G, CR, CO, KP, OP, O1, O2, I0, I1, I2, K1, K2,
+    x, wt, b, y, ws, arrivals, nsplit, M, G, CR, CO, KP, OP, O1, O2, I0, I1, I2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2, wsg, wsk, wsc, wsn,
     SCATTER: tl.constexpr, HAS_BIAS: tl.constexpr, UPCAST: tl.constexpr,
     PRECISION: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     EVEN_C: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
-    # split-K: SPLIT programs side by side per output tile, each over its own run of
-    # the (kernel position, channel block) steps, merged by the last to finish
-    pid_m = tl.program_id(0) // SPLIT
-    split = tl.program_id(0) % SPLIT
+    # split-K: nsplit programs side by side per output tile, each over its own run of
+    # the (kernel position, channel block) steps, merged by the last to finish. A
+    # run-time value: every split count > 1 shares one compiled kernel (Triton makes
+    # nsplit == 1 a constant of its own).
+    pid_m = tl.program_id(0) // nsplit
+    split = tl.program_id(0) % nsplit
     grp = tl.program_id(2)
     if IDX64:
         rm = pid_m.to(tl.int64) * BM + tl.arange(0, BM)
@@ -60,7 +62,7 @@ def _igemm_kernel(
     x_grp = x + grp * CR
     w_grp = wt + grp * wsg + rn[None, :] * wsn
     blocks = tl.cdiv(CR, BK)
-    per = tl.cdiv(KP * blocks, SPLIT)
+    per = tl.cdiv(KP * blocks, nsplit)
     lo = split * per
     # the step's (kernel position, channel block), advanced by one each step (_next_step)
     kpos = lo // blocks
@@ -89,11 +91,11 @@ def _igemm_kernel(
                        UPCAST, PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
         cb, k0, k1, k2, nxt = _next_step(cb, blocks, k0, k1, k2, K1, K2)
         kpos += nxt.to(tl.int32)
-    if SPLIT > 1:
-        tiles_m = tl.num_programs(0) // SPLIT
+    if nsplit > 1:
+        tiles_m = tl.num_programs(0) // nsplit
         tile = (grp * tl.num_programs(1) + tl.program_id(1)) * tiles_m + pid_m
         tiles = tiles_m * tl.num_programs(1) * tl.num_programs(2)
-        acc, last = split_sum(acc, ws, arrivals, tile, split, tiles, SPLIT, BM, BN)
+        acc, last = split_sum(acc, ws, arrivals, tile, split, tiles, nsplit, BM, BN)
         if last:
             _store_rows(y, b, acc, rm, m_ok, grp, rn, n_ok, G, CO, HAS_BIAS, ACC)
     else:
@@ -416,11 +418,11 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
         launch(
             _igemm_kernel,
             (tiles_m * split, cdiv(co, bn), groups),
-            xi, wt, bias if bias is not None else y_inner, y_inner, ws, arrivals,
+            xi, wt, bias if bias is not None else y_inner, y_inner, ws, arrivals, split,
             M, groups, cr, co, KP, OP, o[1], o[2], *grid, k[1], k[2], *s, *p, *d, *wstrides,
             SCATTER=scatter, HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
             ACC=tl_float_acc(x.dtype), IDX64=idx64,
-            BM=bm, BN=bn, BK=bk, SPLIT=split, EVEN_C=cr % bk == 0, EVEN_N=co % bn == 0,
+            BM=bm, BN=bn, BK=bk, EVEN_C=cr % bk == 0, EVEN_N=co % bn == 0,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
 

@@ -113,22 +113,22 @@ def _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s
 
 
 @triton.jit
-def split_sum(acc, ws, arrivals, tile, split, tiles, SPLIT: tl.constexpr,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+def split_sum(acc, ws, arrivals, tile, split, tiles, nsplit, BLOCK_M: tl.constexpr,
+              BLOCK_N: tl.constexpr):  # fmt: skip
     """Split-K's merge: a split's partial tile `acc` stored to float32 scratch `ws`
-    (`tile` of the `tiles` split ones, SPLIT partials each); the last split of the tile
-    to arrive (counted in `arrivals`) sums them in split order (deterministic) and
-    re-arms the tile's counter. Returns (that sum, True) there, (acc, False) elsewhere:
-    the caller stores the tile where the flag is set."""
+    (`tile` of the `tiles` split ones, `nsplit` partials each: a constant or a run-time
+    value); the last split of the tile to arrive (counted in `arrivals`) sums them in
+    split order (deterministic) and re-arms the tile's counter. Returns (that sum, True)
+    there, (acc, False) elsewhere: the caller stores the tile where the flag is set."""
     part_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     own = (split * tiles + tile).to(tl.int64) * (BLOCK_M * BLOCK_N)
     tl.store(ws + own + part_tile, acc)
     tl.debug_barrier()  # every warp's partial is written before the arrival
-    last = tl.atomic_add(arrivals + tile, 1) == SPLIT - 1
+    last = tl.atomic_add(arrivals + tile, 1) == nsplit - 1
     if last:
         tl.debug_barrier()
         acc = tl.zeros_like(acc)
-        for s in range(SPLIT):
+        for s in range(nsplit):
             part = (s * tiles + tile).to(tl.int64) * (BLOCK_M * BLOCK_N)
             acc += tl.load(ws + part + part_tile, cache_modifier=".cg")
         tl.atomic_xchg(arrivals + tile, 0)
