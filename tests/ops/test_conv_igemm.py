@@ -135,7 +135,7 @@ def test_split_candidates_follow_the_drivers_rule(monkeypatch):
 
     monkeypatch.setattr(conv_igemm, "spec", fake_spec)
     base = [(128, 128, 64, 8, 3), (64, 64, 64, 4, 4), (128, 64, 64, 4, 3), (64, 128, 64, 4, 4)]
-    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608)  # (not wide)
+    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608, torch.float32)  # not wide
     assert got[:4] == [(*c, 1) for c in base]
     # tiles: 13 x 4 = 52, 25 x 8 = 200 (no split), 13 x 8 = 104 (no split)
     assert asked == [(52, 4608), (200, 4608), (104, 4608)]
@@ -184,15 +184,15 @@ def test_channels_last_weights_in_place_match_the_cpu(fmt):
 
 
 def test_wide_tiles_join_the_split_candidates_for_16_bit_products(monkeypatch):
-    """With `wide` and 256 or more columns, 128 x 256 tiles are timed whole and split;
+    """For 16-bit operands and 256 or more columns, 128 x 256 tiles are timed whole and split;
     under 256 columns they are not."""
     monkeypatch.setattr(
         conv_igemm, "spec", lambda name, *a: [4] if name.startswith("mm_") else None
     )
     base = [(128, 128, 64, 8, 3)]
-    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608, wide=True)
+    got = conv_igemm.split_k_candidates(base, 1568, 512, 1, 4608, torch.bfloat16)
     assert got == [(*base[0], 1), (*conv_igemm.WIDE, 1), (*base[0], 4), (*conv_igemm.WIDE, 4)]
-    narrow = conv_igemm.split_k_candidates(base, 1568, 128, 1, 4608, wide=True)
+    narrow = conv_igemm.split_k_candidates(base, 1568, 128, 1, 4608, torch.bfloat16)
     assert conv_igemm.WIDE[:2] not in [c[:2] for c in narrow]
 
 

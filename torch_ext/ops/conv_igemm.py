@@ -305,17 +305,14 @@ def conv_candidates(M, N, K, dtype):
     return [first, *extra]
 
 
-def split_k_candidates(cands, M, N, groups, K, wide=False):
+def split_k_candidates(cands, M, N, groups, K, dtype):
     """`cands` (BM, BN, BK, warps, stages) with K whole (split 1), then the first three
-    and, with `wide` (16-bit operands, N >= 256), 128 x 256 tiles with K split where
-    their output tiles would leave most multiprocessors idle (the driver's rule for
-    matrix products, `mm_split_k_candidates`). ResNet-50's deep 3x3 layers at batch 32
+    and the wide tile (wide_tiles) with K split where their output tiles would leave most
+    multiprocessors idle (the driver's rule for matrix products, `mm_split_k_candidates`). ResNet-50's deep 3x3 layers at batch 32
     (512 -> 512 at 7x7: 1568 x 512 over K = 4608) fill 52 tiles of 128 x 128 (H200: 132
     multiprocessors); their operands sit in L2, whose bandwidth small tiles run out of
     (64 x 128: 43 flops a byte loaded; 128 x 256: 85)."""
-    heads = list(cands[:3])
-    if wide and N >= 256:
-        heads.append(WIDE)
+    heads = [*cands[:3], *wide_tiles(dtype, N)]
     out = [(*c, 1) for c in dict.fromkeys([*cands, *heads])]
     for c in heads:
         tiles = cdiv(M, c[0]) * cdiv(N, c[1]) * groups
@@ -324,8 +321,14 @@ def split_k_candidates(cands, M, N, groups, K, wide=False):
     return out
 
 
-# A wide tile for 16-bit products with 256 or more columns (split_k_candidates).
+# A wide tile for 16-bit products with 256 or more columns (wide_tiles).
 WIDE = (128, 256, 64, 8, 3)
+
+
+def wide_tiles(dtype, columns):
+    """[WIDE] where the implicit GEMMs also time it (16-bit operands, 256 or more
+    columns: the forward's and input gradient's, or the weight gradient's), else []."""
+    return [WIDE] if dtype in (torch.float16, torch.bfloat16) and columns >= 256 else []
 
 
 def conv_warps(bm, bn):
@@ -410,7 +413,8 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
             return
         bm, bn, bk, warps, stages, split = cfg[:6]
         bk = min(bk, max(16, next_pow2(cr)))  # channels per step
-        tiles_m, tiles = cdiv(M, bm), cdiv(M, bm) * cdiv(co, bn) * groups
+        tiles_m = cdiv(M, bm)
+        tiles = tiles_m * cdiv(co, bn) * groups
         ws = arrivals = y_inner
         if split > 1:
             ws = torch.empty(split * tiles * bm * bn, dtype=float_acc(x.dtype), device=x.device)
@@ -428,9 +432,8 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
 
     key = ("dgrad" if scatter else "fwd", x.dtype, precision, bias is not None, M, groups,
            cr, co, KP, *o, *grid, *k, *s, *p, *d)  # fmt: skip
-    wide = x.dtype in (torch.float16, torch.bfloat16)
     cands = conv_candidates(M, co, cr * KP, x.dtype)
-    cands = split_k_candidates(cands, M, co, groups, cr * KP, wide)
+    cands = split_k_candidates(cands, M, co, groups, cr * KP, x.dtype)
     if phases:  # by phases (phase_scatter, K whole) first, the full gather timed beside
         cands = [(*c, True) for c in cands if c[5] == 1] + [(*c, False) for c in cands]
     run(tuned("conv", key, cands, run, x.device))

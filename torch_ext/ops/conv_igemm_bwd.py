@@ -28,7 +28,8 @@ from ._common import fastdiv, float_acc, pad3, split3, split_rows, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
-from .conv_igemm import WIDE, channels_inner, conv_candidates, conv_precision, needs_int64
+from .conv_igemm import channels_inner, conv_candidates, conv_precision, needs_int64
+from .conv_igemm import wide_tiles
 from .reduction import sum_slices
 
 
@@ -139,9 +140,8 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
 
     # the split is a runtime argument: its candidates cost timings, not compiles; the
     # pixel arithmetic by fast division (module doc) compiles each tile again
-    tile_cfgs = conv_candidates(ca, cb, R, dy.dtype)
-    if dy.dtype in (torch.float16, torch.bfloat16) and cb >= 256:
-        tile_cfgs.append(WIDE)  # operands in L2: wide tiles load less a flop (split_k_...)
+    # (wide tiles: operands in L2 load fewer bytes a flop, conv_igemm.split_k_candidates)
+    tile_cfgs = conv_candidates(ca, cb, R, dy.dtype) + wide_tiles(dy.dtype, cb)
     fasts = (False,) if idx64 else (False, True)
     cands = [
         (*cfg, split, fast)
@@ -150,8 +150,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
         for split in split_candidates(R, tiles(cfg)[2])
     ]
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
-    buf = run(tuned("conv", key, cands, run, dy.device))
-    if channels_last:
-        gw = sum_slices(buf, dy.dtype).reshape(w_shape[0], *w_shape[2:], cb)
-        return gw.movedim(-1, 1)
-    return sum_slices(buf, dy.dtype).reshape(w_shape)
+    gw = sum_slices(run(tuned("conv", key, cands, run, dy.device)), dy.dtype)
+    if channels_last:  # (w0, KP, cb) seen as (w0, cb, *kernel)
+        return gw.reshape(w_shape[0], *w_shape[2:], cb).movedim(-1, 1)
+    return gw.reshape(w_shape)
