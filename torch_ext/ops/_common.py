@@ -90,29 +90,42 @@ def fastdiv(d):
 
 @triton.jit
 def fdiv(v, m, sh):
-    """v // d for 0 <= v < 2**31 with (m, sh) = fastdiv(d): a wide multiply and a shift
-    where a division by a run-time value takes about twenty instructions (an implicit
-    GEMM's loop divides each pixel index by the map's sizes). int32 in, int32 out."""
-    return ((v.to(tl.int64) * m) >> sh).to(tl.int32)
+    """v // d for 0 <= v < 2**31 with (m, sh) = fastdiv(d): m < 2**32, so (v * m) >> sh is
+    the high word of the 32-bit product (2v) * m shifted by sh - 31 (three instructions;
+    a division by a run-time value takes about twenty, a 64-bit product six). An implicit
+    GEMM's loop divides each pixel index by the map's sizes. int32 in, int32 out."""
+    hi = tl.umulhi(v.to(tl.uint32) << 1, m.to(tl.uint32))
+    return (hi >> (sh - 31).to(tl.uint32)).to(tl.int32)
 
 
 @triton.jit
-def split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FAST: tl.constexpr):
+def split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FAST: tl.constexpr, D3: tl.constexpr):
     """(image, o0, o1, o2) of flat row indices r over (N, O0, O1, O2) maps (OP = O0 * O1 *
     O2): with FAST by multiply and shift ((m, sh) = fastdiv(OP), fastdiv(O1),
-    fastdiv(O2); rows below 2**31), else by division. The convolutions' weight-gradient
+    fastdiv(O2); rows below 2**31), else by division. Without D3 the maps are 1-d or
+    2-d (O0 == 1): o0 is 0 and its division skipped. The convolutions' weight-gradient
     loops split each reduction row so, per row a step."""
     if FAST:
         n = fdiv(r, mP, shP)
         v = r - n * OP
         t = fdiv(v, m2, sh2)
         o2 = v - t * O2
-        o0 = fdiv(t, m1, sh1)
-        o1 = t - o0 * O1
+        if D3:
+            o0 = fdiv(t, m1, sh1)
+            o1 = t - o0 * O1
+        else:
+            o0 = 0
+            o1 = t
     else:
         n = r // OP
         o0, o1, o2 = split3(r % OP, O1, O2)
     return n, o0, o1, o2
+
+
+@triton.jit
+def inside(i, size):
+    """0 <= i < size, by one unsigned comparison (i int32, size below 2**31)."""
+    return i.to(tl.uint32) < tl.cast(size, tl.uint32)
 
 
 @triton.jit

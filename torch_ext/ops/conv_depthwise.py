@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import fastdiv, pad3, split3, split_rows, suggest_memory_format, tl_float_acc
+from ._common import fastdiv, inside, pad3, split3, split_rows, suggest_memory_format, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
@@ -136,7 +136,7 @@ def _dw_wgrad_kernel(
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     dsn, dsc, ds0, ds1, ds2, xsn, xsc, xs0, xs1, xs2, bsp, bsc, mP, shP, m1, sh1, m2, sh2,
     ACC: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, VEC: tl.constexpr,
-    IDX64: tl.constexpr,
+    IDX64: tl.constexpr, D3: tl.constexpr,
 ):  # fmt: skip
     CO = CO * VEC
     dsn, ds0, ds1, ds2 = dsn * VEC, ds0 * VEC, ds1 * VEC, ds2 * VEC
@@ -150,14 +150,17 @@ def _dw_wgrad_kernel(
     x_c = x + _wide(co // MULT, IDX64) * xsc
     r_lo = _wide(split, IDX64) * RS
     acc = tl.zeros((BR, BC), ACC)
-    for r_start in range(0, RS, BR):
-        r = r_lo + r_start + tl.arange(0, BR)
-        r_ok = (r < R) & (r < r_lo + RS)
-        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, not IDX64)
+    r_hi = tl.minimum(r_lo + RS, R)
+    for r_start in range(r_lo, r_hi, BR):
+        r = r_start + tl.arange(0, BR)
+        r_ok = r < r_hi
+        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, not IDX64, D3)
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2
-        ok = r_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+        ok = r_ok & inside(i1, I1) & inside(i2, I2)
+        if D3:
+            ok &= inside(i0, I0)
         dv = tl.load(dy_c[None, :] + (n * dsn + o0 * ds0 + o1 * ds1 + o2 * ds2)[:, None], mask=r_ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         xv = tl.load(x_c[None, :] + (n * xsn + i0 * xs0 + i1 * xs1 + i2 * xs2)[:, None], mask=ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         acc += dv.to(ACC) * xv.to(ACC)
@@ -300,7 +303,8 @@ def dw_weight_grad(dy, x, w_shape, stride, padding, dilation):
             dy, x, buf, R, RS, CO // vec, CO // C, OP, o[1], o[2], *im, k[1], k[2], *s, *p, *d,
             *_divided(dy, vec), *_divided(x, vec), buf.stride(0), buf.stride(1),
             *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)), ACC=tl_float_acc(dy.dtype),
-            BR=br, BC=bc, VEC=vec, IDX64=needs_int64(dy, x, buf), num_warps=warps,
+            BR=br, BC=bc, VEC=vec, IDX64=needs_int64(dy, x, buf), D3=o[0] * im[0] * k[0] > 1,
+            num_warps=warps,
         )  # fmt: skip
         return buf
 

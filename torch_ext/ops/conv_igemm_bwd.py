@@ -13,10 +13,12 @@ straight into the gradient; deterministic with or without
 torch.are_deterministic_algorithms_enabled(); no atomics).
 
 The loop finds each reduction row's (image, output pixel) by dividing by the map's
-sizes, five divisions or remainders a row a step: a run-time divisor costs about twenty
-instructions each, with the products' tiles (64 rows) as many integer instructions as
-the tensor cores take cycles. FASTDIV divides by multiply and shift instead
-(_common.fdiv, exact for indices below 2**31); the tuner times both (not measured yet).
+sizes, two divisions a row a step (three for 3-d maps): a run-time divisor costs about
+twenty instructions. FASTDIV divides by a 32-bit multiply and shift instead
+(_common.fdiv, exact for indices below 2**31); the tuner times both. Bounds are one
+unsigned comparison a dimension (_common.inside). For sm_90, 128 x 128 tiles of bf16:
+216 SASS instructions a step, 312 before (64-bit products, two comparisons a bound,
+the third division).
 """
 
 import math
@@ -24,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import fastdiv, float_acc, pad3, split3, split_rows, tl_float_acc
+from ._common import fastdiv, float_acc, inside, pad3, split3, split_rows, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
@@ -39,7 +41,7 @@ def _conv_wgrad_kernel(
     s0, s1, s2, p0, p1, p2, d0, d1, d2, wsp, wsa, wsb, wsk,
     mP, shP, m1, sh1, m2, sh2,
     FASTDIV: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr,
-    IDX64: tl.constexpr,
+    IDX64: tl.constexpr, D3: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):  # fmt: skip
     grp = tl.program_id(2)
@@ -59,14 +61,17 @@ def _conv_wgrad_kernel(
         r_lo = split.to(tl.int64) * RS
     else:
         r_lo = split * RS
-    for r_start in range(0, RS, BK):
-        r = r_lo + r_start + tl.arange(0, BK)
-        r_ok = (r < R) & (r < r_lo + RS)
-        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FASTDIV)
+    r_hi = tl.minimum(r_lo + RS, R)  # this slice's rows: one comparison a row
+    for r_start in range(r_lo, r_hi, BK):
+        r = r_start + tl.arange(0, BK)
+        r_ok = r < r_hi
+        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FASTDIV, D3)
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2
-        ok = r_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+        ok = r_ok & inside(i1, I1) & inside(i2, I2)
+        if D3:
+            ok &= inside(i0, I0)
         pix = ((n * I0 + i0) * I1 + i1) * I2 + i2
         dt = tl.load(dy_grp + r[None, :] * (G * CA), mask=a_ok[:, None] & r_ok[None, :], other=0)
         xt = tl.load(im_grp + pix[:, None] * (G * CB), mask=ok[:, None] & b_ok[None, :], other=0)
@@ -79,6 +84,17 @@ def _conv_wgrad_kernel(
     if gw.dtype.element_ty == tl.bfloat16:
         v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
     tl.store(out, v.to(gw.dtype.element_ty), mask=a_ok[:, None] & b_ok[None, :])
+
+
+# A tall tile (256 channels of dy by 128 of im) for 16-bit gradients with 256 or more
+# channels a: the loop's integer work is the im operand's per-row pixel arithmetic and
+# addresses, which this tile spreads over twice the products of 128 x 128 (sm_90: 254
+# SASS instructions a step against 216 for half the products; 128 x 256: 334).
+TALL = (256, 128, 64, 8, 3)
+
+
+def tall_tiles(dtype, channels_a):
+    return [TALL] if dtype in (torch.float16, torch.bfloat16) and channels_a >= 256 else []
 
 
 def _splits(R, work):
@@ -96,8 +112,9 @@ def split_candidates(R, work):
 
 def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channels_last=False):
     """gw of shape w_shape (g*CA, CB, *kernel) (see module doc); fp32 accumulation.
-    `channels_last` (as torch, for a channels_last weight): gw's channels b innermost,
-    which the kernel's tiles also store contiguously (else kernel positions are)."""
+    The kernel's tiles store channels b innermost (kernel-position-major), which is the
+    gradient `channels_last` asks for (as torch, for a channels_last weight); else it is
+    copied to NCHW once (storing NCHW from the tiles wrote a value every KP elements)."""
     N = dy.shape[0]
     ca, cb = w_shape[0] // groups, w_shape[1]
     k, o, i = pad3(w_shape[2:], 1), pad3(dy.shape[2:], 1), pad3(im.shape[2:], 1)
@@ -110,7 +127,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
     upcast, precision = conv_precision(dy.dtype)
 
     def tiles(cfg):
-        bm, bn = min(cfg[0], 128), min(cfg[1], 256)
+        bm, bn = min(cfg[0], 256), min(cfg[1], 256)
         return bm, bn, cdiv(ca, bm) * cdiv(cb, bn) * groups * KP
 
     idx64 = needs_int64(dyi, imi) or R >= 1 << 31
@@ -120,12 +137,10 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
         _, _, bk, warps, stages, split, fast = cfg
         RS = cdiv(R, split)
         buf_dtype = dy.dtype if split == 1 else float_acc(dy.dtype)  # one slice: in place
-        if channels_last:
-            buf = torch.empty((split, w_shape[0], KP, cb), dtype=buf_dtype, device=dy.device)
-            sp, sa, sk, sb = buf.stride()
-        else:
-            buf = torch.empty((split, w_shape[0], cb, KP), dtype=buf_dtype, device=dy.device)
-            sp, sa, sb, sk = buf.stride()
+        # kernel-position-major, channels b innermost: a tile's stores are contiguous
+        # (an NCHW gradient's b lie KP apart: a sector a value); NCHW is one copy after
+        buf = torch.empty((split, w_shape[0], KP, cb), dtype=buf_dtype, device=dy.device)
+        sp, sa, sk, sb = buf.stride()
         i64 = idx64 or needs_int64(buf)
         launch(
             _conv_wgrad_kernel,
@@ -133,7 +148,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
             dyi, imi, buf, R, RS, split, groups, ca, cb, OP, o[1], o[2], *i, k[1], k[2],
             *s, *p, *d, sp, sa, sb, sk, *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)),
             FASTDIV=fast and not i64, UPCAST=upcast, PRECISION=precision,
-            ACC=tl_float_acc(dy.dtype), IDX64=i64, BM=bm, BN=bn, BK=bk,
+            ACC=tl_float_acc(dy.dtype), IDX64=i64, D3=o[0] * i[0] * k[0] > 1, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
         return buf
@@ -142,6 +157,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
     # pixel arithmetic by fast division (module doc) compiles each tile again
     # (wide tiles: operands in L2 load fewer bytes a flop, conv_igemm.split_k_candidates)
     tile_cfgs = conv_candidates(ca, cb, R, dy.dtype) + wide_tiles(dy.dtype, cb)
+    tile_cfgs += tall_tiles(dy.dtype, ca)
     fasts = (False,) if idx64 else (False, True)
     cands = [
         (*cfg, split, fast)
@@ -151,6 +167,5 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
     ]
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
     gw = sum_slices(run(tuned("conv", key, cands, run, dy.device)), dy.dtype)
-    if channels_last:  # (w0, KP, cb) seen as (w0, cb, *kernel)
-        return gw.reshape(w_shape[0], *w_shape[2:], cb).movedim(-1, 1)
-    return gw.reshape(w_shape)
+    gw = gw.reshape(w_shape[0], *w_shape[2:], cb).movedim(-1, 1)  # (w0, KP, cb) as w_shape
+    return gw if channels_last else gw.contiguous()
