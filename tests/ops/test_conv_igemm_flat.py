@@ -91,3 +91,14 @@ def test_other_convolutions_keep_the_implicit_gemm(taken):
     F.conv2d(x[:, :3], torch.randn(4, 3, 1, 30, device=DEV), padding=(0, 12))  # run of 90
     F.conv_transpose2d(x[:, :3], torch.randn(3, 4, 3, 3, device=DEV))  # transposed
     assert taken == {"fwd": 0, "wgrad": 0}
+
+
+def test_weight_gradient_pads_channels_to_fours():
+    """The weight gradient reads x with its channels padded to a multiple of 4 (8-byte
+    runs) while the run of taps still fits MAX_RUN; the geometries above (1, 2, 3 and 5
+    channels) check the padded reads against the CPU."""
+    from torch_ext.ops.conv_igemm_flat import MAX_RUN, padded_channels
+
+    assert [padded_channels(c, 7) for c in (1, 2, 3, 4, 5)] == [4, 4, 4, 4, 8]
+    assert padded_channels(3, 17) == 3 and 4 * 17 > MAX_RUN  # 68 elements: kept at 3
+    assert padded_channels(9, 5) == 12 and padded_channels(9, 6) == 9

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, pad3, split3, tl_float_acc
+from ._common import fastdiv, float_acc, inside, pad3, split3, split_rows, tl_float_acc
 from ._launch import cdiv, launch, next_pow2
 from ._tune import tuned
 from .conv_igemm import channels_inner, conv_precision, needs_int64
@@ -114,17 +114,23 @@ def _flat_fwd_kernel(
 
 @triton.jit
 def _flat_wgrad_kernel(
-    dy, x, gw, R, RS, SPLIT, C, CO, J, K1, K2, OP, O1, O2, I0, I1, I2,
-    s0, s1, s2, p0, p1, p2, d0, d1, wsp, wsa, wsb, wsk,
-    UPCAST: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
+    dy, x, gw, R, RS, SPLIT, C, CO, K1, K2, OP, O1, O2, I0, I1, I2,
+    s0, s1, s2, p0, p1, p2, d0, d1, wsp, wsa, wsb, wsk, mP, shP, m1, sh1, m2, sh2,
+    CP: tl.constexpr, J: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr,
+    IDX64: tl.constexpr, D3: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):  # fmt: skip
+    """x has CP >= C channels a pixel (the padding zeros): a run of J = K2 * CP starts at
+    a multiple of CP elements, so with CP = 4 its loads are 8-byte vectors (cp.async,
+    pipelined) where 3 channels took element loads the loop waited on (CP and J are
+    constants for the compiler's alignment analysis)."""
     kq = tl.program_id(1) // SPLIT
     split = tl.program_id(1) % SPLIT
     k0 = kq // K1
     k1 = kq % K1
     ra = tl.program_id(0) * BM + tl.arange(0, BM)  # output channels (dy's)
     j = tl.arange(0, BN)  # (tap, channel) of x's run
+    tap = j // CP
     a_ok = ra < CO
     j_ok = j < J
     acc = tl.zeros((BM, BN), ACC)
@@ -132,16 +138,19 @@ def _flat_wgrad_kernel(
         r_lo = split.to(tl.int64) * RS
     else:
         r_lo = split * RS
-    for r_start in range(0, RS, BK):
-        r = r_lo + r_start + tl.arange(0, BK)
-        r_ok = (r < R) & (r < r_lo + RS)
-        n, i0, i1, i2 = _rows(r, OP, O1, O2, I0, I1, I2, s0, s1, s2, p0, p1, p2, IDX64)
-        i0 = i0 + k0 * d0
-        i1 = i1 + k1 * d1
-        row_ok = r_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1)
-        base = (((n * I0 + i0) * I1 + i1) * I2 + i2) * C
-        t = i2[:, None] + j[None, :] // C
-        ok = row_ok[:, None] & j_ok[None, :] & (t >= 0) & (t < I2)
+    r_hi = tl.minimum(r_lo + RS, R)
+    for r_start in range(r_lo, r_hi, BK):
+        r = r_start + tl.arange(0, BK)
+        r_ok = r < r_hi
+        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, not IDX64, D3)
+        i0 = o0 * s0 - p0 + k0 * d0
+        i1 = o1 * s1 - p1 + k1 * d1
+        i2 = o2 * s2 - p2
+        row_ok = r_ok & inside(i1, I1)
+        if D3:
+            row_ok &= inside(i0, I0)
+        base = (((n * I0 + i0) * I1 + i1) * I2 + i2) * CP
+        ok = row_ok[:, None] & j_ok[None, :] & inside(i2[:, None] + tap[None, :], I2)
         dt = tl.load(
             dy + r[None, :] * CO + ra[:, None], mask=a_ok[:, None] & r_ok[None, :], other=0
         )
@@ -150,13 +159,12 @@ def _flat_wgrad_kernel(
             dt = dt.to(tl.float32)
             xt = xt.to(tl.float32)
         acc += tl.dot(dt, xt, input_precision=PRECISION, out_dtype=ACC)
-    k2 = j // C
-    c = j % C
-    out = gw + split * wsp + ra[:, None] * wsa + c[None, :] * wsb + (kq * K2 + k2)[None, :] * wsk
+    c = j % CP
+    out = gw + split * wsp + ra[:, None] * wsa + c[None, :] * wsb + (kq * K2 + tap)[None, :] * wsk
     v = acc
     if gw.dtype.element_ty == tl.bfloat16:
         v = v.to(tl.float32)  # the interpreter casts to bf16 bitwise otherwise
-    tl.store(out, v.to(gw.dtype.element_ty), mask=a_ok[:, None] & j_ok[None, :])
+    tl.store(out, v.to(gw.dtype.element_ty), mask=a_ok[:, None] & (j_ok & (c < C))[None, :])
 
 
 def _geometry(x_sp, out_sp, kernel_sp, stride, padding, dilation):
@@ -221,16 +229,28 @@ def _splits(R, programs):
     return max(1, min(128, R // 2048, cdiv(512, max(programs, 1))))
 
 
+def padded_channels(C, K2):
+    """Channels a pixel of the weight gradient's copy of x: C rounded up to a multiple
+    of 4 (8-byte runs of 16-bit elements) where the run still fits MAX_RUN, else C."""
+    cp = -(-C // 4) * 4
+    return cp if cp * K2 <= MAX_RUN else C
+
+
 def flat_weight_grad(dy, x, w_shape, stride, padding, dilation):
     """gw of shape w_shape (CO, C, *kernel) (module doc); float32 accumulation."""
     N, C = x.shape[0], x.shape[1]
     CO = w_shape[0]
     k, o, i, s, p, d = _geometry(x.shape[2:], dy.shape[2:], w_shape[2:], stride, padding, dilation)
-    J, KP, OP = k[2] * C, math.prod(k), math.prod(o)
+    KP, OP = math.prod(k), math.prod(o)
     R = N * OP
     if R == 0:
         return torch.zeros(w_shape, dtype=dy.dtype, device=dy.device)
-    dyi, xi = channels_inner(dy), channels_inner(x)
+    CP = padded_channels(C, k[2])
+    J = k[2] * CP
+    dyi = channels_inner(dy)
+    xi = channels_inner(x)
+    if CP != C:  # zeros in the padding channels, one launch (constant_pad_nd)
+        xi = torch.nn.functional.pad(xi, (0, CP - C))
     upcast, precision = conv_precision(dy.dtype)
     bn = max(16, next_pow2(J))
 
@@ -244,10 +264,10 @@ def flat_weight_grad(dy, x, w_shape, stride, padding, dilation):
         launch(
             _flat_wgrad_kernel,
             (tiles, k[0] * k[1] * split),
-            dyi, xi, buf, R, RS, split, C, CO, J, k[1], k[2], OP, o[1], o[2], *i,
-            *s, *p, d[0], d[1], *buf.stride(),
-            UPCAST=upcast, PRECISION=precision, ACC=tl_float_acc(dy.dtype),
-            IDX64=needs_int64(dyi, xi, buf), BM=bm, BN=bn, BK=bk,
+            dyi, xi, buf, R, RS, split, C, CO, k[1], k[2], OP, o[1], o[2], *i,
+            *s, *p, d[0], d[1], *buf.stride(), *(m for v in (OP, o[1], o[2]) for m in fastdiv(v)),
+            CP=CP, J=J, UPCAST=upcast, PRECISION=precision, ACC=tl_float_acc(dy.dtype),
+            IDX64=needs_int64(dyi, xi, buf), D3=o[0] * i[0] * k[0] > 1, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
         return buf
