@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, pad3, split3, suggest_memory_format, tl_float_acc
+from ._common import float_acc, inside, pad3, split3, suggest_memory_format, tl_float_acc
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ._tune import tuned
 from .matmul import split_sum
@@ -37,7 +37,7 @@ def _igemm_kernel(
     x, wt, b, y, ws, arrivals, nsplit, M, G, CR, CO, KP, OP, O1, O2, I0, I1, I2, K1, K2,
     s0, s1, s2, p0, p1, p2, d0, d1, d2, wsg, wsk, wsc, wsn,
     SCATTER: tl.constexpr, HAS_BIAS: tl.constexpr, UPCAST: tl.constexpr,
-    PRECISION: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr, D3: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     EVEN_C: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
@@ -71,21 +71,25 @@ def _igemm_kernel(
     acc = tl.zeros((BM, BN), ACC)
     for _ in range(lo, tl.minimum(KP * blocks, lo + per)):
         c = cb * BK + tl.arange(0, BK)
-        if SCATTER:
-            t0 = o0 + p0 - k0 * d0
+        # one unsigned comparison a bound; 1-d and 2-d maps (not D3) skip dimension 0
+        i0 = 0
+        if SCATTER:  # t = i * s for an i in [0, I): 0 <= t < I * s, divisible by s
             t1 = o1 + p1 - k1 * d1
             t2 = o2 + p2 - k2 * d2
-            i0 = t0 // s0
             i1 = t1 // s1
             i2 = t2 // s2
-            ok = (t0 >= 0) & (t1 >= 0) & (t2 >= 0)
-            ok &= (i0 * s0 == t0) & (i1 * s1 == t1) & (i2 * s2 == t2)
-            ok &= (i0 < I0) & (i1 < I1) & (i2 < I2)
+            ok = inside(t1, I1 * s1) & inside(t2, I2 * s2) & (i1 * s1 == t1) & (i2 * s2 == t2)
+            if D3:
+                t0 = o0 + p0 - k0 * d0
+                i0 = t0 // s0
+                ok &= inside(t0, I0 * s0) & (i0 * s0 == t0)
         else:
-            i0 = o0 * s0 - p0 + k0 * d0
             i1 = o1 * s1 - p1 + k1 * d1
             i2 = o2 * s2 - p2 + k2 * d2
-            ok = (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+            ok = inside(i1, I1) & inside(i2, I2)
+            if D3:
+                i0 = o0 * s0 - p0 + k0 * d0
+                ok &= inside(i0, I0)
         pix = ((img + i0) * I1 + i1) * I2 + i2
         acc = _tap_step(acc, x_grp, w_grp, pix, m_ok & ok, c, kpos, CR, XC, wsk, wsc, n_ok,
                        UPCAST, PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
@@ -227,7 +231,7 @@ def _phase_kernel(
         i0 = q0 + (base0 - j0)
         i1 = q1 + (base1 - j1)
         i2 = q2 + (base2 - j2)
-        ok = m_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+        ok = m_ok & inside(i0, I0) & inside(i1, I1) & inside(i2, I2)
         pix = ((img + i0) * I1 + i1) * I2 + i2
         acc = _tap_step(acc, x_grp, w_grp, pix, ok, c, kpos, CR, XC, wsk, wsc, n_ok, UPCAST,
                        PRECISION, ACC, EVEN_C, EVEN_N)  # fmt: skip
@@ -425,7 +429,7 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
             xi, wt, bias if bias is not None else y_inner, y_inner, ws, arrivals, split,
             M, groups, cr, co, KP, OP, o[1], o[2], *grid, k[1], k[2], *s, *p, *d, *wstrides,
             SCATTER=scatter, HAS_BIAS=bias is not None, UPCAST=upcast, PRECISION=precision,
-            ACC=tl_float_acc(x.dtype), IDX64=idx64,
+            ACC=tl_float_acc(x.dtype), IDX64=idx64, D3=o[0] * grid[0] * k[0] > 1,
             BM=bm, BN=bn, BK=bk, EVEN_C=cr % bk == 0, EVEN_N=co % bn == 0,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
