@@ -241,8 +241,10 @@ def reduce_blocks(O, R, B):
     # Caps are powers of two: pow2_at_most decides on O >= cap first (a size-generic
     # plan then holds for every O past the cap: _symbolic).
     budget = spec("reduction_block", R) or 4096
-    if B > 1:
-        bo = pow2_at_most(O, 64)
+    if B > 1:  # rows of B apart: 64 outputs wide, wider where R is short (a sum of a
+        # few float32 slices (S, N) over S: 64-wide tiles of 4 rows, 9216 programs,
+        # ran at a fifth of the copy bandwidth)
+        bo = pow2_at_most(O, max(64, budget // next_pow2(max(R, 1))))
     else:
         bo = pow2_at_most(O, max(1, budget // next_pow2(max(R, 1))))
     br = max(1, pow2_at_most(max(R, 1), max(1, budget // bo)))

@@ -151,7 +151,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
             ACC=tl_float_acc(dy.dtype), IDX64=i64, D3=o[0] * i[0] * k[0] > 1, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
-        return buf
+        return sum_slices(buf, dy.dtype)  # timed with the kernel: its slices cost a sum
 
     # the split is a runtime argument: its candidates cost timings, not compiles; the
     # pixel arithmetic by fast division (module doc) compiles each tile again
@@ -166,6 +166,6 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
         for split in split_candidates(R, tiles(cfg)[2])
     ]
     key = ("wgrad", dy.dtype, precision, R, groups, ca, cb, *o, *i, *k, *s, *p, *d)
-    gw = sum_slices(run(tuned("conv", key, cands, run, dy.device)), dy.dtype)
+    gw = run(tuned("conv", key, cands, run, dy.device))
     gw = gw.reshape(w_shape[0], *w_shape[2:], cb).movedim(-1, 1)  # (w0, KP, cb) as w_shape
     return gw if channels_last else gw.contiguous()
