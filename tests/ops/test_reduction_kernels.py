@@ -482,3 +482,20 @@ def test_reduction_paths_kept(device, monkeypatch):
     assert out.isnan().all()
     with pytest.raises(RuntimeError):
         R.max_all(torch.empty(0, device=device))
+
+
+def test_short_strided_reductions_take_wide_tiles(device):
+    """A reduction over a short axis whose rows lie B apart (the float32 slices of a split
+    weight gradient, (S, N) summed over S) takes tiles of the block budget over its rows; long
+    axes keep 64; the sum stays the ordered one (equal to the CPU's float64 sum)."""
+    from torch_ext.ops import _common
+
+    bo, br = _common.reduce_blocks(589824, 3, 589824)
+    assert br == 4 and bo >= 1024  # the driver's block budget (4Ki or more) over 4 rows
+    assert _common.reduce_blocks(589824, 12, 589824) == (bo // 4, 16)
+    assert _common.reduce_blocks(4096, 1000, 4096)[0] == 64
+    from torch_ext.ops.reduction import sum_slices
+
+    buf = torch.randn(3, 5000, dtype=torch.float64)
+    got = sum_slices(buf.to(device), torch.float64).cpu()
+    torch.testing.assert_close(got, buf[0] + buf[1] + buf[2], atol=1e-12, rtol=1e-12)
