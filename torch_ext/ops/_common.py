@@ -125,7 +125,28 @@ def split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FAST: tl.constexpr, D3:
 @triton.jit
 def inside(i, size):
     """0 <= i < size, by one unsigned comparison (i int32, size below 2**31)."""
-    return i.to(tl.uint32) < tl.cast(size, tl.uint32)
+    return tl.cast(i, tl.uint32) < tl.cast(size, tl.uint32)
+
+
+@triton.jit
+def tap_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, s0, s1, s2, p0, p1, p2, t0, t1, t2,
+             FAST: tl.constexpr, D3: tl.constexpr):  # fmt: skip
+    """Rows r of a convolution's weight-gradient reduction (flat (image, output pixel)
+    indices, split_rows) and the input pixel each reads at the tap offset (t0, t1, t2)
+    (kernel position times dilation): (n, o0, o1, o2, i0, i1, i2), i possibly outside
+    the map (in_map)."""
+    n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FAST, D3)
+    return n, o0, o1, o2, o0 * s0 - p0 + t0, o1 * s1 - p1 + t1, o2 * s2 - p2 + t2
+
+
+@triton.jit
+def in_map(i0, i1, i2, I0, I1, I2, D3: tl.constexpr):
+    """Whether input pixels (i0, i1, i2) lie in the (I0, I1, I2) map; dimension 0 is
+    left unchecked for 1-d and 2-d maps (not D3: i0 == 0, I0 == 1)."""
+    ok = inside(i1, I1) & inside(i2, I2)
+    if D3:
+        ok &= inside(i0, I0)
+    return ok
 
 
 @triton.jit

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import fastdiv, inside, pad3, split3, split_rows, suggest_memory_format, tl_float_acc
+from ._common import fastdiv, in_map, pad3, split3, suggest_memory_format, tap_rows, tl_float_acc
 from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
@@ -154,13 +154,9 @@ def _dw_wgrad_kernel(
     for r_start in range(r_lo, r_hi, BR):
         r = r_start + tl.arange(0, BR)
         r_ok = r < r_hi
-        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, not IDX64, D3)
-        i0 = o0 * s0 - p0 + k0 * d0
-        i1 = o1 * s1 - p1 + k1 * d1
-        i2 = o2 * s2 - p2 + k2 * d2
-        ok = r_ok & inside(i1, I1) & inside(i2, I2)
-        if D3:
-            ok &= inside(i0, I0)
+        n, o0, o1, o2, i0, i1, i2 = tap_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, s0, s1, s2,
+                                             p0, p1, p2, k0 * d0, k1 * d1, k2 * d2, not IDX64, D3)  # fmt: skip
+        ok = r_ok & in_map(i0, i1, i2, I0, I1, I2, D3)
         dv = tl.load(dy_c[None, :] + (n * dsn + o0 * ds0 + o1 * ds1 + o2 * ds2)[:, None], mask=r_ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         xv = tl.load(x_c[None, :] + (n * xsn + i0 * xs0 + i1 * xs1 + i2 * xs2)[:, None], mask=ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         acc += dv.to(ACC) * xv.to(ACC)

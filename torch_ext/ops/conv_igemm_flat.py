@@ -25,8 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import fastdiv, float_acc, inside, pad3, split3, split_rows, tl_float_acc
-from ._launch import cdiv, launch, next_pow2
+from ._common import fastdiv, float_acc, inside, pad3, split3, tap_rows, tl_float_acc
+from ._launch import cdiv, compiling, launch, next_pow2
 from ._tune import tuned
 from .conv_igemm import channels_inner, conv_precision, needs_int64
 from .reduction import sum_slices
@@ -142,11 +142,9 @@ def _flat_wgrad_kernel(
     for r_start in range(r_lo, r_hi, BK):
         r = r_start + tl.arange(0, BK)
         r_ok = r < r_hi
-        n, o0, o1, o2 = split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, not IDX64, D3)
-        i0 = o0 * s0 - p0 + k0 * d0
-        i1 = o1 * s1 - p1 + k1 * d1
-        i2 = o2 * s2 - p2
-        row_ok = r_ok & inside(i1, I1)
+        n, _, _, _, i0, i1, i2 = tap_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, s0, s1, s2,
+                                          p0, p1, p2, k0 * d0, k1 * d1, 0, not IDX64, D3)  # fmt: skip
+        row_ok = r_ok & inside(i1, I1)  # the last dimension's taps: below
         if D3:
             row_ok &= inside(i0, I0)
         base = (((n * I0 + i0) * I1 + i1) * I2 + i2) * CP
@@ -270,7 +268,7 @@ def flat_weight_grad(dy, x, w_shape, stride, padding, dilation):
             IDX64=needs_int64(dyi, xi, buf), D3=o[0] * i[0] * k[0] > 1, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
-        return sum_slices(buf, dy.dtype)  # timed with the kernel
+        return buf[0] if compiling() else sum_slices(buf, dy.dtype)  # timed with the kernel
 
     bm = 128 if CO >= 128 else 64 if CO >= 64 else max(16, next_pow2(CO))
     candidates = [(bm, 64, 4, 3), (bm, 64, 4, 2), (bm, 128, 8, 3), (bm, 32, 4, 4)]
