@@ -54,7 +54,7 @@ def _dw_fwd_kernel(
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     xsn, xsc, xs0, xs1, xs2, wso, ws0, ws1, ws2, ysn, ysc, ys0, ys1, ys2,
     HAS_BIAS: tl.constexpr, ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr,
-    VEC: tl.constexpr, IDX64: tl.constexpr,
+    VEC: tl.constexpr, IDX64: tl.constexpr, D3: tl.constexpr,
 ):  # fmt: skip
     C = C * VEC
     xsn, xs0, xs1, xs2 = xsn * VEC, xs0 * VEC, xs1 * VEC, xs2 * VEC
@@ -72,7 +72,7 @@ def _dw_fwd_kernel(
         i0 = o0 * s0 - p0 + k0 * d0
         i1 = o1 * s1 - p1 + k1 * d1
         i2 = o2 * s2 - p2 + k2 * d2
-        ok = m_ok & (i0 >= 0) & (i0 < I0) & (i1 >= 0) & (i1 < I1) & (i2 >= 0) & (i2 < I2)
+        ok = m_ok & in_map(i0, i1, i2, I0, I1, I2, D3)
         xv = tl.load(x_base + (i0 * xs0 + i1 * xs1 + i2 * xs2)[:, None], mask=ok[:, None] & c_ok[None, :], other=0)  # fmt: skip
         wv = tl.load(w + co * wso + k0 * ws0 + k1 * ws1 + k2 * ws2, mask=c_ok, other=0)
         acc += xv.to(ACC) * wv.to(ACC)[None, :]
@@ -91,7 +91,7 @@ def _dw_dgrad_kernel(
     s0, s1, s2, p0, p1, p2, d0, d1, d2,
     dsn, dsc, ds0, ds1, ds2, wso, ws0, ws1, ws2, gsn, gsc, gs0, gs1, gs2,
     ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr, VEC: tl.constexpr,
-    ONE_MULT: tl.constexpr, IDX64: tl.constexpr,
+    ONE_MULT: tl.constexpr, IDX64: tl.constexpr, D3: tl.constexpr,
 ):  # fmt: skip
     C = C * VEC
     dsn, ds0, ds1, ds2 = dsn * VEC, ds0 * VEC, ds1 * VEC, ds2 * VEC
@@ -117,7 +117,8 @@ def _dw_dgrad_kernel(
         g0 = t0 // s0
         g1 = t1 // s1
         g2 = t2 // s2
-        ok = m_ok & (t0 >= 0) & (t1 >= 0) & (t2 >= 0) & (g0 < G0) & (g1 < G1) & (g2 < G2)
+        # g = t / s for a g in [0, G): 0 <= t < G * s, divisible by s
+        ok = m_ok & in_map(t0, t1, t2, G0 * s0, G1 * s1, G2 * s2, D3)
         ok &= (g0 * s0 == t0) & (g1 * s1 == t1) & (g2 * s2 == t2)
         off = (n * dsn + g0 * ds0 + g1 * ds1 + g2 * ds2)[:, None] + co[None, :] * dsc
         dv = tl.load(dy + off, mask=ok[:, None] & c_ok[None, :], other=0)
@@ -234,7 +235,7 @@ def dw_forward(x, w, bias, stride, padding, dilation, out_sp):
             x, w, bias if bias is not None else y, y, M, C // vec, CO // C, math.prod(k), OP,
             o[1], o[2], *im, k[1], k[2], *s, *p, *d, *_divided(x, vec), ws[0], *pad3(ws[2:], 0),
             *_divided(y, vec), HAS_BIAS=bias is not None, ACC=tl_float_acc(x.dtype), BM=bm,
-            BC=bc, VEC=vec, IDX64=needs_int64(x, y), num_warps=warps,
+            BC=bc, VEC=vec, IDX64=needs_int64(x, y), D3=o[0] * im[0] * k[0] > 1, num_warps=warps,
         )  # fmt: skip
 
     cands = dw_candidates(CO, fmt != torch.contiguous_format)
@@ -264,7 +265,7 @@ def dw_input_grad(dy, w, stride, padding, dilation, in_shape):
             dy, w, gx, M, C // vec, mult, math.prod(k), IP, im[1], im[2], *g, k[1], k[2],
             *s, *p, *d, *_divided(dy, vec), ws[0], *pad3(ws[2:], 0), *_divided(gx, vec),
             ACC=tl_float_acc(dy.dtype), BM=bm, BC=bc, VEC=vec, ONE_MULT=mult == 1,
-            IDX64=needs_int64(dy, gx), num_warps=warps,
+            IDX64=needs_int64(dy, gx), D3=g[0] * im[0] * k[0] > 1, num_warps=warps,
         )  # fmt: skip
 
     cands = dw_candidates(C, fmt != torch.contiguous_format)
