@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 from ._common import fastdiv, float_acc, in_map, pad3, split3, tap_rows, tl_float_acc
-from ._launch import cdiv, compiling, launch
+from ._launch import cdiv, launch
 from ._tune import tuned
 from ..backends import spec
 from .conv_igemm import channels_inner, conv_candidates, conv_precision, needs_int64
@@ -90,7 +90,8 @@ TALL = (256, 128, 64, 8, 3)
 
 
 def tall_tiles(dtype, channels_a):
-    return [TALL] if dtype in (torch.float16, torch.bfloat16) and channels_a >= 256 else []
+    """[TALL] under wide_tiles' rule (16-bit, 256 or more) for dy's channels, else []."""
+    return [TALL] if wide_tiles(dtype, channels_a) else []
 
 
 def _splits(R, work):
@@ -147,9 +148,7 @@ def conv_weight_grad(dy, im, w_shape, stride, padding, dilation, groups, channel
             ACC=tl_float_acc(dy.dtype), IDX64=i64, D3=o[0] * i[0] * k[0] > 1, BM=bm, BN=bn, BK=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
-        # timed with the kernel (its slices cost a sum); not in tuning's compile-only
-        # threads, where a sum (or a replayed copy) would read unwritten slices
-        return buf[0] if compiling() else sum_slices(buf, dy.dtype)
+        return sum_slices(buf, dy.dtype)  # timed with the kernel: its slices cost a sum
 
     # the split is a runtime argument: its candidates cost timings, not compiles (wide
     # tiles: operands in L2 load fewer bytes a flop, conv_igemm.split_k_candidates). The
