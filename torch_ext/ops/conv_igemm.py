@@ -409,15 +409,8 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
     idx64 = needs_int64(xi, y_inner, wt)
 
     phases = scatter and phase_fits(s, d)
-    from . import conv_igemm_tma  # (it imports this module's step counter)
 
-    tma = conv_igemm_tma.operands(xi, wop, y_inner, kernel_sp, stride, dilation, groups)
-
-    def run(cfg):  # (BM, BN, BK, warps, stages, split of K[, by phases]), or a TMA one
-        if cfg[-1] == conv_igemm_tma.TMA:
-            conv_igemm_tma.run(xi, wop, bias, y_inner, kernel_sp, padding, scatter, tma, cfg,
-                               upcast, precision)  # fmt: skip
-            return
+    def run(cfg):  # (BM, BN, BK, warps, stages, split of K[, by phases])
         if phases and cfg[6]:
             phase_scatter(xi, wop, bias, y_inner, k, o, grid, s, p, groups, cfg[:5], upcast,
                           precision, idx64)  # fmt: skip
@@ -442,13 +435,11 @@ def _igemm(x, wop, bias, kernel_sp, stride, padding, dilation, groups, out_sp, f
         )  # fmt: skip
 
     key = ("dgrad" if scatter else "fwd", x.dtype, precision, bias is not None, M, groups,
-           cr, co, KP, *o, *grid, *k, *s, *p, *d, tma is not None)  # fmt: skip
+           cr, co, KP, *o, *grid, *k, *s, *p, *d)  # fmt: skip
     cands = conv_candidates(M, co, cr * KP, x.dtype)
     cands = split_k_candidates(cands, M, co, groups, cr * KP, x.dtype)
     if phases:  # by phases (phase_scatter, K whole) first, the full gather timed beside
         cands = [(*c, True) for c in cands if c[5] == 1] + [(*c, False) for c in cands]
-    if tma is not None:
-        cands += conv_igemm_tma.candidates(co)
     run(tuned("conv", key, cands, run, x.device))
     return _result(y_inner, fmt)
 
