@@ -1,5 +1,7 @@
 """`python -m bench census` (bench/census.py): kernels per aten op in one model step."""
 
+import pytest
+
 from bench import census
 
 
@@ -60,3 +62,17 @@ def test_host_profile_of_a_decode_step():
                                     warmup=1, steps=1, top=100000)  # fmt: skip
     assert ms > 0
     assert "index_copy_" in table and "tottime" in table
+    # the launching thread's CPU time a step leads (Linux: /proc/self/task)
+    assert "CPU ms a step by thread" in table.splitlines()[0]
+
+
+def test_cpu_per_step_by_thread():
+    """Each thread's CPU ms a step between two readings, busiest first; idle threads out."""
+    before = {"1": ("python3", 1.0), "2": ("pt_autograd_0", 0.5), "3": ("idle", 2.0)}
+    after = {"1": ("python3", 1.2), "2": ("pt_autograd_0", 0.8), "3": ("idle", 2.0),
+             "4": ("new", 0.01)}  # fmt: skip
+    rows = census.cpu_per_step(before, after, 10)
+    assert [name for name, _ in rows] == ["pt_autograd_0", "python3", "new"]
+    assert [ms for _, ms in rows] == pytest.approx([30.0, 20.0, 1.0])
+    now = census.thread_cpu()
+    assert any(name for name, _ in now.values()) and all(s >= 0 for _, s in now.values())
