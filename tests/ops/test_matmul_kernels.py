@@ -254,6 +254,16 @@ def test_every_matmul_candidate_computes_the_product(monkeypatch, pick):
     assert (cd.cpu().double() - (ref + c.double())).abs().max() <= 0.02 * ref.abs().max()
 
 
+def test_short_steps_are_timed_for_wide_products():
+    """A product of at least 256 each way (a channels_last 1x1 convolution's over its
+    pixels) also times 32-wide steps of K, 128 x 128 and 128 x 256."""
+    first = (128, 256, 64, 8, 3)
+    cands = blas.mm_candidates(first, 25088, 256, 512, torch.bfloat16)
+    assert cands[0] == first and len(cands) == len(set(cands))
+    assert all(c in cands for c in blas.SHORT_STEPS)
+    assert blas.SHORT_STEPS[0][2] == 32 and blas.SHORT_STEPS[1][2] == 32
+
+
 def test_skinny_candidates_cut_to_the_matrix():
     """A side under 256 with much work (a 1x1 convolution's product over its pixels)
     times SKINNY's tiles cut to the matrix, no duplicate; little work keeps the table's."""
@@ -262,6 +272,7 @@ def test_skinny_candidates_cut_to_the_matrix():
     assert cands[0] == first and len(cands) == len(set(cands)) > 4
     assert all(c[1] <= 64 and c[2] <= 64 for c in cands[1:])
     assert (256, 64, 64, 8, 3) in cands
+    assert (128, 64, 32, 4, 4) in cands  # SHORT_STEPS' 128 x 128 cut to the 64 columns
     per_image = blas.mm_candidates(first, 64, 3136, 64, torch.bfloat16, batch=32)
     assert all(c[0] == 64 for c in per_image[1:]) and (64, 256, 64, 8, 3) in per_image
     assert blas.mm_candidates(first, 64, 3136, 64, torch.bfloat16) == [first]  # one image

@@ -393,7 +393,8 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages[, split of K]) to
     time for an fp16/bf16 product of at least 256 in each dimension: the table's
     (`first`), then tile shapes that sweeps found best on some transformer shape or that
-    fit other tile counts, then, for one matrix whose tiles leave a wave of programs part
+    fit other tile counts, and 32-wide steps of K (SHORT_STEPS), then, for one matrix
+    whose tiles leave a wave of programs part
     empty, the first four with K split (the driver's `mm_split_k_candidates`: every tile;
     `mm_tail_split_candidates`: the tiles of a part-filled last wave only, (split,
     programs a multiprocessor) appended); a side under 256: _skinny_candidates; one
@@ -404,7 +405,7 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
         return _skinny_candidates(first, M, N, K, batch)
     extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
              (128, 128, 64, 4, 4), (64, 128, 64, 4, 4), (128, 256, 64, 8, 4),
-             (64, 256, 64, 4, 4), (128, 64, 64, 4, 4)]  # fmt: skip
+             (64, 256, 64, 4, 4), (128, 64, 64, 4, 4), *SHORT_STEPS]  # fmt: skip
     cands = list(dict.fromkeys([tuple(first), *extra]))
     if batch == 1:
         for cfg in list(cands[:4]):
@@ -414,13 +415,21 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     return cands
 
 
+# 32-wide steps of K, four of them in flight: tests_gpu/harness/tune_mm.py on ResNet-50's
+# channels_last 1x1 convolutions as products (H200, session 28, 1,568 to 25,088 pixels by
+# 128 to 2,048 channels, three layouts: `tune_mm_1x1.log`) found them faster than each of
+# the pointer kernel's former candidates in 9 of 18 cases, by 2 to 9 points of cuBLAS
+# (25,088 x 512 x 256 "nt", a forward: 77% -> 84%; 25,088 x 128 x 512 "nt" 83% -> 92%;
+# the TMA kernel was not in that harness).
+SHORT_STEPS = [(128, 128, 32, 4, 4), (128, 256, 32, 8, 4)]
+
 # Tiles for products with a side under 256 and much work: the 1x1 convolutions of
 # ResNet-50 as one product over their pixels (channels_last: 100,352 x 64 -> 64 at 56x56,
 # 25,088 x 128 -> 512 at 28x28) or a product per image (NCHW), memory bound where K or N
 # is 64: long tiles along the long side, K in one or two steps.
 SKINNY = [(128, 64, 64, 4, 3), (256, 64, 64, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 8, 3),
           (256, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 256, 64, 8, 3), (64, 128, 64, 4, 4),
-          (64, 256, 64, 8, 3)]  # fmt: skip
+          (64, 256, 64, 8, 3), SHORT_STEPS[0]]  # fmt: skip
 SKINNY_WORK = 1 << 27  # multiply-adds from which such a product tunes
 
 
