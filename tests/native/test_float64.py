@@ -66,9 +66,14 @@ REDUCTIONS = {
 }
 
 
+# logcumsumexp's scan combines its pairs in Python under the interpreter (about 40 s of
+# CI at 1000 a row); 250 still shows a float32 accumulator's error
+ROW = {"logcumsumexp": 250}
+
+
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
 def test_reductions_accumulate_in_float64(name):
-    (x,) = inputs((16, 1000))
+    (x,) = inputs((16, ROW.get(name, 1000)))
     agree(REDUCTIONS[name], x, grad=name not in ("trace",))
 
 
