@@ -394,11 +394,10 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     time for an fp16/bf16 product of at least 256 in each dimension: the table's
     (`first`), then tile shapes that sweeps found best on some transformer shape or that
     fit other tile counts, and 32-wide steps of K (SHORT_STEPS), then, for one matrix
-    whose tiles leave a wave of programs part
-    empty, the first four with K split (the driver's `mm_split_k_candidates`: every tile;
-    `mm_tail_split_candidates`: the tiles of a part-filled last wave only, (split,
-    programs a multiprocessor) appended); a side under 256: _skinny_candidates; one
-    otherwise."""
+    whose tiles leave a wave of programs part empty, the first four with K split (the
+    driver's `mm_split_k_candidates`: every tile; `mm_tail_split_candidates`: the tiles
+    of a part-filled last wave only, (split, programs a multiprocessor) appended); a side
+    under 256: _skinny_candidates; one otherwise."""
     if dtype not in (torch.float16, torch.bfloat16):
         return [first]
     if min(M, N, K) < 256:
