@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 
 import torch
 
@@ -176,8 +177,6 @@ def census(workload, side, tiny=False, warmup=3, device_time=None):
 def thread_cpu():
     """{thread id: (name, CPU seconds used so far)} of this process's threads (Linux's
     /proc/self/task; {} elsewhere)."""
-    import os
-
     out = {}
     try:
         tids = os.listdir("/proc/self/task")

@@ -428,18 +428,19 @@ SHORT_STEPS = [(128, 128, 32, 4, 4), (128, 256, 32, 8, 4)]
 # is 64: long tiles along the long side, K in one or two steps.
 SKINNY = [(128, 64, 64, 4, 3), (256, 64, 64, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 8, 3),
           (256, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 256, 64, 8, 3), (64, 128, 64, 4, 4),
-          (64, 256, 64, 8, 3), SHORT_STEPS[0]]  # fmt: skip
+          (64, 256, 64, 8, 3)]  # fmt: skip
 SKINNY_WORK = 1 << 27  # multiply-adds from which such a product tunes
 
 
 def _skinny_candidates(first, M, N, K, batch):
-    """mm_candidates for a side under 256: the table's, then SKINNY's, each cut to the
+    """mm_candidates for a side under 256: the table's, then SKINNY's and SHORT_STEPS'
+    128 x 128 (not its 128 x 256), each cut to the
     matrix (powers of two, at least 16; duplicates dropped), where the product has at
     least SKINNY_WORK multiply-adds and every side 16; the table's alone otherwise."""
     if min(M, N, K) < 16 or batch * M * N * K < SKINNY_WORK:
         return [first]
     out = [tuple(first)]
-    for cfg in SKINNY:
+    for cfg in (*SKINNY, *SHORT_STEPS[:1]):
         bm, bn, _ = _tiles(M, N, cfg)  # as the launch cuts them
         out.append((bm, bn, max(16, pow2_at_most(K, cfg[2])), *cfg[3:]))
     return list(dict.fromkeys(out))
