@@ -11,6 +11,7 @@ Used to choose backends/cuda/spec.py's mm_config.
     python tests_gpu/harness/tune_mm.py                  # all cases, bf16
     TUNE_CASES=4096x4096x4096 python tests_gpu/harness/tune_mm.py
     TUNE_DEVICE=cpu TUNE_CASES=64x64x64 python ...       # an interpreter dry run
+    TUNE_TMA=1 TUNE_SPLITS=0 python ...                 # the TMA kernel's tiles, no splits
 """
 
 import itertools
@@ -41,6 +42,12 @@ TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages
 # each tile shape as the driver's rule splits K (a 5-tuple), and with K split 2 and 3
 # ways (a 6th element, as ops/matmul.py's tuning candidates carry it)
 CONFIGS = TILES + [(*t, s) for t in TILES[:4] for s in (2, 3)]
+if os.environ.get("TUNE_SPLITS") == "0":  # the tile shapes alone
+    CONFIGS = list(TILES)
+if os.environ.get("TUNE_TMA") == "1":  # and the persistent TMA kernel's (ops/matmul_tma.py)
+    from torch_ext.ops import matmul_tma  # noqa: E402
+
+    CONFIGS += [(*t, matmul_tma.TMA) for t in TILES[:6]]
 
 
 def operands(M, K, N, layout, dtype):

@@ -1,0 +1,142 @@
+"""Batch norm's paths side by side on ResNet-50's shapes (batch 32, bf16), NCHW and
+channels_last, forward (training) and backward, each beside a copy of the same bytes and
+torch's (cuDNN) op: the shipped choice (the cuda spec), the two-launch kernels alone
+(one-launch paths off), the one-launch barrier kernels at one program a multiprocessor,
+and the one-launch resident kernels with more lanes a program (`BN_RESIDENT_LANES`:
+forward,backward), which channels_last 7x7 maps (1,568 rows of 16 channels) can take.
+
+Timing: event-timed runs of 40 calls queued behind a GPU spin on the default stream
+(the barrier kernels run on the default stream only: not in a CUDA graph), median of 5,
+as the kernel benchmark queues its calls. Standalone: torch's cuda tensors, no build.
+
+    python tests_gpu/harness/bn_paths.py
+    BN_POLL=volatile python tests_gpu/harness/bn_paths.py   # barrier polled by plain loads
+    BN_SHAPES=512x7,256x14 BN_LAYOUTS=channels_last python ...
+"""
+
+import os
+import statistics
+import sys
+
+from standalone import DEV  # first: torch_ext's kernels without its extension
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from bench.cases_norm import BATCH, RESNET50_BN  # noqa: E402
+from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
+from torch_ext.ops import batch_norm as BN  # noqa: E402
+from torch_ext.ops import batch_norm_coop  # noqa: E402
+
+SMOKE = DEV == "cpu"
+if SMOKE:
+    BATCH, RESNET50_BN = 2, [(16, 6)]
+    cuda_spec._sm_count = lambda: 2
+
+
+@triton.jit
+def _wait_volatile(sync, cb, nsplit):
+    """_wait_for_block polling with plain (volatile) loads, one acquiring read after."""
+    tl.debug_barrier()
+    tl.atomic_add(sync + cb, 1, sem="release")
+    arrived = tl.load(sync + cb, volatile=True)
+    while arrived < nsplit:
+        arrived = tl.load(sync + cb, volatile=True)
+    tl.atomic_add(sync + cb, 0, sem="acquire")
+
+
+if os.environ.get("BN_POLL") == "volatile":
+    batch_norm_coop._wait_for_block = _wait_volatile
+
+
+def timed(fn, calls=40, reps=5):
+    """ms a call: `calls` calls queued behind a spin, event-timed; the median of reps."""
+    fn()
+    if SMOKE:
+        return 1.0
+    out = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(8_000_000)  # ~4 ms: the host queues every call meanwhile
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            fn()
+        e.record()
+        torch.cuda.synchronize()
+        out.append(s.elapsed_time(e) / calls)
+    return statistics.median(out)
+
+
+def shipped(name, *a):
+    return getattr(cuda_spec, name)(*a)
+
+
+def two_launch(name, *a):
+    return None if name in ("batch_norm_coop", "batch_norm_resident") else shipped(name, *a)
+
+
+def coop_one(name, *a):
+    return (26 << 20, 1) if name == "batch_norm_coop" else shipped(name, *a)
+
+
+RES = [int(v) for v in os.environ.get("BN_RESIDENT_LANES", "32768,16384").split(",")]
+
+
+def resident_wide(name, *a):
+    if name == "batch_norm_resident":
+        lanes, progs, per_warp = shipped(name, *a)
+        return RES[1 if a[1] else 0], progs, per_warp
+    return shipped(name, *a)
+
+
+VARIANTS = {"shipped": shipped, "two": two_launch, "coop1": coop_one, "reswide": resident_wide}
+
+
+def main():
+    only = os.environ.get("BN_SHAPES")
+    layouts = os.environ.get("BN_LAYOUTS", "nchw,channels_last").split(",")
+    for layout in layouts:
+        fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+        for c, hw in RESNET50_BN:
+            if only and f"{c}x{hw}" not in only.split(","):
+                continue
+            x = torch.randn(BATCH, c, hw, hw, device=DEV, dtype=torch.bfloat16)
+            x = x.contiguous(memory_format=fmt)
+            dy = torch.randn_like(x)
+            wt, bs = torch.rand(c, device=DEV) + 0.5, torch.randn(c, device=DEV)
+            rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+            var, mean = torch.var_mean(x.float(), [0, 2, 3], correction=0)
+            inv = torch.rsqrt(var + 1e-5)
+            same, same3 = torch.empty_like(x), torch.empty(int(x.numel() * 1.5), device=DEV,
+                                                           dtype=x.dtype)  # fmt: skip
+            src3 = torch.empty_like(same3)
+            t_c = timed(lambda: same.copy_(dy))
+            t_c3 = timed(lambda: same3.copy_(src3))
+            t_f = timed(lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5))
+            t_b = timed(lambda: torch.ops.aten.native_batch_norm_backward(
+                dy, x, wt, rm, rv, mean, inv, True, 1e-5, [True, True, True]))  # fmt: skip
+            ref_y = torch.nn.functional.batch_norm(x.float(), None, None, wt, bs, True, 0.1, 1e-5)
+            print(f"{layout} 32x{c}x{hw}x{hw}: copy fwd-size {t_c * 1e3:.1f} us, bwd-size "
+                  f"{t_c3 * 1e3:.1f} us; torch fwd {t_f * 1e3:.1f} bwd {t_b * 1e3:.1f}",
+                  flush=True)  # fmt: skip
+            for name, fn in VARIANTS.items():
+                BN.spec = fn
+                try:
+                    y = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)[0]
+                    err = (y.float() - ref_y).abs().max().item()
+                    f = timed(lambda: BN.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5))
+                    b = timed(lambda: BN.bn_backward(dy, x, wt, mean, inv, True, 1e-5,
+                                                     [True, True, True], False))  # fmt: skip
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                    continue
+                print(f"  {name:8s} fwd {f * 1e3:6.1f} us ({t_c / f:4.0%} of copy)  bwd "
+                      f"{b * 1e3:6.1f} us ({t_c3 / b:4.0%})  err {err:.1e}", flush=True)  # fmt: skip
+            BN.spec = shipped
+
+
+if __name__ == "__main__":
+    main()
