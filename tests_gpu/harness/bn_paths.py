@@ -5,9 +5,10 @@ torch's (cuDNN) op: the shipped choice (the cuda spec), the two-launch kernels a
 and the one-launch resident kernels with more lanes a program (`BN_RESIDENT_LANES`:
 forward,backward), which channels_last 7x7 maps (1,568 rows of 16 channels) can take.
 
-Timing: event-timed runs of 40 calls queued behind a GPU spin on the default stream
-(the barrier kernels run on the default stream only: not in a CUDA graph), median of 5,
-as the kernel benchmark queues its calls. Standalone: torch's cuda tensors, no build.
+Timing: event-timed runs of 20 calls queued behind a GPU spin on the default stream
+(the barrier kernels run on the default stream only: not in a CUDA graph), the spin
+twice as long as the host took to queue them, median of 5, as the kernel benchmark
+queues its calls. Standalone: torch's cuda tensors, no build.
 
     python tests_gpu/harness/bn_paths.py
     BN_POLL=volatile python tests_gpu/harness/bn_paths.py   # barrier polled by plain loads
@@ -17,6 +18,7 @@ as the kernel benchmark queues its calls. Standalone: torch's cuda tensors, no b
 import os
 import statistics
 import sys
+import time
 
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
@@ -51,15 +53,23 @@ if os.environ.get("BN_POLL") == "volatile":
     batch_norm_coop._wait_for_block = _wait_volatile
 
 
-def timed(fn, calls=40, reps=5):
-    """ms a call: `calls` calls queued behind a spin, event-timed; the median of reps."""
+def timed(fn, calls=20, reps=5):
+    """ms a call: `calls` calls queued behind a GPU spin longer than the host takes to
+    queue them (standalone launches run Python: ~100 us a call), event-timed; the
+    median of reps."""
     fn()
     if SMOKE:
         return 1.0
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    spin = int((time.perf_counter() - t0) * 2.0 * 2e9)  # cycles at ~2 GHz, twice the wall
     out = []
     for _ in range(reps):
         torch.cuda.synchronize()
-        torch.cuda._sleep(8_000_000)  # ~4 ms: the host queues every call meanwhile
+        torch.cuda._sleep(spin)
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         for _ in range(calls):

@@ -288,6 +288,14 @@ def mm_tail_split_candidates(tiles: int, k: int) -> list[tuple[int, int]]:
     return out
 
 
+def mm_stream_k_occupancy(bm: int, bn: int, bk: int, warps: int, stages: int) -> list[int]:
+    """Programs a multiprocessor for the stream-K kernel (ops/matmul_sk.py) with this
+    tile to be timed at: one, and two where two programs' pipelines (16-bit operands)
+    fit the shared memory and 16 warps. A program a slot, all resident at once."""
+    smem = stages * (bm * bk + bk * bn) * 2
+    return [o for o in (1, 2) if o * smem <= 220 * 1024 and o * warps <= 16]
+
+
 def conv_wgrad_splits(rows: int, work: int) -> list[int]:
     """Slice counts of a convolution's weight-gradient reduction (ops/conv_igemm_bwd.py)
     for the tuner to time beside its rule's: those that give `work` programs a slice
