@@ -52,7 +52,8 @@ def test_native_batch_norm_forward_backward(shape, affine, training, dtype, devi
 
 
 def _one_launch(x):
-    """Whether the driver runs batch norm on x in its one-launch kernels."""
+    """Whether the driver runs batch norm's training forward on x in its one-launch
+    kernels."""
     from torch_ext.ops import batch_norm
 
     x, st = batch_norm._view(x)
@@ -237,17 +238,23 @@ def test_batch_norm_gpu_tilings(shape, layout, dtype, device, monkeypatch):
     _check_train_eval(x, shape[1], dtype, device)
 
 
-RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a program), one launch
-    ((3, 130, 7, 7), "nchw", BF16, 132, True),  # 4 x 64 lanes a channel, 1 channel a program
-    ((3, 130, 7, 7), "nchw", F32, 8, True),  # 16 channels a program, a partial last block
-    ((3, 10, 7, 7), "cl", torch.float64, 132, True),  # float64: 4Ki lanes, 4 channels
-    ((4, 6, 5, 5), "cl", F32, 2, True),  # channels_last: rows of 100 (128 lanes) x 8 channels
-    ((3, 4, 7), "cl", BF16, 1, True),  # 3-d channels_last, every channel in one program
-    ((2, 4, 3, 2, 3), "nchw", F32, 4, True),  # 5-d
-    ((6, 3), "nchw", F32, 132, True),  # (N, C)
-    ((2, 64, 28, 28), "nchw", BF16, 132, True),  # 2 x 1024 lanes
-    ((1, 3, 150, 150), "nchw", F32, 132, False),  # 32Ki lanes a channel: two launches
-    ((13, 8, 9, 9), "cl", BF16, 132, False),  # 2Ki rows x 8 channels (16 bytes): 16Ki lanes
+RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a program),
+    # one launch (training forward, backward)
+    ((3, 130, 7, 7), "nchw", BF16, 132, (True, True)),  # 4 x 64 lanes a channel, 1 a program
+    ((3, 130, 7, 7), "nchw", F32, 8, (True, True)),  # 16 channels a program, a partial block
+    ((3, 10, 7, 7), "cl", torch.float64, 132, (True, True)),  # float64: 4Ki lanes, 4 channels
+    ((4, 6, 5, 5), "cl", F32, 2, (True, True)),  # channels_last: rows of 100 (128) x 8 channels
+    ((3, 4, 7), "cl", BF16, 1, (True, True)),  # 3-d channels_last, every channel a program
+    ((2, 4, 3, 2, 3), "nchw", F32, 4, (True, True)),  # 5-d
+    ((6, 3), "nchw", F32, 132, (True, True)),  # (N, C)
+    ((2, 64, 28, 28), "nchw", BF16, 132, (True, True)),  # 2 x 1024 lanes
+    # 32Ki lanes a channel: the forward's wide lanes (a channel a program), the backward in two
+    ((1, 3, 150, 150), "nchw", F32, 132, (True, False)),
+    # 2Ki rows x 8 channels (16 bytes): 16Ki lanes, the forward's wide lanes; the backward
+    # (dy contiguous, x channels_last: no common row axis) a channel of 16 x 128 a program
+    ((13, 8, 9, 9), "cl", BF16, 132, (True, True)),
+    ((1, 2, 200, 200), "nchw", F32, 132, (False, False)),  # 64Ki lanes: two launches each way
+    ((3, 10, 40, 40), "nchw", torch.float64, 132, (False, False)),  # float64 has no wide lanes
 ]
 
 
@@ -255,23 +262,27 @@ RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a pr
 def test_batch_norm_one_launch(shape, layout, dtype, sms, one, device, monkeypatch):
     """The cuda driver's one-launch kernels for maps whose channels fit a program: the
     training forward (statistics, running stats, y) and the backward (dweight, dbias,
-    dx; training and eval) in one launch each, reading x (and dy) once; maps past the
-    driver's lanes keep two launches."""
+    dx; training and eval) in one launch each, reading x (and dy) once; the forward up
+    to the driver's wide lanes; maps past the driver's lanes keep two launches."""
     from torch_ext.backends.cuda import spec as cuda_spec
     from torch_ext.ops import batch_norm
 
     monkeypatch.setattr(cuda_spec, "_sm_count", lambda: sms)
     monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
     x = _layout(randn(shape, dtype, device) * 2 + 1, layout)
-    assert _one_launch(x) == one
+    assert _one_launch(x) == one[0]
     launched = spy_launches(monkeypatch, batch_norm)
     _check_train_eval(x, shape[1], dtype, device)
     kernels = [k for k, _ in launched]
-    if one:  # train forward, train backward, eval forward, eval backward: one launch each
-        assert kernels == [batch_norm._bn_resident_fwd_kernel, batch_norm._bn_resident_bwd_kernel,
-                           batch_norm._bn_apply_kernel, batch_norm._bn_resident_bwd_kernel]  # fmt: skip
+    if one[0]:  # the training forward in one launch, the eval forward in one (pointwise)
+        assert kernels[0] == batch_norm._bn_resident_fwd_kernel
+        assert batch_norm._bn_apply_kernel in kernels[1:]
     else:  # the training forward in two
         assert kernels[:2] == [batch_norm._bn_stats_kernel, batch_norm._bn_apply_kernel]
+    # train backward and eval backward: one launch each, or sums then dx each
+    resident_bwd = kernels.count(batch_norm._bn_resident_bwd_kernel)
+    assert resident_bwd == (2 if one[1] else 0)
+    assert kernels.count(batch_norm._bn_bwd_dx_kernel) == (0 if one[1] else 2)
 
 
 @pytest.mark.parametrize("affine", [True, False])

@@ -1,9 +1,8 @@
 """Batch norm's paths side by side on ResNet-50's shapes (batch 32, bf16), NCHW and
 channels_last, forward (training) and backward, each beside a copy of the same bytes and
-torch's (cuDNN) op: the shipped choice (the cuda spec), the two-launch kernels alone
-(one-launch paths off), the one-launch barrier kernels at one program a multiprocessor,
-and the one-launch resident kernels with more lanes a program (`BN_RESIDENT_LANES`:
-forward,backward), which channels_last 7x7 maps (1,568 rows of 16 channels) can take.
+torch's (cuDNN) op: the shipped choice (the cuda spec), the resident kernels without
+their wide lanes ("old"), the backward's with wide lanes too ("bwdwide", BN_BWD_WIDE
+lanes), and the two-launch kernels alone (one-launch paths off).
 
 Timing: event-timed runs of 20 calls queued behind a GPU spin on the default stream
 (the barrier kernels run on the default stream only: not in a CUDA graph), the spin
@@ -12,6 +11,7 @@ queues its calls. Standalone: torch's cuda tensors, no build.
 
     python tests_gpu/harness/bn_paths.py
     BN_POLL=volatile python tests_gpu/harness/bn_paths.py   # barrier polled by plain loads
+    BN_BWD_WIDE=16384 python tests_gpu/harness/bn_paths.py
     BN_SHAPES=512x7,256x14 BN_LAYOUTS=channels_last python ...
 """
 
@@ -88,21 +88,23 @@ def two_launch(name, *a):
     return None if name in ("batch_norm_coop", "batch_norm_resident") else shipped(name, *a)
 
 
-def coop_one(name, *a):
-    return (26 << 20, 1) if name == "batch_norm_coop" else shipped(name, *a)
-
-
-RES = [int(v) for v in os.environ.get("BN_RESIDENT_LANES", "32768,16384").split(",")]
-
-
-def resident_wide(name, *a):
+def old_lanes(name, *a):
+    """The resident kernels without wide lanes (before session 29)."""
     if name == "batch_norm_resident":
-        lanes, progs, per_warp = shipped(name, *a)
-        return RES[1 if a[1] else 0], progs, per_warp
+        lanes, progs, per_warp, _ = shipped(name, *a)
+        return lanes, progs, per_warp, lanes
     return shipped(name, *a)
 
 
-VARIANTS = {"shipped": shipped, "two": two_launch, "coop1": coop_one, "reswide": resident_wide}
+def bwd_wide(name, *a):
+    """The backward's resident kernel with wide lanes too (BN_BWD_WIDE, default 32Ki)."""
+    if name == "batch_norm_resident":
+        lanes, progs, per_warp, wide = shipped(name, *a)
+        return lanes, progs, per_warp, int(os.environ.get("BN_BWD_WIDE", 32768)) if a[1] else wide
+    return shipped(name, *a)
+
+
+VARIANTS = {"shipped": shipped, "old": old_lanes, "bwdwide": bwd_wide, "two": two_launch}
 
 
 def main():

@@ -133,19 +133,21 @@ class _Plan:
         """(programs, tiles) of the one-launch kernels, or None: a channel's N x S
         elements padded to powers of two fit the driver's lanes a program (32 bytes of
         channels where they are contiguous), more channels a program while that leaves
-        at least the driver's number of programs."""
+        at least the driver's number of programs; up to the driver's wide lanes, one
+        block of channels a program."""
         r = spec("batch_norm_resident", self.elem_size, backward)
         if r is None:
             return None
-        lanes, min_programs, lanes_per_warp = r
+        lanes, min_programs, lanes_per_warp, wide = r
         bn, bs = next_pow2(self.N), next_pow2(self.S)
         bc = 1
         if self.C > 1 and all(sC == 1 for _, sC, _ in self.sts):
             # channels contiguous (channels_last): at least 32 bytes of a row a program,
             # a sector (1 or 2 channels of a 2Ki-byte row ran 3-5x slower, H200)
             bc = min(next_pow2(self.C), max(1, 32 // self.elem_size))
-        if bc * bn * bs > lanes:
+        if bc * bn * bs > wide:
             return None
+        # past `lanes` (up to `wide`), one block of channels a program, none paired
         while bc * 2 * bn * bs <= lanes and cdiv(self.C, bc * 2) >= min_programs:
             bc *= 2
         warps = max(1, min(16, bc * bn * bs // lanes_per_warp))

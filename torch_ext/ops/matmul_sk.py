@@ -27,6 +27,7 @@ from .matmul import _mm_store, grouped
 from ..backends import spec
 
 SK = "sk"  # a candidate's sixth element: this kernel (its seventh: programs a multiprocessor)
+FLATTEN = False  # the tile loop and its steps' loop pipelined as one (tl.range flatten)
 
 
 @triton.jit
@@ -40,7 +41,7 @@ def _mm_sk_kernel(
     a, b, c, bias, ws, arrivals, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn, s_xm, s_xn,
     alpha, beta, HAS_BIAS: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, EVEN_K: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, FLATTEN: tl.constexpr = False,
 ):  # fmt: skip
     pid = tl.program_id(0).to(tl.int64)
     P = tl.num_programs(0)
@@ -52,12 +53,13 @@ def _mm_sk_kernel(
     hi = (pid + 1) * total // P
     rk = tl.arange(0, BLOCK_K)
     part_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    it = lo
-    while it < hi:
-        t = it // steps
-        k0 = it - t * steps
-        k1 = tl.minimum(steps, k0 + (hi - it))
-        pid_m, pid_n = grouped(t.to(tl.int32), tiles_m, tiles_n, GROUP_M)
+    # the tiles the run touches, each over its steps [k0, k1) inside the run
+    for t in tl.range(lo // steps, tl.where(hi > lo, tl.cdiv(hi, steps), lo // steps),
+                      flatten=FLATTEN):  # fmt: skip
+        k0 = tl.maximum(lo - t * steps, 0)
+        k1 = tl.minimum(hi - t * steps, steps)
+        it = t * steps + k0
+        pid_m, pid_n = grouped(t, tiles_m, tiles_n, GROUP_M)
         rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         ra = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
@@ -100,7 +102,6 @@ def _mm_sk_kernel(
                 tl.atomic_xchg(arrivals + t, 0)
                 _mm_store(acc, c, bias, 0, rm, rn, M, N, 0, s_cm, s_cn, 0, s_xm, s_xn, alpha,
                           beta, HAS_BIAS, ACC)  # fmt: skip
-        it += k1 - k0
 
 
 # tile shapes (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) the stream-K kernel is timed at
@@ -139,5 +140,6 @@ def run(a, b, c, x, cfg, shapes, strides, alpha, beta, has_bias, acc, upcast, pr
         _mm_sk_kernel, (programs,), a, b, c, x, ws, arrival_counters("split_k", a.device),
         M, N, K, *a_st[1:], *b_st[1:], *c_st[1:], *x_st[1:], alpha, beta,
         HAS_BIAS=has_bias, ACC=acc, PRECISION=precision, UPCAST=upcast, EVEN_K=even_k,
-        GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
+        GROUP_M=8, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FLATTEN=FLATTEN, num_warps=warps,
+        num_stages=stages,
     )  # fmt: skip

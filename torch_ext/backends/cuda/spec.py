@@ -428,15 +428,20 @@ def autotune() -> bool:
     return True
 
 
-def batch_norm_resident(elem_size: int, backward: bool) -> tuple[int, int, int]:
-    """(lanes a program, least programs, lanes a warp) of batch norm's one-launch kernels
-    (ops/batch_norm.py `_Plan.resident`): a channel's elements padded to powers of two,
-    up to 8Ki float32 lanes a program (4Ki for float64), 32 values a thread forward, 16
-    backward (x and dy both held), channels paired while at least one program per
-    multiprocessor is left. ResNet-50's 7x7 and 14x14 layers at batch 32 (2Ki and 8Ki
-    lanes a channel) take it; at 28x28 (32Ki) the two-launch kernels stay."""
+def batch_norm_resident(elem_size: int, backward: bool) -> tuple[int, int, int, int]:
+    """(lanes a program, least programs, lanes a warp, wide lanes) of batch norm's
+    one-launch kernels (ops/batch_norm.py `_Plan.resident`): a channel's elements padded
+    to powers of two, up to 8Ki float32 lanes a program (4Ki for float64), 32 values a
+    thread forward, 16 backward (x and dy both held), channels paired while at least
+    one program per multiprocessor is left. ResNet-50's 7x7 and 14x14 NCHW layers at
+    batch 32 (2Ki and 8Ki lanes a channel) take it. The training forward also takes
+    up to 32Ki lanes (wide: one channel block a program, 16 warps), where it ran
+    1.3-2x faster than the barrier or two-launch kernels on an H200 (session 29,
+    tests_gpu/harness/bn_paths.py): NCHW 28x28 (128 channels 12.0 -> 6.0 us) and
+    channels_last 7x7 (16 channels of 1,568 rows: 2048 channels 12.9 -> 8.3 us)."""
     lanes = 8192 if elem_size <= 4 else 4096
-    return lanes, _sm_count(), 512 if backward else 1024
+    wide = lanes if backward or elem_size > 4 else 32768
+    return lanes, _sm_count(), 512 if backward else 1024, wide
 
 
 def batch_norm_coop(elem_size: int, backward: bool) -> tuple[int, int]:
