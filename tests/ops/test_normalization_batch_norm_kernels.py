@@ -248,10 +248,10 @@ RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a pr
     ((2, 4, 3, 2, 3), "nchw", F32, 4, (True, True)),  # 5-d
     ((6, 3), "nchw", F32, 132, (True, True)),  # (N, C)
     ((2, 64, 28, 28), "nchw", BF16, 132, (True, True)),  # 2 x 1024 lanes
-    # 32Ki lanes a channel: the forward's wide lanes (a channel a program), the backward in two
-    ((1, 3, 150, 150), "nchw", F32, 132, (True, False)),
-    # 2Ki rows x 8 channels (16 bytes): 16Ki lanes, the forward's wide lanes; the backward
-    # (dy contiguous, x channels_last: no common row axis) a channel of 16 x 128 a program
+    # 32Ki lanes a channel: the driver's wide lanes (a channel a program)
+    ((1, 3, 150, 150), "nchw", F32, 132, (True, True)),
+    # 2Ki rows x 8 channels (16 bytes): 16Ki lanes, wide lanes forward; the backward (dy
+    # contiguous, x channels_last: no common row axis) a channel of 16 x 128 a program
     ((13, 8, 9, 9), "cl", BF16, 132, (True, True)),
     ((1, 2, 200, 200), "nchw", F32, 132, (False, False)),  # 64Ki lanes: two launches each way
     ((3, 10, 40, 40), "nchw", torch.float64, 132, (False, False)),  # float64 has no wide lanes
@@ -262,8 +262,8 @@ RESIDENT = [  # shape, layout, dtype, multiprocessors (fewer: more channels a pr
 def test_batch_norm_one_launch(shape, layout, dtype, sms, one, device, monkeypatch):
     """The cuda driver's one-launch kernels for maps whose channels fit a program: the
     training forward (statistics, running stats, y) and the backward (dweight, dbias,
-    dx; training and eval) in one launch each, reading x (and dy) once; the forward up
-    to the driver's wide lanes; maps past the driver's lanes keep two launches."""
+    dx; training and eval) in one launch each, reading x (and dy) once, up to the
+    driver's wide lanes; maps past them keep two launches."""
     from torch_ext.backends.cuda import spec as cuda_spec
     from torch_ext.ops import batch_norm
 

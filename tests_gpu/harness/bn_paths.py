@@ -1,8 +1,7 @@
 """Batch norm's paths side by side on ResNet-50's shapes (batch 32, bf16), NCHW and
 channels_last, forward (training) and backward, each beside a copy of the same bytes and
 torch's (cuDNN) op: the shipped choice (the cuda spec), the resident kernels without
-their wide lanes ("old"), the backward's with wide lanes too ("bwdwide", BN_BWD_WIDE
-lanes), and the two-launch kernels alone (one-launch paths off).
+their wide lanes ("old"), and the two-launch kernels alone (one-launch paths off).
 
 Timing: event-timed runs of 20 calls queued behind a GPU spin on the default stream
 (the barrier kernels run on the default stream only: not in a CUDA graph), the spin
@@ -11,7 +10,6 @@ queues its calls. Standalone: torch's cuda tensors, no build.
 
     python tests_gpu/harness/bn_paths.py
     BN_POLL=volatile python tests_gpu/harness/bn_paths.py   # barrier polled by plain loads
-    BN_BWD_WIDE=16384 python tests_gpu/harness/bn_paths.py
     BN_SHAPES=512x7,256x14 BN_LAYOUTS=channels_last python ...
 """
 
@@ -96,15 +94,7 @@ def old_lanes(name, *a):
     return shipped(name, *a)
 
 
-def bwd_wide(name, *a):
-    """The backward's resident kernel with wide lanes too (BN_BWD_WIDE, default 32Ki)."""
-    if name == "batch_norm_resident":
-        lanes, progs, per_warp, wide = shipped(name, *a)
-        return lanes, progs, per_warp, int(os.environ.get("BN_BWD_WIDE", 32768)) if a[1] else wide
-    return shipped(name, *a)
-
-
-VARIANTS = {"shipped": shipped, "old": old_lanes, "bwdwide": bwd_wide, "two": two_launch}
+VARIANTS = {"shipped": shipped, "old": old_lanes, "two": two_launch}
 
 
 def main():

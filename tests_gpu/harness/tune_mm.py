@@ -12,7 +12,6 @@ Used to choose backends/cuda/spec.py's mm_config.
     TUNE_CASES=4096x4096x4096 python tests_gpu/harness/tune_mm.py
     TUNE_DEVICE=cpu TUNE_CASES=64x64x64 python ...       # an interpreter dry run
     TUNE_TMA=1 TUNE_SPLITS=0 python ...                 # the TMA kernel's tiles, no splits
-    TUNE_SK=1 python ...             # six pointer tiles and the stream-K kernel's
 """
 
 import itertools
@@ -45,13 +44,6 @@ TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages
 CONFIGS = TILES + [(*t, s) for t in TILES[:4] for s in (2, 3)]
 if os.environ.get("TUNE_SPLITS") == "0":  # the tile shapes alone
     CONFIGS = list(TILES)
-if os.environ.get("TUNE_SK") == "1":  # and the stream-K kernel's (ops/matmul_sk.py)
-    from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
-    from torch_ext.ops import matmul_sk  # noqa: E402
-
-    CONFIGS = CONFIGS[:6] + [
-        (*t, matmul_sk.SK, o) for t in matmul_sk.TILES for o in cuda_spec.mm_stream_k_occupancy(*t)
-    ]
 if os.environ.get("TUNE_TMA") == "1":  # and the persistent TMA kernel's (ops/matmul_tma.py)
     from torch_ext.ops import matmul_tma  # noqa: E402
 

@@ -314,7 +314,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     precision = matmul_precision(a.dtype, upcast)
     has_bias = bias is not None and beta != 0
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
-    from . import matmul_sk, matmul_tma  # (they import this module's epilogue)
+    from . import matmul_tma  # (it imports this module's epilogue)
 
     tma = None  # the TMA kernel's operand layout, where its candidates are timed
 
@@ -323,11 +323,6 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
             return matmul_tma.run(
                 a, b, c, x, cfg, (a_shape, b_shape, c_shape), (c_st, x_st), tma, alpha, beta,
                 has_bias, upcast, precision,
-            )  # fmt: skip
-        if len(cfg) > 5 and cfg[5] == matmul_sk.SK:
-            return matmul_sk.run(
-                a, b, c, x, cfg, (a_shape, b_shape), (a_st, b_st, c_st, x_st), alpha, beta,
-                has_bias, acc, upcast, precision, K % cfg[2] == 0,
             )  # fmt: skip
         _, _, bk, warps, stages, *forced = cfg
         bm, bn, tiles = _tiles(M, N, cfg)
@@ -353,8 +348,6 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         )  # fmt: skip
 
     cands = mm_candidates(first, M, N, K, a.dtype, Bt)
-    if len(cands) > 1 and min(M, N, K) >= 256:
-        cands += matmul_sk.candidates(M, N, K, Bt)
     if has_bias and x.untyped_storage().data_ptr() == c.untyped_storage().data_ptr():
         cands = [first]  # c += a @ b in place (addmm_): a timing launch would add twice
     if len(cands) > 1:

@@ -288,14 +288,6 @@ def mm_tail_split_candidates(tiles: int, k: int) -> list[tuple[int, int]]:
     return out
 
 
-def mm_stream_k_occupancy(bm: int, bn: int, bk: int, warps: int, stages: int) -> list[int]:
-    """Programs a multiprocessor for the stream-K kernel (ops/matmul_sk.py) with this
-    tile to be timed at: one, and two where two programs' pipelines (16-bit operands)
-    fit the shared memory and 16 warps. A program a slot, all resident at once."""
-    smem = stages * (bm * bk + bk * bn) * 2
-    return [o for o in (1, 2) if o * smem <= 220 * 1024 and o * warps <= 16]
-
-
 def conv_wgrad_splits(rows: int, work: int) -> list[int]:
     """Slice counts of a convolution's weight-gradient reduction (ops/conv_igemm_bwd.py)
     for the tuner to time beside its rule's: those that give `work` programs a slice
@@ -434,13 +426,15 @@ def batch_norm_resident(elem_size: int, backward: bool) -> tuple[int, int, int, 
     to powers of two, up to 8Ki float32 lanes a program (4Ki for float64), 32 values a
     thread forward, 16 backward (x and dy both held), channels paired while at least
     one program per multiprocessor is left. ResNet-50's 7x7 and 14x14 NCHW layers at
-    batch 32 (2Ki and 8Ki lanes a channel) take it. The training forward also takes
-    up to 32Ki lanes (wide: one channel block a program, 16 warps), where it ran
-    1.3-2x faster than the barrier or two-launch kernels on an H200 (session 29,
-    tests_gpu/harness/bn_paths.py): NCHW 28x28 (128 channels 12.0 -> 6.0 us) and
-    channels_last 7x7 (16 channels of 1,568 rows: 2048 channels 12.9 -> 8.3 us)."""
+    batch 32 (2Ki and 8Ki lanes a channel) take it. Up to 32Ki lanes (wide: one
+    channel block a program, 16 warps) it also ran faster than the barrier or
+    two-launch kernels on an H200 (session 29, tests_gpu/harness/bn_paths.py, call 4):
+    NCHW 28x28 forward 128 channels 11.9 -> 5.8 us, 512 26.9 -> 23.8; backward 11.9 ->
+    6.5, 47.7 -> 31.4; channels_last 7x7 (16 channels of 1,568 rows a program) forward
+    2048 channels 12.8 -> 8.2 us, backward 512 channels 11.8 -> 10.3. float64 keeps
+    its 4Ki."""
     lanes = 8192 if elem_size <= 4 else 4096
-    wide = lanes if backward or elem_size > 4 else 32768
+    wide = 32768 if elem_size <= 4 else lanes
     return lanes, _sm_count(), 512 if backward else 1024, wide
 
 
