@@ -62,10 +62,13 @@ def test_batch_norm_at_resnet_shapes(c, hw, cl):
 
 
 def test_the_barrier_kernels_are_taken():
-    """The cuda driver's spec sends ResNet-50's mid-sized maps to the barrier kernels."""
-    x = torch.empty(32, 128, 28, 28, dtype=torch.bfloat16, device=DEV)
+    """The cuda driver's spec sends ResNet-50's mid-sized maps to the barrier kernels,
+    NCHW 28x28 maps (32Ki lanes a channel) to the resident ones (wide lanes)."""
+    x = torch.empty(32, 64, 56, 56, dtype=torch.bfloat16, device=DEV)
     assert _design(x, False) == "coop" and _design(x, True) == "coop"
-    cl = x.contiguous(memory_format=torch.channels_last)
+    x28 = torch.empty(32, 128, 28, 28, dtype=torch.bfloat16, device=DEV)
+    assert _design(x28, False) == "resident" and _design(x28, True) == "resident"
+    cl = x28.contiguous(memory_format=torch.channels_last)
     assert _design(cl, False) == "coop"
     big = torch.empty(32, 64, 112, 112, dtype=torch.bfloat16, device=DEV)
     assert _design(big, False) == "split"
@@ -75,8 +78,9 @@ def test_barrier_kernels_beside_another_stream():
     """A long kernel on another stream holds some multiprocessors while the barrier
     kernels run: they wait for them, and finish."""
     a = torch.randn(4096, 4096, device=DEV, dtype=torch.bfloat16)
-    x = torch.randn(32, 256, 28, 28).to(torch.bfloat16).to(DEV)
-    rm, rv = torch.zeros(256, device=DEV), torch.ones(256, device=DEV)
+    x = torch.randn(32, 64, 56, 56).to(torch.bfloat16).to(DEV)
+    assert _design(x, False) == "coop"
+    rm, rv = torch.zeros(64, device=DEV), torch.ones(64, device=DEV)
     side = torch.privateuseone.Stream()
     ref = F.batch_norm(x, rm.clone(), rv.clone(), None, None, True, 0.1, 1e-5).cpu()
     with torch.privateuseone.stream(side):
