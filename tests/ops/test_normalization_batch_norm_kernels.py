@@ -389,10 +389,13 @@ def test_no_barrier_of_several_programs_in_the_interpreter(monkeypatch, device):
     from torch_ext.ops import batch_norm
     from helpers import force_spec
 
-    force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 4), multiprocessors=132)
-    x = randn((32, 64, 8, 8), BF16, device)
+    # the same tiling on every driver: 2 items of 16 x 1024 a channel, 64 channel blocks
+    force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 4), multiprocessors=64,
+               batch_norm_tiling=batch_norm._INTERPRETER_TILING)  # fmt: skip
+    x = randn((32, 64, 32, 32), BF16, device)
     v, st = batch_norm._view(x)
     plan = batch_norm._Plan(v, [st, st])
+    assert plan.items == 2
     assert (plan.coop(False) is None) == batch_norm._interpreted()  # on a GPU: taken
     force_spec(monkeypatch, batch_norm, batch_norm_coop=(1 << 40, 1), multiprocessors=1)
     monkeypatch.setattr(batch_norm, "COOP_MIN_SPLIT", 1)
