@@ -20,6 +20,7 @@ import time
 
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
+import sweeps  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -105,13 +106,7 @@ def main():
         for c, hw in RESNET50_BN:
             if only and f"{c}x{hw}" not in only.split(","):
                 continue
-            x = torch.randn(BATCH, c, hw, hw, device=DEV, dtype=torch.bfloat16)
-            x = x.contiguous(memory_format=fmt)
-            dy = torch.randn_like(x)
-            wt, bs = torch.rand(c, device=DEV) + 0.5, torch.randn(c, device=DEV)
-            rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
-            var, mean = torch.var_mean(x.float(), [0, 2, 3], correction=0)
-            inv = torch.rsqrt(var + 1e-5)
+            x, dy, wt, bs, rm, rv, mean, inv = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
             same, same3 = torch.empty_like(x), torch.empty(int(x.numel() * 1.5), device=DEV,
                                                            dtype=x.dtype)  # fmt: skip
             src3 = torch.empty_like(same3)

@@ -228,13 +228,7 @@ if "bn" in WHICH:
     for c, hw in RESNET50_BN:
         if only and f"{c}x{hw}" not in only.split(","):
             continue
-        x = torch.randn(BATCH, c, hw, hw, device=DEV, dtype=torch.bfloat16)
-        x = x.contiguous(memory_format=fmt)
-        dy = torch.randn_like(x)
-        wt, bs = torch.rand(c, device=DEV) + 0.5, torch.randn(c, device=DEV)
-        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
-        var, mean = torch.var_mean(x.float(), [0, 2, 3], correction=0)
-        inv = torch.rsqrt(var + 1e-5)
+        x, dy, wt, bs, rm, rv, mean, inv = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
         nbytes = 2 * x.numel() * 2
         t_f = bench(lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5))
         t_b = bench(lambda: torch.ops.aten.native_batch_norm_backward(

@@ -70,3 +70,18 @@ def profile_kernels(label, fn):
         if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type)
     ]
     print(f"    {label} kernels: " + ", ".join(f"{n[:40]} {t:.1f}" for n, t in rows), flush=True)
+
+
+def bn_operands(batch, c, hw, fmt, dev):
+    """A ResNet-50 batch norm's operands (bf16 activations, fp32 parameters and running
+    stats): (x, dy, weight, bias, running mean, running var, batch mean, batch invstd),
+    x and dy in memory format `fmt`."""
+    import torch
+
+    x = torch.randn(batch, c, hw, hw, device=dev, dtype=torch.bfloat16)
+    x = x.contiguous(memory_format=fmt)
+    dy = torch.randn_like(x)
+    wt, bs = torch.rand(c, device=dev) + 0.5, torch.randn(c, device=dev)
+    rm, rv = torch.zeros(c, device=dev), torch.ones(c, device=dev)
+    var, mean = torch.var_mean(x.float(), [0, 2, 3], correction=0)
+    return x, dy, wt, bs, rm, rv, mean, torch.rsqrt(var + 1e-5)
