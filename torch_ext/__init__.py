@@ -85,12 +85,15 @@ def _drain_autograd_device_thread() -> None:
     an active exception", exit code 134, for any script whose last act is a
     device backward. One more backward, run straight through the engine (no
     stashed Python objects) with the GIL released, is processed by the same
-    worker after it has released the previous task."""
+    worker after it has released the previous task. It launches no kernel: the
+    tensors are uninitialised (their values never matter) and the graph is a view,
+    whose gradient is a view the leaf takes as its .grad (a kernel here could
+    mean compiling one at exit)."""
     try:
-        x = torch.ones((), device=_DEVICE, requires_grad=True)
-        y = x * 2
+        x = torch.empty((), device=_DEVICE, requires_grad=True)
+        y = x.view(())
         torch.autograd.Variable._execution_engine.run_backward(
-            (y,), (torch.ones_like(y),), False, False, (), True, True
+            (y,), (torch.empty_like(y),), False, False, (), True, True
         )
     except Exception:  # never turn a clean exit into a failing one
         pass

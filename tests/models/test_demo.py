@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,3 +38,16 @@ def test_script_ending_in_device_backward_exits_cleanly():
         proc = _run(["-c", script], timeout=60)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "terminate called" not in proc.stderr
+
+
+def test_exit_drain_launches_no_kernel():
+    """The exit-time backward that lets the device's autograd thread drop its last task
+    launches (and so compiles) no kernel."""
+    import torch_ext
+    from torch_ext.ops import _launch
+
+    x = torch.randn(3, device="privateuseone", requires_grad=True)
+    x.clone().sum().backward()
+    before = _launch.launches()
+    torch_ext._drain_autograd_device_thread()
+    assert _launch.launches() == before
