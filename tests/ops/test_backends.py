@@ -106,14 +106,16 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
         assert f"{case} wgmma=True cp.async={pipelined}" in r.stdout, r.stdout
     # batch norm's activation loads: 8 bytes on 14x14 maps (told 196's divisibility by
     # 4: 2 bytes before) in its one-launch kernels (a channel fits a program there), 16
-    # on 28x28 ones in the one-launch kernels with a barrier (the map fits L2) and on
-    # 112x112 ones in each of its four two-launch kernels
+    # on 28x28 ones in the same kernels (a channel's 32Ki lanes: the wide lanes), on 56x56
+    # ones in the one-launch kernels with a barrier (the map fits L2) and on 112x112 ones
+    # in each of its four two-launch kernels
     kernels = {
         14: ("_bn_resident_bwd_kernel", "_bn_resident_fwd_kernel"),
-        28: ("_bn_coop_bwd_kernel", "_bn_coop_fwd_kernel"),
+        28: ("_bn_resident_bwd_kernel", "_bn_resident_fwd_kernel"),
+        56: ("_bn_coop_bwd_kernel", "_bn_coop_fwd_kernel"),
         112: ("_bn_apply_kernel", "_bn_bwd_dx_kernel", "_bn_bwd_sums_kernel", "_bn_stats_kernel"),
     }
-    for hw, width in ((14, 8), (28, 16), (112, 16)):
+    for hw, width in ((14, 8), (28, 16), (56, 16), (112, 16)):
         line = f"bn_{hw} " + " ".join(f"{k}={width}" for k in kernels[hw])
         assert line in r.stdout, r.stdout
 
