@@ -9,7 +9,6 @@ twice as long as the host took to queue them, median of 5, as the kernel benchma
 queues its calls. Standalone: torch's cuda tensors, no build.
 
     python tests_gpu/harness/bn_paths.py
-    BN_POLL=volatile python tests_gpu/harness/bn_paths.py   # barrier polled by plain loads
     BN_SHAPES=512x7,256x14 BN_LAYOUTS=channels_last python ...
 """
 
@@ -22,34 +21,16 @@ from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import sweeps  # noqa: E402
 import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from bench.cases_norm import BATCH, RESNET50_BN  # noqa: E402
 from torch_ext.backends.cuda import spec as cuda_spec  # noqa: E402
 from torch_ext.ops import batch_norm as BN  # noqa: E402
-from torch_ext.ops import batch_norm_coop  # noqa: E402
 
 SMOKE = DEV == "cpu"
 if SMOKE:
     BATCH, RESNET50_BN = 2, [(16, 6)]
     cuda_spec._sm_count = lambda: 2
-
-
-@triton.jit
-def _wait_volatile(sync, cb, nsplit):
-    """_wait_for_block polling with plain (volatile) loads, one acquiring read after."""
-    tl.debug_barrier()
-    tl.atomic_add(sync + cb, 1, sem="release")
-    arrived = tl.load(sync + cb, volatile=True)
-    while arrived < nsplit:
-        arrived = tl.load(sync + cb, volatile=True)
-    tl.atomic_add(sync + cb, 0, sem="acquire")
-
-
-if os.environ.get("BN_POLL") == "volatile":
-    batch_norm_coop._wait_for_block = _wait_volatile
 
 
 def timed(fn, calls=20, reps=5):
@@ -106,15 +87,14 @@ def main():
         for c, hw in RESNET50_BN:
             if only and f"{c}x{hw}" not in only.split(","):
                 continue
-            x, dy, wt, bs, rm, rv, mean, inv = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
+            ops = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
+            x, dy, wt, bs, rm, rv = ops[:6]
             same, same3 = torch.empty_like(x), torch.empty(int(x.numel() * 1.5), device=DEV,
                                                            dtype=x.dtype)  # fmt: skip
             src3 = torch.empty_like(same3)
             t_c = timed(lambda: same.copy_(dy))
             t_c3 = timed(lambda: same3.copy_(src3))
-            t_f = timed(lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5))
-            t_b = timed(lambda: torch.ops.aten.native_batch_norm_backward(
-                dy, x, wt, rm, rv, mean, inv, True, 1e-5, [True, True, True]))  # fmt: skip
+            t_f, t_b = (timed(fn) for fn in sweeps.bn_calls(ops))
             ref_y = torch.nn.functional.batch_norm(x.float(), None, None, wt, bs, True, 0.1, 1e-5)
             print(f"{layout} 32x{c}x{hw}x{hw}: copy fwd-size {t_c * 1e3:.1f} us, bwd-size "
                   f"{t_c3 * 1e3:.1f} us; torch fwd {t_f * 1e3:.1f} bwd {t_b * 1e3:.1f}",
@@ -124,9 +104,7 @@ def main():
                 try:
                     y = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)[0]
                     err = (y.float() - ref_y).abs().max().item()
-                    f = timed(lambda: BN.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5))
-                    b = timed(lambda: BN.bn_backward(dy, x, wt, mean, inv, True, 1e-5,
-                                                     [True, True, True], False))  # fmt: skip
+                    f, b = (timed(fn) for fn in sweeps.bn_calls(ops, BN))
                 except Exception as e:  # noqa: BLE001
                     print(f"  {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
                     continue

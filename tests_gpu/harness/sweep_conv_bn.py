@@ -228,11 +228,10 @@ if "bn" in WHICH:
     for c, hw in RESNET50_BN:
         if only and f"{c}x{hw}" not in only.split(","):
             continue
-        x, dy, wt, bs, rm, rv, mean, inv = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
+        ops = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
+        x, dy = ops[:2]
         nbytes = 2 * x.numel() * 2
-        t_f = bench(lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5))
-        t_b = bench(lambda: torch.ops.aten.native_batch_norm_backward(
-            dy, x, wt, rm, rv, mean, inv, True, 1e-5, [True, True, True]))  # fmt: skip
+        t_f, t_b = (bench(fn) for fn in sweeps.bn_calls(ops))
         same = torch.empty_like(x)
         t_c = bench(lambda: same.copy_(dy))
         print(
@@ -242,16 +241,12 @@ if "bn" in WHICH:
         )
         if not SMOKE:
             BN.spec = lambda name, *a: getattr(cuda_spec, name)(*a)  # the shipped choice
-            sweeps.profile_kernels(
-                "ours", lambda: (BN.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5),
-                                 BN.bn_backward(dy, x, wt, mean, inv, True, 1e-5,
-                                                [True, True, True], False)))  # fmt: skip
+            fwd, bwd = sweeps.bn_calls(ops, BN)
+            sweeps.profile_kernels("ours", lambda: (fwd(), bwd()))
         for cfg in variants:
             BN.spec = lambda name, *a, cfg=cfg: cfg if name == "batch_norm_tiling" else None
             try:
-                f = bench(lambda: BN.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5))
-                b = bench(lambda: BN.bn_backward(dy, x, wt, mean, inv, True, 1e-5,
-                                                 [True, True, True], False))  # fmt: skip
+                f, b = (bench(fn) for fn in sweeps.bn_calls(ops, BN))
             except Exception as e:  # noqa: BLE001
                 print(f"  {cfg}: {type(e).__name__}: {e}", flush=True)
                 continue

@@ -85,3 +85,23 @@ def bn_operands(batch, c, hw, fmt, dev):
     rm, rv = torch.zeros(c, device=dev), torch.ones(c, device=dev)
     var, mean = torch.var_mean(x.float(), [0, 2, 3], correction=0)
     return x, dy, wt, bs, rm, rv, mean, torch.rsqrt(var + 1e-5)
+
+
+def bn_calls(ops, bn=None):
+    """(forward, backward) calls of a training batch norm on bn_operands' `ops`: torch's
+    (F.batch_norm, aten.native_batch_norm_backward), or with `bn` (ops/batch_norm.py)
+    ours (bn_forward, bn_backward)."""
+    import torch
+
+    x, dy, wt, bs, rm, rv, mean, inv = ops
+    if bn is None:
+        return (
+            lambda: torch.nn.functional.batch_norm(x, rm, rv, wt, bs, True, 0.1, 1e-5),
+            lambda: torch.ops.aten.native_batch_norm_backward(
+                dy, x, wt, rm, rv, mean, inv, True, 1e-5, [True, True, True]
+            ),
+        )
+    return (
+        lambda: bn.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5),
+        lambda: bn.bn_backward(dy, x, wt, mean, inv, True, 1e-5, [True, True, True], False),
+    )

@@ -434,9 +434,9 @@ SKINNY_WORK = 1 << 27  # multiply-adds from which such a product tunes
 
 def _skinny_candidates(first, M, N, K, batch):
     """mm_candidates for a side under 256: the table's, then SKINNY's and SHORT_STEPS'
-    128 x 128 (not its 128 x 256), each cut to the
-    matrix (powers of two, at least 16; duplicates dropped), where the product has at
-    least SKINNY_WORK multiply-adds and every side 16; the table's alone otherwise."""
+    128 x 128 (not its 128 x 256), each cut to the matrix (powers of two, at least 16;
+    duplicates dropped), where the product has at least SKINNY_WORK multiply-adds and
+    every side 16; the table's alone otherwise."""
     if min(M, N, K) < 16 or batch * M * N * K < SKINNY_WORK:
         return [first]
     out = [tuple(first)]
