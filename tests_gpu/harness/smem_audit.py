@@ -106,14 +106,15 @@ def _every_candidate(family, key, candidates, run, device):
 
 
 def matmul_cases():
-    from torch_ext.ops import matmul
+    from torch_ext.ops import matmul, matmul_tma, matmul_ws
 
     matmul.tuned = _every_candidate  # each tile configuration the tuner may time
     matmul.arrival_counters = lambda family, device: torch.zeros(matmul.ARRIVALS, dtype=torch.int32)
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         for m, n, k in ((4096, 4096, 4096), (256, 1024, 4096)):
             for layout in ("nn", "nt", "tn"):
-                matmul.launch = recorder(f"mm {str(dt)[6:]} {m}x{n}x{k} {layout}")
+                case = recorder(f"mm {str(dt)[6:]} {m}x{n}x{k} {layout}")
+                matmul.launch = matmul_tma.launch = matmul_ws.launch = case
                 a = (
                     torch.empty(m, k, dtype=dt)
                     if layout[0] == "n"
@@ -125,6 +126,20 @@ def matmul_cases():
                     else torch.empty(n, k, dtype=dt).t()
                 )
                 matmul.mm_out(a, b, torch.empty(m, n, dtype=dt))
+
+
+def matmul_ws_cases():
+    """The warp-specialised Gluon product's candidates, each orientation (bf16)."""
+    from torch_ext.ops import matmul_ws
+
+    for layout in ("nn", "nt", "tn"):
+        m, n, k = 4096, 1024, 768
+        a = torch.empty(m, k) if layout[0] == "n" else torch.empty(k, m).t()
+        b = torch.empty(k, n) if layout[1] == "n" else torch.empty(n, k).t()
+        a, b = a.bfloat16(), b.bfloat16()
+        for cfg in matmul_ws.CANDIDATES:
+            matmul_ws.launch = recorder(f"mm_ws bfloat16 {m}x{n}x{k} {layout} {cfg[:5]}")
+            matmul_ws.mm_ws(a, b, torch.empty(m, n, dtype=torch.bfloat16), cfg)
 
 
 def conv_cases():
@@ -184,6 +199,7 @@ def batch_norm_cases():
 FAMILIES = {
     "attention": attention_cases,
     "matmul": matmul_cases,
+    "matmul_ws": matmul_ws_cases,
     "conv": conv_cases,
     "batch_norm": batch_norm_cases,
 }

@@ -314,11 +314,13 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
     precision = matmul_precision(a.dtype, upcast)
     has_bias = bias is not None and beta != 0
     x, _, x_st = bias if has_bias else (c, c_shape, c_st)
-    from . import matmul_tma  # (it imports this module's epilogue)
+    from . import matmul_tma, matmul_ws  # (they import this module's epilogue)
 
-    tma = None  # the TMA kernel's operand layout, where its candidates are timed
+    tma = ws_ops = None  # the TMA kernels' operand layouts, where their candidates are timed
 
     def run(cfg):
+        if cfg[-1] == matmul_ws.WS:
+            return matmul_ws.run(a, b, c, M, N, K, cfg, ws_ops, alpha)
         if cfg[-1] == matmul_tma.TMA:
             return matmul_tma.run(
                 a, b, c, x, cfg, (a_shape, b_shape, c_shape), (c_st, x_st), tma, alpha, beta,
@@ -354,9 +356,11 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         # (only here: its stride tests become a launch plan's guards)
         tma = matmul_tma.layout(a, a_shape, a_st, b, b_shape, b_st, a.dtype)
         cands += matmul_tma.CANDIDATES if tma is not None else []
+        ws_ops = matmul_ws.operands(a, b, c, tma, c_shape, c_st, Bt, has_bias)
+        cands += matmul_ws.CANDIDATES if ws_ops is not None else []
         # size buckets: a decision on each size's bucket, not its value, so that a
         # launch plan still serves every size of the bucket
-        key = (a.dtype, layout, precision, Bt > 1, has_bias, tma is not None,
+        key = (a.dtype, layout, precision, Bt > 1, has_bias, tma is not None, ws_ops is not None,
                *(size_bucket(v) for v in (M, N, K)))  # fmt: skip
         run(tuned("mm", key, cands, run, a.device))
     else:

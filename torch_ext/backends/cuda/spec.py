@@ -474,3 +474,11 @@ def mm_tma() -> bool:
     if device not in _TMA:
         _TMA[device] = driver.active.get_current_target().arch >= 90
     return _TMA[device]
+
+
+def mm_ws() -> bool:
+    """Matrix products may take ops/matmul_ws.py's warp-specialised Gluon kernel (tuned
+    beside the others): Hopper (compute capability 9.0) only, whose wgmma it issues."""
+    from triton.runtime import driver
+
+    return driver.active.get_current_target().arch == 90
