@@ -121,3 +121,16 @@ def test_runs_merge_into_one_report_with_the_whole_suite_target(tmp_path):
     # speed-ups 1.5, 2.0, 0.9, 0.8 (the batch norm's 9.0: issue 16's category): geomean 2.16 ** 0.25 = 1.21
     assert verdict == "met" and value.startswith("geomean 1.21x over 4, lowest 0.80x"), value
     assert name in (out / "results.md").read_text()
+
+
+def test_a_conv_group_our_worker_did_not_finish_decides_nothing(tmp_path):
+    """A worker cut short (its timeout) measures some of a direction's cases: the
+    target's line counts the measured ones and says "partial", not met or missed."""
+    shapes = ["resnet50 64->64 k1 s1 @56 nhwc", "resnet50 64->256 k1 s1 @56 nhwc"]
+    _write(tmp_path, "torch", [_row("conv_wgrad", s, 1.0) for s in shapes])
+    _write(tmp_path, "ours", [_row("conv_wgrad", shapes[0], 0.5)])
+    summary, _ = report.render(tmp_path)
+    value, verdict = summary["suite_targets"][
+        "conv wgrad ResNet-50 nhwc: geomean >= 0.9x cuDNN, none below 0.6x"
+    ]
+    assert value.startswith("geomean 2.00x over 1,") and verdict == "partial: 1 of 2", value
