@@ -321,6 +321,27 @@ def force_spec(monkeypatch, module, **values):
     )
 
 
+def stored(shape, transposed, dtype, device):
+    """A random (rows, cols) matrix (randn), stored column-major (a transposed view of a
+    (cols, rows) tensor) where `transposed`: a weight's x @ W.t() or a gradient's x.t()."""
+    rows, cols = shape
+    return randn((cols, rows), dtype, device).t() if transposed else randn(shape, dtype, device)
+
+
+def tuner_picks(monkeypatch, module, marker, tile=0, seen=None):
+    """`module`'s tuner (its `tuned`) picks the `tile`-th candidate whose last element is
+    `marker` (a kernel's, e.g. matmul_tma.TMA), the first candidate where there is none;
+    `seen` collects each call's candidates."""
+
+    def choose(family, key, candidates, run, dev):
+        if seen is not None:
+            seen.append(list(candidates))
+        marked = [c for c in candidates if c[-1] == marker]
+        return marked[tile] if marked else candidates[0]
+
+    monkeypatch.setattr(module, "tuned", choose)
+
+
 def spy_launches(monkeypatch, module):
     """The (kernel, keyword arguments) of each launch `module` makes from now on."""
     calls = []

@@ -7,7 +7,7 @@ import pytest
 
 import torch
 
-from helpers import force_spec, randn, spy_launches, to_ref
+from helpers import force_spec, randn, spy_launches, stored, to_ref, tuner_picks
 from helpers import assert_kernel_close as assert_close
 
 
@@ -17,14 +17,7 @@ def _pick_tma(monkeypatch, tile=0, seen=None):
     from torch_ext.ops import matmul, matmul_tma
 
     force_spec(monkeypatch, matmul_tma, mm_tma=True, multiprocessors=4)
-
-    def choose(family, key, candidates, run, dev):
-        if seen is not None:
-            seen.append(list(candidates))
-        tma = [c for c in candidates if c[-1] == matmul_tma.TMA]
-        return tma[tile] if tma else candidates[0]
-
-    monkeypatch.setattr(matmul, "tuned", choose)
+    tuner_picks(monkeypatch, matmul, matmul_tma.TMA, tile, seen)
     launched = spy_launches(monkeypatch, matmul_tma)
     return matmul, launched
 
@@ -38,8 +31,7 @@ def test_tma_kernel_reads_each_orientation(a_t, b_t, device, monkeypatch):
     matmul, launched = _pick_tma(monkeypatch)
     dtype = torch.bfloat16
     M, K, N = 272, 328, 264
-    a = randn((K, M), dtype, device).t() if a_t else randn((M, K), dtype, device)
-    b = randn((N, K), dtype, device).t() if b_t else randn((K, N), dtype, device)
+    a, b = stored((M, K), a_t, dtype, device), stored((K, N), b_t, dtype, device)
     out = torch.empty(M, N, dtype=dtype, device=device)
     matmul.mm_out(a, b, out)
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=K)

@@ -13,7 +13,7 @@ import pytest
 
 import torch
 
-from helpers import force_spec, randn, to_ref
+from helpers import force_spec, randn, stored, to_ref, tuner_picks
 from helpers import assert_kernel_close as assert_close
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,13 +36,7 @@ def _pick_ws(monkeypatch, tile=0, seen=None):
         force_spec(monkeypatch, matmul_tma, mm_tma=True)
         force_spec(monkeypatch, matmul_ws, mm_ws=True, multiprocessors=4)
 
-    def choose(family, key, candidates, run, dev):
-        if seen is not None:
-            seen.append(list(candidates))
-        ws = [c for c in candidates if c[-1] == matmul_ws.WS]
-        return ws[tile] if ws else candidates[0]
-
-    monkeypatch.setattr(matmul, "tuned", choose)
+    tuner_picks(monkeypatch, matmul, matmul_ws.WS, tile, seen)
     launched = []
     real = matmul_ws.launch
 
@@ -65,8 +59,7 @@ def test_each_orientation_read_in_place(a_t, b_t, tile, device, monkeypatch):
     matmul, launched = _pick_ws(monkeypatch, tile)
     dtype = torch.bfloat16
     M, K, N = 272, 328, 264
-    a = randn((K, M), dtype, device).t() if a_t else randn((M, K), dtype, device)
-    b = randn((N, K), dtype, device).t() if b_t else randn((K, N), dtype, device)
+    a, b = stored((M, K), a_t, dtype, device), stored((K, N), b_t, dtype, device)
     out = torch.empty(M, N, dtype=dtype, device=device)
     matmul.mm_out(a, b, out)
     [(name, grid, args, kw)] = launched
