@@ -476,9 +476,15 @@ def mm_tma() -> bool:
     return _TMA[device]
 
 
+_WS: dict[int, bool] = {}
+
+
 def mm_ws() -> bool:
     """Matrix products may take ops/matmul_ws.py's warp-specialised Gluon kernel (tuned
     beside the others): Hopper (compute capability 9.0) only, whose wgmma it issues."""
     from triton.runtime import driver
 
-    return driver.active.get_current_target().arch == 90
+    device = driver.active.get_current_device()
+    if device not in _WS:
+        _WS[device] = driver.active.get_current_target().arch == 90
+    return _WS[device]
