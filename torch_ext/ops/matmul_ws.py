@@ -33,6 +33,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from . import matmul_tma
+from .matmul import grouped
 from ._launch import launch
 from ..backends import spec
 
@@ -47,16 +48,6 @@ CANDIDATES = [(128, 256, 64, 8, 3, WS), (128, 128, 64, 4, 4, WS), (64, 256, 64, 
 # the bulk copies' names: Triton 3.6's, renamed async_load / async_store by 3.9
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
-
-
-@gluon.jit
-def _tile(t, tiles_m, tiles_n, GROUP_M: gl.constexpr):
-    """(row tile, column tile) of output tile t in grouped order (GROUP_M row tiles
-    share their B blocks in L2)."""
-    width = GROUP_M * tiles_n
-    first_m = (t // width) * GROUP_M
-    size_m = gl.minimum(tiles_m - first_m, GROUP_M)
-    return first_m + (t % width) % size_m, (t % width) // size_m
 
 
 @gluon.jit
@@ -81,7 +72,7 @@ def _loader(a, b, s_a, s_b, a_bufs, b_bufs, ready, empty, M, N, K,
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     it = 0
     for t in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        pm, pn = _tile(t, tiles_m, tiles_n, GROUP_M)
+        pm, pn = grouped(t, tiles_m, tiles_n, GROUP_M)
         m0 = pm * BLOCK_M
         n0 = pn * BLOCK_N
         for ks in range(steps):
@@ -113,7 +104,7 @@ def _consumer(c, s_c, alpha, a_bufs, b_bufs, ready, empty, c_smem, M, N, K,
     steps = gl.cdiv(K, BLOCK_K)
     it = 0  # stages are numbered over all the program's tiles, as the loader's
     for t in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        pm, pn = _tile(t, tiles_m, tiles_n, GROUP_M)
+        pm, pn = grouped(t, tiles_m, tiles_n, GROUP_M)
         acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, MMA_LAYOUT)
         for ks in range(steps):
             s = it % STAGES

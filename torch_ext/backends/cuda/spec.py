@@ -462,29 +462,27 @@ def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]
     return max(1024, 8192 // elem_size), 4 * _sm_count(), 4096, 8, 1
 
 
-_TMA: dict[int, bool] = {}
+_ARCH: dict[int, int] = {}
+
+
+def _arch() -> int:
+    """The current device's compute capability as Triton numbers it (90: Hopper), asked
+    once per device (the matrix products ask on every Python-path call)."""
+    from triton.runtime import driver
+
+    device = driver.active.get_current_device()
+    if device not in _ARCH:
+        _ARCH[device] = driver.active.get_current_target().arch
+    return _ARCH[device]
 
 
 def mm_tma() -> bool:
     """Matrix products may take ops/matmul_tma.py's TMA kernel (tuned beside the pointer
     kernel): GPUs of compute capability 9.0 (Hopper) and later."""
-    from triton.runtime import driver
-
-    device = driver.active.get_current_device()
-    if device not in _TMA:
-        _TMA[device] = driver.active.get_current_target().arch >= 90
-    return _TMA[device]
-
-
-_WS: dict[int, bool] = {}
+    return _arch() >= 90
 
 
 def mm_ws() -> bool:
     """Matrix products may take ops/matmul_ws.py's warp-specialised Gluon kernel (tuned
     beside the others): Hopper (compute capability 9.0) only, whose wgmma it issues."""
-    from triton.runtime import driver
-
-    device = driver.active.get_current_device()
-    if device not in _WS:
-        _WS[device] = driver.active.get_current_target().arch == 90
-    return _WS[device]
+    return _arch() == 90
