@@ -16,8 +16,8 @@ import os
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
-from triton.testing import do_bench_cudagraph  # noqa: E402
 
+from sweeps import bench  # noqa: E402
 from tune_mm import operands, run  # noqa: E402
 from torch_ext.ops import matmul_tma, matmul_ws  # noqa: E402
 
@@ -38,11 +38,6 @@ def parse(env, default):
     if not got:
         return default
     return [tuple(int(v) for v in s.split("x")) for s in got.split(",")]
-
-
-def bench(fn):
-    fn()
-    return do_bench_cudagraph(fn, rep=40)
 
 
 def main():
