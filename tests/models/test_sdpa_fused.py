@@ -111,17 +111,18 @@ def _mask(seed, offset, shape, p):
     return out.cpu().bool()
 
 
-@pytest.mark.parametrize("dq_atomic", [False, True])
+@pytest.mark.parametrize("dq_atomic,natural", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("hk", [4, 2])
-def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, monkeypatch):
+def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, natural, monkeypatch):
     # SDPA with dropout (HF models train with attention dropout) runs the fused kernel;
     # forward and gradients equal float64 attention with the kernel's own mask, with dQ
-    # in its own kernel or accumulated atomically by the dK/dV kernel
+    # in its own kernel or accumulated atomically by the dK/dV kernel, whose scores are
+    # keys x queries or (natural) queries x keys: the same mask either way round
     from helpers import force_spec
     from torch_ext.ops import attention
 
-    force_spec(monkeypatch, attention, attention_dq_atomic=dq_atomic)
+    force_spec(monkeypatch, attention, attention_dq_atomic=dq_atomic, attention_kv_natural=natural)
     p = 0.3
     q, k, v = qkv(hq=4, hk=hk, lq=21, lk=29)
     torch.manual_seed(7)

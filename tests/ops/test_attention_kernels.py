@@ -161,10 +161,11 @@ def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeyp
     """The backward asks the driver whether to add dQ atomically with the padded head,
     the element size, whether dropout is on and the queries (the cuda driver's answer
     differs on each), and follows the answer: one launch fewer when it does; the dK/dV kernel's
-    tiles are asked with that answer (the cuda driver's differ)."""
+    tiles are asked with that answer (the cuda driver's differ), and the orientation of
+    its scores with the head, element size and dropout."""
     from torch_ext.ops import _launch
 
-    asked, tiles = [], []
+    asked, tiles, natural = [], [], []
     real = attention.spec
 
     def spec(name, *a):
@@ -173,6 +174,9 @@ def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeyp
             return a[2]  # atomic with dropout only
         if name == "attention_kernel_tiles" and a[0] == "dkdv":
             tiles.append(a)
+        if name == "attention_kv_natural":
+            natural.append(a)
+            return a[2]  # the scores as queries x keys with dropout
         return real(name, *a)
 
     monkeypatch.setattr(attention, "spec", spec)
@@ -189,6 +193,7 @@ def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeyp
     )
     assert asked == [(32, 4, p > 0, 33)]
     assert tiles == [("dkdv", 32, 4, p > 0)]
+    assert natural == [(32, 4, p > 0)]
     assert _launch.launches() - before == (2 if p else 3)  # delta, dK/dV [, dQ]
 
 
@@ -311,3 +316,45 @@ def test_operands_through_descriptors(
     calls = spy_launches(monkeypatch, attention)
     attention.flash_attention_fwd(randn((2, hk, 37, 20), dtype, device), odd, odd, None, causal)
     assert {kw["DESC"] for _, kw in calls if "DESC" in kw} == {False}
+
+
+@pytest.mark.parametrize("dtype,causal,mask_kind,group,d", ATOMIC_CASES)
+@pytest.mark.parametrize("atomic", [False, True])
+def test_dkdv_scores_either_way_round(
+    dtype, causal, mask_kind, group, d, atomic, device, monkeypatch
+):
+    """The dK/dV kernel's scores as keys x queries (the default) or as queries x keys
+    (`attention_kv_natural`, the cuda driver's choice with dropout at head 64): the same
+    gradients as float64 attention either way, with dQ separate or atomic, masks and
+    grouped heads."""
+    force_spec(monkeypatch, attention, attention_kv_natural=True, attention_dq_atomic=atomic)
+    hk = 2
+    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)
+    k = randn((2, hk, 45, d), dtype, device)
+    v = randn((2, hk, 45, d), dtype, device)
+    mask = attn_mask(mask_kind, hk * group, dtype, device)
+    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(
+        qr,
+        kr.repeat_interleave(group, 1),
+        vr.repeat_interleave(group, 1),
+        attn_mask=to_ref(mask),
+        is_causal=causal,
+    )
+    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+    g = randn(ref.shape, dtype, device)
+    ref.backward(to_ref(g))
+    dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal)
+    for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+        assert_close(got, want.to(dtype), dtype, reduce_dim=16)
+
+
+def test_cuda_driver_turns_the_scores_round_with_dropout_at_head_64():
+    """The cuda driver's rule for the dK/dV kernel's orientation (measured on an H200,
+    backends/cuda/spec.py): queries x keys with dropout at rows of at most 128 bytes."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    assert cuda_spec.attention_kv_natural(64, 2, True)
+    assert cuda_spec.attention_kv_natural(32, 4, True)
+    assert not cuda_spec.attention_kv_natural(64, 2, False)
+    assert not cuda_spec.attention_kv_natural(128, 2, True)

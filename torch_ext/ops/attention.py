@@ -301,11 +301,14 @@ def flash_attention_bwd(
         *drop_args,
     )
     kv_grid = (cdiv(Lk, kv_n), B * (H // G) if grouped else B * H)
-    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped,
-           DQ_ATOMIC=atomic, DQ_TMA=tma, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
+    # the dK/dV kernel's scores as keys x queries, or as the forward's (the driver's choice)
+    natural = bool(spec("attention_kv_natural", max(bd, bdv), q.element_size(), has_dropout))
+    launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, DQ_ATOMIC=atomic,
+           DQ_TMA=tma, NATURAL=natural, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
     if not atomic:
         launch(_attn_bwd_kernel, (cdiv(Lq, q_m), B * H), *common, FOR_DQ=True, GROUPED=False,
-               DQ_ATOMIC=False, DQ_TMA=False, **flags, BLOCK_M=q_m, BLOCK_N=q_n, **q_opts)  # fmt: skip
+               DQ_ATOMIC=False, DQ_TMA=False, NATURAL=False, **flags, BLOCK_M=q_m, BLOCK_N=q_n,
+               **q_opts)  # fmt: skip
     elif dq_acc is not dq:
         copy_kernel((dq,), (dq_acc,))
     if separate:

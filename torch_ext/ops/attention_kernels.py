@@ -277,6 +277,77 @@ def _dq_tiles(
 
 
 @triton.jit
+def _kv_transposed(
+    dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh, m0, Lq, Lk,
+    sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK: tl.constexpr,
+    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
+    PRECISION: tl.constexpr, DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """One query tile's step of _kv_tiles with the scores as keys x queries (as the
+    accumulators dk, dv are laid out): dk, dv accumulated, and with DQ_ATOMIC the
+    tile's dq share (else 0)."""
+    qT = tl.trans(q_t)
+    # base-2 scores as the forward's: exp2 takes them with no multiply by log2(e)
+    sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale2
+    if CHECK:
+        sT = _masked(
+            sT, rm[None, :], cols[:, None], m_base + rm[None, :] * sml + cols[:, None] * smn,
+            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, True,
+        )  # fmt: skip
+    pT = tl.exp2(sT - lse_r[None, :])
+    pdT = pT
+    if DROPOUT:
+        keep = _dropout_keep(seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N, True)
+        pdT = tl.where(keep, pT * keep_scale, 0.0)
+    dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
+    dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
+    if DROPOUT:
+        dpT = tl.where(keep, dpT * keep_scale, 0.0)
+    dsT = (pT * (dpT - dl_r[None, :])).to(q_t.dtype)
+    dk_acc += tl.dot(dsT, q_t, input_precision=PRECISION, out_dtype=tl.float32)
+    dq_t = 0
+    if DQ_ATOMIC:
+        dq_t = tl.dot(tl.trans(dsT), k_n, input_precision=PRECISION, out_dtype=tl.float32)
+    return dk_acc, dv_acc, dq_t
+
+
+@triton.jit
+def _kv_natural(
+    dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh, m0, Lq, Lk,
+    sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK: tl.constexpr,
+    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
+    PRECISION: tl.constexpr, DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """One query tile's step of _kv_tiles with the scores as queries x keys: dk, dv
+    accumulated, and with DQ_ATOMIC the tile's dq share (else 0)."""
+    s = tl.dot(q_t, tl.trans(k_n), input_precision=PRECISION, out_dtype=tl.float32) * scale2
+    if CHECK:
+        s = _masked(
+            s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
+            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, True,
+        )  # fmt: skip
+    p = tl.exp2(s - lse_r[:, None])
+    pd = p
+    if DROPOUT:
+        keep = _dropout_keep(seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N)
+        pd = tl.where(keep, p * keep_scale, 0.0)
+    dv_acc += tl.dot(
+        tl.trans(pd.to(g_t.dtype)), g_t, input_precision=PRECISION, out_dtype=tl.float32
+    )
+    dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
+    if DROPOUT:
+        dp = tl.where(keep, dp * keep_scale, 0.0)
+    ds = (p * (dp - dl_r[:, None])).to(q_t.dtype)
+    dk_acc += tl.dot(tl.trans(ds), q_t, input_precision=PRECISION, out_dtype=tl.float32)
+    dq_t = 0
+    if DQ_ATOMIC:
+        dq_t = tl.dot(ds, k_n, input_precision=PRECISION, out_dtype=tl.float32)
+    return dk_acc, dv_acc, dq_t
+
+
+@triton.jit
 def _kv_tiles(
     dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse_base, dl_base, m_base, dq_base, q_desc,
     g_desc, dq_desc, b, h, lo, hi, cols, cols0, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl,
@@ -284,10 +355,13 @@ def _kv_tiles(
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr, DQ_TMA: tl.constexpr,
-    DESC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    DESC: tl.constexpr, NATURAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """dk, dv of keys `cols` (from cols0) from the query tiles [lo, hi) of one query head (flat index
-    bh), added to the accumulators, through the transposed scores (keys x queries); with
+    bh), added to the accumulators, through the transposed scores (keys x queries), or with
+    NATURAL through the scores as the forward computes them (queries x keys: the dropout
+    mask's counters fall one per thread's 8 scores, as in the forward, where the
+    transposed tile draws each twice; P and dS are transposed for their products); with
     DQ_ATOMIC, the query tiles' dq shares from these keys added into dq (float32): by
     element, or with DQ_TMA as whole tiles through `dq_desc` (a (B, H, Lq, D) tensor
     descriptor: the tensor memory accelerator's bulk reduction into L2, clipped at the
@@ -296,12 +370,12 @@ def _kv_tiles(
     for m0 in range(lo, hi, BLOCK_M):
         rm = m0 + tl.arange(0, BLOCK_M)
         if DESC:
-            qT = tl.trans(_desc_rows(q_desc, b, h, m0, BLOCK_M, rd.shape[0]))
+            q_t = _desc_rows(q_desc, b, h, m0, BLOCK_M, rd.shape[0])
             g_t = _desc_rows(g_desc, b, h, m0, BLOCK_M, rdv.shape[0])
         else:
-            qT = tl.load(
-                q_base + rm[None, :] * sql + rd[:, None] * sqd,
-                mask=(rm < Lq)[None, :] & (rd < D)[:, None],
+            q_t = tl.load(
+                q_base + rm[:, None] * sql + rd[None, :] * sqd,
+                mask=(rm < Lq)[:, None] & (rd < D)[None, :],
                 other=0,
             )
             g_t = tl.load(
@@ -310,36 +384,23 @@ def _kv_tiles(
                 other=0,
             )
         if UPCAST:
-            qT = qT.to(tl.float32)
+            q_t = q_t.to(tl.float32)
             g_t = g_t.to(tl.float32)
         lse_r = tl.load(lse_base + rm, mask=rm < Lq, other=0) * LOG2E
         dl_r = tl.load(dl_base + rm, mask=rm < Lq, other=0)
-        # base-2 scores as the forward's: exp2 takes them with no multiply by log2(e)
-        sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale2
-        if CHECK:
-            sT = _masked(
-                sT, rm[None, :], cols[:, None], m_base + rm[None, :] * sml + cols[:, None] * smn,
-                Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, True,
+        if NATURAL:
+            dk_acc, dv_acc, dq_t = _kv_natural(
+                dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh,
+                m0, Lq, Lk, sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK, CAUSAL,
+                HAS_MASK, BOOL_MASK, PRECISION, DROPOUT, DQ_ATOMIC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
-        pT = tl.exp2(sT - lse_r[None, :])
-        pdT = pT
-        if DROPOUT:
-            keep = _dropout_keep(
-                seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N, True
-            )
-            pdT = tl.where(keep, pT * keep_scale, 0.0)
-        dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
-        dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
-        if DROPOUT:
-            dpT = tl.where(keep, dpT * keep_scale, 0.0)
-        dsT = pT * (dpT - dl_r[None, :])
-        dk_acc += tl.dot(
-            dsT.to(qT.dtype), tl.trans(qT), input_precision=PRECISION, out_dtype=tl.float32
-        )
+        else:
+            dk_acc, dv_acc, dq_t = _kv_transposed(
+                dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh,
+                m0, Lq, Lk, sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK, CAUSAL,
+                HAS_MASK, BOOL_MASK, PRECISION, DROPOUT, DQ_ATOMIC, BLOCK_M, BLOCK_N,
+            )  # fmt: skip
         if DQ_ATOMIC:
-            dq_t = tl.dot(
-                tl.trans(dsT).to(k_n.dtype), k_n, input_precision=PRECISION, out_dtype=tl.float32
-            )
             if DQ_TMA:
                 dq_desc.atomic_add(
                     [b.to(tl.int32), h.to(tl.int32), m0, 0],
@@ -421,6 +482,7 @@ def _attn_bwd_kernel(
     DQ_ATOMIC: tl.constexpr,
     DQ_TMA: tl.constexpr,
     DESC: tl.constexpr,
+    NATURAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -548,14 +610,16 @@ def _attn_bwd_kernel(
                 m_base, dq_base, q_desc, g_desc, dq_desc, b, h, start, tl.minimum(mid, Lq),
                 cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn,
                 dql, dqd, scale, seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK,
-                BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
+                BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, NATURAL, BLOCK_M,
+                BLOCK_N,
             )  # fmt: skip
             dk_acc, dv_acc = _kv_tiles(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
                 m_base, dq_base, q_desc, g_desc, dq_desc, b, h, mid, Lq,
                 cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn,
                 dql, dqd, scale, seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK,
-                BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, BLOCK_M, BLOCK_N,
+                BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, NATURAL, BLOCK_M,
+                BLOCK_N,
             )  # fmt: skip
         tl.store(
             dk + b * dkb + hs * dkh + cols[:, None] * dkl + rd[None, :] * dkd,

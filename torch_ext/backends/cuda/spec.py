@@ -384,6 +384,21 @@ def attention_dq_tma(head: int, itemsize: int) -> bool:
     return itemsize == 2
 
 
+def attention_kv_natural(head: int, itemsize: int, dropout: bool) -> bool:
+    """Whether the attention backward's dK/dV kernel computes its scores as queries x
+    keys, as the forward does (ops/attention_kernels.py `_kv_natural`: each thread's
+    eight scores share one dropout counter, one Philox evaluation where the transposed
+    tile needs two; P and dS are transposed for their products), rather than as keys x
+    queries. With dropout at rows of at most 128 bytes (bf16 head 64):
+    tests_gpu/harness/attention_dq.py on an H200 (session 31, bf16, causal, dropout 0.1,
+    dQ added through a descriptor): the backward 0.865 -> 0.658 ms at 8 x 12 x 2048,
+    3.014 -> 2.135 at 2 x 12 x 8192, 0.105 -> 0.084 at 8 x 12 x 512, 0.159 -> 0.113 for
+    the model benchmark's Llama (8 x 16/4 x 512). Without dropout the same or slower
+    (0.513 -> 0.530 ms at 8 x 12 x 2048); at head 128 (255 registers either way) 1.1-2.6x
+    slower."""
+    return dropout and head * itemsize <= 128
+
+
 def attention_tma(kind: str, head: int, itemsize: int, dq_atomic: bool) -> bool:
     """Whether the attention `kind` ("fwd", "bwd") kernels read q, k, v and dO through
     tensor descriptors (ops/attention.py `_descriptors`), for heads padded to `head`
