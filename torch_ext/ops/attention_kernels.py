@@ -13,8 +13,16 @@ an attention mask) take the full one. The dK/dV kernel computes the transposed s
 import triton
 import triton.language as tl
 
-from torch_ext.ops.attention_common import LOG2E, _dropout_keep, _key_scores, _masked
-from torch_ext.ops.attention_common import _desc_rows, _head_desc, _unmasked_end
+from torch_ext.ops.attention_common import (
+    LOG2E,
+    _desc_rows,
+    _dropout_keep,
+    _head_desc,
+    _key_scores,
+    _kv_natural,
+    _kv_transposed,
+    _unmasked_end,
+)
 
 
 @triton.jit
@@ -274,77 +282,6 @@ def _dq_tiles(
             ds.to(k_t.dtype), tl.trans(k_t), input_precision=PRECISION, out_dtype=tl.float32
         )
     return acc
-
-
-@triton.jit
-def _kv_transposed(
-    dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh, m0, Lq, Lk,
-    sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK: tl.constexpr,
-    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
-    PRECISION: tl.constexpr, DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    """One query tile's step of _kv_tiles with the scores as keys x queries (as the
-    accumulators dk, dv are laid out): dk, dv accumulated, and with DQ_ATOMIC the
-    tile's dq share (else 0)."""
-    qT = tl.trans(q_t)
-    # base-2 scores as the forward's: exp2 takes them with no multiply by log2(e)
-    sT = tl.dot(k_n, qT, input_precision=PRECISION, out_dtype=tl.float32) * scale2
-    if CHECK:
-        sT = _masked(
-            sT, rm[None, :], cols[:, None], m_base + rm[None, :] * sml + cols[:, None] * smn,
-            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, True,
-        )  # fmt: skip
-    pT = tl.exp2(sT - lse_r[None, :])
-    pdT = pT
-    if DROPOUT:
-        keep = _dropout_keep(seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N, True)
-        pdT = tl.where(keep, pT * keep_scale, 0.0)
-    dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
-    dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
-    if DROPOUT:
-        dpT = tl.where(keep, dpT * keep_scale, 0.0)
-    dsT = (pT * (dpT - dl_r[None, :])).to(q_t.dtype)
-    dk_acc += tl.dot(dsT, q_t, input_precision=PRECISION, out_dtype=tl.float32)
-    dq_t = 0
-    if DQ_ATOMIC:
-        dq_t = tl.dot(tl.trans(dsT), k_n, input_precision=PRECISION, out_dtype=tl.float32)
-    return dk_acc, dv_acc, dq_t
-
-
-@triton.jit
-def _kv_natural(
-    dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh, m0, Lq, Lk,
-    sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK: tl.constexpr,
-    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
-    PRECISION: tl.constexpr, DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    """One query tile's step of _kv_tiles with the scores as queries x keys: dk, dv
-    accumulated, and with DQ_ATOMIC the tile's dq share (else 0)."""
-    s = tl.dot(q_t, tl.trans(k_n), input_precision=PRECISION, out_dtype=tl.float32) * scale2
-    if CHECK:
-        s = _masked(
-            s, rm[:, None], cols[None, :], m_base + rm[:, None] * sml + cols[None, :] * smn,
-            Lq, Lk, CAUSAL, HAS_MASK, BOOL_MASK, True,
-        )  # fmt: skip
-    p = tl.exp2(s - lse_r[:, None])
-    pd = p
-    if DROPOUT:
-        keep = _dropout_keep(seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N)
-        pd = tl.where(keep, p * keep_scale, 0.0)
-    dv_acc += tl.dot(
-        tl.trans(pd.to(g_t.dtype)), g_t, input_precision=PRECISION, out_dtype=tl.float32
-    )
-    dp = tl.dot(g_t, tl.trans(v_n), input_precision=PRECISION, out_dtype=tl.float32)
-    if DROPOUT:
-        dp = tl.where(keep, dp * keep_scale, 0.0)
-    ds = (p * (dp - dl_r[:, None])).to(q_t.dtype)
-    dk_acc += tl.dot(tl.trans(ds), q_t, input_precision=PRECISION, out_dtype=tl.float32)
-    dq_t = 0
-    if DQ_ATOMIC:
-        dq_t = tl.dot(ds, k_n, input_precision=PRECISION, out_dtype=tl.float32)
-    return dk_acc, dv_acc, dq_t
 
 
 @triton.jit
