@@ -358,3 +358,17 @@ def test_cuda_driver_turns_the_scores_round_with_dropout_at_head_64():
     assert cuda_spec.attention_kv_natural(32, 4, True)
     assert not cuda_spec.attention_kv_natural(64, 2, False)
     assert not cuda_spec.attention_kv_natural(128, 2, True)
+
+
+def test_cuda_driver_adds_dq_atomically_with_dropout_or_long_head_64_sequences():
+    """The cuda driver's rule for the atomic dQ (measured on an H200,
+    backends/cuda/spec.py): with dropout at head 64, or at head 128 from 2048 queries;
+    without dropout only at head 64 from 4096 queries."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    assert cuda_spec.attention_dq_atomic(64, 2, True, 512)
+    assert cuda_spec.attention_dq_atomic(128, 2, True, 2048)
+    assert not cuda_spec.attention_dq_atomic(128, 2, True, 512)
+    assert cuda_spec.attention_dq_atomic(64, 2, False, 4096)
+    assert not cuda_spec.attention_dq_atomic(64, 2, False, 2048)
+    assert not cuda_spec.attention_dq_atomic(128, 2, False, 8192)

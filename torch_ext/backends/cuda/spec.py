@@ -356,7 +356,8 @@ def attention_dq_atomic(head: int, itemsize: int, dropout: bool, queries: int) -
     second pass over the scores, and no second regeneration of the dropout mask;
     nondeterministic, as CUDA's flash attention) rather than by its own kernel, for
     heads padded to `head` elements of `itemsize` bytes and `queries` query positions.
-    Only with dropout and rows of at most 128 bytes (bf16 head 64): tests_gpu/harness/attention_dq.py on an H200
+    With dropout at rows of at most 128 bytes (bf16 head 64), or without from 4096
+    queries on: tests_gpu/harness/attention_dq.py on an H200
     (session 20, bf16, causal), the backward with dropout at head 64 1.19x at 8 x 12 x
     2048 and 1.22x at 2 x 12 x 8192; at head 128 0.83-0.87x, and without dropout
     0.80-0.87x at either head. Session 25, with whole tiles added through a descriptor
@@ -365,10 +366,15 @@ def attention_dq_atomic(head: int, itemsize: int, dropout: bool, queries: int) -
     3.437 ms at 8 x 32 x 2048 and 11.45 against 12.42 at 2 x 32 x 8192; in the kernel
     suite (session 25, calls 3 and 4) 4.46 against 4.51 ms and 15.17 against 16.10, but
     0.493 against 0.456 at 8 x 32 x 512 (without dropout 2.39 against 2.28 and 7.84
-    against 8.11 in the harness: left separate, the deterministic way)."""
-    if not dropout:
-        return False
+    against 8.11 in the harness: left separate, the deterministic way). Session 31,
+    without dropout at head 64 (through the descriptor, with its loads): 0.866 against
+    0.915 ms at 4 x 12 x 4096, 1.551 against 1.724 at 2 x 12 x 8192, 2.860 against 3.355
+    at 1 x 12 x 16384, but 0.511 against 0.505 at 8 x 12 x 2048; at head 128 level (7.892
+    against 7.895 at 2 x 32 x 8192): atomic from 4096 queries on at rows of at most 128
+    bytes (`bench/results/NVIDIA_H200/kernels_s31/call6/`)."""
     row = head * itemsize
+    if not dropout:
+        return row <= 128 and queries >= 4096
     return row <= 128 or (row <= 256 and queries >= 2048)
 
 
