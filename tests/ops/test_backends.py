@@ -87,6 +87,16 @@ def test_attention_kernels_fit_hopper_shared_memory():
     )
 
 
+def test_gluon_attention_backward_prototype_compiles_for_hopper():
+    """The Gluon attention backward prototype (tests_gpu/harness/attention_gluon.py, timed
+    on an H200 in session 31, not in the product) still compiles for sm_90 with the
+    installed Triton: heads 64 and 128, bf16 and fp16, causal or not, within 227 KB of
+    shared memory and without spills."""
+    r = _harness("attention_gluon.py", GL_COMPILE_ONLY="1", GL_TILES="64x128w8s2")
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert r.stdout.count(" 0 B spilled") == 8, r.stdout
+
+
 def test_pointwise_weight_gradient_loads_are_pipelined():
     """The 1x1 weight gradient compiled for sm_90 without a GPU
     (tests_gpu/harness/pipeline_audit.py): NCHW 28x28 and 14x14 maps and channels_last
