@@ -105,6 +105,29 @@ ATOMIC_CASES = [
 ]
 
 
+def _grouped_case(dtype, causal, mask_kind, group, d, device):
+    """q (strided, as models lay it out), k, v with 2 key heads of `group` query heads
+    each, a mask, an output gradient g, our forward's (out, lse), and float64 reference
+    inputs whose .grad hold PyTorch's math SDPA gradients for g."""
+    hk = 2
+    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)
+    k = randn((2, hk, 45, d), dtype, device)
+    v = randn((2, hk, 45, d), dtype, device)
+    mask = attn_mask(mask_kind, hk * group, dtype, device)
+    refs = [to_ref(t).requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(
+        refs[0],
+        refs[1].repeat_interleave(group, 1),
+        refs[2].repeat_interleave(group, 1),
+        attn_mask=to_ref(mask),
+        is_causal=causal,
+    )
+    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
+    g = randn(ref.shape, dtype, device)
+    ref.backward(to_ref(g))
+    return q, k, v, mask, g, out, lse, refs
+
+
 @pytest.mark.parametrize("dtype,causal,mask_kind,group,d", ATOMIC_CASES)
 @pytest.mark.parametrize("grouped", [True, False])
 def test_dq_accumulated_atomically(
@@ -121,22 +144,9 @@ def test_dq_accumulated_atomically(
         attention_dq_atomic=True,
         attention_grouped_min_programs=0 if grouped else 1 << 30,
     )
-    hk = 2
-    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)  # strided, as models
-    k = randn((2, hk, 45, d), dtype, device)
-    v = randn((2, hk, 45, d), dtype, device)
-    mask = attn_mask(mask_kind, hk * group, dtype, device)
-    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
-    ref = F.scaled_dot_product_attention(
-        qr,
-        kr.repeat_interleave(group, 1),
-        vr.repeat_interleave(group, 1),
-        attn_mask=to_ref(mask),
-        is_causal=causal,
+    q, k, v, mask, g, out, lse, (qr, kr, vr) = _grouped_case(
+        dtype, causal, mask_kind, group, d, device
     )
-    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
-    g = randn(ref.shape, dtype, device)
-    ref.backward(to_ref(g))
     for deterministic in (False, True):
         torch.use_deterministic_algorithms(deterministic)
         try:
@@ -328,22 +338,9 @@ def test_dkdv_scores_either_way_round(
     gradients as float64 attention either way, with dQ separate or atomic, masks and
     grouped heads."""
     force_spec(monkeypatch, attention, attention_kv_natural=True, attention_dq_atomic=atomic)
-    hk = 2
-    q = randn((2, 37, hk * group, d), dtype, device).transpose(1, 2)
-    k = randn((2, hk, 45, d), dtype, device)
-    v = randn((2, hk, 45, d), dtype, device)
-    mask = attn_mask(mask_kind, hk * group, dtype, device)
-    qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
-    ref = F.scaled_dot_product_attention(
-        qr,
-        kr.repeat_interleave(group, 1),
-        vr.repeat_interleave(group, 1),
-        attn_mask=to_ref(mask),
-        is_causal=causal,
+    q, k, v, mask, g, out, lse, (qr, kr, vr) = _grouped_case(
+        dtype, causal, mask_kind, group, d, device
     )
-    out, lse = attention.flash_attention_fwd(q, k, v, mask, causal)
-    g = randn(ref.shape, dtype, device)
-    ref.backward(to_ref(g))
     dq, dk, dv = attention.flash_attention_bwd(g, q, k, v, out, lse, mask, causal)
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         assert_close(got, want.to(dtype), dtype, reduce_dim=16)

@@ -310,23 +310,6 @@ def hybrid_backward(q, k, v, out, do, lse, causal, scale=None, tiles=(64, 128, 8
 # Compile-only report (no GPU: GL_COMPILE_ONLY=1)
 
 
-def _registers(cubin):
-    """(registers per thread, spilled bytes) by cuobjdump, as smem_audit.py reads them."""
-    import re
-    import subprocess
-    import tempfile
-
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    if not os.path.exists(tool):
-        return 0, 0
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
-    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", text)
-    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
-
-
 def compile_report(tiles=None):
     """Compile the dK/dV kernel for sm_90 per (head, dtype, causal, tiles) on a compile-only
     driver; print registers, shared memory (limit 227 KB) and spills. Returns failures."""
@@ -345,7 +328,7 @@ def compile_report(tiles=None):
                         args, consts, _, _ = _launch_args(q, q, q, q, q, lse, causal, 0.1, cfg)
                         grid = (512 // cfg[1], 2)
                         c = _attn_bwd_dkdv.warmup(*args, **consts, num_warps=cfg[2], grid=grid)
-                        regs, spill = _registers(c.asm["cubin"])
+                        regs, spill = compile_only.registers(c.asm["cubin"])
                         over = " OVER" if c.metadata.shared > 232448 else ""
                         print(f"{name}: {regs} regs, {spill} B spilled, "
                               f"{c.metadata.shared / 1024:.1f} KB shared{over}", flush=True)  # fmt: skip

@@ -1,6 +1,7 @@
 """A Triton driver that compiles for sm_90 and launches nothing: Triton's compiler (and
 ptxas) run on a machine without a GPU. `use()` makes it Triton's active driver for the
-rest of the process (smem_audit.py; tests/runtime/test_warmup.py's subprocesses)."""
+rest of the process (smem_audit.py; tests/runtime/test_warmup.py's subprocesses);
+`registers(cubin)` reads a compiled kernel's registers and spills."""
 
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
@@ -22,3 +23,23 @@ class CompileOnly:
 
 def use():
     driver.set_active(CompileOnly())
+
+
+def registers(cubin):
+    """(registers per thread, bytes of local memory: spills) from cuobjdump, or (0, 0)."""
+    import os
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    if not os.path.exists(tool):
+        return 0, 0
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
+    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", text)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)

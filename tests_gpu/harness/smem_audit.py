@@ -45,31 +45,12 @@ cuda_spec._sm_count = lambda: 132  # an H100's multiprocessors (no device to ask
 rows = []
 
 
-def registers(cubin):
-    """(registers per thread, bytes of local memory: spills) from cuobjdump, or (0, 0)."""
-    import re
-    import subprocess
-    import tempfile
-
-    import triton
-
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    if not os.path.exists(tool):
-        return 0, 0
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
-    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", text)
-    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
-
-
 def recorder(case):
     def launch(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
         name = getattr(getattr(kernel, "fn", None), "__name__", str(kernel))
         compiled = kernel.warmup(*args, grid=grid, **kwargs)
         meta = compiled.metadata
-        regs = registers(compiled.asm["cubin"]) if AUDIT_REGISTERS else (0, 0)
+        regs = compile_only.registers(compiled.asm["cubin"]) if AUDIT_REGISTERS else (0, 0)
         rows.append((case, name, meta.num_stages, meta.shared, *regs))
 
     return launch
