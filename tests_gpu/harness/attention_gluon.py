@@ -310,9 +310,11 @@ def hybrid_backward(q, k, v, out, do, lse, causal, scale=None, tiles=(64, 128, 8
 # Compile-only report (no GPU: GL_COMPILE_ONLY=1)
 
 
-def compile_report(tiles=None):
-    """Compile the dK/dV kernel for sm_90 per (head, dtype, causal, tiles) on a compile-only
-    driver; print registers, shared memory (limit 227 KB) and spills. Returns failures."""
+def compile_report(tiles, tiles_by_head, compile_case):
+    """Compile a kernel for sm_90 per (head, dtype, causal, tiles) on a compile-only
+    driver (`compile_case(head, dtype, causal, cfg)` returns the compiled kernel); print
+    registers, shared memory (limit 227 KB), spills and whether ptxas serialized the
+    wgmma products (C7514). Returns the failures."""
     import compile_only
 
     compile_only.use()
@@ -320,23 +322,27 @@ def compile_report(tiles=None):
     for d in (64, 128):
         for dtype in (torch.bfloat16, torch.float16):
             for causal in (True, False):
-                for cfg in tiles or TILES[d]:
+                for cfg in tiles or tiles_by_head[d]:
                     name = f"head {d} {str(dtype)[6:]} causal {int(causal)} {_cfg_name(cfg)}"
-                    q = torch.empty(1, 2, 512, d, dtype=dtype)
-                    lse = torch.empty(1, 2, 512)
                     try:
-                        args, consts, _, _ = _launch_args(q, q, q, q, q, lse, causal, 0.1, cfg)
-                        grid = (512 // cfg[1], 2)
-                        c = _attn_bwd_dkdv.warmup(*args, **consts, num_warps=cfg[2], grid=grid)
+                        c = compile_case(d, dtype, causal, cfg)
                         regs, spill = compile_only.registers(c.asm["cubin"])
                         over = " OVER" if c.metadata.shared > 232448 else ""
+                        ser = "" if compile_only.wgmma_overlaps(c.asm["cubin"]) else " SERIALIZED"
                         print(f"{name}: {regs} regs, {spill} B spilled, "
-                              f"{c.metadata.shared / 1024:.1f} KB shared{over}", flush=True)  # fmt: skip
-                        failures += bool(over or spill)
+                              f"{c.metadata.shared / 1024:.1f} KB shared{over}{ser}", flush=True)  # fmt: skip
+                        failures += bool(over or spill or ser)
                     except Exception as e:  # noqa: BLE001 -- report and go on
                         failures += 1
                         print(f"{name}: FAILED {type(e).__name__}: {str(e)[:400]}", flush=True)
     return failures
+
+
+def _compile_case(d, dtype, causal, cfg):
+    """The dK/dV kernel compiled for one case (compile_report)."""
+    q = torch.empty(1, 2, 512, d, dtype=dtype)
+    args, consts, _, _ = _launch_args(q, q, q, q, q, torch.empty(1, 2, 512), causal, 0.1, cfg)
+    return _attn_bwd_dkdv.warmup(*args, **consts, num_warps=cfg[2], grid=(512 // cfg[1], 2))
 
 
 # ---------------------------------------------------------------------------------------
@@ -378,7 +384,8 @@ def _err(a, b):
 def main():
     tiles_env = os.environ.get("GL_TILES")
     if os.environ.get("GL_COMPILE_ONLY") == "1":
-        sys.exit(1 if compile_report(_parse_tiles(tiles_env) if tiles_env else None) else 0)
+        tiles = _parse_tiles(tiles_env) if tiles_env else None
+        sys.exit(1 if compile_report(tiles, TILES, _compile_case) else 0)
     import torch.nn.functional as F
 
     import attention_dq  # beside this file: bench() and the "separate" spec

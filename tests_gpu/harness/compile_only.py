@@ -25,10 +25,10 @@ def use():
     driver.set_active(CompileOnly())
 
 
-def registers(cubin):
-    """(registers per thread, bytes of local memory: spills) from cuobjdump, or (0, 0)."""
+def cuobjdump(cubin, flag):
+    """cuobjdump's output for a compiled kernel (`-res-usage`, `-sass`), or "" without
+    the tool (it ships with Triton)."""
     import os
-    import re
     import subprocess
     import tempfile
 
@@ -36,10 +36,24 @@ def registers(cubin):
 
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     if not os.path.exists(tool):
-        return 0, 0
+        return ""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
-    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", text)
+        return subprocess.run([tool, flag, f.name], capture_output=True, text=True).stdout
+
+
+def registers(cubin):
+    """(registers per thread, bytes of local memory: spills) from cuobjdump, or (0, 0)."""
+    import re
+
+    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", cuobjdump(cubin, "-res-usage"))
     return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+def wgmma_overlaps(cubin):
+    """Whether some wgmma wait leaves a product running: ptxas serializes every wgmma
+    (warning C7514) by turning each wait into `WARPGROUP.DEPBAR.LE gsb0, 0x0`."""
+    import re
+
+    return re.search(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x[1-9]", cuobjdump(cubin, "-sass")) is not None
