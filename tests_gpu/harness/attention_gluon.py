@@ -234,28 +234,35 @@ def _layouts(dt, bm, bn, d, warps):
     ), (shared([bm, d], dt), shared([bn, d], dt))
 
 
-def _launch_args(q, k, v, out, do, lse, causal, scale, tiles):
-    """(kernel arguments, constexprs, outputs (dq float32, dk, dv), delta) for `tiles`."""
-    B, H, L, D = q.shape
-    bm, bn, warps, stages = tiles
+def _check(what, q, k, v, bm, bn):
+    """NotImplementedError unless the prototypes take these inputs and tiles."""
+    L, D = q.shape[2:]
     if q.dtype not in GL_DTYPES or D not in (64, 128) or k.shape != q.shape or v.shape != q.shape:
-        raise NotImplementedError("attention_gluon: bf16/fp16, head 64/128, q, k, v alike")
+        raise NotImplementedError(f"{what}: bf16/fp16, head 64/128, q, k, v alike")
     if L % bm or L % bn:
-        raise NotImplementedError(f"attention_gluon: L {L} not a multiple of {bm}, {bn}")
-    dt = GL_DTYPES[q.dtype]
-    consts, (q_lay, k_lay) = _layouts(dt, bm, bn, D, warps)
+        raise NotImplementedError(f"{what}: L {L} not a multiple of {bm}, {bn}")
 
-    def desc(t, rows, lay):
-        flat = t.contiguous().view(B * H * L, D)  # a no-op when laid out (B, H, L, D)
-        return TensorDescriptor(flat, [B * H * L, D], [D, 1], [rows, D], lay)
 
-    dq = torch.empty(B, H, L, D, dtype=torch.float32, device=q.device)
-    dk, dv = torch.empty_like(q.contiguous()), torch.empty_like(q.contiguous())
-    delta = torch.empty(B, H, L, dtype=torch.float32, device=q.device)
-    args = (desc(q, bm, q_lay), desc(k, bn, k_lay), desc(v, bn, k_lay), desc(do, bm, q_lay),
-            lse.contiguous(), delta, dq, dk, dv, L, scale * LOG2E, scale)  # fmt: skip
+def _flat_desc(t, rows, layout):
+    """A TMA descriptor over (B, H, L, D) `t` seen as (B*H*L, D) rows, blocks of `rows`
+    (a copy first where t is not laid out (B, H, L, D))."""
+    B, H, L, D = t.shape
+    flat = t.contiguous().view(B * H * L, D)
+    return TensorDescriptor(flat, [B * H * L, D], [D, 1], [rows, D], layout)
+
+
+def _launch_args(q, k, v, do, lse, delta, dq, dk, dv, causal, scale, tiles):
+    """(kernel arguments, constexprs) of the dK/dV kernel for `tiles`, writing dk, dv and
+    adding into dq (float32) unless launched with DQ=False."""
+    L, D = q.shape[2:]
+    bm, bn, warps, stages = tiles
+    _check("attention_gluon", q, k, v, bm, bn)
+    consts, (q_lay, k_lay) = _layouts(GL_DTYPES[q.dtype], bm, bn, D, warps)
+    args = (_flat_desc(q, bm, q_lay), _flat_desc(k, bn, k_lay), _flat_desc(v, bn, k_lay),
+            _flat_desc(do, bm, q_lay), lse.contiguous(), delta, dq, dk, dv, L, scale * LOG2E,
+            scale)  # fmt: skip
     consts.update(CAUSAL=bool(causal), BLOCK_M=bm, BLOCK_N=bn, HEAD_D=D, STAGES=stages)
-    return args, consts, (dq, dk, dv), delta
+    return args, consts
 
 
 def gluon_attention_backward(q, k, v, out, do, lse, causal, scale=None, tiles=(64, 128, 8, 2)):
@@ -265,7 +272,10 @@ def gluon_attention_backward(q, k, v, out, do, lse, causal, scale=None, tiles=(6
 
     B, H, L, D = q.shape
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    args, consts, (dq, dk, dv), delta = _launch_args(q, k, v, out, do, lse, causal, scale, tiles)
+    dq = torch.empty(B, H, L, D, dtype=torch.float32, device=q.device)
+    dk, dv = torch.empty_like(q.contiguous()), torch.empty_like(q.contiguous())
+    delta = torch.empty(B, H, L, dtype=torch.float32, device=q.device)
+    args, consts = _launch_args(q, k, v, do, lse, delta, dq, dk, dv, causal, scale, tiles)
     # delta = rowsum(dO * O), and dq (float32) zeroed for the atomic adds
     _attn_bwd_delta_kernel[(triton.cdiv(L, 64), B * H)](
         out, do, delta, H, L, D, *out.stride(), *do.stride(), dq, D, *dq.stride(),
@@ -291,9 +301,9 @@ def hybrid_backward(q, k, v, out, do, lse, causal, scale=None, tiles=(64, 128, 8
             and kernel.fn.__name__ == "_attn_bwd_kernel"
             and not kw["FOR_DQ"]
         ):
-            dk, dv, sc = args[7], args[8], args[-5]
-            a, consts, _, delta = _launch_args(q, k, v, out, do, lse, causal, sc, tiles)
-            a = a[:5] + (args[5], a[6], dk, dv) + a[9:]
+            # the Triton backward's own delta, dq (unused: DQ=False), dk, dv and scale
+            delta, dq, dk, dv, sc = args[5], args[6], args[7], args[8], args[-5]
+            a, consts = _launch_args(q, k, v, do, lse, delta, dq, dk, dv, causal, sc, tiles)
             _attn_bwd_dkdv[(L // tiles[1], B * H)](*a, **consts, DQ=False, num_warps=tiles[2])
             return None
         return real(kernel, grid, *args, **kw)
@@ -341,7 +351,8 @@ def compile_report(tiles, tiles_by_head, compile_case):
 def _compile_case(d, dtype, causal, cfg):
     """The dK/dV kernel compiled for one case (compile_report)."""
     q = torch.empty(1, 2, 512, d, dtype=dtype)
-    args, consts, _, _ = _launch_args(q, q, q, q, q, torch.empty(1, 2, 512), causal, 0.1, cfg)
+    f32 = torch.empty(1, 2, 512, dtype=torch.float32)
+    args, consts = _launch_args(q, q, q, q, f32, f32, q.float(), q, q, causal, 0.1, cfg)
     return _attn_bwd_dkdv.warmup(*args, **consts, num_warps=cfg[2], grid=(512 // cfg[1], 2))
 
 
@@ -377,25 +388,53 @@ def _watchdog(seconds, what):
     return t
 
 
+def _settings(default_cases, tiles_by_head, compile_case):
+    """The GL_* environment (module docstring): with GL_COMPILE_ONLY=1 the compile report
+    (compile_report) and the process's exit; else (cases as (B, H, L, D), causal, dtype,
+    seconds a config may take, the tiles of head d as a function of d)."""
+    tiles_env = os.environ.get("GL_TILES")
+    tiles = _parse_tiles(tiles_env) if tiles_env else None
+    if os.environ.get("GL_COMPILE_ONLY") == "1":
+        sys.exit(1 if compile_report(tiles, tiles_by_head, compile_case) else 0)
+    wanted = os.environ.get("GL_CASES", default_cases)
+    return (
+        [tuple(map(int, c.split("x"))) for c in wanted.split(",")],
+        os.environ.get("GL_CAUSAL", "1") != "0",
+        getattr(torch, os.environ.get("GL_DTYPE", "bfloat16")),
+        float(os.environ.get("GL_TIMEOUT", "120")),
+        lambda d: tiles or tiles_by_head[d],
+    )
+
+
+def _each_config(case, configs, timeout, run):
+    """run(name, cfg) per tile configuration (compile, check, time), each under a
+    watchdog; a configuration's failure is printed and the next one tried."""
+    for cfg in configs:
+        name = _cfg_name(cfg)
+        dog = _watchdog(timeout, f"{case}: gluon {name}")
+        try:
+            run(name, cfg)
+        except Exception as e:  # noqa: BLE001 -- one config's failure: report, go on
+            print(f"  gluon {name}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+            with contextlib.suppress(Exception):  # a device fault raises here again
+                torch.cuda.synchronize()
+        dog.cancel()
+
+
 def _err(a, b):
     return (a.float() - b.float()).abs().max().item()
 
 
 def main():
-    tiles_env = os.environ.get("GL_TILES")
-    if os.environ.get("GL_COMPILE_ONLY") == "1":
-        tiles = _parse_tiles(tiles_env) if tiles_env else None
-        sys.exit(1 if compile_report(tiles, TILES, _compile_case) else 0)
+    cases, causal, dtype, timeout, configs = _settings(
+        "8x32x2048x128,8x12x2048x64,2x32x8192x128", TILES, _compile_case
+    )
     import torch.nn.functional as F
 
     import attention_dq  # beside this file: bench() and the "separate" spec
     from torch_ext.ops import attention
 
-    wanted = os.environ.get("GL_CASES", "8x32x2048x128,8x12x2048x64,2x32x8192x128")
-    causal = os.environ.get("GL_CAUSAL", "1") != "0"
-    dtype = getattr(torch, os.environ.get("GL_DTYPE", "bfloat16"))
-    timeout = float(os.environ.get("GL_TIMEOUT", "120"))
-    for B, H, L, D in (tuple(map(int, c.split("x"))) for c in wanted.split(",")):
+    for B, H, L, D in cases:
         case = f"B{B} H{H} L{L} D{D} {str(dtype)[6:]} causal {int(causal)}"
         dog = _watchdog(timeout, f"{case}: references")
         q, k, v, g = (torch.randn(B, H, L, D, device=DEV, dtype=dtype) for _ in range(4))
@@ -427,39 +466,32 @@ def main():
             f"({tf(t_torch):.0f} TFLOP/s); triton vs torch max|d|: {tri_err}",
             flush=True,
         )
-        for cfg in _parse_tiles(tiles_env) if tiles_env else TILES[D]:
-            name = _cfg_name(cfg)
-            dog = _watchdog(timeout, f"{case}: gluon {name}")  # compile, check, time
-            try:
-                got = gluon_attention_backward(q, k, v, out, g, lse, causal, None, cfg)
-                torch.cuda.synchronize()
-                e_ref = ", ".join(f"d{n} {_err(a, b):.2e}" for n, a, b in zip("qkv", got, ref))
-                e_tri = ", ".join(f"d{n} {_err(a, b):.2e}" for n, a, b in zip("qkv", got, ours))
-                t = attention_dq.bench(
-                    lambda: gluon_attention_backward(q, k, v, out, g, lse, causal, None, cfg)
-                )
-                print(
-                    f"  gluon {name}: {t:.3f} ms ({tf(t):.0f} TFLOP/s, {t_ours / t:.2f}x "
-                    f"triton, {t_torch / t:.2f}x torch); vs torch {e_ref}; vs triton {e_tri}",
-                    flush=True,
-                )
-                hy = hybrid_backward(q, k, v, out, g, lse, causal, None, cfg)
-                torch.cuda.synchronize()
-                e_hy = ", ".join(f"d{n} {_err(a, b):.2e}" for n, a, b in zip("qkv", hy, ours))
-                t = attention_dq.bench(
-                    lambda: hybrid_backward(q, k, v, out, g, lse, causal, None, cfg)
-                )
-                print(
-                    f"  hybrid (gluon dK/dV, triton dQ) {name}: {t:.3f} ms ({tf(t):.0f} "
-                    f"TFLOP/s, {t_ours / t:.2f}x triton, {t_torch / t:.2f}x torch); vs triton "
-                    f"{e_hy}",
-                    flush=True,
-                )
-            except Exception as e:  # noqa: BLE001 -- one config's failure: report, go on
-                print(f"  gluon {name}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
-                with contextlib.suppress(Exception):  # a device fault raises here again
-                    torch.cuda.synchronize()
-            dog.cancel()
+
+        def run(name, cfg):
+            got = gluon_attention_backward(q, k, v, out, g, lse, causal, None, cfg)
+            torch.cuda.synchronize()
+            e_ref = ", ".join(f"d{n} {_err(a, b):.2e}" for n, a, b in zip("qkv", got, ref))
+            e_tri = ", ".join(f"d{n} {_err(a, b):.2e}" for n, a, b in zip("qkv", got, ours))
+            t = attention_dq.bench(
+                lambda: gluon_attention_backward(q, k, v, out, g, lse, causal, None, cfg)
+            )
+            print(
+                f"  gluon {name}: {t:.3f} ms ({tf(t):.0f} TFLOP/s, {t_ours / t:.2f}x "
+                f"triton, {t_torch / t:.2f}x torch); vs torch {e_ref}; vs triton {e_tri}",
+                flush=True,
+            )
+            hy = hybrid_backward(q, k, v, out, g, lse, causal, None, cfg)
+            torch.cuda.synchronize()
+            e_hy = ", ".join(f"d{n} {_err(a, b):.2e}" for n, a, b in zip("qkv", hy, ours))
+            t = attention_dq.bench(lambda: hybrid_backward(q, k, v, out, g, lse, causal, None, cfg))
+            print(
+                f"  hybrid (gluon dK/dV, triton dQ) {name}: {t:.3f} ms ({tf(t):.0f} "
+                f"TFLOP/s, {t_ours / t:.2f}x triton, {t_torch / t:.2f}x torch); vs triton "
+                f"{e_hy}",
+                flush=True,
+            )
+
+        _each_config(case, configs(D), timeout, run)
 
 
 if __name__ == "__main__":

@@ -38,10 +38,7 @@ Gluon kernels do not run under Triton's interpreter (cuda only).
                                     for sm_90 and print registers, shared memory, spills
 """
 
-import contextlib
 import math
-import os
-import sys
 
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
@@ -53,17 +50,17 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
     warpgroup_mma,
     warpgroup_mma_wait,
 )
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
 from attention_gluon import (  # noqa: E402  (beside this file: shims, layouts, harness)
     GL_DTYPES,
     LOG2E,
-    _cfg_name,
+    _check,
     _cta_barrier,
+    _each_config,
     _err,
-    compile_report,
+    _flat_desc,
     _mma_layout,
-    _parse_tiles,
+    _settings,
     _tma_load,
     _warps_per_cta,
     _watchdog,
@@ -216,20 +213,15 @@ def _launch_args(q, k, v, causal, scale, tiles):
     """(kernel arguments, constexprs, (out, lse)) for `tiles`."""
     B, H, L, D = q.shape
     bm, bn, warps, stages = tiles
-    if q.dtype not in GL_DTYPES or D not in (64, 128) or k.shape != q.shape or v.shape != q.shape:
-        raise NotImplementedError("attention_gluon_fwd: bf16/fp16, head 64/128, q, k, v alike")
-    if L % bm or L % bn:
-        raise NotImplementedError(f"attention_gluon_fwd: L {L} not a multiple of {bm}, {bn}")
+    _check("attention_gluon_fwd", q, k, v, bm, bn)
     if stages < 2 or scale <= 0:  # S_{j+1}'s keys beside S_j's; the row max taken scaled
         raise NotImplementedError("attention_gluon_fwd: stages >= 2 and scale > 0 only")
     if _warps_per_cta(bm, warps)[1] != 1:
         raise ValueError(f"BLOCK_M {bm} too small for {warps} warps (register operands)")
     dt = GL_DTYPES[q.dtype]
-    shared = gl.NVMMASharedLayout.get_default_for
 
     def desc(t, rows):
-        flat = t.contiguous().view(B * H * L, D)  # a no-op when laid out (B, H, L, D)
-        return TensorDescriptor(flat, [B * H * L, D], [D, 1], [rows, D], shared([rows, D], dt))
+        return _flat_desc(t, rows, gl.NVMMASharedLayout.get_default_for([rows, D], dt))
 
     out = torch.empty(B, H, L, D, dtype=q.dtype, device=q.device)
     lse = torch.empty(B, H, L, dtype=torch.float32, device=q.device)
@@ -265,20 +257,13 @@ def _compile_case(d, dtype, causal, cfg):
 
 
 def main():
-    tiles_env = os.environ.get("GL_TILES")
-    if os.environ.get("GL_COMPILE_ONLY") == "1":
-        tiles = _parse_tiles(tiles_env) if tiles_env else None
-        sys.exit(1 if compile_report(tiles, TILES, _compile_case) else 0)
+    cases, causal, dtype, timeout, configs = _settings(DEFAULT_CASES, TILES, _compile_case)
     import torch.nn.functional as F
 
     import attention_dq  # beside this file: bench()
     from torch_ext.ops import attention
 
-    wanted = os.environ.get("GL_CASES", DEFAULT_CASES)
-    causal = os.environ.get("GL_CAUSAL", "1") != "0"
-    dtype = getattr(torch, os.environ.get("GL_DTYPE", "bfloat16"))
-    timeout = float(os.environ.get("GL_TIMEOUT", "120"))
-    for B, H, L, D in (tuple(map(int, c.split("x"))) for c in wanted.split(",")):
+    for B, H, L, D in cases:
         case = f"B{B} H{H} L{L} D{D} {str(dtype)[6:]} causal {int(causal)}"
         dog = _watchdog(timeout, f"{case}: references")
         q, k, v = (torch.randn(B, H, L, D, device=DEV, dtype=dtype) for _ in range(3))
@@ -298,25 +283,20 @@ def main():
             f"{_err(out, ref):.2e}",
             flush=True,
         )
-        for cfg in _parse_tiles(tiles_env) if tiles_env else TILES[D]:
-            name = _cfg_name(cfg)
-            dog = _watchdog(timeout, f"{case}: gluon {name}")  # compile, check, time
-            try:
-                got, got_lse = gluon_attention_forward(q, k, v, causal, None, cfg)
-                torch.cuda.synchronize()
-                errs = (f"vs triton out {_err(got, out):.2e}, lse {_err(got_lse, lse):.2e}; "
-                        f"vs torch out {_err(got, ref):.2e}")  # fmt: skip
-                t = attention_dq.bench(lambda: gluon_attention_forward(q, k, v, causal, None, cfg))
-                print(
-                    f"  gluon {name}: {t:.3f} ms ({tf(t):.0f} TFLOP/s, {t_ours / t:.2f}x "
-                    f"triton, {t_torch / t:.2f}x torch); {errs}",
-                    flush=True,
-                )
-            except Exception as e:  # noqa: BLE001 -- one config's failure: report, go on
-                print(f"  gluon {name}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
-                with contextlib.suppress(Exception):  # a device fault raises here again
-                    torch.cuda.synchronize()
-            dog.cancel()
+
+        def run(name, cfg):
+            got, got_lse = gluon_attention_forward(q, k, v, causal, None, cfg)
+            torch.cuda.synchronize()
+            errs = (f"vs triton out {_err(got, out):.2e}, lse {_err(got_lse, lse):.2e}; "
+                    f"vs torch out {_err(got, ref):.2e}")  # fmt: skip
+            t = attention_dq.bench(lambda: gluon_attention_forward(q, k, v, causal, None, cfg))
+            print(
+                f"  gluon {name}: {t:.3f} ms ({tf(t):.0f} TFLOP/s, {t_ours / t:.2f}x "
+                f"triton, {t_torch / t:.2f}x torch); {errs}",
+                flush=True,
+            )
+
+        _each_config(case, configs(D), timeout, run)
 
 
 if __name__ == "__main__":
