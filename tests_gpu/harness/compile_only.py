@@ -1,7 +1,9 @@
 """A Triton driver that compiles for sm_90 and launches nothing: Triton's compiler (and
 ptxas) run on a machine without a GPU. `use()` makes it Triton's active driver for the
 rest of the process (smem_audit.py; tests/runtime/test_warmup.py's subprocesses);
-`registers(cubin)` reads a compiled kernel's registers and spills."""
+`registers(cubin)` reads a compiled kernel's registers and spills and
+`wgmma_overlaps(cubin)` whether ptxas kept its tensor-core products asynchronous, both
+through `cuobjdump` (attention_gluon*.py, smem_audit.py)."""
 
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
