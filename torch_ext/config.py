@@ -178,6 +178,21 @@ VARIABLES: tuple[Variable, ...] = (
         _bool,
     ),
     Variable(
+        "TORCH_EXT_ATTENTION_DROPOUT_MASK",
+        "run",
+        "choice",
+        "auto",
+        "`auto`",
+        "the fused attention's dropout mask: the forward keeps it as bits (a bit a "
+        "query-key pair) for the backward, which reads them instead of drawing its Philox "
+        "numbers again, under `auto` where the bits take no more memory than q, k, v and "
+        "out (keys <= 32 x head size x element size: 4096 keys at bf16 head 64), under "
+        "`keep` always; `regenerate`: the backward draws the mask again (no memory "
+        "but the draw's); the mask is the same either way",
+        ("torch_ext/ops/attention.py",),
+        _choice("auto", "keep", "regenerate"),
+    ),
+    Variable(
         "TORCH_EXT_AUTOTUNE",
         "run",
         "choice",

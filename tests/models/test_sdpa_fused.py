@@ -124,7 +124,7 @@ def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, natu
 
     force_spec(monkeypatch, attention, attention_dq_atomic=dq_atomic, attention_kv_natural=natural)
     p = 0.3
-    q, k, v = qkv(hq=4, hk=hk, lq=21, lk=29)
+    q, k, v = qkv(hq=4, hk=hk, lq=21, lk=45)  # 45 keys: the backward reads the kept bits
     torch.manual_seed(7)
     masks = []
     for _ in range(3):  # recorded, then replayed by launch plans with each call's draw
@@ -135,23 +135,23 @@ def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, natu
         out, seed, offset = res[0], int(res[6].item()), int(res[7].item())
         g = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
         out.backward(g.to(DEV))
-        keep = _mask(seed, offset, (2, 4, 21, 29), p)
+        keep = _mask(seed, offset, (2, 4, 21, 45), p)
         ref = [t.double().requires_grad_() for t in (q, k, v)]
         kk, vv = (t.repeat_interleave(4 // hk, 1) for t in ref[1:])
         s = ref[0] @ kk.transpose(-1, -2) / 4.0  # scale 1/sqrt(16)
         if causal:
-            s = s.masked_fill(torch.ones(21, 29, dtype=torch.bool).triu(1), float("-inf"))
+            s = s.masked_fill(torch.ones(21, 45, dtype=torch.bool).triu(1), float("-inf"))
         expected = (torch.softmax(s, -1) * keep / (1 - p)) @ vv
         expected.backward(g.double())
         got = out.detach().cpu().double()
         torch.testing.assert_close(got, expected.detach(), atol=2e-5, rtol=1e-4)
         for a, b in zip(dev, ref):
             torch.testing.assert_close(a.grad.cpu().double(), b.grad, atol=5e-5, rtol=1e-4)
-        kept = keep.float().mean().item()  # 17,000 Philox numbers
+        kept = keep.float().mean().item()  # 30,000 Philox numbers
         assert abs(kept - (1 - p)) < 0.02, kept
         # each of a counter's eight 16-bit numbers: query row r // 8 % 2, key k // 8 % 2,
         # its half k % 2 (_dropout_keep)
-        rows, keys = torch.arange(21) // 8 % 2, torch.arange(29)
+        rows, keys = torch.arange(21) // 8 % 2, torch.arange(45)
         for number in range(8):
             sel = (rows[:, None] * 4 + (keys // 8 % 2 * 2 + keys % 2)[None, :]) == number
             kept = keep[..., sel].float().mean().item()
@@ -160,7 +160,7 @@ def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, natu
         # apart, agree as often as independent ones would (p^2 + (1 - p)^2 = 0.58)
         agree = p * p + (1 - p) ** 2
         for a, b in (
-            (keep[..., 0:28:2], keep[..., 1:29:2]),
+            (keep[..., 0:44:2], keep[..., 1:45:2]),
             (keep[..., 0:8, :], keep[..., 8:16, :]),
         ):
             assert abs((a == b).float().mean().item() - agree) < 0.05
@@ -180,3 +180,56 @@ def test_dropout_through_sdpa_reproduces_under_manual_seed():
     # p = 1 drops everything (as torch: zeros, not NaN)
     zero = F.scaled_dot_product_attention(q, k, v, dropout_p=1.0).cpu()
     assert torch.equal(zero, torch.zeros_like(zero))
+
+
+def _dropout_run(mode, causal, monkeypatch, lk=45, corrupt=False):
+    """Three SDPA calls with dropout under one seed (recorded, then replayed by launch
+    plans) under TORCH_EXT_ATTENTION_DROPOUT_MASK=`mode`: (out, dq, dk, dv, bytes of the
+    offset tensor's storage) each; `corrupt` zeroes the kept bits between forward and
+    backward (every score dropped)."""
+    from torch_ext import _C
+
+    monkeypatch.setenv("TORCH_EXT_ATTENTION_DROPOUT_MASK", mode)
+    _C._plan_clear()  # plans recorded under the other mode would replay
+    dev = [t.to(DEV).requires_grad_() for t in qkv(hq=4, hk=2, lq=21, lk=lk)]
+    runs = []
+    for _ in range(3):
+        torch.manual_seed(5)
+        for t in dev:
+            t.grad = None
+        res = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+            *dev, None, 0.3, causal, False
+        )
+        room = res[7].untyped_storage().nbytes()
+        if corrupt:
+            res[7].data.as_strided((room // 8,), (1,), 0)[2:].zero_()  # not versioned
+        res[0].backward(torch.ones_like(res[0]))
+        runs.append([res[0].detach().cpu()] + [t.grad.cpu() for t in dev] + [room])
+    return runs
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_dropout_mask_kept_as_bits_or_drawn_again_is_the_same(causal, monkeypatch):
+    # the forward keeps its mask as bits where they fit (TORCH_EXT_ATTENTION_DROPOUT_MASK):
+    # a word per query row and 32 keys behind the offset it wrote; the backward reads
+    # them instead of drawing again: the same output and gradients, bit for bit
+    drawn = _dropout_run("regenerate", causal, monkeypatch)
+    kept = _dropout_run("keep", causal, monkeypatch)
+    auto = _dropout_run("auto", causal, monkeypatch)  # 2 words a row <= 16 x 4 bytes: kept
+    for a, b, c in zip(drawn, kept, auto):
+        assert all(torch.equal(x, y) and torch.equal(x, z) for x, y, z in zip(a[:4], b[:4], c[:4]))
+        assert a[4] == 8 and b[4] == c[4] == 16 + 2 * 4 * 21 * 2 * 4  # offset; + bits
+    short = _dropout_run("keep", causal, monkeypatch, lk=29)  # under 32 keys: drawn
+    assert short[0][4] == 8
+
+
+def test_backward_reads_the_kept_bits(monkeypatch):
+    # zeroing the kept bits drops every score in the backward (the forward kept others):
+    # dv vanishes (dP too; dq and dk keep the softmax's -P * delta share), so the
+    # gradients come from the bits, not from a second draw
+    kept = _dropout_run("keep", True, monkeypatch)
+    for run, clean in zip(_dropout_run("keep", True, monkeypatch, corrupt=True), kept):
+        out, dq, dk, dv, room = run
+        assert room > 8 and torch.equal(out, clean[0]) and out.abs().sum() > 0
+        assert torch.equal(dv, torch.zeros_like(dv)) and clean[3].abs().sum() > 0
+        assert not torch.equal(dk, clean[2])

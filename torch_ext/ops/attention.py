@@ -24,7 +24,9 @@ from ._common import contiguous
 from ._symbolic import expand_strides, numel, sizes, strides
 from ._declare import kernel
 from .random import philox_draw
+from .attention_common import BITS_AT, DRAW, DRAW_KEEP, KEPT
 from .attention_kernels import _attn_fwd_kernel, _attn_bwd_delta_kernel, _attn_bwd_kernel
+from .. import config
 from .copy import copy_kernel
 from .matmul_tma import ensure_allocator
 
@@ -131,6 +133,32 @@ def _descriptors(kind, head, dq_atomic, *ts):
     return True
 
 
+def keeps_mask_bits(q, Lq, Lk, D, DV):
+    """Whether a forward with dropout keeps its mask as bits for the backward
+    (TORCH_EXT_ATTENTION_DROPOUT_MASK; `auto`: where the bits, Lk / 8 bytes a query row,
+    take at most as many as the rows of q, k, v and out together, 4 x D x element size),
+    which then reads them instead of drawing Philox numbers
+    again in each of its kernels. The forward's key tiles must be 32 keys or more (a word
+    of bits each): Lk >= 32 and tiles of 32 or more. The backward asks the same question
+    of the same sizes (sdpa_overrideable_backward)."""
+    mode = config.get("TORCH_EXT_ATTENTION_DROPOUT_MASK")
+    if mode == "regenerate" or Lk < 32:
+        return False
+    bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
+    tiles = spec("attention_tiles", max(bd, bdv), q.element_size())
+    bm, bn, *stages = tiles or (64, 64, None, None, None)
+    _, fwd_n, _ = _kernel_tiles("fwd", q, Lq, Lk, bm, max(16, pow2_at_most(Lk, bn)), None, bd, bdv)
+    if fwd_n < 32:
+        return False
+    return mode == "keep" or (Lk + 31) // 32 <= D * q.element_size()
+
+
+def _bits_bytes(B, H, Lq, Lk):
+    """Bytes of the kept mask's buffer: the draw's offset, then a 32-bit word per query
+    row and 32 keys (attention_common._keep)."""
+    return BITS_AT.value * 4 + B * H * Lq * ((Lk + 31) // 32) * 4
+
+
 def _dropout_args(dropout, dummy):
     """The kernels' (seed, offset, p, 1 / (1 - p)) arguments and the DROPOUT flag.
     dropout: (p, seed, offset), ints for the forward, the 0-dim int64 tensors it
@@ -142,10 +170,13 @@ def _dropout_args(dropout, dummy):
 
 
 def flash_attention_fwd(
-    q, k, v, attn_mask=None, is_causal=False, scale=None, dropout=None, philox=None, draw=None
-):
+    q, k, v, attn_mask=None, is_causal=False, scale=None, dropout=None, philox=None, draw=None,
+    bits=None,
+):  # fmt: skip
     """(out, lse); with dropout (p, seed, offset) the kernel also writes seed and
-    offset into `draw`, two 0-dim int64 device tensors, for the backward."""
+    offset into `draw`, two 0-dim int64 device tensors, for the backward, and with
+    `bits` (a buffer of _bits_bytes, where keeps_mask_bits) the mask from its
+    BITS_AT-th 32-bit word on."""
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv,
      stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
     out = _empty_in_layout(q, (B, H, Lq, DV))
@@ -155,6 +186,9 @@ def flash_attention_fwd(
     drop_args, has_dropout = _dropout_args(dropout, None)
     draw = draw if draw is not None else (lse, lse)
     bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
+    mode = (DRAW_KEEP if bits is not None else DRAW) if has_dropout else 0
+    if bits is not None and bn < 32:
+        raise RuntimeError("torch_ext: the attention forward keeps dropout bits on 32-key tiles")
     desc = _descriptors("fwd", max(bd, bdv), False, k, v)
     if desc:
         ensure_allocator(q.device)
@@ -181,13 +215,14 @@ def flash_attention_fwd(
         scale,
         *drop_args,
         *draw,
+        bits if bits is not None else lse,
         philox=philox,
         CAUSAL=bool(is_causal),
         HAS_MASK=attn_mask is not None,
         BOOL_MASK=bool_mask,
         UPCAST=upcast,
         PRECISION=precision,
-        DROPOUT=has_dropout,
+        DROPOUT=mode,
         DESC=desc,
         BLOCK_M=bm,
         BLOCK_N=bn,
@@ -199,8 +234,12 @@ def flash_attention_fwd(
 
 
 def flash_attention_bwd(
-    grad_out, q, k, v, out, lse, attn_mask=None, is_causal=False, scale=None, dropout=None
-):
+    grad_out, q, k, v, out, lse, attn_mask=None, is_causal=False, scale=None, dropout=None,
+    bits=None,
+):  # fmt: skip
+    """(dq, dk, dv); dropout (p, seed, offset): the forward's draw, as the 0-dim device
+    tensors it wrote; `bits`: the buffer where it kept the mask (flash_attention_fwd),
+    read instead of drawing again."""
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv,
      stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
     # Gradients in their inputs' layouts, as PyTorch's attention backward gives them.
@@ -210,8 +249,11 @@ def flash_attention_bwd(
     # attention), added atomically in float32 by the dK/dV kernel (no second pass over
     # the scores); into dq itself when float32, else into a buffer copied after.
     drop_args, has_dropout = _dropout_args(dropout, lse)
+    kept = has_dropout and bits is not None
+    # the kernels' choices where the mask is drawn (kept bits cost a load, as no dropout)
+    draws = has_dropout and not kept
     atomic = not torch.are_deterministic_algorithms_enabled() and bool(
-        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), has_dropout, Lq)
+        spec("attention_dq_atomic", max(bd, bdv), q.element_size(), draws, Lq)
     )
     # Grouped heads (G query heads per key head): a dK/dV program loops over its key
     # head's G query heads and stores their sum, with no per-query-head copy of dk/dv,
@@ -220,6 +262,9 @@ def flash_attention_bwd(
     # bytes of temporaries).
     kv_m, kv_n, kv_opts = _kernel_tiles("dkdv", q, Lq, Lk, bm, bn, stages[1], bd, bdv, atomic)
     q_m, q_n, q_opts = _kernel_tiles("dq", q, Lq, Lk, bm, bn, stages[2], bd, bdv)
+    # a word of bits covers 32 keys: narrower key tiles draw (the same mask)
+    kv_mode = KEPT if kept and kv_n >= 32 else DRAW if has_dropout else 0
+    q_mode = KEPT if kept and q_n >= 32 else DRAW if has_dropout else 0
     grouped = G > 1 and cdiv(Lk, kv_n) * B * (H // G) >= (
         spec("attention_grouped_min_programs") or 0
     )
@@ -267,7 +312,6 @@ def flash_attention_bwd(
         BOOL_MASK=bool_mask,
         UPCAST=upcast,
         PRECISION=precision,
-        DROPOUT=has_dropout,
         DESC=desc,
         BLOCK_D=bd,
         BLOCK_DV=bdv,
@@ -298,17 +342,20 @@ def flash_attention_bwd(
         *strides(dk_h),
         *strides(dv_h),
         scale,
-        *drop_args,
+        *drop_args[:2],
+        bits if kept else lse,
+        *drop_args[2:],
     )
     kv_grid = (cdiv(Lk, kv_n), B * (H // G) if grouped else B * H)
     # the dK/dV kernel's scores as keys x queries, or as the forward's (the driver's choice)
-    natural = bool(spec("attention_kv_natural", max(bd, bdv), q.element_size(), has_dropout))
+    natural = bool(spec("attention_kv_natural", max(bd, bdv), q.element_size(), draws))
     launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, DQ_ATOMIC=atomic,
-           DQ_TMA=tma, NATURAL=natural, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
+           DQ_TMA=tma, NATURAL=natural, DROPOUT=kv_mode, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n,
+           **kv_opts)  # fmt: skip
     if not atomic:
         launch(_attn_bwd_kernel, (cdiv(Lq, q_m), B * H), *common, FOR_DQ=True, GROUPED=False,
-               DQ_ATOMIC=False, DQ_TMA=False, NATURAL=False, **flags, BLOCK_M=q_m, BLOCK_N=q_n,
-               **q_opts)  # fmt: skip
+               DQ_ATOMIC=False, DQ_TMA=False, NATURAL=False, DROPOUT=q_mode, **flags,
+               BLOCK_M=q_m, BLOCK_N=q_n, **q_opts)  # fmt: skip
     elif dq_acc is not dq:
         copy_kernel((dq,), (dq_acc,))
     if separate:
@@ -354,8 +401,25 @@ def sdpa_overrideable(
         count = _symbolic.plain(B * H * ((Lq + 15) // 16 * 16) * ((Lk + 15) // 16 * 16))
         seed, offset, marks = philox_draw(None, query.device, count)
         draw = [torch.empty((), dtype=torch.int64, device=query.device) for _ in range(2)]
+        bits = None
+        D, DV = sizes(query)[3], sizes(value)[3]
+        if keeps_mask_bits(query, Lq, Lk, D, DV):
+            # the mask's bits behind the offset, in one buffer: the backward gets the
+            # offset tensor, and with it the bits
+            bits = _symbolic.empty(((_bits_bytes(B, H, Lq, Lk) + 7) // 8,), torch.int64,
+                                   query.device)  # fmt: skip
+            draw[1] = bits[0]
         out, lse = flash_attention_fwd(
-            query, key, value, attn_bias, is_causal, scale, (dropout_p, seed, offset), marks, draw
+            query,
+            key,
+            value,
+            attn_bias,
+            is_causal,
+            scale,
+            (dropout_p, seed, offset),
+            marks,
+            draw,
+            bits,
         )
         return out, lse, none, none, Lq, Lk, draw[0], draw[1], none
     out, lse = flash_attention_fwd(query, key, value, attn_bias, is_causal, scale)
@@ -386,10 +450,17 @@ def sdpa_overrideable_backward(
     if grad_input_mask[3]:
         raise NotImplementedError("torch_ext: no gradient for attn_mask in the fused kernel")
     attn_bias = attn_bias if attn_bias is not None and attn_bias.numel() else None
-    dropout = None
+    dropout = bits = None
     if dropout_p != 0.0:  # the forward's draw, read by the kernels from device memory
         seed, offset = (t.to(query.device, torch.int64) for t in (philox_seed, philox_offset))
         dropout = (dropout_p, seed, offset)
+        B, H, Lq, D = sizes(query)
+        Lk, DV = sizes(key)[2], sizes(value)[3]
+        # the forward's bits, where it kept them (the same question of the same sizes),
+        # behind the offset it wrote; a foreign offset tensor (too small) has none
+        room = offset.untyped_storage().nbytes() - offset.storage_offset() * 8
+        if keeps_mask_bits(query, Lq, Lk, D, DV) and room >= int.__int__(_bits_bytes(B, H, Lq, Lk)):
+            bits = offset
     # The kernels read grad_out by its strides: a gradient that arrives through the
     # model's transpose of the heads (B, L, H, D memory, as q's) is read in place, as
     # PyTorch's flash backward reads it; only rows that are not contiguous are copied.
@@ -406,5 +477,6 @@ def sdpa_overrideable_backward(
         is_causal,
         scale,
         dropout,
+        bits,
     )
     return dq, dk, dv, None

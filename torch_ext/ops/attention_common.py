@@ -74,6 +74,53 @@ def _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM: tl.constexpr,
     return half >= threshold
 
 
+# DROPOUT modes of the attention kernels: no dropout, the mask drawn from Philox, drawn
+# and kept as bits (the forward), read from those bits (the backward's kernels).
+DRAW = tl.constexpr(1)
+DRAW_KEEP = tl.constexpr(2)
+KEPT = tl.constexpr(3)
+# The kept mask's words start this many int32s into the `bits` buffer, behind the draw's
+# 64-bit offset (ops/attention.py keeps both in one buffer: the backward gets it whole).
+BITS_AT = tl.constexpr(4)
+
+
+@triton.jit
+def _bit_words(bits, m0, c0, Lk, BM: tl.constexpr, BN: tl.constexpr):
+    """(first word, words a row, rows, the tile's word columns, bit numbers) of the kept
+    mask's tile at (m0, c0) (_keep)."""
+    words = bits.to(tl.pointer_type(tl.int32)) + BITS_AT
+    return (words, (Lk + 31) // 32, m0 + tl.arange(0, BM), c0 // 32 + tl.arange(0, BN // 32),
+            tl.arange(0, 32))  # fmt: skip
+
+
+@triton.jit
+def _keep(seed, offset, bits, bh, m0, c0, Lq, Lk, p_drop, MODE: tl.constexpr,
+          BM: tl.constexpr, BN: tl.constexpr, TRANS: tl.constexpr = False):  # fmt: skip
+    """_dropout_keep's tile, drawn (DRAW; DRAW_KEEP also stores it as bits) or read from
+    the bits a forward kept (KEPT). The bits: one 32-bit word per query row and 32 keys,
+    key c at bit c % 32 of word c // 32 of its row, rows (batch*head, query) in order;
+    BN a multiple of 32, c0 of BN. A tile reads BM x BN / 32 words where its Philox
+    draw costs ten rounds per 8 scores (twice over in the transposed dK/dV tile)."""
+    if MODE == KEPT:
+        words, W, i, w, sh = _bit_words(bits, m0, c0, Lk, BM, BN)
+        if TRANS:
+            wt = tl.load(words + (bh * Lq + i)[None, :] * W + w[:, None],
+                         mask=(i < Lq)[None, :] & (w < W)[:, None], other=0)  # fmt: skip
+            b3 = (tl.broadcast_to(wt[:, None, :], (BN // 32, 32, BM)) >> sh[None, :, None]) & 1
+            return tl.reshape(b3, (BN, BM)) != 0
+        wn = tl.load(words + (bh * Lq + i)[:, None] * W + w[None, :],
+                     mask=(i < Lq)[:, None] & (w < W)[None, :], other=0)  # fmt: skip
+        b3 = (tl.broadcast_to(wn[:, :, None], (BM, BN // 32, 32)) >> sh[None, None, :]) & 1
+        return tl.reshape(b3, (BM, BN)) != 0
+    keep = _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM, BN, TRANS)
+    if MODE == DRAW_KEEP:  # the forward's (BM, BN) tile: each row's words, bit by key
+        words, W, i, w, sh = _bit_words(bits, m0, c0, Lk, BM, BN)
+        k3 = tl.reshape(keep.to(tl.int32), (BM, BN // 32, 32)) << sh[None, None, :]
+        tl.store(words + (bh * Lq + i)[:, None] * W + w[None, :], tl.sum(k3, 2),
+                 mask=(i < Lq)[:, None] & (w < W)[None, :])  # fmt: skip
+    return keep
+
+
 @triton.jit
 def _unmasked_end(lo, Lq, Lk, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
                   BLOCK_N: tl.constexpr):  # fmt: skip
@@ -136,7 +183,7 @@ def _key_scores(
 @triton.jit
 def _kv_transposed(
     dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh, m0, Lq, Lk,
-    sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK: tl.constexpr,
+    sml, smn, scale2, seed, offset, bits, p_drop, keep_scale, CHECK: tl.constexpr,
     CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
     PRECISION: tl.constexpr, DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -155,7 +202,8 @@ def _kv_transposed(
     pT = tl.exp2(sT - lse_r[None, :])
     pdT = pT
     if DROPOUT:
-        keep = _dropout_keep(seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N, True)
+        keep = _keep(seed, offset, bits, bh, m0, cols0, Lq, Lk, p_drop, DROPOUT, BLOCK_M, BLOCK_N,
+                     True)  # fmt: skip
         pdT = tl.where(keep, pT * keep_scale, 0.0)
     dv_acc += tl.dot(pdT.to(g_t.dtype), g_t, input_precision=PRECISION, out_dtype=tl.float32)
     dpT = tl.dot(v_n, tl.trans(g_t), input_precision=PRECISION, out_dtype=tl.float32)
@@ -172,7 +220,7 @@ def _kv_transposed(
 @triton.jit
 def _kv_natural(
     dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh, m0, Lq, Lk,
-    sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK: tl.constexpr,
+    sml, smn, scale2, seed, offset, bits, p_drop, keep_scale, CHECK: tl.constexpr,
     CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
     PRECISION: tl.constexpr, DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -188,7 +236,7 @@ def _kv_natural(
     p = tl.exp2(s - lse_r[:, None])
     pd = p
     if DROPOUT:
-        keep = _dropout_keep(seed, offset, bh, m0, cols0, Lq, Lk, p_drop, BLOCK_M, BLOCK_N)
+        keep = _keep(seed, offset, bits, bh, m0, cols0, Lq, Lk, p_drop, DROPOUT, BLOCK_M, BLOCK_N)
         pd = tl.where(keep, p * keep_scale, 0.0)
     dv_acc += tl.dot(
         tl.trans(pd.to(g_t.dtype)), g_t, input_precision=PRECISION, out_dtype=tl.float32

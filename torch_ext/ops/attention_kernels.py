@@ -16,7 +16,7 @@ import triton.language as tl
 from torch_ext.ops.attention_common import (
     LOG2E,
     _desc_rows,
-    _dropout_keep,
+    _keep,
     _head_desc,
     _key_scores,
     _kv_natural,
@@ -28,7 +28,7 @@ from torch_ext.ops.attention_common import (
 @triton.jit
 def _fwd_tiles(
     acc, m_i, l_i, q_t, k_base, v_base, k_desc, v_desc, kb, kh, m_base, lo, hi, bh, m0, rm,
-    rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, p_drop,
+    rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset, bits, p_drop,
     keep_scale, CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, DESC: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -62,7 +62,8 @@ def _fwd_tiles(
         if UPCAST:
             v_t = v_t.to(tl.float32)
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
-            keep = _dropout_keep(seed, offset, bh, m0, n0, Lq, Lk, p_drop, rm.shape[0], BLOCK_N)
+            keep = _keep(seed, offset, bits, bh, m0, n0, Lq, Lk, p_drop, DROPOUT, rm.shape[0],
+                         BLOCK_N)  # fmt: skip
             p = tl.where(keep, p * keep_scale, 0.0)
         acc = tl.dot(
             p.to(v_t.dtype), v_t, acc * alpha[:, None], input_precision=PRECISION,
@@ -127,6 +128,7 @@ def _attn_fwd_kernel(
     keep_scale,
     seed_out,
     offset_out,
+    bits,
     CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr,
@@ -174,13 +176,13 @@ def _attn_fwd_kernel(
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, 0, mid, bh,
         pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
-        seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+        seed, offset, bits, p_drop, keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
         PRECISION, DROPOUT, DESC, BLOCK_N,
     )  # fmt: skip
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, mid, end, bh,
         pid_m * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
-        seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+        seed, offset, bits, p_drop, keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
         PRECISION, DROPOUT, DESC, BLOCK_N,
     )  # fmt: skip
     out = acc / l_i[:, None]
@@ -249,7 +251,7 @@ def _attn_bwd_delta_kernel(
 def _dq_tiles(
     acc, q_t, g_t, lse_t, dl_t, k_base, v_base, k_desc, v_desc, kb, kh, m_base, lo, hi, bh,
     m0, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale, seed, offset,
-    p_drop, keep_scale, CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    bits, p_drop, keep_scale, CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, DESC: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
@@ -275,7 +277,8 @@ def _dq_tiles(
         p = tl.exp2(s - lse_t[:, None])
         dp = tl.dot(g_t, vT, input_precision=PRECISION, out_dtype=tl.float32)
         if DROPOUT:
-            keep = _dropout_keep(seed, offset, bh, m0, n0, Lq, Lk, p_drop, rm.shape[0], BLOCK_N)
+            keep = _keep(seed, offset, bits, bh, m0, n0, Lq, Lk, p_drop, DROPOUT, rm.shape[0],
+                         BLOCK_N)  # fmt: skip
             dp = tl.where(keep, dp * keep_scale, 0.0)
         ds = p * (dp - dl_t[:, None])
         acc += tl.dot(
@@ -288,7 +291,7 @@ def _dq_tiles(
 def _kv_tiles(
     dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse_base, dl_base, m_base, dq_base, q_desc,
     g_desc, dq_desc, b, h, lo, hi, cols, cols0, rd, rdv, bh, Lq, Lk, D, DV, sql, sqd, sgl,
-    sgd, sml, smn, dql, dqd, scale, seed, offset, p_drop, keep_scale,
+    sgd, sml, smn, dql, dqd, scale, seed, offset, bits, p_drop, keep_scale,
     CHECK: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
     BOOL_MASK: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr, DQ_ATOMIC: tl.constexpr, DQ_TMA: tl.constexpr,
@@ -328,13 +331,13 @@ def _kv_tiles(
         if NATURAL:
             dk_acc, dv_acc, dq_t = _kv_natural(
                 dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh,
-                m0, Lq, Lk, sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK, CAUSAL,
+                m0, Lq, Lk, sml, smn, scale2, seed, offset, bits, p_drop, keep_scale, CHECK, CAUSAL,
                 HAS_MASK, BOOL_MASK, PRECISION, DROPOUT, DQ_ATOMIC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
         else:
             dk_acc, dv_acc, dq_t = _kv_transposed(
                 dk_acc, dv_acc, q_t, g_t, k_n, v_n, lse_r, dl_r, m_base, rm, cols, cols0, bh,
-                m0, Lq, Lk, sml, smn, scale2, seed, offset, p_drop, keep_scale, CHECK, CAUSAL,
+                m0, Lq, Lk, sml, smn, scale2, seed, offset, bits, p_drop, keep_scale, CHECK, CAUSAL,
                 HAS_MASK, BOOL_MASK, PRECISION, DROPOUT, DQ_ATOMIC, BLOCK_M, BLOCK_N,
             )  # fmt: skip
         if DQ_ATOMIC:
@@ -406,6 +409,7 @@ def _attn_bwd_kernel(
     scale,
     seed_ptr,
     offset_ptr,
+    bits,
     p_drop,
     keep_scale,
     CAUSAL: tl.constexpr,
@@ -474,13 +478,13 @@ def _attn_bwd_kernel(
         acc = _dq_tiles(
             acc, q_t, g_t, lse_t, dl_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, 0, mid,
             bh, pid * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
-            seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+            seed, offset, bits, p_drop, keep_scale, False, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
             PRECISION, DROPOUT, DESC, BLOCK_N,
         )  # fmt: skip
         acc = _dq_tiles(
             acc, q_t, g_t, lse_t, dl_t, k_base, v_base, k_desc, v_desc, b, hk, m_base, mid, end,
             bh, pid * BLOCK_M, rm, rd, rdv, Lq, Lk, D, DV, skl, skd, svl, svd, sml, smn, scale2,
-            seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
+            seed, offset, bits, p_drop, keep_scale, True, CAUSAL, HAS_MASK, BOOL_MASK, UPCAST,
             PRECISION, DROPOUT, DESC, BLOCK_N,
         )  # fmt: skip
         tl.store(
@@ -546,7 +550,7 @@ def _attn_bwd_kernel(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
                 m_base, dq_base, q_desc, g_desc, dq_desc, b, h, start, tl.minimum(mid, Lq),
                 cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn,
-                dql, dqd, scale, seed, offset, p_drop, keep_scale, True, CAUSAL, HAS_MASK,
+                dql, dqd, scale, seed, offset, bits, p_drop, keep_scale, True, CAUSAL, HAS_MASK,
                 BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, NATURAL, BLOCK_M,
                 BLOCK_N,
             )  # fmt: skip
@@ -554,7 +558,7 @@ def _attn_bwd_kernel(
                 dk_acc, dv_acc, k_n, v_n, q_base, g_base, lse + bhq * Lq, delta + bhq * Lq,
                 m_base, dq_base, q_desc, g_desc, dq_desc, b, h, mid, Lq,
                 cols, pid * BLOCK_N, rd, rdv, bhq, Lq, Lk, D, DV, sql, sqd, sgl, sgd, sml, smn,
-                dql, dqd, scale, seed, offset, p_drop, keep_scale, False, CAUSAL, HAS_MASK,
+                dql, dqd, scale, seed, offset, bits, p_drop, keep_scale, False, CAUSAL, HAS_MASK,
                 BOOL_MASK, UPCAST, PRECISION, DROPOUT, DQ_ATOMIC, DQ_TMA, DESC, NATURAL, BLOCK_M,
                 BLOCK_N,
             )  # fmt: skip
