@@ -107,17 +107,19 @@ def _keep(seed, offset, bits, bh, m0, c0, Lq, Lk, p_drop, MODE: tl.constexpr,
             wt = tl.load(words + (bh * Lq + i)[None, :] * W + w[:, None],
                          mask=(i < Lq)[None, :] & (w < W)[:, None], other=0)  # fmt: skip
             b3 = (tl.broadcast_to(wt[:, None, :], (BN // 32, 32, BM)) >> sh[None, :, None]) & 1
-            return tl.reshape(b3, (BN, BM)) != 0
-        wn = tl.load(words + (bh * Lq + i)[:, None] * W + w[None, :],
-                     mask=(i < Lq)[:, None] & (w < W)[None, :], other=0)  # fmt: skip
-        b3 = (tl.broadcast_to(wn[:, :, None], (BM, BN // 32, 32)) >> sh[None, None, :]) & 1
-        return tl.reshape(b3, (BM, BN)) != 0
-    keep = _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM, BN, TRANS)
-    if MODE == DRAW_KEEP:  # the forward's (BM, BN) tile: each row's words, bit by key
-        words, W, i, w, sh = _bit_words(bits, m0, c0, Lk, BM, BN)
-        k3 = tl.reshape(keep.to(tl.int32), (BM, BN // 32, 32)) << sh[None, None, :]
-        tl.store(words + (bh * Lq + i)[:, None] * W + w[None, :], tl.sum(k3, 2),
-                 mask=(i < Lq)[:, None] & (w < W)[None, :])  # fmt: skip
+            keep = tl.reshape(b3, (BN, BM)) != 0
+        else:
+            wn = tl.load(words + (bh * Lq + i)[:, None] * W + w[None, :],
+                         mask=(i < Lq)[:, None] & (w < W)[None, :], other=0)  # fmt: skip
+            b3 = (tl.broadcast_to(wn[:, :, None], (BM, BN // 32, 32)) >> sh[None, None, :]) & 1
+            keep = tl.reshape(b3, (BM, BN)) != 0
+    else:
+        keep = _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM, BN, TRANS)
+        if MODE == DRAW_KEEP:  # the forward's (BM, BN) tile: each row's words, bit by key
+            words, W, i, w, sh = _bit_words(bits, m0, c0, Lk, BM, BN)
+            k3 = tl.reshape(keep.to(tl.int32), (BM, BN // 32, 32)) << sh[None, None, :]
+            tl.store(words + (bh * Lq + i)[:, None] * W + w[None, :], tl.sum(k3, 2),
+                     mask=(i < Lq)[:, None] & (w < W)[None, :])  # fmt: skip
     return keep
 
 
