@@ -183,12 +183,11 @@ VARIABLES: tuple[Variable, ...] = (
         "choice",
         "auto",
         "`auto`",
-        "the fused attention's dropout mask: the forward keeps it as bits (a bit a "
-        "query-key pair) for the backward, which reads them instead of drawing its Philox "
-        "numbers again, under `auto` where the bits take no more memory than q, k, v and "
-        "out (keys <= 32 x head size x element size: 4096 keys at bf16 head 64), under "
-        "`keep` always; `regenerate`: the backward draws the mask again (no memory "
-        "but the draw's); the mask is the same either way",
+        "the fused attention's dropout mask: the forward keeps it (2 bits a query-key "
+        "pair) for the backward, which reads it instead of drawing its Philox numbers "
+        "again, under `auto` where that takes no more memory than q, k, v and out (up to "
+        "2048 keys at bf16 head 64, 4096 at head 128), under `keep` always; `regenerate`: "
+        "the backward draws the mask again; the mask is the same either way",
         ("torch_ext/ops/attention.py",),
         _choice("auto", "keep", "regenerate"),
     ),

@@ -24,7 +24,7 @@ from ._common import contiguous
 from ._symbolic import expand_strides, numel, sizes, strides
 from ._declare import kernel
 from .random import philox_draw
-from .attention_common import BITS_AT, DRAW, DRAW_KEEP, KEPT
+from .attention_common import DRAW, DRAW_KEEP, KEPT, MASK_AT
 from .attention_kernels import _attn_fwd_kernel, _attn_bwd_delta_kernel, _attn_bwd_kernel
 from .. import config
 from .copy import copy_kernel
@@ -134,13 +134,12 @@ def _descriptors(kind, head, dq_atomic, *ts):
 
 
 def keeps_mask_bits(q, Lq, Lk, D, DV):
-    """Whether a forward with dropout keeps its mask as bits for the backward
-    (TORCH_EXT_ATTENTION_DROPOUT_MASK; `auto`: where the bits, Lk / 8 bytes a query row,
-    take at most as many as the rows of q, k, v and out together, 4 x D x element size),
-    which then reads them instead of drawing Philox numbers
-    again in each of its kernels. The forward's key tiles must be 32 keys or more (a word
-    of bits each): Lk >= 32 and tiles of 32 or more. The backward asks the same question
-    of the same sizes (sdpa_overrideable_backward)."""
+    """Whether a forward with dropout keeps its mask for the backward, whose kernels
+    then read it instead of drawing Philox numbers again (TORCH_EXT_ATTENTION_DROPOUT_MASK;
+    `auto`: where it takes no more memory than q, k, v and out, _row_bytes(Lk) a query
+    row against 4 x D x element size: up to 2048 keys at bf16 head 64, 4096 at head
+    128). The forward's key tiles must hold 32 to 128 keys (attention_common._keep). The
+    backward asks the same question of the same sizes (sdpa_overrideable_backward)."""
     mode = config.get("TORCH_EXT_ATTENTION_DROPOUT_MASK")
     if mode == "regenerate" or Lk < 32:
         return False
@@ -148,15 +147,19 @@ def keeps_mask_bits(q, Lq, Lk, D, DV):
     tiles = spec("attention_tiles", max(bd, bdv), q.element_size())
     bm, bn, *stages = tiles or (64, 64, None, None, None)
     _, fwd_n, _ = _kernel_tiles("fwd", q, Lq, Lk, bm, max(16, pow2_at_most(Lk, bn)), None, bd, bdv)
-    if fwd_n < 32:
+    if not 32 <= fwd_n <= 128:
         return False
-    return mode == "keep" or (Lk + 31) // 32 <= D * q.element_size()
+    return mode == "keep" or _row_bytes(Lk) <= 4 * D * q.element_size()
 
 
 def _bits_bytes(B, H, Lq, Lk):
-    """Bytes of the kept mask's buffer: the draw's offset, then a 32-bit word per query
-    row and 32 keys (attention_common._keep)."""
-    return BITS_AT.value * 4 + B * H * Lq * ((Lk + 31) // 32) * 4
+    """Bytes of the kept mask's buffer: the draw's offset, then a float16 per query row
+    and 8 keys, rows of 16-byte multiples (attention_common._keep)."""
+    return MASK_AT.value * 2 + B * H * Lq * _row_bytes(Lk)
+
+
+def _row_bytes(Lk):
+    return (Lk + 63) // 64 * 16
 
 
 def _dropout_args(dropout, dummy):
@@ -175,8 +178,8 @@ def flash_attention_fwd(
 ):  # fmt: skip
     """(out, lse); with dropout (p, seed, offset) the kernel also writes seed and
     offset into `draw`, two 0-dim int64 device tensors, for the backward, and with
-    `bits` (a buffer of _bits_bytes, where keeps_mask_bits) the mask from its
-    BITS_AT-th 32-bit word on."""
+    `bits` (a buffer of _bits_bytes, where keeps_mask_bits) the mask behind the offset
+    (attention_common._keep)."""
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv,
      stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
     out = _empty_in_layout(q, (B, H, Lq, DV))
@@ -187,8 +190,8 @@ def flash_attention_fwd(
     draw = draw if draw is not None else (lse, lse)
     bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
     mode = (DRAW_KEEP if bits is not None else DRAW) if has_dropout else 0
-    if bits is not None and bn < 32:
-        raise RuntimeError("torch_ext: the attention forward keeps dropout bits on 32-key tiles")
+    if bits is not None and not 32 <= bn <= 128:
+        raise RuntimeError("torch_ext: the attention forward keeps its mask on 32-128 key tiles")
     desc = _descriptors("fwd", max(bd, bdv), False, k, v)
     if desc:
         ensure_allocator(q.device)
@@ -262,9 +265,9 @@ def flash_attention_bwd(
     # bytes of temporaries).
     kv_m, kv_n, kv_opts = _kernel_tiles("dkdv", q, Lq, Lk, bm, bn, stages[1], bd, bdv, atomic)
     q_m, q_n, q_opts = _kernel_tiles("dq", q, Lq, Lk, bm, bn, stages[2], bd, bdv)
-    # a word of bits covers 32 keys: narrower key tiles draw (the same mask)
-    kv_mode = KEPT if kept and kv_n >= 32 else DRAW if has_dropout else 0
-    q_mode = KEPT if kept and q_n >= 32 else DRAW if has_dropout else 0
+    # the kept mask is read in tiles of 32 to 128 keys; others draw (the same mask)
+    kv_mode = KEPT if kept and 32 <= kv_n <= 128 else DRAW if has_dropout else 0
+    q_mode = KEPT if kept and 32 <= q_n <= 128 else DRAW if has_dropout else 0
     grouped = G > 1 and cdiv(Lk, kv_n) * B * (H // G) >= (
         spec("attention_grouped_min_programs") or 0
     )

@@ -75,51 +75,64 @@ def _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM: tl.constexpr,
 
 
 # DROPOUT modes of the attention kernels: no dropout, the mask drawn from Philox, drawn
-# and kept as bits (the forward), read from those bits (the backward's kernels).
+# and kept (the forward), read from what the forward kept (the backward's kernels).
 DRAW = tl.constexpr(1)
 DRAW_KEEP = tl.constexpr(2)
 KEPT = tl.constexpr(3)
-# The kept mask's words start this many int32s into the `bits` buffer, behind the draw's
-# 64-bit offset (ops/attention.py keeps both in one buffer: the backward gets it whole).
-BITS_AT = tl.constexpr(4)
+# The kept mask: one float16 a query row and 8 keys, the integer 0..255 of their keep
+# bits (key c at bit c % 8), rows (batch*head, query) in order, MASK_ROW(Lk) values a
+# row (a multiple of 8: 16-byte rows); from the MASK_AT-th float16 of the `bits` buffer
+# on, behind the draw's 64-bit offset (ops/attention.py keeps both in one buffer).
+MASK_AT = tl.constexpr(8)
 
 
 @triton.jit
-def _bit_words(bits, m0, c0, Lk, BM: tl.constexpr, BN: tl.constexpr):
-    """(first word, words a row, rows, the tile's word columns, bit numbers) of the kept
-    mask's tile at (m0, c0) (_keep)."""
-    words = bits.to(tl.pointer_type(tl.int32)) + BITS_AT
-    return (words, (Lk + 31) // 32, m0 + tl.arange(0, BM), c0 // 32 + tl.arange(0, BN // 32),
-            tl.arange(0, 32))  # fmt: skip
+def _mask_row(Lk):
+    return (Lk + 63) // 64 * 8
 
 
 @triton.jit
 def _keep(seed, offset, bits, bh, m0, c0, Lq, Lk, p_drop, MODE: tl.constexpr,
-          BM: tl.constexpr, BN: tl.constexpr, TRANS: tl.constexpr = False):  # fmt: skip
-    """_dropout_keep's tile, drawn (DRAW; DRAW_KEEP also stores it as bits) or read from
-    the bits a forward kept (KEPT). The bits: one 32-bit word per query row and 32 keys,
-    key c at bit c % 32 of word c // 32 of its row, rows (batch*head, query) in order;
-    BN a multiple of 32, c0 of BN. A tile reads BM x BN / 32 words where its Philox
-    draw costs ten rounds per 8 scores (twice over in the transposed dK/dV tile)."""
+          BM: tl.constexpr, BN: tl.constexpr, TRANS: tl.constexpr = False, like=0.0):  # fmt: skip
+    """_dropout_keep's tile, drawn (DRAW; DRAW_KEEP also keeps it) or read from what a
+    forward kept (KEPT); 32 <= BN <= 128, c0 a multiple of BN. Packed and unpacked by
+    tensor-core products, exact in float16 (integers below 2048), whose results come in
+    the scores' own layout (a tile of 0/1 @ (BN, 16) powers of two: each 8 keys' byte;
+    the bytes @ a (16, BN) spread: each key's byte, then its bit): a gather or a reshape
+    there moved whole tiles through shared memory (1.6x slower backward, H200). A tile
+    reads BM x BN / 8 values where drawing costs ten Philox rounds per 8 scores (twice
+    over in the transposed dK/dV tile)."""
+    i = m0 + tl.arange(0, BM)
+    j = tl.arange(0, BN)
+    w = tl.arange(0, 16)
+    R = _mask_row(Lk)
+    col = c0 // 8 + w  # the tile's values of a row: BN / 8 of the 16
+    col_ok = (w < BN // 8) & (col < R)
+    vals = (bits.to(tl.pointer_type(tl.float16)) + MASK_AT) + bh * Lq * R
     if MODE == KEPT:
-        words, W, i, w, sh = _bit_words(bits, m0, c0, Lk, BM, BN)
-        if TRANS:
-            wt = tl.load(words + (bh * Lq + i)[None, :] * W + w[:, None],
-                         mask=(i < Lq)[None, :] & (w < W)[:, None], other=0)  # fmt: skip
-            b3 = (tl.broadcast_to(wt[:, None, :], (BN // 32, 32, BM)) >> sh[None, :, None]) & 1
-            keep = tl.reshape(b3, (BN, BM)) != 0
+        if TRANS:  # (BN, BM) = spread^T (BN, 16) @ bytes^T (16, BM)
+            bt = tl.load(vals + i[None, :] * R + col[:, None],
+                         mask=(i < Lq)[None, :] & col_ok[:, None], other=0.0)  # fmt: skip
+            st = tl.where((j // 8)[:, None] == w[None, :], 1.0, 0.0).to(tl.float16)
+            byte = tl.dot(st, bt, out_dtype=tl.float32).to(tl.int32)
+            keep = ((byte >> (j % 8)[:, None]) & 1) != 0
         else:
-            wn = tl.load(words + (bh * Lq + i)[:, None] * W + w[None, :],
-                         mask=(i < Lq)[:, None] & (w < W)[None, :], other=0)  # fmt: skip
-            b3 = (tl.broadcast_to(wn[:, :, None], (BM, BN // 32, 32)) >> sh[None, None, :]) & 1
-            keep = tl.reshape(b3, (BM, BN)) != 0
+            b = tl.load(vals + i[:, None] * R + col[None, :],
+                        mask=(i < Lq)[:, None] & col_ok[None, :], other=0.0)  # fmt: skip
+            spread = tl.where(w[:, None] == (j // 8)[None, :], 1.0, 0.0).to(tl.float16)
+            byte = tl.dot(b, spread, out_dtype=tl.float32).to(tl.int32)
+            keep = ((byte >> (j % 8)[None, :]) & 1) != 0
     else:
         keep = _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM, BN, TRANS)
-        if MODE == DRAW_KEEP:  # the forward's (BM, BN) tile: each row's words, bit by key
-            words, W, i, w, sh = _bit_words(bits, m0, c0, Lk, BM, BN)
-            k3 = tl.reshape(keep.to(tl.int32), (BM, BN // 32, 32)) << sh[None, None, :]
-            tl.store(words + (bh * Lq + i)[:, None] * W + w[None, :], tl.sum(k3, 2),
-                     mask=(i < Lq)[:, None] & (w < W)[None, :])  # fmt: skip
+        if MODE == DRAW_KEEP:  # the forward's (BM, BN) tile, each 8 keys' byte
+            powers = tl.where((j // 8)[:, None] == w[None, :], (1 << (j % 8))[:, None], 0)
+            # `like` (the tile's probabilities, finite) times 0: the 0/1 tile in their
+            # layout, where the draw's counters are each computed once (alone, the
+            # compiler laid the draw out for the product: one counter a score)
+            ones = tl.where(keep, 1.0, 0.0) + like * 0.0
+            byte = tl.dot(ones.to(tl.float16), powers.to(tl.float16), out_dtype=tl.float32)
+            tl.store(vals + i[:, None] * R + col[None, :], byte.to(tl.float16),
+                     mask=(i < Lq)[:, None] & col_ok[None, :])  # fmt: skip
     return keep
 
 

@@ -63,7 +63,7 @@ def _fwd_tiles(
             v_t = v_t.to(tl.float32)
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
             keep = _keep(seed, offset, bits, bh, m0, n0, Lq, Lk, p_drop, DROPOUT, rm.shape[0],
-                         BLOCK_N)  # fmt: skip
+                         BLOCK_N, False, p)  # fmt: skip
             p = tl.where(keep, p * keep_scale, 0.0)
         acc = tl.dot(
             p.to(v_t.dtype), v_t, acc * alpha[:, None], input_precision=PRECISION,
