@@ -93,23 +93,20 @@ def _mask_row(Lk):
 
 @triton.jit
 def _keep(seed, offset, bits, bh, m0, c0, Lq, Lk, p_drop, MODE: tl.constexpr,
-          BM: tl.constexpr, BN: tl.constexpr, TRANS: tl.constexpr = False, like=0.0):  # fmt: skip
-    """_dropout_keep's tile, drawn (DRAW; DRAW_KEEP also keeps it) or read from what a
-    forward kept (KEPT); 32 <= BN <= 128, c0 a multiple of BN. Packed and unpacked by
-    tensor-core products, exact in float16 (integers below 2048), whose results come in
-    the scores' own layout (a tile of 0/1 @ (BN, 16) powers of two: each 8 keys' byte;
-    the bytes @ a (16, BN) spread: each key's byte, then its bit): a gather or a reshape
-    there moved whole tiles through shared memory (1.6x slower backward, H200). A tile
-    reads BM x BN / 8 values where drawing costs ten Philox rounds per 8 scores (twice
-    over in the transposed dK/dV tile)."""
-    i = m0 + tl.arange(0, BM)
-    j = tl.arange(0, BN)
-    w = tl.arange(0, 16)
-    R = _mask_row(Lk)
-    col = c0 // 8 + w  # the tile's values of a row: BN / 8 of the 16
-    col_ok = (w < BN // 8) & (col < R)
-    vals = (bits.to(tl.pointer_type(tl.float16)) + MASK_AT) + bh * Lq * R
+          BM: tl.constexpr, BN: tl.constexpr, TRANS: tl.constexpr = False):  # fmt: skip
+    """_dropout_keep's tile, drawn (DRAW, DRAW_KEEP: the forward stores it after with
+    _store_kept) or read from what a forward kept (KEPT); 32 <= BN <= 128, c0 a
+    multiple of BN. Unpacked by a tensor-core product, exact in float16 (integers below
+    2048), whose result comes in the scores' own layout: each 8 keys' byte (BM, 16) @ a
+    (16, BN) spread gives each key its byte, then its bit (a gather or a reshape there
+    moved whole tiles through shared memory). A tile reads BM x BN / 8 values where
+    drawing costs ten Philox rounds per 8 scores (twice over in the transposed dK/dV
+    tile)."""
     if MODE == KEPT:
+        i = m0 + tl.arange(0, BM)
+        j = tl.arange(0, BN)
+        w = tl.arange(0, 16)
+        vals, R, col, col_ok = _kept_row(bits, bh, c0, Lq, Lk, BN)
         if TRANS:  # (BN, BM) = spread^T (BN, 16) @ bytes^T (16, BM)
             bt = tl.load(vals + i[None, :] * R + col[:, None],
                          mask=(i < Lq)[None, :] & col_ok[:, None], other=0.0)  # fmt: skip
@@ -124,16 +121,35 @@ def _keep(seed, offset, bits, bh, m0, c0, Lq, Lk, p_drop, MODE: tl.constexpr,
             keep = ((byte >> (j % 8)[None, :]) & 1) != 0
     else:
         keep = _dropout_keep(seed, offset, bh, m0, c0, Lq, Lk, p_drop, BM, BN, TRANS)
-        if MODE == DRAW_KEEP:  # the forward's (BM, BN) tile, each 8 keys' byte
-            powers = tl.where((j // 8)[:, None] == w[None, :], (1 << (j % 8))[:, None], 0)
-            # `like` (the tile's probabilities, finite) times 0: the 0/1 tile in their
-            # layout, where the draw's counters are each computed once (alone, the
-            # compiler laid the draw out for the product: one counter a score)
-            ones = tl.where(keep, 1.0, 0.0) + like * 0.0
-            byte = tl.dot(ones.to(tl.float16), powers.to(tl.float16), out_dtype=tl.float32)
-            tl.store(vals + i[:, None] * R + col[None, :], byte.to(tl.float16),
-                     mask=(i < Lq)[:, None] & col_ok[None, :])  # fmt: skip
     return keep
+
+
+@triton.jit
+def _kept_row(bits, bh, c0, Lq, Lk, BN: tl.constexpr):
+    """(head bh's first kept value, values a row, the key tile's 16 columns, which of
+    them are its BN / 8 inside the row) of the kept mask (MASK_AT)."""
+    R = _mask_row(Lk)
+    col = c0 // 8 + tl.arange(0, 16)
+    col_ok = (tl.arange(0, 16) < BN // 8) & (col < R)
+    return (bits.to(tl.pointer_type(tl.float16)) + MASK_AT) + bh * Lq * R, R, col, col_ok
+
+
+@triton.jit
+def _store_kept(bits, ones, bh, m0, c0, Lq, Lk, BM: tl.constexpr, BN: tl.constexpr):
+    """The forward keeps its (BM, BN) tile's mask, `ones` (1.0 kept, 0.0 dropped): each 8
+    keys' byte, by a tensor-core product with a (BN, 16) table of powers of two, whose
+    operand comes from the scores' layout in registers. `ones` must derive from the
+    dropped probabilities, not from the draw: given the draw twice over (the probabilities
+    and this), Triton 3.6 laid the draw out for the product, one Philox counter a score
+    (2.5x slower forward, H200)."""
+    i = m0 + tl.arange(0, BM)
+    j = tl.arange(0, BN)
+    w = tl.arange(0, 16)
+    vals, R, col, col_ok = _kept_row(bits, bh, c0, Lq, Lk, BN)
+    powers = tl.where((j // 8)[:, None] == w[None, :], (1 << (j % 8))[:, None], 0)
+    byte = tl.dot(ones.to(tl.float16), powers.to(tl.float16), out_dtype=tl.float32)
+    tl.store(vals + i[:, None] * R + col[None, :], byte.to(tl.float16),
+             mask=(i < Lq)[:, None] & col_ok[None, :])  # fmt: skip
 
 
 @triton.jit

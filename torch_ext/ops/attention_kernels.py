@@ -16,7 +16,9 @@ import triton.language as tl
 from torch_ext.ops.attention_common import (
     LOG2E,
     _desc_rows,
+    DRAW_KEEP,
     _keep,
+    _store_kept,
     _head_desc,
     _key_scores,
     _kv_natural,
@@ -63,8 +65,14 @@ def _fwd_tiles(
             v_t = v_t.to(tl.float32)
         if DROPOUT:  # after l_i: the normaliser sums the probabilities before dropout
             keep = _keep(seed, offset, bits, bh, m0, n0, Lq, Lk, p_drop, DROPOUT, rm.shape[0],
-                         BLOCK_N, False, p)  # fmt: skip
-            p = tl.where(keep, p * keep_scale, 0.0)
+                         BLOCK_N)  # fmt: skip
+            if DROPOUT == DRAW_KEEP:  # dropped: -1, the kept mask taken from that
+                p = tl.where(keep, p * keep_scale, -1.0)
+                _store_kept(bits, tl.where(p == -1.0, 0.0, 1.0), bh, m0, n0, Lq, Lk,
+                            rm.shape[0], BLOCK_N)  # fmt: skip
+                p = tl.where(p == -1.0, 0.0, p)
+            else:
+                p = tl.where(keep, p * keep_scale, 0.0)
         acc = tl.dot(
             p.to(v_t.dtype), v_t, acc * alpha[:, None], input_precision=PRECISION,
             out_dtype=tl.float32,
