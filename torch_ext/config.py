@@ -185,9 +185,10 @@ VARIABLES: tuple[Variable, ...] = (
         "`auto`",
         "the fused attention's dropout mask: the forward keeps it (2 bits a query-key "
         "pair) for the backward, which reads it instead of drawing its Philox numbers "
-        "again, under `auto` where that takes no more memory than q, k, v and out (up to "
-        "2048 keys at bf16 head 64, 4096 at head 128), under `keep` always; `regenerate`: "
-        "the backward draws the mask again; the mask is the same either way",
+        "again: under `auto` where the driver finds that faster (cuda: heads of more than "
+        "128 bytes, e.g. bf16 head 128) and it takes no more memory than q, k, v and out "
+        "(up to 4096 keys at bf16 head 128), under `keep` always; `regenerate`: the "
+        "backward draws the mask again; the mask is the same either way",
         ("torch_ext/ops/attention.py",),
         _choice("auto", "keep", "regenerate"),
     ),

@@ -122,9 +122,14 @@ def test_dropout_is_fused_and_exact_against_its_mask(causal, hk, dq_atomic, natu
     from helpers import force_spec
     from torch_ext.ops import attention
 
+    from torch_ext import _C
+
     force_spec(monkeypatch, attention, attention_dq_atomic=dq_atomic, attention_kv_natural=natural)
+    # the mask kept by the forward and read by the backward, or drawn again by it
+    monkeypatch.setenv("TORCH_EXT_ATTENTION_DROPOUT_MASK", "keep" if hk == 2 else "regenerate")
+    _C._plan_clear()  # plans recorded under the other setting would replay
     p = 0.3
-    q, k, v = qkv(hq=4, hk=hk, lq=21, lk=45)  # 45 keys: the backward reads the kept bits
+    q, k, v = qkv(hq=4, hk=hk, lq=21, lk=45)
     torch.manual_seed(7)
     masks = []
     for _ in range(3):  # recorded, then replayed by launch plans with each call's draw
@@ -191,8 +196,10 @@ def _dropout_run(mode, causal, monkeypatch, lk=45, corrupt=False):
     from torch_ext import _C
     from torch_ext.ops import attention
 
-    # the same kernels either way (a GPU's driver picks others where it draws the mask)
-    force_spec(monkeypatch, attention, attention_dq_atomic=False, attention_kv_natural=False)
+    # the same kernels either way (a GPU's driver picks others where it draws the mask);
+    # `auto` keeps it where the driver says so (forced: the host driver draws again)
+    force_spec(monkeypatch, attention, attention_dq_atomic=False, attention_kv_natural=False,
+               attention_keep_dropout_mask=True)  # fmt: skip
     monkeypatch.setenv("TORCH_EXT_ATTENTION_DROPOUT_MASK", mode)
     _C._plan_clear()  # plans recorded under the other mode would replay
     dev = [t.to(DEV).requires_grad_() for t in qkv(hq=4, hk=2, lq=21, lk=lk)]

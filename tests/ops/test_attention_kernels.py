@@ -369,3 +369,37 @@ def test_cuda_driver_adds_dq_atomically_with_dropout_or_long_head_64_sequences()
     assert cuda_spec.attention_dq_atomic(64, 2, False, 4096)
     assert not cuda_spec.attention_dq_atomic(64, 2, False, 2048)
     assert not cuda_spec.attention_dq_atomic(128, 2, False, 8192)
+
+
+def test_cuda_driver_keeps_the_dropout_mask_where_the_dkdv_tile_is_transposed():
+    """The cuda driver keeps the forward's dropout mask for the backward at rows of more
+    than 128 bytes (measured on an H200, backends/cuda/spec.py): where the dK/dV kernel
+    computes keys x queries and draws each Philox counter twice."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    for head, size in ((128, 2), (64, 4), (256, 2)):
+        assert cuda_spec.attention_keep_dropout_mask(head, size)
+        assert not cuda_spec.attention_kv_natural(head, size, True)
+    for head, size in ((64, 2), (32, 4)):
+        assert not cuda_spec.attention_keep_dropout_mask(head, size)
+        assert cuda_spec.attention_kv_natural(head, size, True)
+
+
+@pytest.mark.parametrize(
+    "mode,driver,lk,d,kept",
+    [
+        ("auto", True, 4096, 128, True),  # 1 KiB a query row <= 4 x 128 x 2 bytes
+        ("auto", True, 4160, 128, False),  # 1040 bytes a row: more than q, k, v and out
+        ("auto", False, 1024, 128, False),  # the driver draws again
+        ("keep", False, 65536, 64, True),  # always, memory or not
+        ("keep", True, 31, 64, False),  # under 32 keys: no tile of 32
+        ("regenerate", True, 1024, 128, False),
+    ],
+)
+def test_keeps_the_dropout_mask_by_the_rule(mode, driver, lk, d, kept, monkeypatch):
+    """ops/attention.py keeps_mask_bits: TORCH_EXT_ATTENTION_DROPOUT_MASK, the driver's
+    choice (forced here) and the memory the mask takes (bf16)."""
+    force_spec(monkeypatch, attention, attention_keep_dropout_mask=driver)
+    monkeypatch.setenv("TORCH_EXT_ATTENTION_DROPOUT_MASK", mode)
+    q = torch.empty(1, 1, 1, d, dtype=torch.bfloat16)
+    assert attention.keeps_mask_bits(q, 64, lk, d, d) == kept

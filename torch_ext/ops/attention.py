@@ -135,21 +135,26 @@ def _descriptors(kind, head, dq_atomic, *ts):
 
 def keeps_mask_bits(q, Lq, Lk, D, DV):
     """Whether a forward with dropout keeps its mask for the backward, whose kernels
-    then read it instead of drawing Philox numbers again (TORCH_EXT_ATTENTION_DROPOUT_MASK;
-    `auto`: where it takes no more memory than q, k, v and out, _row_bytes(Lk) a query
-    row against 4 x D x element size: up to 2048 keys at bf16 head 64, 4096 at head
-    128). The forward's key tiles must hold 32 to 128 keys (attention_common._keep). The
-    backward asks the same question of the same sizes (sdpa_overrideable_backward)."""
+    then read it instead of drawing Philox numbers again (TORCH_EXT_ATTENTION_DROPOUT_MASK:
+    `keep`; `auto`: where the driver finds it faster, spec
+    `attention_keep_dropout_mask(head, itemsize)`, and it takes no more memory than q,
+    k, v and out, _row_bytes(Lk) a query row against 4 x D x element size: up to 4096
+    keys at bf16 head 128). The forward's key tiles must hold 32 to 128 keys
+    (attention_common._keep). The backward asks the same question of the same sizes
+    (sdpa_overrideable_backward)."""
     mode = config.get("TORCH_EXT_ATTENTION_DROPOUT_MASK")
     if mode == "regenerate" or Lk < 32:
         return False
     bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
-    tiles = spec("attention_tiles", max(bd, bdv), q.element_size())
+    head, size = max(bd, bdv), q.element_size()
+    tiles = spec("attention_tiles", head, size)
     bm, bn, *stages = tiles or (64, 64, None, None, None)
     _, fwd_n, _ = _kernel_tiles("fwd", q, Lq, Lk, bm, max(16, pow2_at_most(Lk, bn)), None, bd, bdv)
     if not 32 <= fwd_n <= 128:
         return False
-    return mode == "keep" or _row_bytes(Lk) <= 4 * D * q.element_size()
+    if mode == "keep":
+        return True
+    return bool(spec("attention_keep_dropout_mask", head, size)) and _row_bytes(Lk) <= 4 * D * size
 
 
 def _bits_bytes(B, H, Lq, Lk):

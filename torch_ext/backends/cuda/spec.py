@@ -405,6 +405,20 @@ def attention_kv_natural(head: int, itemsize: int, dropout: bool) -> bool:
     return dropout and head * itemsize <= 128
 
 
+def attention_keep_dropout_mask(head: int, itemsize: int) -> bool:
+    """Whether the attention forward with dropout keeps its mask for the backward (under
+    TORCH_EXT_ATTENTION_DROPOUT_MASK=auto, memory allowing: ops/attention.py
+    keeps_mask_bits), for heads padded to `head` elements of `itemsize` bytes: where the
+    dK/dV kernel computes keys x queries (attention_kv_natural false with dropout), whose
+    tile draws each Philox counter twice. tests_gpu/harness/attention_mask.py on an H200
+    (session 32, bf16, causal, dropout 0.1): at head 128, 8 x 32 x 2048, the forward
+    1.077 -> 1.358 ms keeping it, the backward 3.396 -> 2.686 reading it (the SDPA suite:
+    4.486 -> 3.965 ms forward and backward, 0.456 -> 0.423 at 512 queries); at head 64,
+    8 x 12 x 2048, the forward 0.326 -> 0.415 against a backward 0.658 -> 0.608 at best
+    (suite 0.989 -> 1.165 ms): drawn again."""
+    return head * itemsize > 128
+
+
 def attention_tma(kind: str, head: int, itemsize: int, dq_atomic: bool) -> bool:
     """Whether the attention `kind` ("fwd", "bwd") kernels read q, k, v and dO through
     tensor descriptors (ops/attention.py `_descriptors`), for heads padded to `head`
