@@ -397,9 +397,9 @@ def test_cuda_driver_keeps_the_dropout_mask_where_the_dkdv_tile_is_transposed():
     ],
 )
 def test_keeps_the_dropout_mask_by_the_rule(mode, driver, lk, d, kept, monkeypatch):
-    """ops/attention.py keeps_mask_bits: TORCH_EXT_ATTENTION_DROPOUT_MASK, the driver's
+    """ops/attention.py keeps_dropout_mask: TORCH_EXT_ATTENTION_DROPOUT_MASK, the driver's
     choice (forced here) and the memory the mask takes (bf16)."""
     force_spec(monkeypatch, attention, attention_keep_dropout_mask=driver)
     monkeypatch.setenv("TORCH_EXT_ATTENTION_DROPOUT_MASK", mode)
     q = torch.empty(1, 1, 1, d, dtype=torch.bfloat16)
-    assert attention.keeps_mask_bits(q, 64, lk, d, d) == kept
+    assert attention.keeps_dropout_mask(q, 64, lk, d, d) == kept

@@ -1,5 +1,5 @@
 """The attention's dropout mask drawn again by the backward or kept by the forward
-(ops/attention.py `keeps_mask_bits`, attention_common._keep), each kernel timed on a GPU:
+(ops/attention.py `keeps_dropout_mask`, attention_common._keep), each kernel timed on a GPU:
 the forward drawing or drawing and keeping, the backward drawing (with the cuda driver's
 choices for a drawn mask) or reading the kept mask (with its choices for no draw, and
 with the drawn mask's choices), and each backward kernel's own time (torch.profiler).
@@ -62,7 +62,7 @@ def main():
             torch.randn(B, H, L, D, device=DEV, generator=g, dtype=torch.bfloat16) for _ in range(4)
         )
         seed_t, off_t = (torch.zeros((), dtype=torch.int64, device=DEV) for _ in range(2))
-        nbytes = attention._bits_bytes(B, H, L, L)
+        nbytes = attention._kept_bytes(B, H, L, L)
         bits = torch.zeros((nbytes + 7) // 8, dtype=torch.int64, device=DEV)
         fwd = (P, 1234, 5678)
 

@@ -133,7 +133,7 @@ def _descriptors(kind, head, dq_atomic, *ts):
     return True
 
 
-def keeps_mask_bits(q, Lq, Lk, D, DV):
+def keeps_dropout_mask(q, Lq, Lk, D, DV):
     """Whether a forward with dropout keeps its mask for the backward, whose kernels
     then read it instead of drawing Philox numbers again (TORCH_EXT_ATTENTION_DROPOUT_MASK:
     `keep`; `auto`: where the driver finds it faster, spec
@@ -157,7 +157,7 @@ def keeps_mask_bits(q, Lq, Lk, D, DV):
     return bool(spec("attention_keep_dropout_mask", head, size)) and _row_bytes(Lk) <= 4 * D * size
 
 
-def _bits_bytes(B, H, Lq, Lk):
+def _kept_bytes(B, H, Lq, Lk):
     """Bytes of the kept mask's buffer: the draw's offset, then a float16 per query row
     and 8 keys, rows of 16-byte multiples (attention_common._keep)."""
     return MASK_AT.value * 2 + B * H * Lq * _row_bytes(Lk)
@@ -183,7 +183,7 @@ def flash_attention_fwd(
 ):  # fmt: skip
     """(out, lse); with dropout (p, seed, offset) the kernel also writes seed and
     offset into `draw`, two 0-dim int64 device tensors, for the backward, and with
-    `bits` (a buffer of _bits_bytes, where keeps_mask_bits) the mask behind the offset
+    `bits` (a buffer of _kept_bytes, where keeps_dropout_mask) the mask behind the offset
     (attention_common._keep)."""
     (B, H, G, Lq, Lk, D, DV, scale, mask, mst, bool_mask, upcast, precision, bm, bn, bd, bdv,
      stages) = _setup(q, k, v, attn_mask, scale)  # fmt: skip
@@ -411,10 +411,10 @@ def sdpa_overrideable(
         draw = [torch.empty((), dtype=torch.int64, device=query.device) for _ in range(2)]
         bits = None
         D, DV = sizes(query)[3], sizes(value)[3]
-        if keeps_mask_bits(query, Lq, Lk, D, DV):
+        if keeps_dropout_mask(query, Lq, Lk, D, DV):
             # the mask's bits behind the offset, in one buffer: the backward gets the
             # offset tensor, and with it the bits
-            bits = _symbolic.empty(((_bits_bytes(B, H, Lq, Lk) + 7) // 8,), torch.int64,
+            bits = _symbolic.empty(((_kept_bytes(B, H, Lq, Lk) + 7) // 8,), torch.int64,
                                    query.device)  # fmt: skip
             draw[1] = bits[0]
         out, lse = flash_attention_fwd(
@@ -467,7 +467,7 @@ def sdpa_overrideable_backward(
         # the forward's bits, where it kept them (the same question of the same sizes),
         # behind the offset it wrote; a foreign offset tensor (too small) has none
         room = offset.untyped_storage().nbytes() - offset.storage_offset() * 8
-        if keeps_mask_bits(query, Lq, Lk, D, DV) and room >= int.__int__(_bits_bytes(B, H, Lq, Lk)):
+        if keeps_dropout_mask(query, Lq, Lk, D, DV) and room >= int.__int__(_kept_bytes(B, H, Lq, Lk)):
             bits = offset
     # The kernels read grad_out by its strides: a gradient that arrives through the
     # model's transpose of the heads (B, L, H, D memory, as q's) is read in place, as

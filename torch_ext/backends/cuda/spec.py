@@ -408,7 +408,7 @@ def attention_kv_natural(head: int, itemsize: int, dropout: bool) -> bool:
 def attention_keep_dropout_mask(head: int, itemsize: int) -> bool:
     """Whether the attention forward with dropout keeps its mask for the backward (under
     TORCH_EXT_ATTENTION_DROPOUT_MASK=auto, memory allowing: ops/attention.py
-    keeps_mask_bits), for heads padded to `head` elements of `itemsize` bytes: where the
+    keeps_dropout_mask), for heads padded to `head` elements of `itemsize` bytes: where the
     dK/dV kernel computes keys x queries (attention_kv_natural false with dropout), whose
     tile draws each Philox counter twice. tests_gpu/harness/attention_mask.py on an H200
     (session 32, bf16, causal, dropout 0.1): at head 128, 8 x 32 x 2048, the forward
