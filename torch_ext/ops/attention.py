@@ -467,7 +467,9 @@ def sdpa_overrideable_backward(
         # the forward's bits, where it kept them (the same question of the same sizes),
         # behind the offset it wrote; a foreign offset tensor (too small) has none
         room = offset.untyped_storage().nbytes() - offset.storage_offset() * 8
-        if keeps_dropout_mask(query, Lq, Lk, D, DV) and room >= int.__int__(_kept_bytes(B, H, Lq, Lk)):
+        if keeps_dropout_mask(query, Lq, Lk, D, DV) and room >= int.__int__(
+            _kept_bytes(B, H, Lq, Lk)
+        ):
             bits = offset
     # The kernels read grad_out by its strides: a gradient that arrives through the
     # model's transpose of the heads (B, L, H, D memory, as q's) is read in place, as
