@@ -2,7 +2,7 @@
 (ops/attention.py `keeps_dropout_mask`, attention_common._keep), each kernel timed on a GPU:
 the forward drawing or drawing and keeping, the backward drawing (with the cuda driver's
 choices for a drawn mask) or reading the kept mask (with its choices for no draw, and
-with the drawn mask's choices), and each backward kernel's own time (torch.profiler).
+with the drawn mask's choices), and each kernel's own time (sweeps.profile_kernels).
 
     python tests_gpu/harness/attention_mask.py
     MASK_CASES=8x12x2048x64,8x32x2048x128   B x H x L x D (bf16, causal, dropout 0.1)
@@ -17,24 +17,10 @@ from standalone import DEV  # first: torch_ext's kernels without its extension
 import torch  # noqa: E402
 
 from attention_dq import bench  # noqa: E402
+from sweeps import profile_kernels  # noqa: E402
 from torch_ext.ops import attention  # noqa: E402
 
 P = 0.1
-
-
-def _kernels(fn):
-    """(kernel name, us) of each GPU kernel one call of fn runs, in order."""
-    if DEV == "cpu":
-        return []
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    evs = [e for e in prof.events() if e.device_type.name == "CUDA"]
-    return [(e.name[:28], round(e.device_time, 1)) for e in evs]
 
 
 def _spec_as(drawn):
@@ -103,10 +89,14 @@ def main():
         res = {}
         for name, fn in rows:
             res[name] = bench(fn)
-            print(f"{case} {name}: {res[name]:.4f} ms {_kernels(fn)}", flush=True)
+            print(f"{case} {name}: {res[name]:.4f} ms", flush=True)
+            if DEV != "cpu":
+                profile_kernels(name, fn)
         attention.spec = _spec_as(True)
         t = bench(b_kept)
-        print(f"{case} bwd kept, drawn mask's kernels: {t:.4f} ms {_kernels(b_kept)}", flush=True)
+        print(f"{case} bwd kept, drawn mask's kernels: {t:.4f} ms", flush=True)
+        if DEV != "cpu":
+            profile_kernels("bwd kept, drawn mask's kernels", b_kept)
         attention.spec = real_spec
         a, b = b_draw(), b_kept()
         err = max(float((x.float() - y.float()).abs().max()) for x, y in zip(a, b))

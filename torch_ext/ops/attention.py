@@ -55,14 +55,7 @@ def _setup(q, k, v, attn_mask, scale):
         mask, mstrides, bool_mask = q, (0, 0, 0, 0), False
     upcast = bool(spec("dot_needs_fp32_inputs", q.dtype))
     precision = "ieee" if q.dtype in (torch.float32, torch.float64) or upcast else None
-    bd = max(16, next_pow2(D))
-    bdv = max(16, next_pow2(DV))
-    # (BLOCK_M, BLOCK_N, pipeline stages of the forward, dK/dV and dQ kernels): a
-    # driver bounds them by its shared memory (None: the compiler's default)
-    tiles = spec("attention_tiles", max(bd, bdv), q.element_size())
-    bm, bn, *stages = tiles or (64, 64, None, None, None)
-    bm = max(16, pow2_at_most(Lq, bm))
-    bn = max(16, pow2_at_most(Lk, bn))
+    bd, bdv, bm, bn, stages = _shared_tiles(q, Lq, Lk, D, DV)
     return (
         B,
         H,
@@ -83,6 +76,16 @@ def _setup(q, k, v, attn_mask, scale):
         bdv,
         stages,
     )
+
+
+def _shared_tiles(q, Lq, Lk, D, DV):
+    """(BLOCK_D, BLOCK_DV, BLOCK_M, BLOCK_N, pipeline stages of the forward, dK/dV and dQ
+    kernels): heads padded to powers of two, tiles a driver bounds by its shared memory
+    (None: the compiler's default), no longer than the sequences (at least 16)."""
+    bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
+    tiles = spec("attention_tiles", max(bd, bdv), q.element_size())
+    bm, bn, *stages = tiles or (64, 64, None, None, None)
+    return bd, bdv, max(16, pow2_at_most(Lq, bm)), max(16, pow2_at_most(Lk, bn)), stages
 
 
 def _stages(n):
@@ -145,11 +148,9 @@ def keeps_dropout_mask(q, Lq, Lk, D, DV):
     mode = config.get("TORCH_EXT_ATTENTION_DROPOUT_MASK")
     if mode == "regenerate" or Lk < 32:
         return False
-    bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
+    bd, bdv, bm, bn, _ = _shared_tiles(q, Lq, Lk, D, DV)
     head, size = max(bd, bdv), q.element_size()
-    tiles = spec("attention_tiles", head, size)
-    bm, bn, *stages = tiles or (64, 64, None, None, None)
-    _, fwd_n, _ = _kernel_tiles("fwd", q, Lq, Lk, bm, max(16, pow2_at_most(Lk, bn)), None, bd, bdv)
+    _, fwd_n, _ = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, None, bd, bdv)
     if not 32 <= fwd_n <= 128:
         return False
     if mode == "keep":
