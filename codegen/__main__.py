@@ -33,13 +33,16 @@ def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> l
     # aten/MetaBases.h of a hand-written folder.
     bases = [Path(d).resolve() / "aten" / "MetaBases.h" for d in csrc_dirs]
     bases = next((str(b) for b in bases if b.exists()), None)
-    files = {gen.HEADER: gen.emit_header(ops, namespace, bases)}
+    # Each shard includes only its own ops' declarations, so that an entry added or
+    # changed recompiles its shard, not all of them; hand-written C++ includes HEADER.
+    files = {gen.HEADER: gen.emit_umbrella()}
     aten_ops = [o for o in ops if o.mode != "New"]
     for i in range(gen.SHARDS):
-        files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(
-            [o for o in aten_ops if gen.shard_of(o) == i], namespace
-        )
+        part = [o for o in aten_ops if gen.shard_of(o) == i]
+        files[gen.shard_header(i)] = gen.emit_header(part, namespace, bases)
+        files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(part, namespace, gen.shard_header(i))
     new_ops = [o for o in ops if o.mode == "New"]
+    files[gen.NEW_HEADER] = gen.emit_header(new_ops, namespace, bases)
     if new_ops:
         files["RegisterTorchExtOps.cpp"] = gen.emit_new_ops(new_ops, namespace)
     _write_all(Path(out), files)

@@ -43,6 +43,11 @@ class Result:
     def files(self) -> dict[str, str]:
         return {p.name: p.read_text() for p in sorted(self.outdir.iterdir()) if p.is_file()}
 
+    def header(self) -> str:
+        """Every generated declaration: the headers that MusaFunctions.h includes."""
+        files = self.files()
+        return "\n".join(t for n, t in files.items() if n.startswith("MusaFunctions_"))
+
     def all_text(self) -> str:
         return "\n".join(self.files().values())
 

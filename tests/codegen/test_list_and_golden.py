@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_csrc, real_kernel_names, run_cli, write_manifest
+from conftest import REPO, make_csrc, real_kernel_names, run_cli, write_manifest
 from test_modes import CUSTOMIZED_SEED, NEW_OP, TRIL_CSRC_CUSTOMIZED
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -161,7 +161,9 @@ def test_list_and_generate_with_real_registry(tmp_path):
     assert f'pointwise_call(a0, "{k}", a1)' in text
     assert f'torch_ext::launch::call("{k}", self, diagonal, out);' in text
     assert sorted(f.name for f in out.iterdir()) == sorted(
-        ["MusaFunctions.h"] + [f"RegisterPrivateUse1_{i}.cpp" for i in range(8)]
+        ["MusaFunctions.h", "MusaFunctions_new.h"]
+        + [f"MusaFunctions_{i}.h" for i in range(8)]
+        + [f"RegisterPrivateUse1_{i}.cpp" for i in range(8)]
     )
 
 
@@ -175,3 +177,30 @@ def test_registry_lookup_leaves_the_drivers_triton_mode_alone(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     assert real_kernel_names()
     assert "TRITON_INTERPRET" not in os.environ
+
+
+def test_a_changed_entry_rewrites_only_its_shard(tmp_path):
+    """Each registration shard includes only the header of its own ops' declarations
+    (MusaFunctions.h, for hand-written C++, includes them all): removing an entry
+    changes exactly one shard and its header, so a YAML change recompiles one shard,
+    not eight."""
+    from codegen import __main__ as cg_main
+
+    text = (REPO / "musa_functions.yaml").read_text()
+    out = tmp_path / "gen"
+    cg_main.generate(str(REPO / "musa_functions.yaml"), str(out), "at::musa", [str(REPO / "csrc")])
+    before = {f.name: f.read_text() for f in out.iterdir()}
+    manifest = tmp_path / "musa_functions.yaml"
+    manifest.write_text(text.replace("- func: sgn.out\n- func: sgn\n- func: sgn_\n", ""))
+    assert manifest.read_text() != text, "the manifest's sgn entries changed shape"
+    cg_main.generate(str(manifest), str(out), "at::musa", [str(REPO / "csrc")])
+    after = {f.name: f.read_text() for f in out.iterdir()}
+    changed = sorted(n for n in before if before[n] != after.get(n))
+    assert len(changed) == 2, changed
+    header, shard = changed
+    k = header.removeprefix("MusaFunctions_").removesuffix(".h")
+    assert shard == f"RegisterPrivateUse1_{k}.cpp", changed
+    assert 'm.impl("sgn.out"' in before[shard] and 'm.impl("sgn.out"' not in after[shard]
+    assert (
+        f'#include "{header}"' in after[shard] and '#include "MusaFunctions.h"' not in after[shard]
+    )

@@ -315,6 +315,54 @@ def test_arg_reductions_lanes_kernel(lanes, device, monkeypatch):
         assert all((kw["BLOCK_R"], kw["num_warps"]) == lanes for _, kw in calls), calls
 
 
+@pytest.mark.parametrize("step", [16, 32], ids=["step16", "step32"])
+def test_arg_reductions_rescan_kernel(step, device, monkeypatch):
+    """Few contiguous rows that the driver sends to wide steps (`arg_rescan_tile`: step,
+    warps) take the kernel that keeps each lane's extreme only, then reads again the
+    lanes that hold the row's: one lane element by element (a winner in the short last
+    step, equal winners in one lane), several lanes by a masked walk (equal winners in
+    different lanes and steps, NaNs in two lanes, an all -inf row: index 0)."""
+    from torch_ext.ops import _rows
+
+    force_spec(monkeypatch, _rows, row_tile_cap=64)
+    force_spec(monkeypatch, A, arg_rescan_tile=(step, 1))
+    calls = spy_launches(monkeypatch, A)
+    for n in (50, 200):  # within one tile; past the cap (the per-lane kernel's rows)
+        x = torch.randint(-4, 4, (7, n)).float()
+        x[0, 17], x[0, 26] = 9, 9  # different lanes (16 and 32 wide): 17
+        x[1] = -float("inf")
+        x[2, n - 1] = 9  # in the short last step
+        x[3, 25], x[3, 5] = float("nan"), float("nan")  # the first NaN: 5
+        x[4, 4 + step], x[4, 4] = 9, 9  # one lane, two steps: 4
+        x[5, 0] = float("nan")
+        x = x.to(device)
+        idx = torch.empty(7, dtype=torch.int64, device=device)
+        vals = torch.empty(7, device=device)
+        for is_max in (True, False):
+            (A.argmax_out if is_max else A.argmin_out)(x, 1, False, idx)
+            assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(1))
+            (A.max_dim_out if is_max else A.min_dim_out)(x, 1, False, vals, idx)
+            ref = (torch.max if is_max else torch.min)(x.cpu(), 1)
+            assert_close(idx, ref.indices)
+            assert_close(vals, ref.values)
+    assert calls and all(k is A._arg_rescan_kernel for k, _ in calls)
+    assert all((kw["BLOCK_R"], kw["num_warps"]) == (step, 1) for _, kw in calls), calls
+
+
+def test_arg_rescan_tile_cuda_rule(monkeypatch):
+    """The cuda driver's rule: fewer rows than multiprocessors, each of 4Ki or more: steps
+    of up to 8Ki, 16 values a thread; many rows or short ones keep the other kernels."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    sms = 132  # an H100/H200
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: sms)
+    assert cuda_spec.arg_rescan_tile(64, 50257, 2) == (8192, 16)
+    assert cuda_spec.arg_rescan_tile(1, 4096, 4) == (4096, 8)
+    assert cuda_spec.arg_rescan_tile(1, 5000, 2) == (8192, 16)
+    assert cuda_spec.arg_rescan_tile(1, 4095, 2) is None
+    assert cuda_spec.arg_rescan_tile(sms, 8192, 2) is None
+
+
 @pytest.mark.parametrize(
     "dtype",
     [torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.uint8, torch.int16,
@@ -323,7 +371,8 @@ def test_arg_reductions_lanes_kernel(lanes, device, monkeypatch):
 )  # fmt: skip
 @pytest.mark.parametrize("shape,dim", [((6, 64), 1), ((6, 200), 1), ((5, 70, 3), 1)])
 @pytest.mark.parametrize("nan_combine", [False, True], ids=["flag", "nan_combine"])
-def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, device, monkeypatch):
+@pytest.mark.parametrize("rescan", [None, (32, 1)], ids=["tile", "rescan"])
+def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, rescan, device, monkeypatch):
     """argmax/argmin and max/min(dim) over 16/32-bit and small integer dtypes (fp16 in
     its own dtype where the NaN-propagating combine runs, as on the GPU): -0 ties +0 (the
     first index wins), every NaN beats +inf for argmax and -inf for argmin, negative
@@ -332,7 +381,8 @@ def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, device, monkeypat
 
     force_spec(monkeypatch, _rows, row_tile_cap=64)
     force_spec(monkeypatch, _common, reduction_block=64)
-    force_spec(monkeypatch, A, reduction_nan_combine=nan_combine)
+    # rescan: contiguous rows that the driver sends to steps of 32
+    force_spec(monkeypatch, A, reduction_nan_combine=nan_combine, arg_rescan_tile=rescan)
     calls = spy_launches(monkeypatch, A)
     n = shape[dim]
     g = torch.Generator().manual_seed(1)
@@ -368,6 +418,8 @@ def test_arg_reductions_dtypes(shape, dim, dtype, nan_combine, device, monkeypat
     native = nan_combine and dtype == torch.float16
     accs = [kw["ACC"] for _, kw in calls]
     assert accs and all((a == tl.float16) == native for a in accs), accs
+    rows = rescan is not None and len(shape) == 2  # contiguous rows (B == 1)
+    assert all((k is A._arg_rescan_kernel) == rows for k, _ in calls), calls
 
 
 def _launches(monkeypatch):

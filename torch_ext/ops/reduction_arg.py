@@ -12,7 +12,8 @@ from ._declare import kernel
 from ._launch import cdiv, launch
 from ._rows import row_tile, warps_for
 from .copy import copy_kernel
-from .reduction import MAX, MIN, _minmax_acc, _neutral, nan_extreme, normalize_dims
+from .reduction import MAX, MIN, _max_nan, _min_nan, _minmax_acc, _neutral, nan_extreme
+from .reduction import normalize_dims
 
 
 @triton.jit
@@ -127,6 +128,70 @@ def _arg_lanes_kernel(
     _store_winner(x, vals, idxs, o, omask, base, best_i, B, VALUES)
 
 
+@triton.jit
+def _wins(v, m, IS_FLOAT: tl.constexpr):
+    """Whether v is the extreme m (a NaN when m is NaN)."""
+    if IS_FLOAT:
+        return tl.where(m != m, v != v, v == m)
+    return v == m
+
+
+@triton.jit
+def _arg_rescan_kernel(
+    x,
+    vals,
+    idxs,
+    R,
+    neutral,
+    IS_MAX: tl.constexpr,
+    VALUES: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    NAN_COMBINE: tl.constexpr = False,
+):
+    # A contiguous row a program, read once as amax reads it: each lane of a step keeps
+    # its running extreme (NaN wins; one packed max.NaN per two 16-bit values on a GPU,
+    # no index), then the row's extreme. Only the lanes holding it are read again (from
+    # L2) to find its first index: where one lane does (no ties), its elements one at a
+    # time from the start until the extreme; ties or NaNs in several lanes, a masked
+    # walk of the row that loads only those lanes. Without an index beside each value
+    # (_arg_lanes_kernel) its steps can be wide, what few rows need to keep enough
+    # loads in flight; with many rows and ties the walk costs more than it saves.
+    row = tl.program_id(0).to(tl.int64)
+    base = x + row * R
+    lane = tl.arange(0, BLOCK_R)
+    best = tl.full((BLOCK_R,), neutral, ACC)
+    for r0 in range(0, R, BLOCK_R):
+        v = tl.load(base + r0 + lane, mask=r0 + lane < R, other=neutral).to(ACC)
+        if ACC.is_floating() and NAN_COMBINE:
+            best = _max_nan(best, v) if IS_MAX else _min_nan(best, v)
+        else:
+            take = v > best if IS_MAX else v < best
+            if ACC.is_floating():
+                take = take | (v != v)  # NaN wins; a NaN held is never replaced
+            best = tl.where(take, v, best)
+    m = nan_extreme(best, IS_MAX, NAN_COMBINE)
+    need = _wins(best, m, ACC.is_floating())
+    # how many lanes hold the extreme (high bits) and, if one, which (low bits)
+    s = tl.sum(tl.where(need, 65536 + lane, 0), 0)
+    if s < 2 * 65536:
+        r = s - 65536
+        while _wins(tl.load(base + r).to(ACC), m, ACC.is_floating()) == 0:
+            r += BLOCK_R
+        idx = r
+    else:
+        first = tl.full((BLOCK_R,), 2147483647, tl.int32)
+        for r0 in range(0, R, BLOCK_R):
+            ok = need & (r0 + lane < R)
+            v = tl.load(base + r0 + lane, mask=ok, other=neutral).to(ACC)
+            hit = ok & _wins(v, m, ACC.is_floating())
+            first = tl.minimum(first, tl.where(hit, r0 + lane, first))
+        idx = tl.min(first, 0)
+    if VALUES:
+        tl.store(vals + row, tl.load(base + idx))
+    tl.store(idxs + row, idx.to(tl.int64))
+
+
 def _arg_reduce(self, dim, values, indices, is_max):
     """max/min (values and indices) or, with values None, argmax/argmin: one launch,
     one read of the input."""
@@ -155,6 +220,18 @@ def _arg_reduce(self, dim, values, indices, is_max):
     # NaN-propagating maximum of bf16 gives float32, and the interpreter compares
     # 16-bit floats as float32
     acc = x.dtype if nan_combine and x.dtype == torch.float16 else _minmax_acc(x.dtype)
+    neutral = _neutral(MAX if is_max else MIN, x.dtype)
+    # Few long contiguous rows (the driver's `arg_rescan_tile`: (step, warps)), such as
+    # greedy decoding's argmax over a vocabulary: wide steps of the row's extreme alone,
+    # its first index found again (_arg_rescan_kernel).
+    rescan = spec("arg_rescan_tile", O, R, x.element_size()) if B == 1 else None
+    if rescan is not None and R < 2**31 - rescan[0]:
+        step, warps = rescan
+        assert step <= 16384  # the kernel's count of winning lanes fits int32
+        launch(_arg_rescan_kernel, (O,), xv, vt if vt is not None else it, it, R, neutral,
+               IS_MAX=is_max, VALUES=vt is not None, ACC=TL_DTYPES[acc], BLOCK_R=step,
+               NAN_COMBINE=nan_combine, num_warps=warps)  # fmt: skip
+        return _copy_back(values, vt, indices, it)
     # The reduction with indices carries an index beside each value: two arrays.
     # Rows in one tile: the one-tile kernel. Longer rows (and where the driver says,
     # `arg_lanes_tile`: (step, warps)) loop over steps with a running winner per lane;
@@ -179,7 +256,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
         O,
         R,
         B,
-        _neutral(MAX if is_max else MIN, x.dtype),
+        neutral,
         IS_MAX=is_max,
         VALUES=vt is not None,
         ACC=TL_DTYPES[acc],
@@ -188,6 +265,11 @@ def _arg_reduce(self, dim, values, indices, is_max):
         NAN_COMBINE=nan_combine,
         num_warps=warps,
     )
+    _copy_back(values, vt, indices, it)
+
+
+def _copy_back(values, vt, indices, it):
+    """The results into non-contiguous outputs, where they went through temporaries."""
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
     if it is not indices:

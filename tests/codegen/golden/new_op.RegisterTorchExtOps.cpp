@@ -2,7 +2,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
-#include "MusaFunctions.h"
+#include "MusaFunctions_new.h"
 #include "launch/Launcher.h"
 
 namespace at::musa {

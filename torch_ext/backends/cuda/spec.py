@@ -142,6 +142,22 @@ def arg_lanes_tile(length: int, inner: int, itemsize: int) -> Optional[tuple[int
     return 1024, 4
 
 
+def arg_rescan_tile(rows: int, length: int, itemsize: int) -> Optional[tuple[int, int]]:
+    """(step, warps) of argmax/argmin and max/min(dim) over fewer contiguous rows than
+    multiprocessors, each of at least 4Ki (greedy decoding's argmax over a vocabulary):
+    the kernel that keeps each lane's extreme only and reads again the lanes holding
+    the row's, up to 8Ki values a step, 16 a thread. 64 x 50257 (H200, session 33,
+    tests_gpu/harness/argmax_rescan.py): fp16 11.0 us against 42.6 before (the per-lane
+    kernel, 1Ki steps), bf16 17.4 against 34.9, float32 12.2 against 44.9, fp16 with
+    ties in many lanes 16.7 against 52.5; torch 21-22. With many rows it does not pay:
+    8192 x 8192 fp16 43.8 against 45.8 at best, bf16 48.1 against 46.1, ties 76.6
+    against 45.8."""
+    if rows >= _sm_count() or length < 4096:
+        return None
+    step = min(8192, 1 << (length - 1).bit_length())
+    return step, step // 512
+
+
 def softmax_fwd_warps(block_r: int) -> Optional[int]:
     """Warps of a one-pass softmax / log_softmax forward over contiguous rows where they
     differ from row_warps: 16 for 8Ki-wide rows (8192 x 8192 on an H200, session 24,

@@ -1,0 +1,103 @@
+"""argmax over contiguous 16-bit rows (session 33): the kernel that keeps each lane's
+extreme only and reads again the lanes holding the row's (ops/reduction_arg.py
+`_arg_rescan_kernel`) against the per-lane kernel it replaces (`_arg_lanes_kernel`,
+an index kept beside every value), torch's argmax and amax, and our amax's one-tile
+kernel launched directly (the same bytes, one reduction: the target). Rows of random
+values (one lane holds the maximum) and of few distinct values (ties in many lanes:
+the masked walk). Session 33 also timed an int32 key packing value and index (one
+integer maximum an element): 63-85 us against the per-lane kernel's 46 (integer work
+per element), not kept.
+
+Standalone (no build); a line per variant: us, GB/s, % of a device-to-device copy, and
+whether the indices equal torch's.
+
+    python tests_gpu/harness/argmax_rescan.py
+    TUNE_DEVICE=cpu python tests_gpu/harness/argmax_rescan.py   # dry run, interpreter
+"""
+
+from standalone import DEV  # first: torch_ext's kernels without its extension
+
+import torch  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.testing import do_bench  # noqa: E402
+
+from torch_ext.ops import reduction as R  # noqa: E402
+from torch_ext.ops import reduction_arg as A  # noqa: E402
+
+SMOKE = DEV == "cpu"
+
+
+def bench(fn):
+    if SMOKE:
+        fn()
+        return 1.0
+    return do_bench(fn, warmup=25, rep=200)
+
+
+src = torch.empty(1 << (20 if SMOKE else 28), dtype=torch.uint8, device=DEV)
+dst = torch.empty_like(src)
+COPY = 2 * src.numel() / bench(lambda: dst.copy_(src)) / 1e6  # GB/s
+print(f"device {DEV} copy {COPY:.0f} GB/s", flush=True)
+
+
+def row(name, ms, nbytes):
+    bw = nbytes / ms / 1e6
+    print(f"  {name:<48} {ms * 1e3:8.1f} us {bw:7.0f} GB/s {100 * bw / COPY:5.1f}%", flush=True)
+
+
+# the suite's case; an LM head's logits (greedy decoding over GPT-2's vocabulary)
+SHAPES = [(16, 8192)] if SMOKE else [(8192, 8192), (64, 50257), (4096, 32000)]
+NC = not SMOKE  # the cuda driver's NaN-propagating combine
+for rows, cols in SHAPES:
+    for dt, kind in ((torch.float16, "randn"), (torch.bfloat16, "randn"), (torch.float16, "ties"),
+                     (torch.float32, "randn")):  # fmt: skip
+        if kind == "ties":
+            x = torch.randint(0, 4, (rows, cols), device=DEV).to(dt)
+        else:
+            x = torch.randn(rows, cols, device=DEV, dtype=dt)
+        x[3, 10] = float("nan")
+        acc = tl.float16 if dt == torch.float16 else tl.float32
+        ref = torch.argmax(x, 1)
+        out = torch.empty(rows, dtype=torch.int64, device=DEV)
+        nbytes = x.numel() * x.element_size() + rows * 8
+        print(f"argmax {rows}x{cols} {dt} {kind}", flush=True)
+        row("torch argmax", bench(lambda: torch.argmax(x, 1)), nbytes)
+        row("torch amax", bench(lambda: torch.amax(x, 1)), nbytes)
+        amax = torch.empty(rows, dtype=dt, device=DEV)
+        for br, w in ((8192, 8), (8192, 16)) if cols == 8192 else ():
+
+            def ours_amax():
+                R._reduce_kernel[(rows, 1)](
+                    x, amax, amax, rows, cols, 1, cols, float("-inf"), 1.0, 1.0, OP=R.MAX,
+                    POST=R.POST_NONE, ACC=acc, PARTIAL=False, ONE_TILE=True,
+                    NAN_COMBINE=NC, BLOCK_O=1, BLOCK_R=br, num_warps=w,
+                )  # fmt: skip
+
+            row(f"ours amax one tile {br} w{w}", bench(ours_amax), nbytes)
+
+        def lanes():
+            A._arg_lanes_kernel[(rows,)](
+                x, out, out, rows, cols, 1, float("-inf"), IS_MAX=True, VALUES=False,
+                ACC=acc, BLOCK_O=1, BLOCK_R=1024, NAN_COMBINE=NC, num_warps=4,
+            )  # fmt: skip
+
+        out.fill_(-1)
+        ms = bench(lanes)
+        row(f"lanes (before) 1024 w4 ok={torch.equal(out, ref)}", ms, nbytes)
+        for br in (1024, 2048, 4096, 8192):
+            for w in (2, 4, 8, 16):
+                if br // (32 * w) < 4 or br // (32 * w) > 32:
+                    continue
+
+                def rescan():
+                    A._arg_rescan_kernel[(rows,)](
+                        x, out, out, cols, float("-inf"), IS_MAX=True, VALUES=False,
+                        ACC=acc, BLOCK_R=br, NAN_COMBINE=NC, num_warps=w,
+                    )  # fmt: skip
+
+                out.fill_(-1)
+                ms = bench(rescan)
+                row(f"rescan {br} w{w} ok={torch.equal(out, ref)}", ms, nbytes)
+        idx = torch.empty(rows, dtype=torch.int64, device=DEV)
+        row("* shipped (argmax_out)", bench(lambda: A.argmax_out(x, 1, False, idx)), nbytes)
+        print(f"    ok={torch.equal(idx, ref)}", flush=True)
