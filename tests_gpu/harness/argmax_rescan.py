@@ -4,7 +4,9 @@ extreme only and reads again the lanes holding the row's (ops/reduction_arg.py
 an index kept beside every value), torch's argmax and amax, and our amax's one-tile
 kernel launched directly (the same bytes, one reduction: the target). Rows of random
 values (one lane holds the maximum) and of few distinct values (ties in many lanes:
-the masked walk). Session 33 also timed an int32 key packing value and index (one
+the masked walk). Also the per-lane kernel against its form before session 33 (each
+element's take by its own compares and a select, now one NaN-propagating max and a
+compare with the old extreme). Session 33 also timed an int32 key packing value and index (one
 integer maximum an element): 63-85 us against the per-lane kernel's 46 (integer work
 per element), not kept.
 
@@ -18,6 +20,7 @@ whether the indices equal torch's.
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
+import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
@@ -25,6 +28,25 @@ from torch_ext.ops import reduction as R  # noqa: E402
 from torch_ext.ops import reduction_arg as A  # noqa: E402
 
 SMOKE = DEV == "cpu"
+
+
+@triton.jit
+def _lanes_select_kernel(x, idxs, R, ACC: tl.constexpr, BLOCK_R: tl.constexpr, NC: tl.constexpr):
+    # _arg_lanes_kernel (argmax, contiguous rows) before session 33: each element's
+    # take by its own compares and a select of the value (now one NaN-propagating max
+    # and a compare with the old extreme).
+    row = tl.program_id(0).to(tl.int64)
+    lane = tl.arange(0, BLOCK_R)
+    best = tl.full((BLOCK_R,), float("-inf"), ACC)
+    best_r0 = tl.zeros((BLOCK_R,), tl.int32)
+    for r0 in range(0, R, BLOCK_R):
+        v = tl.load(x + row * R + r0 + lane, mask=r0 + lane < R, other=float("-inf")).to(ACC)
+        take = (v > best) | ((v != v) & (best == best))
+        best = tl.where(take, v, best)
+        best_r0 = tl.where(take, r0, best_r0)
+    tv = A.nan_extreme(best, True, NC)
+    hit = (best == tv) | (best != best)
+    tl.store(idxs + row, tl.min(tl.where(hit, best_r0 + lane, 2147483647), 0).to(tl.int64))
 
 
 def bench(fn):
@@ -83,8 +105,21 @@ for rows, cols in SHAPES:
 
         out.fill_(-1)
         ms = bench(lanes)
-        row(f"lanes (before) 1024 w4 ok={torch.equal(out, ref)}", ms, nbytes)
-        for br in (1024, 2048, 4096, 8192):
+        row(f"lanes 1024 w4 ok={torch.equal(out, ref)}", ms, nbytes)
+        out.fill_(-1)
+        ms = bench(
+            lambda: _lanes_select_kernel[(rows,)](
+                x, out, cols, ACC=acc, BLOCK_R=1024, NC=NC, num_warps=4
+            )
+        )
+        row(f"lanes before session 33, 1024 w4 ok={torch.equal(out, ref)}", ms, nbytes)
+        for br, w in ((1024, 8), (2048, 4), (2048, 8)):
+            out.fill_(-1)
+            ms = bench(lambda: A._arg_lanes_kernel[(rows,)](
+                x, out, out, rows, cols, 1, float("-inf"), IS_MAX=True, VALUES=False,
+                ACC=acc, BLOCK_O=1, BLOCK_R=br, NAN_COMBINE=NC, num_warps=w))  # fmt: skip
+            row(f"lanes {br} w{w} ok={torch.equal(out, ref)}", ms, nbytes)
+        for br in (1024, 2048, 4096, 8192) if rows < 132 else ():
             for w in (2, 4, 8, 16):
                 if br // (32 * w) < 4 or br // (32 * w) > 32:
                     continue
