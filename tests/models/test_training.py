@@ -15,7 +15,7 @@ from torch_ext.demo import MLPClassifier, SmallCNN, TinyDecoder
 
 from helpers import DEV
 
-STEPS = 5
+STEPS = 3
 ATOL, RTOL = 2e-4, 2e-3
 MODELS = {
     "mlp": (MLPClassifier, {}),
