@@ -280,6 +280,20 @@ def test_arg_reductions_one_tile_and_looped(shape, dim, dtype, nan_combine, devi
         assert_close(vals, ref.values, dtype)
 
 
+def _check_rows_against_cpu(x):
+    """argmax/argmin and max/min(dim) over the rows of float32 x (on the device), each
+    against the CPU's."""
+    idx = torch.empty(x.shape[0], dtype=torch.int64, device=x.device)
+    vals = torch.empty(x.shape[0], device=x.device)
+    for is_max in (True, False):
+        (A.argmax_out if is_max else A.argmin_out)(x, 1, False, idx)
+        assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(1))
+        (A.max_dim_out if is_max else A.min_dim_out)(x, 1, False, vals, idx)
+        ref = (torch.max if is_max else torch.min)(x.cpu(), 1)
+        assert_close(idx, ref.indices)
+        assert_close(vals, ref.values)
+
+
 @pytest.mark.parametrize("lanes", [None, (16, 1), (32, 2)], ids=["looped", "step16", "step32"])
 def test_arg_reductions_lanes_kernel(lanes, device, monkeypatch):
     """Rows past the one-tile cap, and rows the driver sends there (`arg_lanes_tile`:
@@ -300,16 +314,7 @@ def test_arg_reductions_lanes_kernel(lanes, device, monkeypatch):
     x[3, 25], x[3, 5] = float("nan"), float("nan")  # the first NaN: 5
     x[4, 20] = 9
     x[4, 4] = 9  # an earlier step's equal value in another lane: 4
-    x = x.to(device)
-    idx = torch.empty(7, dtype=torch.int64, device=device)
-    vals = torch.empty(7, device=device)
-    for is_max in (True, False):
-        (A.argmax_out if is_max else A.argmin_out)(x, 1, False, idx)
-        assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(1))
-        (A.max_dim_out if is_max else A.min_dim_out)(x, 1, False, vals, idx)
-        ref = (torch.max if is_max else torch.min)(x.cpu(), 1)
-        assert_close(idx, ref.indices)
-        assert_close(vals, ref.values)
+    _check_rows_against_cpu(x.to(device))
     assert calls and all(k is A._arg_lanes_kernel for k, _ in calls)
     if lanes is not None:
         assert all((kw["BLOCK_R"], kw["num_warps"]) == lanes for _, kw in calls), calls
@@ -335,16 +340,7 @@ def test_arg_reductions_rescan_kernel(step, device, monkeypatch):
         x[3, 25], x[3, 5] = float("nan"), float("nan")  # the first NaN: 5
         x[4, 4 + step], x[4, 4] = 9, 9  # one lane, two steps: 4
         x[5, 0] = float("nan")
-        x = x.to(device)
-        idx = torch.empty(7, dtype=torch.int64, device=device)
-        vals = torch.empty(7, device=device)
-        for is_max in (True, False):
-            (A.argmax_out if is_max else A.argmin_out)(x, 1, False, idx)
-            assert_close(idx, (x.cpu().argmax if is_max else x.cpu().argmin)(1))
-            (A.max_dim_out if is_max else A.min_dim_out)(x, 1, False, vals, idx)
-            ref = (torch.max if is_max else torch.min)(x.cpu(), 1)
-            assert_close(idx, ref.indices)
-            assert_close(vals, ref.values)
+        _check_rows_against_cpu(x.to(device))
     assert calls and all(k is A._arg_rescan_kernel for k, _ in calls)
     assert all((kw["BLOCK_R"], kw["num_warps"]) == (step, 1) for _, kw in calls), calls
 

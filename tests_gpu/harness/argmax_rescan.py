@@ -22,7 +22,7 @@ from standalone import DEV  # first: torch_ext's kernels without its extension
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from triton.testing import do_bench  # noqa: E402
+import sweeps  # noqa: E402
 
 from torch_ext.ops import reduction as R  # noqa: E402
 from torch_ext.ops import reduction_arg as A  # noqa: E402
@@ -50,21 +50,10 @@ def _lanes_select_kernel(x, idxs, R, ACC: tl.constexpr, BLOCK_R: tl.constexpr, N
 
 
 def bench(fn):
-    if SMOKE:
-        fn()
-        return 1.0
-    return do_bench(fn, warmup=25, rep=200)
+    return sweeps.plain_bench(fn, SMOKE)
 
 
-src = torch.empty(1 << (20 if SMOKE else 28), dtype=torch.uint8, device=DEV)
-dst = torch.empty_like(src)
-COPY = 2 * src.numel() / bench(lambda: dst.copy_(src)) / 1e6  # GB/s
-print(f"device {DEV} copy {COPY:.0f} GB/s", flush=True)
-
-
-def row(name, ms, nbytes):
-    bw = nbytes / ms / 1e6
-    print(f"  {name:<48} {ms * 1e3:8.1f} us {bw:7.0f} GB/s {100 * bw / COPY:5.1f}%", flush=True)
+row = sweeps.Bandwidth(DEV, bench, width=48).row
 
 
 # the suite's case; an LM head's logits (greedy decoding over GPT-2's vocabulary)

@@ -1,6 +1,8 @@
-"""Timing shared by the sweep harnesses (sweep_conv_bn.py, sweep_depthwise.py): ms per
-call from a CUDA graph, and a stand-in for ops/_tune.py's `tuned` that times every
-candidate and remembers the best three and the rule's first."""
+"""Timing shared by the sweep harnesses (sweep_conv_bn.py, sweep_depthwise.py,
+sweep_lanes.py, argmax_rescan.py): ms per call from a CUDA graph or by do_bench, a
+bandwidth line beside the run's device-to-device copy, and a stand-in for
+ops/_tune.py's `tuned` that times every candidate and remembers the best three and the
+rule's first."""
 
 from triton.testing import do_bench, do_bench_cudagraph
 
@@ -19,6 +21,34 @@ def bench(fn, smoke=False):
 
         torch.cuda.synchronize()
         return do_bench(fn, warmup=10, rep=60)
+
+
+def plain_bench(fn, smoke=False):
+    """ms per call by triton's do_bench (launches from the host, L2 flushed between
+    calls); smoke (the interpreter): one call, 1.0."""
+    if smoke:
+        fn()
+        return 1.0
+    return do_bench(fn, warmup=25, rep=200)
+
+
+class Bandwidth:
+    """This run's device-to-device copy (256 MiB; 1 MiB in a dry run), printed, and lines
+    of us, GB/s and share of it."""
+
+    def __init__(self, dev, timer, width=48):
+        import torch
+
+        src = torch.empty(1 << (20 if dev == "cpu" else 28), dtype=torch.uint8, device=dev)
+        dst = torch.empty_like(src)
+        self.copy = 2 * src.numel() / timer(lambda: dst.copy_(src)) / 1e6  # GB/s
+        self.width = width
+        print(f"device {dev} copy {self.copy:.0f} GB/s", flush=True)
+
+    def row(self, name, ms, nbytes):
+        bw = nbytes / ms / 1e6
+        pct = 100 * bw / self.copy
+        print(f"  {name:<{self.width}} {ms * 1e3:8.1f} us {bw:7.0f} GB/s {pct:5.1f}%", flush=True)
 
 
 def time_all(picked, timer):
