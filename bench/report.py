@@ -143,10 +143,6 @@ MEMORY_BOUND = (
 )
 
 
-def _dtype_of(rows, label):
-    return next((r["dtype"] for r in rows if f"{r['op']} {r['shape']}" == label), "")
-
-
 def suite_targets(table):
     """Issue 15's and 16's targets over the cases present: {target: [value text, verdict]}."""
     out = {}
@@ -161,7 +157,7 @@ def suite_targets(table):
         if not vals:
             return None
         worst = min(rows, key=lambda r: r.get(key) or math.inf)
-        return _geomean(vals), worst[key], f"{worst['op']} {worst['shape']}", len(vals)
+        return _geomean(vals), worst[key], f"{worst['op']} {worst['shape']}", len(vals), worst
 
     convs = [r for r in table if r["op"].startswith("conv") and r["dtype"] == "bfloat16"]
     for p in ("fwd", "dgrad", "wgrad"):
@@ -214,13 +210,13 @@ def suite_targets(table):
     g = geo_min(memory, "ours_bw_frac")
     if g:
         out["memory-bound ops >= 85% of copy bandwidth"] = [
-            f"lowest {g[1]:.0%} ({g[2]} {_dtype_of(memory, g[2])}), geomean {g[0]:.0%} over {g[3]}",
+            f"lowest {g[1]:.0%} ({g[2]} {g[4]['dtype']}), geomean {g[0]:.0%} over {g[3]}",
             verdict(g[1] >= 0.85),
         ]
     g = geo_min(memory, "speedup_vs_flaggems")
     if g:
         out["memory-bound ops >= 1.0x FlagGems, each"] = [
-            f"lowest {g[1]:.2f}x ({g[2]}), geomean {g[0]:.2f}x",
+            f"lowest {g[1]:.2f}x ({g[2]} {g[4]['dtype']}), geomean {g[0]:.2f}x",
             verdict(g[1] >= 1.0),
         ]
     gemms = [r for r in table if r["op"].startswith("linear_")]

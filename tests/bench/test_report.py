@@ -134,3 +134,18 @@ def test_a_conv_group_our_worker_did_not_finish_decides_nothing(tmp_path):
         "conv wgrad ResNet-50 nhwc: geomean >= 0.9x cuDNN, none below 0.6x"
     ]
     assert value.startswith("geomean 2.00x over 1,") and verdict == "partial: 1 of 2", value
+
+
+def test_memory_bound_lowest_names_its_dtype():
+    """Two dtypes of one op and shape: the lowest case is named with its own dtype (the
+    report once named the first row's)."""
+    rows = [
+        {"op": "cross_entropy", "shape": "4096x32768", "dtype": d, "ours_bw_frac": bw,
+         "speedup_vs_flaggems": fg}
+        for d, bw, fg in (("float32", 0.96, 3.5), ("bfloat16", 0.83, 0.9))
+    ]  # fmt: skip
+    t = report.suite_targets(rows)
+    assert t["memory-bound ops >= 85% of copy bandwidth"][0].startswith(
+        "lowest 83% (cross_entropy 4096x32768 bfloat16)"
+    )
+    assert "(cross_entropy 4096x32768 bfloat16)" in t["memory-bound ops >= 1.0x FlagGems, each"][0]

@@ -114,12 +114,15 @@ def _arg_lanes_kernel(
         v = _load_step(x, r0, R, B, base, omask, neutral, ACC, BLOCK_R)
         if ACC == tl.float16 and NAN_COMBINE:
             # the new extreme by one NaN-propagating max/min (two fp16 values an
-            # instruction on a GPU); a lane took where it changed, unless it held a NaN
-            # already (NaN != NaN). 8192 x 8192 fp16 46.2 -> 44.3 us; in float32 (bf16's
-            # compares) 46.3 -> 49.4, so those keep the compares and select (H200,
-            # tests_gpu/harness/argmax_rescan.py, session 33)
+            # instruction on a GPU); a lane took where it changed. A lane holding a NaN
+            # takes every step (NaN != NaN): rows with a NaN find their first NaN
+            # afterwards (_first_nan), so the loop has one compare and one select an
+            # element: 8192 x 8192 fp16 46.2 -> 43.0 us (44.3 with a NaN guard in the
+            # loop). float32 (bf16's compares) kept the compares and select: this form
+            # with the guard was slower there, 46.3 -> 49.4 (H200,
+            # tests_gpu/harness/argmax_rescan.py, session 33).
             new = _max_nan(best, v) if IS_MAX else _min_nan(best, v)
-            take = (new != best) & (best == best)
+            take = new != best
             best = new
         else:
             take = v > best if IS_MAX else v < best
@@ -135,7 +138,24 @@ def _arg_lanes_kernel(
     # a real element (or, past R in a single short tile, never below a real hit)
     pos = best_r0 + tl.arange(0, BLOCK_R)[:, None]
     best_i = tl.min(tl.where(hit, pos, 2147483647), 0).to(tl.int64)
+    if ACC == tl.float16 and NAN_COMBINE:
+        best_i = _first_nan(x, R, B, base, omask, tv, best_i, BLOCK_R)
     _store_winner(x, vals, idxs, o, omask, base, best_i, B, VALUES)
+
+
+@triton.jit
+def _first_nan(x, R, B, base, omask, tv, best_i, BLOCK_R: tl.constexpr):
+    """best_i with the lanes whose extreme tv is NaN set to their first NaN's index: a
+    second read of this program's rows, only where one of them holds a NaN."""
+    nan_row = tv != tv
+    if tl.max(nan_row.to(tl.int32), 0) > 0:
+        first = tl.full((BLOCK_R, tv.shape[0]), 2147483647, tl.int32)
+        for r0 in range(0, R, BLOCK_R):
+            v = _load_step(x, r0, R, B, base, omask & nan_row, 0.0, tl.float16, BLOCK_R)
+            pos = r0 + tl.arange(0, BLOCK_R)[:, None]
+            first = tl.minimum(first, tl.where(v != v, pos, 2147483647))
+        best_i = tl.where(nan_row, tl.min(first, 0).to(tl.int64), best_i)
+    return best_i
 
 
 @triton.jit
