@@ -89,7 +89,8 @@ def test_synchronize():
     torch.accelerator.synchronize()
 
 
-def test_accelerator_memory_api():
+def _memory_api_counts_one_tensor():
+    torch.privateuseone.synchronize()
     base = torch.accelerator.memory_allocated()
     x = torch.empty(1 << 20, dtype=torch.uint8, device=DEV)
     assert torch.accelerator.memory_allocated() == base + (1 << 20)
@@ -98,6 +99,26 @@ def test_accelerator_memory_api():
     del x
     torch.accelerator.reset_peak_memory_stats()
     assert torch.accelerator.max_memory_allocated() == base
+
+
+def test_accelerator_memory_api():
+    """torch.accelerator's counters follow one 1 MiB tensor exactly. The counters are the
+    process's: a tensor that another thread (autograd's device thread finishing an
+    earlier test's backward) allocates or frees meanwhile moves them too, so the exact
+    sequence is tried up to three times and must hold once (an accounting error fails
+    every time; a suite run on a loaded machine once saw 1 MiB more)."""
+    import gc
+    import time
+
+    for attempt in range(3):
+        gc.collect()
+        try:
+            _memory_api_counts_one_tensor()
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+            time.sleep(0.2)
     torch.accelerator.empty_cache()
     assert torch.accelerator.memory_reserved() == torch.privateuseone.memory_reserved()
     free, total = torch.accelerator.get_memory_info()
