@@ -250,7 +250,9 @@ def shard_of(op: Op) -> int:
     return int(hashlib.sha1(op.name.encode()).hexdigest(), 16) % SHARDS
 
 
-def emit_shard(ops: list[Op], namespace: str, header: str = HEADER) -> str:
+def emit_shard(ops: list[Op], namespace: str, header: str) -> str:
+    """Shard C++ registering `ops`, including `header` (shard_header: its own ops'
+    declarations only)."""
     includes, bodies, wrappers, regs, stub_fns, stub_regs = set(), [], [], [], [], []
     for op in ops:
         includes |= _includes(op)

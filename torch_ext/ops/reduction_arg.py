@@ -42,6 +42,14 @@ def _store_winner(x, vals, idxs, o, omask, base, best_i, B, VALUES: tl.constexpr
 
 
 @triton.jit
+def _wins(v, m, IS_FLOAT: tl.constexpr):
+    """Whether v is the extreme m (a NaN when m is NaN)."""
+    if IS_FLOAT:
+        return tl.where(m != m, v != v, v == m)
+    return v == m
+
+
+@triton.jit
 def _arg_kernel(
     x,
     vals,
@@ -131,9 +139,7 @@ def _arg_lanes_kernel(
             best = tl.where(take, v, best)
         best_r0 = tl.where(take, r0, best_r0)
     tv = nan_extreme(best, IS_MAX, NAN_COMBINE)
-    hit = best == tv[None, :]
-    if ACC.is_floating():
-        hit = hit | (best != best)
+    hit = _wins(best, tv[None, :], ACC.is_floating())
     # a lane that never took keeps tile 0: its element there equals the neutral value,
     # a real element (or, past R in a single short tile, never below a real hit)
     pos = best_r0 + tl.arange(0, BLOCK_R)[:, None]
@@ -156,14 +162,6 @@ def _first_nan(x, R, B, base, omask, tv, best_i, BLOCK_R: tl.constexpr):
             first = tl.minimum(first, tl.where(v != v, pos, 2147483647))
         best_i = tl.where(nan_row, tl.min(first, 0).to(tl.int64), best_i)
     return best_i
-
-
-@triton.jit
-def _wins(v, m, IS_FLOAT: tl.constexpr):
-    """Whether v is the extreme m (a NaN when m is NaN)."""
-    if IS_FLOAT:
-        return tl.where(m != m, v != v, v == m)
-    return v == m
 
 
 @triton.jit
@@ -193,13 +191,7 @@ def _arg_rescan_kernel(
     best = tl.full((BLOCK_R,), neutral, ACC)
     for r0 in range(0, R, BLOCK_R):
         v = tl.load(base + r0 + lane, mask=r0 + lane < R, other=neutral).to(ACC)
-        if ACC.is_floating() and NAN_COMBINE:
-            best = _max_nan(best, v) if IS_MAX else _min_nan(best, v)
-        else:
-            take = v > best if IS_MAX else v < best
-            if ACC.is_floating():
-                take = take | (v != v)  # NaN wins; a NaN held is never replaced
-            best = tl.where(take, v, best)
+        best = _max_nan(best, v) if IS_MAX else _min_nan(best, v)  # as amax's step
     m = nan_extreme(best, IS_MAX, NAN_COMBINE)
     need = _wins(best, m, ACC.is_floating())
     # how many lanes hold the extreme (high bits) and, if one, which (low bits)

@@ -154,7 +154,7 @@ def arg_rescan_tile(rows: int, length: int, itemsize: int) -> Optional[tuple[int
     against 45.8."""
     if rows >= _sm_count() or length < 4096:
         return None
-    step = min(8192, 1 << (length - 1).bit_length())
+    step = min(8192, triton.next_power_of_2(length))
     return step, step // 512
 
 
