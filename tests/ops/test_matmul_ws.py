@@ -127,16 +127,75 @@ def test_not_offered_where_the_driver_lacks_it(device, monkeypatch):
 
 
 def test_compiles_for_hopper():
-    """Each candidate in each orientation compiles for sm_90 with Triton's own compiler
-    and no GPU (tests_gpu/harness/smem_audit.py): within an H100/H200's 227 KB of shared
-    memory a block, and without spilled registers."""
+    """Each candidate in each orientation, and each tile that splits K (with the sum of
+    its partial tiles), compiles for sm_90 with Triton's own compiler and no GPU
+    (tests_gpu/harness/smem_audit.py): within an H100/H200's 227 KB of shared memory a
+    block, and without spilled registers."""
     env = dict(os.environ, SMEM_CASES="matmul_ws", PYTHONPATH=ROOT)
     env.pop("TRITON_INTERPRET", None)
     r = subprocess.run(
         [sys.executable, os.path.join(ROOT, "tests_gpu", "harness", "smem_audit.py")],
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
-    assert r.returncode == 0 and "12 compiled, 0 over 227 KB, 0 spilling" in r.stdout, (
+    assert r.returncode == 0 and "24 compiled, 0 over 227 KB, 0 spilling" in r.stdout, (
         r.stdout + r.stderr[-3000:]
     )
-    assert r.stdout.count("_mm_ws_kernel") == 12
+    assert r.stdout.count("_mm_ws_kernel") == 18 and r.stdout.count("_split_sum_kernel") == 6
+
+
+def test_split_k_where_tiles_are_few(device, monkeypatch):
+    """A product whose output tiles fill under half the multiprocessors (a weight
+    gradient, x.t() @ dY: 192 x 256 over K = 4096, 4 tiles of 128 x 128 or 64 x 128;
+    4 multiprocessors on the host) is also offered with K split: runs of at least 4
+    steps, as many as fill the multiprocessors. The split candidate stores float32
+    partial tiles into scratch of SPLIT blocks of whole tiles' rows, then one launch
+    sums them into the output. On a Hopper GPU, the product against the CPU's."""
+    from torch_ext.ops import matmul_ws
+
+    seen = []
+    matmul, launched = _pick_ws(monkeypatch, tile=4, seen=seen)
+    if not _hopper():
+        force_spec(monkeypatch, matmul_ws, multiprocessors=16)
+    dtype = torch.bfloat16
+    M, K, N = 192, 4096, 256
+    a, b = stored((M, K), True, dtype, device), stored((K, N), False, dtype, device)
+    out = torch.empty(M, N, dtype=dtype, device=device)
+    matmul.mm_out(a, b, out)
+    sms = matmul_ws.spec("multiprocessors")  # tiles: 4 of 128 x 128, 6 of 64 x 128
+    want = [
+        (128, 128, 64, 4, 4, min(sms // 4, 16), "ws"),
+        (64, 128, 64, 4, 6, min(sms // 6, 16), "ws"),
+    ]
+    split_cands = [c for c in seen[0] if len(c) == 7]
+    assert split_cands == [c for c in want if c[5] >= 2]
+    (name, grid, args, kw), (sum_name, sum_grid, sum_args, sum_kw) = launched
+    split = split_cands[0][5]
+    assert name == "_mm_ws_kernel" and kw["SPLIT"] == split and kw["A_T"]
+    scratch, mp = args[2], args[10]
+    assert mp == 256 and scratch.dtype == torch.float32 and tuple(scratch.shape) == (split * mp, N)
+    assert args[8] == N  # the scratch's row stride
+    assert sum_name == "_split_sum_kernel" and sum_kw["SPLIT"] == split
+    assert sum_args[:6] == (scratch, out, M, N, mp, N) and sum_grid == (M * N // 1024,)
+    if _hopper():
+        assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=K)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_split_sum_adds_the_blocks_in_order(dtype, device):
+    """_split_sum_kernel: c = the sum of SPLIT blocks of MP scratch rows, each block's
+    first M rows (the rows past M, a partial tile's padding, never read: NaN here),
+    into an output with a row stride of its own; float32 partials added in split order."""
+    from torch_ext.ops import matmul_ws
+
+    M, N, MP, split = 100, 48, 128, 3
+    ws = torch.randn(split, MP, N, dtype=torch.float32)
+    ws[:, M:] = float("nan")
+    base = torch.zeros(M, 64, dtype=dtype, device=device)
+    out = base[:, :N]
+    matmul_ws.launch(
+        matmul_ws._split_sum_kernel, (-(-M * N // 1024),), ws.reshape(split * MP, N).to(device),
+        out, M, N, MP, 64, SPLIT=split, BLOCK=1024,
+    )  # fmt: skip
+    want = (ws[0, :M] + ws[1, :M]) + ws[2, :M]
+    assert torch.equal(out.cpu(), want.to(dtype))
+    assert torch.equal(base[:, N:].cpu(), torch.zeros(M, 64 - N, dtype=dtype))

@@ -110,7 +110,8 @@ def matmul_cases():
 
 
 def matmul_ws_cases():
-    """The warp-specialised Gluon product's candidates, each orientation (bf16)."""
+    """The warp-specialised Gluon product's candidates, each orientation (bf16), and its
+    tiles that split K (4 splits)."""
     from torch_ext.ops import matmul_ws
 
     for layout in ("nn", "nt", "tn"):
@@ -120,6 +121,10 @@ def matmul_ws_cases():
         a, b = a.bfloat16(), b.bfloat16()
         for cfg in matmul_ws.CANDIDATES:
             matmul_ws.launch = recorder(f"mm_ws bfloat16 {m}x{n}x{k} {layout} {cfg[:5]}")
+            matmul_ws.mm_ws(a, b, torch.empty(m, n, dtype=torch.bfloat16), cfg)
+        for tile in matmul_ws.SPLIT_TILES:  # K split: float32 partial tiles, then their sum
+            cfg = (*tile, 4, matmul_ws.WS)
+            matmul_ws.launch = recorder(f"mm_ws bfloat16 {m}x{n}x{k} {layout} {cfg[:6]}")
             matmul_ws.mm_ws(a, b, torch.empty(m, n, dtype=torch.bfloat16), cfg)
 
 

@@ -308,7 +308,7 @@ def pointwise_weight_grad(dy, x, w_shape, cfg=None):
     return _tuned_wgrad(dy, x, w_shape, direct)
 
 
-GEMM_WGRAD_CHANNELS = 256  # channels (in and out) from which _gemm_wgrad is timed
+GEMM_WGRAD_CHANNELS = 128  # channels (in and out) from which _gemm_wgrad is timed
 
 
 def _gemm_wgrad_fits(dy, w_shape, direct):
@@ -317,7 +317,9 @@ def _gemm_wgrad_fits(dy, w_shape, direct):
     GEMM_WGRAD_CHANNELS, where the product has the matrix products' split K (narrower,
     it takes the skinny tiles without: 64 -> 64 channels at 56x56, one 64 x 64 tile over
     100,352 pixels, ran 0.069 ms against the 1x1 kernel's 0.015, and the tuner kept it,
-    H200, session 23)."""
+    H200, session 23). 128 since the warp-specialised product splits K (session 34:
+    512 x 128 over 25,088 pixels 17 us as a product, tests_gpu/harness/mm_ws_split.py,
+    the 1x1 kernel 18 us in session 31)."""
     _, dst, _, xst, nd, _ = direct
     if dy.dtype not in (torch.float16, torch.bfloat16) or min(w_shape[:2]) < GEMM_WGRAD_CHANNELS:
         return False

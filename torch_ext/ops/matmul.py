@@ -357,7 +357,7 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         tma = matmul_tma.layout(a, a_shape, a_st, b, b_shape, b_st, a.dtype)
         cands += matmul_tma.CANDIDATES if tma is not None else []
         ws_ops = matmul_ws.operands(a, b, c, tma, c_shape, c_st, Bt, has_bias)
-        cands += matmul_ws.CANDIDATES if ws_ops is not None else []
+        cands += matmul_ws.candidates(M, N, K) if ws_ops is not None else []
         # size buckets: a decision on each size's bucket, not its value, so that a
         # launch plan still serves every size of the bucket
         key = (a.dtype, layout, precision, Bt > 1, has_bias, tma is not None, ws_ops is not None,
