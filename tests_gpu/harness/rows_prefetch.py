@@ -27,7 +27,6 @@ import sweeps  # noqa: E402
 from torch_ext.ops import _math  # noqa: E402
 from torch_ext.ops import cross_entropy as CE  # noqa: E402
 from torch_ext.ops import normalization as NORM  # noqa: E402
-from torch_ext.ops import softmax as SM  # noqa: E402
 
 WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "softmax,rms,ce").split(","))
 SMOKE = DEV == "cpu"
@@ -38,15 +37,12 @@ def bench(fn):
 
 
 row = sweeps.Bandwidth(DEV, bench, width=44).row
-try:
-    import flag_gems  # noqa: E402
-except ImportError:
-    flag_gems = None
 
 
 def gems_row(fn, nbytes):
-    if flag_gems is not None:
-        with flag_gems.use_gems():
+    fg = sweeps.flag_gems()
+    if fg is not None:
+        with fg.use_gems():
             row("FlagGems", bench(fn), nbytes)
 
 
@@ -113,15 +109,7 @@ def _ce_next_kernel(x, lse, C, BLOCK: tl.constexpr):
 ROWS, COLS = (64, 1024) if SMOKE else (8192, 8192)
 if "softmax" in WHICH:
     for dt in (torch.float16, torch.bfloat16):
-        x = torch.randn(ROWS, COLS, device=DEV, dtype=dt)
-        y = torch.empty_like(x)
-        ref = torch.softmax(x.float(), 1)
-        nbytes = 2 * x.numel() * x.element_size()
-        print(f"softmax {ROWS}x{COLS} {dt}", flush=True)
-        row("torch", bench(lambda: torch.softmax(x, 1)), nbytes)
-        gems_row(lambda: torch.softmax(x, 1), nbytes)
-        ms = bench(lambda: SM.softmax_out(x, 1, False, y))
-        row(f"* shipped diff {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
+        x, y, ref, nbytes = sweeps.softmax_lines(ROWS, COLS, dt, DEV, row, bench)
         for per_sm in (2, 4, 8):
             for warps in (8, 16):
                 n = SMS * per_sm

@@ -30,7 +30,6 @@ import sweeps  # noqa: E402
 from torch_ext.ops import _math  # noqa: E402
 from torch_ext.ops import cross_entropy as CE  # noqa: E402
 from torch_ext.ops import reduction_arg as A  # noqa: E402
-from torch_ext.ops import softmax as SM  # noqa: E402
 from torch_ext.ops._rows import row_tile  # noqa: E402
 
 WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "argmax,ce,softmax").split(","))
@@ -204,22 +203,8 @@ def _softmax_rows_kernel(x, y, O, R, BLOCK_O: tl.constexpr, BLOCK_R: tl.constexp
 
 
 if "softmax" in WHICH:
-    try:
-        import flag_gems
-    except ImportError:
-        flag_gems = None
     for dt in (torch.float16, torch.bfloat16):
-        x = torch.randn(ROWS, COLS, device=DEV, dtype=dt)
-        y = torch.empty_like(x)
-        ref = torch.softmax(x.float(), 1)
-        nbytes = 2 * x.numel() * x.element_size()
-        print(f"softmax {ROWS}x{COLS} {dt}", flush=True)
-        row("torch", bench(lambda: torch.softmax(x, 1)), nbytes)
-        if flag_gems is not None:
-            with flag_gems.use_gems():
-                row("FlagGems", bench(lambda: torch.softmax(x, 1)), nbytes)
-        ms = bench(lambda: SM.softmax_out(x, 1, False, y))
-        row(f"* shipped err {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
+        x, y, ref, nbytes = sweeps.softmax_lines(ROWS, COLS, dt, DEV, row, bench)
         for evict in (False, True):
             for bo in (1, 2):
                 for warps in (4, 8, 16):

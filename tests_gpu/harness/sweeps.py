@@ -135,3 +135,37 @@ def bn_calls(ops, bn=None):
         lambda: bn.bn_forward(x, wt, bs, rm, rv, True, 0.1, 1e-5),
         lambda: bn.bn_backward(dy, x, wt, mean, inv, True, 1e-5, [True, True, True], False),
     )
+
+
+def flag_gems():
+    """FlagGems' module where it is installed (the GPU machine, from carried wheels), else
+    None."""
+    try:
+        import flag_gems as fg
+    except ImportError:
+        return None
+    return fg
+
+
+def softmax_lines(rows, cols, dt, dev, row, timer):
+    """The common lines of a softmax sweep (sweep_lanes.py, rows_prefetch.py): a random
+    (rows, cols) input of `dt`, then torch's, FlagGems' (where installed) and the shipped
+    kernel's time by `timer`, each as `row` prints it. Returns (x, y, the float32
+    reference, bytes moved)."""
+    import torch
+
+    from torch_ext.ops import softmax
+
+    x = torch.randn(rows, cols, device=dev, dtype=dt)
+    y = torch.empty_like(x)
+    ref = torch.softmax(x.float(), 1)
+    nbytes = 2 * x.numel() * x.element_size()
+    print(f"softmax {rows}x{cols} {dt}", flush=True)
+    row("torch", timer(lambda: torch.softmax(x, 1)), nbytes)
+    fg = flag_gems()
+    if fg is not None:
+        with fg.use_gems():
+            row("FlagGems", timer(lambda: torch.softmax(x, 1)), nbytes)
+    ms = timer(lambda: softmax.softmax_out(x, 1, False, y))
+    row(f"* shipped err {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
+    return x, y, ref, nbytes
