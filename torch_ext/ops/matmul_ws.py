@@ -166,8 +166,8 @@ def _consumer(c, s_c, alpha, a_bufs, b_bufs, ready, empty, c_smem, M, N, K, MP,
 def _mm_ws_kernel(a, b, c, M, N, K, s_a, s_b, s_c, alpha, MP,
                   A_T: gl.constexpr, B_T: gl.constexpr, GROUP_M: gl.constexpr,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
-                  SPLIT: gl.constexpr, STAGES: gl.constexpr, A_LAYOUT: gl.constexpr, B_LAYOUT: gl.constexpr,
-                  C_LAYOUT: gl.constexpr, MMA_LAYOUT: gl.constexpr,
+                  SPLIT: gl.constexpr, STAGES: gl.constexpr, A_LAYOUT: gl.constexpr,
+                  B_LAYOUT: gl.constexpr, C_LAYOUT: gl.constexpr, MMA_LAYOUT: gl.constexpr,
                   LOADER_REGS: gl.constexpr):  # fmt: skip
     # c = alpha * a @ b: a (M, K) with row stride s_a, or stored (K, M) with A_T; b (K, N), or
     # stored (N, K) with B_T; c (M, N) with row stride s_c, or with SPLIT > 1 each of
