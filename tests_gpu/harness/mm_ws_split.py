@@ -6,10 +6,15 @@ channels_last 1x1 convolutions at batch 32 (K = the pixels). Against cuBLAS and 
 shipped path (the tuner's pick among its candidates), bf16.
 
 Standalone (no build), CUDA-graph replays. A line per case: cuBLAS us, shipped us and %
-of cuBLAS, then per tile the best split's us and %, and the splits' times.
+of cuBLAS, then per tile the best split's us and %, and the splits' times. The cases,
+split counts and the first n tiles can be chosen.
 
     python tests_gpu/harness/mm_ws_split.py
+    MMWS_SPLIT_CASES=768x768x4096,256x512x25088 MMWS_SPLITS=1,3,16 MMWS_TILES=1 \\
+        python tests_gpu/harness/mm_ws_split.py
 """
+
+import os
 
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
@@ -34,7 +39,12 @@ SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24)
 def main():
     assert DEV == "cuda", "Gluon kernels need a GPU"
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for M, N, K in CASES:
+    cases = os.environ.get("MMWS_SPLIT_CASES")
+    cases = [tuple(int(v) for v in c.split("x")) for c in cases.split(",")] if cases else CASES
+    splits = os.environ.get("MMWS_SPLITS")
+    splits = tuple(int(v) for v in splits.split(",")) if splits else SPLITS
+    tiles_used = TILES[: int(os.environ.get("MMWS_TILES", len(TILES)))]
+    for M, N, K in cases:
         a, b = operands(M, K, N, "tn", torch.bfloat16)
         ref = a.float() @ b.float()
         c = torch.empty(M, N, device=DEV, dtype=torch.bfloat16)
@@ -43,11 +53,11 @@ def main():
         t_ship = bench(lambda: matmul._bmm(a, b, c))
         line = [f"{M}x{N}x{K} tn: cuBLAS {t_ref * 1e3:.1f} us, shipped {t_ship * 1e3:.1f} "
                 f"({t_ref / t_ship:.0%})"]  # fmt: skip
-        for tile in TILES:
+        for tile in tiles_used:
             tiles = -(-M // tile[0]) * -(-N // tile[1])
             steps = -(-K // tile[2])
             res = []
-            for s in SPLITS:
+            for s in splits:
                 if s > 1 and (tiles * s > 2 * sms or steps // s < 2):
                     continue
                 cfg = (*tile, s, matmul_ws.WS)
@@ -61,7 +71,7 @@ def main():
                     continue
                 res.append((ms, s, err))
             if res:
-                ms, s, err = min(res)
+                ms, s, err = min(res, key=lambda r: r[0])
                 bad = [f"s{s2}:{e2:.0e}" for _, s2, e2 in res if e2 > 2e-2]
                 line.append(
                     f"  {tile[:2]} best split {s}: {ms * 1e3:.1f} us ({t_ref / ms:.0%})"
