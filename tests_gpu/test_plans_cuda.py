@@ -207,6 +207,25 @@ def test_tma_products_replay_with_their_scratch(b_t, monkeypatch):
     torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=1.0)
 
 
+def test_split_k_products_replay_with_their_scratch(monkeypatch):
+    """The warp-specialised product with K split (ops/matmul_ws.py, its first split
+    candidate forced: a weight gradient x.t() @ dY, 256 x 512 over 8,192 rows) stores
+    float32 partial tiles into scratch and sums them in a second launch: recorded once,
+    replayed from C++ with both launches and fresh scratch, right every time."""
+    from torch_ext.ops import matmul, matmul_ws
+
+    monkeypatch.setattr(matmul, "tuned", lambda f, k, c, run, d: [x for x in c if len(x) == 7][0])
+    for _ in range(4):
+        x = torch.randn(8192, 256, dtype=torch.bfloat16)
+        dy = torch.randn(8192, 512, dtype=torch.bfloat16)
+        out = x.to(DEV).t() @ dy.to(DEV)
+        ref = x.float().t() @ dy.float()
+        torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=1.0)
+    s = stats()
+    assert s["recorded"] == 1 and s["replayed"] == 3, s
+    assert matmul_ws.candidates(256, 512, 8192)[-1][-2] >= 2  # a split was offered
+
+
 @pytest.mark.parametrize("stride", [1, 2])
 def test_channels_last_pointwise_as_one_product(stride, monkeypatch):
     """A channels_last 1x1 convolution's forward and input gradient as one product over
