@@ -251,8 +251,8 @@ def run(a, b, c, M, N, K, cfg, ops, alpha):
     launch plan replays it for any size). Split K: each of `split` runs of K's steps
     (at most one a step) stores its float32 partial tile into scratch, and a second
     launch sums them in order into c (deterministic)."""
-    bm, bn, bk, warps, stages, *rest = cfg
-    split = max(1, min(rest[0] if len(rest) == 2 else 1, cdiv(K, bk)))
+    bm, bn, bk, warps, stages = cfg[:5]
+    split = max(1, min(cfg[5], cdiv(K, bk))) if len(cfg) == 7 else 1
     (a_t, _, _, s_a), (b_t, _, _, s_b), (_, _, _, s_c) = ops
     matmul_tma.ensure_allocator(a.device)
     # registers are set per warp group at launch: the loader's warp takes a group

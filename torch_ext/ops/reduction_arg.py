@@ -243,6 +243,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
     # 16-bit floats as float32
     acc = x.dtype if nan_combine and x.dtype == torch.float16 else _minmax_acc(x.dtype)
     neutral = _neutral(MAX if is_max else MIN, x.dtype)
+    vals = vt if vt is not None else it  # argmax/argmin: no values (VALUES=False)
     # Few long contiguous rows (the driver's `arg_rescan_tile`: (step, warps)), such as
     # greedy decoding's argmax over a vocabulary: wide steps of the row's extreme alone,
     # its first index found again (_arg_rescan_kernel).
@@ -250,7 +251,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
     if rescan is not None and R < 2**31 - rescan[0]:
         step, warps = rescan
         assert step <= 16384  # the kernel's count of winning lanes fits int32
-        launch(_arg_rescan_kernel, (O,), xv, vt if vt is not None else it, it, R, neutral,
+        launch(_arg_rescan_kernel, (O,), xv, vals, it, R, neutral,
                IS_MAX=is_max, VALUES=vt is not None, ACC=TL_DTYPES[acc], BLOCK_R=step,
                NAN_COMBINE=nan_combine, num_warps=warps)  # fmt: skip
         return _copy_back(values, vt, indices, it)
@@ -273,7 +274,7 @@ def _arg_reduce(self, dim, values, indices, is_max):
         kern,
         (cdiv(O, bo),),
         xv,
-        vt if vt is not None else it,
+        vals,
         it,
         O,
         R,
