@@ -425,3 +425,41 @@ def test_other_streams_keep_two_launches(monkeypatch, device):
     names = [k.fn.__name__ for k, _ in calls if hasattr(k, "fn")]
     assert names == ["_bn_coop_fwd_kernel"], names
     assert_close(side, to_ref(main), F32, reduce_dim=40)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "cl"])
+def test_pipelined_item_loops(monkeypatch, layout, device):
+    """The split reductions and the normalise / dx launches with the driver's pipeline
+    stages (batch_norm_stages: the cuda driver's 4 stages from 12 items a program,
+    forced here at any count): the stages reach the item loops' launches, the results
+    are the reference's."""
+    from torch_ext.ops import batch_norm
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from helpers import force_spec
+
+    assert cuda_spec.batch_norm_stages(2, 12) == 4 and cuda_spec.batch_norm_stages(2, 11) == 1
+    force_spec(monkeypatch, batch_norm, batch_norm_stages=4, batch_norm_resident=None,
+               batch_norm_coop=None)  # fmt: skip
+    calls = spy_launches(monkeypatch, batch_norm)
+    x = _layout(randn((2, 3, 40, 40), F32, device) * 3 + 1, layout)
+    g = _layout(randn((2, 3, 40, 40), F32, device), layout)
+    w, b = randn((3,), F32, device), randn((3,), F32, device)
+    out, mean, invstd = KERNELS["native_batch_norm"](x, w, b, None, None, True, 0.1, 1e-5)
+    grads = KERNELS["native_batch_norm_backward"](
+        g, x, w, None, None, mean, invstd, True, 1e-5, [True, True, True]
+    )
+    r_out, r_mean, r_invstd = aten.native_batch_norm(
+        to_ref(x), to_ref(w), to_ref(b), None, None, True, 0.1, 1e-5
+    )
+    r_grads = aten.native_batch_norm_backward(
+        to_ref(g), to_ref(x), to_ref(w), None, None, r_mean, r_invstd, True, 1e-5,
+        [True, True, True],
+    )  # fmt: skip
+    n = x.numel() // 3
+    assert_close(out, r_out, F32, reduce_dim=n)
+    assert_close(invstd, r_invstd, F32, reduce_dim=n)
+    for a, r in zip(grads, r_grads):
+        assert_close(a, r, F32, reduce_dim=n)
+    stages = {k.fn.__name__: kw["ST"] for k, kw in calls if hasattr(k, "fn")}
+    assert stages == {"_bn_stats_kernel": 4, "_bn_apply_kernel": 1,
+                      "_bn_bwd_sums_kernel": 4, "_bn_bwd_dx_kernel": 1}, stages  # fmt: skip

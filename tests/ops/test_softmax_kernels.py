@@ -5,8 +5,10 @@ family."""
 import pytest
 
 import torch
+import triton
+import triton.language as tl
 
-from torch_ext.ops import softmax
+from torch_ext.ops import _math, softmax
 
 from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
@@ -146,3 +148,38 @@ def test_softmax_forward_takes_the_drivers_warps(device, monkeypatch):
     softmax.softmax_out(x, 0, False, out)  # rows 96 apart: the row rule
     softmax.softmax_backward_out(out, out, 1, torch.float32, x)
     assert all(kw["num_warps"] != 2 for _, kw in calls[2:]), calls[2:]
+
+
+@triton.jit
+def _exp_diff_kernel(src, a, b, out, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out + i, _math.exp_diff(tl.load(a + i), tl.load(b + i), src))
+
+
+def test_exp_diff_folds_for_16_bit_sources_only(device):
+    """_math.exp_diff(a, b, src): e**(a - b) to float32 precision either way; over a
+    16-bit source as a * log2(e) - b * log2(e) (one fused multiply-add on the GPU), over
+    float32 as exp2((a - b) * log2(e)) bit for bit (float32 results stay within an ulp
+    or two of PyTorch's)."""
+    import numpy as np
+
+    n = 64
+    a = (torch.rand(n, dtype=torch.float32) * 40 - 20).to(device)
+    b = (a.cpu() + torch.rand(n) * 10).to(device)
+    ref = torch.exp(a.cpu().double() - b.cpu().double())
+    got = {}
+    for dt in (torch.bfloat16, torch.float32):
+        out = torch.empty(n, device=device)
+        _exp_diff_kernel[(1,)](torch.empty(1, dtype=dt, device=device), a, b, out, N=n)
+        got[dt] = out.cpu()
+        torch.testing.assert_close(got[dt].double(), ref, rtol=2e-5, atol=0)
+    log2e = np.float32(1.4426950408889634)
+    an, bn = a.cpu().numpy(), b.cpu().numpy()
+    folded = np.exp2(an * log2e - bn * log2e)
+    plain = np.exp2((an - bn) * log2e)
+    assert not np.array_equal(folded, plain)  # the inputs tell the two forms apart
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if isinstance(_exp_diff_kernel, InterpretedFunction):  # numpy's arithmetic, no FMA
+        assert np.array_equal(got[torch.float32].numpy(), plain)
+        assert np.array_equal(got[torch.bfloat16].numpy(), folded)

@@ -10,6 +10,8 @@ queues its calls. Standalone: torch's cuda tensors, no build.
 
     python tests_gpu/harness/bn_paths.py
     BN_SHAPES=512x7,256x14 BN_LAYOUTS=channels_last python ...
+    BN_STAGES=1/1,1/4 BN_VARIANTS=shipped,s1/1,two s1/1 python ...  # pipeline stages
+    BN_WARM=1 BN_SHAPES=64x56 python ...  # compile only (run shapes side by side first)
 """
 
 import os
@@ -76,7 +78,30 @@ def old_lanes(name, *a):
     return shipped(name, *a)
 
 
+def staged(few, many, base=shipped):
+    """`base` with `few` stages in loops of under 12 items, `many` from 12
+    (batch_norm_stages)."""
+
+    def fn(name, *a):
+        if name == "batch_norm_stages":
+            return many if a[1] >= 12 else few
+        return base(name, *a)
+
+    return fn
+
+
 VARIANTS = {"shipped": shipped, "old": old_lanes, "two": two_launch}
+# BN_STAGES=1/1,1/4: variants of the shipped choice (and of the two launches alone) with
+# those pipeline stages (loops of under 12 items / of 12 or more)
+for pair in filter(None, os.environ.get("BN_STAGES", "").split(",")):
+    a, b = (int(v) for v in pair.split("/"))
+    VARIANTS[f"s{a}/{b}"] = staged(a, b)
+    VARIANTS[f"two s{a}/{b}"] = staged(a, b, two_launch)
+if os.environ.get("BN_VARIANTS"):
+    VARIANTS = {k: v for k, v in VARIANTS.items() if k in os.environ["BN_VARIANTS"].split(",")}
+
+
+WARM = os.environ.get("BN_WARM") == "1"
 
 
 def main():
@@ -92,9 +117,11 @@ def main():
             same, same3 = torch.empty_like(x), torch.empty(int(x.numel() * 1.5), device=DEV,
                                                            dtype=x.dtype)  # fmt: skip
             src3 = torch.empty_like(same3)
-            t_c = timed(lambda: same.copy_(dy))
-            t_c3 = timed(lambda: same3.copy_(src3))
-            t_f, t_b = (timed(fn) for fn in sweeps.bn_calls(ops))
+            t_c, t_c3, t_f, t_b = (1.0,) * 4
+            if not WARM:
+                t_c = timed(lambda: same.copy_(dy))
+                t_c3 = timed(lambda: same3.copy_(src3))
+                t_f, t_b = (timed(fn) for fn in sweeps.bn_calls(ops))
             ref_y = torch.nn.functional.batch_norm(x.float(), None, None, wt, bs, True, 0.1, 1e-5)
             print(f"{layout} 32x{c}x{hw}x{hw}: copy fwd-size {t_c * 1e3:.1f} us, bwd-size "
                   f"{t_c3 * 1e3:.1f} us; torch fwd {t_f * 1e3:.1f} bwd {t_b * 1e3:.1f}",
@@ -103,6 +130,9 @@ def main():
                 BN.spec = fn
                 try:
                     y = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)[0]
+                    if WARM:  # compile only (several processes fill Triton's cache first)
+                        sweeps.bn_calls(ops, BN)[1]()
+                        continue
                     err = (y.float() - ref_y).abs().max().item()
                     f, b = (timed(fn) for fn in sweeps.bn_calls(ops, BN))
                 except Exception as e:  # noqa: BLE001

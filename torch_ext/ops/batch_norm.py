@@ -182,6 +182,10 @@ class _Plan:
         split_p = min(next_pow2(split), 1 << (max(2, merge_lanes // self.BC).bit_length() - 1))
         return (self.cblocks, split), per, split_p
 
+    def stages(self, per):
+        """Stages of the software pipeline of a loop over `per` items (the driver's)."""
+        return spec("batch_norm_stages", self.elem_size, per) or 1
+
     def strides(self, k):
         return self.sts[k]
 
@@ -275,7 +279,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
             *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.TS, p.items, per, *p.counts,
             float(momentum), float(eps),
             HAS_RUN=has_run, HAS_W=weight is not None, HAS_B=bias is not None,
-            Y_AS_X=p.same(1), SPLIT_P=split_p, maxnreg=COOP_MAXNREG, **tiles,
+            Y_AS_X=p.same(1), SPLIT_P=split_p, ST=p.stages(per), maxnreg=COOP_MAXNREG, **tiles,
         )  # fmt: skip
         return y, smean, sinv
     if training:
@@ -289,7 +293,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
             running_mean if has_run else x, running_var if has_run else x, smean, sinv,
             *p.shape_args(), *p.strides(0), p.TN, p.TS, p.items, p.per, *p.counts,
             float(momentum), float(eps),
-            HAS_RUN=has_run, MERGE=merge, SPLIT_P=p.split_p, **tiles,
+            HAS_RUN=has_run, MERGE=merge, SPLIT_P=p.split_p, ST=p.stages(p.per), **tiles,
         )  # fmt: skip
         mean, stat = smean, sinv
     else:
@@ -299,7 +303,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
         weight if weight is not None else x, bias if bias is not None else x, mean, stat,
         *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per_apply, float(eps),
         IS_VAR=not training, HAS_W=weight is not None, HAS_B=bias is not None,
-        Y_AS_X=p.same(1), **tiles,
+        Y_AS_X=p.same(1), ST=1, **tiles,
     )  # fmt: skip
     return y, smean, sinv
 
@@ -362,7 +366,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             float(p.N * p.S), float(eps),
             TRAIN=True, IS_VAR=bool(is_var), HAS_W=weight is not None, DX=bool(mask[0]),
             DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1), O_AS_X=p.same(2),
-            SPLIT_P=split_p, maxnreg=COOP_MAXNREG, **tiles,
+            SPLIT_P=split_p, ST=p.stages(per), maxnreg=COOP_MAXNREG, **tiles,
         )  # fmt: skip
         return dx, dw, db
     sums = x
@@ -377,7 +381,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             dw if dw is not None else x, db if db is not None else x,
             *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per, float(eps),
             IS_VAR=bool(is_var), DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1),
-            MERGE=merge, SPLIT_P=p.split_p, **tiles,
+            MERGE=merge, SPLIT_P=p.split_p, ST=p.stages(p.per), **tiles,
         )  # fmt: skip
     if mask[0]:
         launch(
@@ -385,7 +389,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
             mean, stat, sums, *p.shape_args(), *p.strides(0), *p.strides(1), *p.strides(2),
             p.TN, p.items, p.per_apply, float(p.N * p.S), float(eps),
             TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None,
-            G_AS_X=p.same(1), O_AS_X=p.same(2), **tiles,
+            G_AS_X=p.same(1), O_AS_X=p.same(2), ST=1, **tiles,
         )  # fmt: skip
     return dx, dw, db
 

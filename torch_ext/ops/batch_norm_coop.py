@@ -66,7 +66,7 @@ def _bn_coop_fwd_kernel(
     C, N, S, sN, sC, sS, yN, yC, yS, TN, TS, items, per, full, full_nv, tail_nv, momentum, eps,
     HAS_RUN: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, Y_AS_X: tl.constexpr,
     ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr, SPLIT_P: tl.constexpr,
-    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr,
 ):  # fmt: skip
     """Training forward: statistics (Welford), the block's barrier, merge, running-stat
     update (the block's first program), then y."""
@@ -76,7 +76,7 @@ def _bn_coop_fwd_kernel(
     cb, sp, nsplit, c, cm, jn, js, start, end = _split_program(C, per, items, BC, BN, BS)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     _, pmean, pm2 = _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS,
-                                   items, full, full_nv, tail_nv, ACC, I64, BN, BS)  # fmt: skip
+                                   items, full, full_nv, tail_nv, ACC, I64, BN, BS, ST)  # fmt: skip
     _store_partials(part, sp, nsplit, C, c, cm, pmean, pm2)
     _wait_for_block(sync, cb, nsplit)
     total, mean, m2 = _chan_merge(part, c, cm, C, nsplit, per, items, full, full_nv, tail_nv,
@@ -93,7 +93,7 @@ def _bn_coop_fwd_kernel(
         shift += tl.load(b + c, mask=cm, other=0).to(ACC)
     yoffs = offs if Y_AS_X else _offsets(c, jn, js, yN, yC, yS, I64)
     _normalise_items(x, y, start, end, start + end - 1, scale, shift, cm, jn, js, offs, yoffs,
-                     TN, N, S, sN, sS, yN, yS, ACC, I64, BN, BS)  # fmt: skip
+                     TN, N, S, sN, sS, yN, yS, ACC, I64, BN, BS, ST)  # fmt: skip
 
 
 @triton.jit
@@ -103,7 +103,7 @@ def _bn_coop_bwd_kernel(
     TRAIN: tl.constexpr, IS_VAR: tl.constexpr, HAS_W: tl.constexpr, DX: tl.constexpr,
     DW: tl.constexpr, DB: tl.constexpr, G_AS_X: tl.constexpr, O_AS_X: tl.constexpr,
     ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr, SPLIT_P: tl.constexpr,
-    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr,
 ):  # fmt: skip
     """Backward: the sums of dy and dy * (x - mean), the block's barrier, merge, dweight
     and dbias (the block's first program), then dx."""
@@ -116,7 +116,7 @@ def _bn_coop_bwd_kernel(
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
     sdy, sdx = _grad_sums_items(dy, x, start, end, mu[:, None], cm, jn, js, offs, goffs, TN,
-                                N, S, sN, sS, gN, gS, ACC, I64, BN, BS)  # fmt: skip
+                                N, S, sN, sS, gN, gS, ACC, I64, BN, BS, ST)  # fmt: skip
     _store_partials(part, sp, nsplit, C, c, cm, sdy, sdx)
     _wait_for_block(sync, cb, nsplit)
     sdy, sdx = _sums_merge(part, c, cm, C, nsplit, SPLIT_P, ACC)
@@ -129,4 +129,4 @@ def _bn_coop_bwd_kernel(
         a, cx, c0 = _dx_coefficients(w, c, cm, invstd, mu, sdy, dot, count, HAS_W, TRAIN, ACC)
         ooffs = offs if O_AS_X else _offsets(c, jn, js, oN, oC, oS, I64)
         _dx_items(dy, x, dx, start, end, start + end - 1, a, cx, c0, cm, jn, js, offs, goffs,
-                  ooffs, TN, N, S, sN, sS, gN, gS, oN, oS, TRAIN, ACC, I64, BN, BS)  # fmt: skip
+                  ooffs, TN, N, S, sN, sS, gN, gS, oN, oS, TRAIN, ACC, I64, BN, BS, ST)  # fmt: skip

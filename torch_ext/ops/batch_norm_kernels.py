@@ -130,13 +130,13 @@ def _store_partials(part, sp, nsplit, C, c, cm, first, second):
 @triton.jit
 def _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS, items, full,
                    full_nv, tail_nv, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
-                   BS: tl.constexpr):  # fmt: skip
+                   BS: tl.constexpr, ST: tl.constexpr):  # fmt: skip
     """(count, mean, M2) per channel of items [start, end): per-lane Welford, then the
     lanes combined."""
     BC: tl.constexpr = c.shape[0]
     mean = tl.zeros((BC, BN * BS), ACC)
     m2 = tl.zeros((BC, BN * BS), ACC)
-    for it in range(start, end):
+    for it in tl.range(start, end, num_stages=ST):
         n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
         m = cm[:, None] & rm[None, :]
         v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
@@ -188,7 +188,7 @@ def _bn_stats_kernel(
     C, N, S, sN, sC, sS, TN, TS, items, per, full, full_nv, tail_nv, momentum, eps,
     HAS_RUN: tl.constexpr, MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
     AL: tl.constexpr,
-    SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr,
 ):  # fmt: skip
     """Mean and invstd of each channel (and the running-stat update): per-lane Welford
     over the program's items, combined over the lanes, then over the splits."""
@@ -197,7 +197,7 @@ def _bn_stats_kernel(
     cb, sp, nsplit, c, cm, jn, js, start, end = _split_program(C, per, items, BC, BN, BS)
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     n, pmean, pm2 = _welford_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS,
-                                   items, full, full_nv, tail_nv, ACC, I64, BN, BS)  # fmt: skip
+                                   items, full, full_nv, tail_nv, ACC, I64, BN, BS, ST)  # fmt: skip
     if MERGE:  # part[0|1, split, c]: mean and M2 of each split (counts from _count)
         _store_partials(part, sp, nsplit, C, c, cm, pmean, pm2)
         if _arrive(arrivals, cb, nsplit):
@@ -222,7 +222,7 @@ def _bn_apply_kernel(
     x, y, w, b, mean, stat, C, N, S, sN, sC, sS, yN, yC, yS, TN, items, per, eps,
     IS_VAR: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, Y_AS_X: tl.constexpr,
     ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
-    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr,
 ):  # fmt: skip
     S = as_multiple(S, AL)
     sN, sC = _nc(sN, sC, AL)
@@ -241,15 +241,15 @@ def _bn_apply_kernel(
     # Last items first: the statistics pass read them last (still in L2).
     _normalise_items(x, y, q * per, tl.minimum(q * per + per, items), items - 1, scale, shift,
                      cm, jn, js, offs, yoffs, TN, N, S, sN, sS, yN, yS, ACC, I64, BN,
-                     BS)  # fmt: skip
+                     BS, ST)  # fmt: skip
 
 
 @triton.jit
 def _normalise_items(x, y, lo, hi, flip, scale, shift, cm, jn, js, offs, yoffs, TN, N, S,
                      sN, sS, yN, yS, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
-                     BS: tl.constexpr):  # fmt: skip
+                     BS: tl.constexpr, ST: tl.constexpr):  # fmt: skip
     """y = x * scale + shift (per channel) over items flip - i for i in [lo, hi)."""
-    for i in range(lo, hi):
+    for i in tl.range(lo, hi, num_stages=ST):
         n0, s0, rm = _item(flip - i, TN, N, S, jn, js, BN, BS)
         m = cm[:, None] & rm[None, :]
         v = tl.load(x + _base(n0, s0, sN, sS, I64) + offs, mask=m, other=0).to(ACC)
@@ -296,12 +296,12 @@ def _dx_coefficients(w, c, cm, invstd, mu, sdy, dot, count, HAS_W: tl.constexpr,
 @triton.jit
 def _grad_sums_items(dy, x, start, end, mu, cm, jn, js, offs, goffs, TN, N, S, sN, sS, gN,
                      gS, ACC: tl.constexpr, I64: tl.constexpr, BN: tl.constexpr,
-                     BS: tl.constexpr):  # fmt: skip
+                     BS: tl.constexpr, ST: tl.constexpr):  # fmt: skip
     """(sum of dy, sum of dy * (x - mu)) per channel over items [start, end)."""
     BC: tl.constexpr = cm.shape[0]
     a1 = tl.zeros((BC, BN * BS), ACC)
     a2 = tl.zeros((BC, BN * BS), ACC)
-    for it in range(start, end):
+    for it in tl.range(start, end, num_stages=ST):
         n0, s0, rm = _item(it, TN, N, S, jn, js, BN, BS)
         m = cm[:, None] & rm[None, :]
         g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)
@@ -332,7 +332,7 @@ def _bn_bwd_sums_kernel(
     C, N, S, sN, sC, sS, gN, gC, gS, TN, items, per, eps,
     IS_VAR: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, G_AS_X: tl.constexpr,
     MERGE: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
-    SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    SPLIT_P: tl.constexpr, BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr,
 ):  # fmt: skip
     """sums[0|1, c]: sum of dy and invstd * sum of dy * (x - mean) (and dweight, dbias)."""
     S = as_multiple(S, AL)
@@ -343,7 +343,7 @@ def _bn_bwd_sums_kernel(
     offs = _offsets(c, jn, js, sN, sC, sS, I64)
     goffs = offs if G_AS_X else _offsets(c, jn, js, gN, gC, gS, I64)
     sdy, sdx = _grad_sums_items(dy, x, start, end, mu, cm, jn, js, offs, goffs, TN, N, S, sN,
-                                sS, gN, gS, ACC, I64, BN, BS)  # fmt: skip
+                                sS, gN, gS, ACC, I64, BN, BS, ST)  # fmt: skip
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
     if MERGE:  # part[0|1, split, c]
         _store_partials(part, sp, nsplit, C, c, cm, sdy, sdx)
@@ -361,7 +361,7 @@ def _bn_bwd_dx_kernel(
     TRAIN: tl.constexpr, IS_VAR: tl.constexpr, HAS_W: tl.constexpr,
     G_AS_X: tl.constexpr, O_AS_X: tl.constexpr,
     ACC: tl.constexpr, I64: tl.constexpr, AL: tl.constexpr,
-    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr,
+    BC: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr,
 ):  # fmt: skip
     """dx = a*dy + cx*x + c0 per channel (training), a*dy (eval)."""
     S = as_multiple(S, AL)
@@ -386,15 +386,15 @@ def _bn_bwd_dx_kernel(
     # Last items first: the sums pass read them last (still in L2).
     _dx_items(dy, x, dx, q * per, tl.minimum(q * per + per, items), items - 1, a, cx, c0, cm,
               jn, js, offs, goffs, ooffs, TN, N, S, sN, sS, gN, gS, oN, oS, TRAIN, ACC, I64, BN,
-              BS)  # fmt: skip
+              BS, ST)  # fmt: skip
 
 
 @triton.jit
 def _dx_items(dy, x, dx, lo, hi, flip, a, cx, c0, cm, jn, js, offs, goffs, ooffs, TN, N, S,
               sN, sS, gN, gS, oN, oS, TRAIN: tl.constexpr, ACC: tl.constexpr,
-              I64: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr):  # fmt: skip
+              I64: tl.constexpr, BN: tl.constexpr, BS: tl.constexpr, ST: tl.constexpr):  # fmt: skip
     """dx = a*dy + cx*x + c0 (training; a*dy in eval) over items flip - i, i in [lo, hi)."""
-    for i in range(lo, hi):
+    for i in tl.range(lo, hi, num_stages=ST):
         n0, s0, rm = _item(flip - i, TN, N, S, jn, js, BN, BS)
         m = cm[:, None] & rm[None, :]
         g = tl.load(dy + _base(n0, s0, gN, gS, I64) + goffs, mask=m, other=0).to(ACC)

@@ -49,7 +49,7 @@ def _ce_rows_kernel(x, target, loss, lse, C, sxn, ignore_index, flag, BLOCK: tl.
         v = tl.load(base + c0 + cols, mask=c0 + cols < C, other=-float("inf")).to(tl.float32)
         m_new = tl.maximum(m, tl.max(v, 0))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * _math.exp_ftz(m - m_safe) + tl.sum(_math.exp_ftz(v - m_safe), 0)
+        s = s * _math.exp_ftz(m - m_safe) + tl.sum(_math.exp_diff(v, m_safe, x), 0)
         m = m_new
     row_lse = tl.where(m == -float("inf"), 0.0, m) + tl.log(s)
     t = tl.load(target + one).to(tl.int64)
@@ -105,7 +105,7 @@ def _ce_backward_kernel(g, x, target, lse, count, gx, C, sxn, sgn, sgxn, ignore_
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
         v = tl.load(x + row * sxn + c, mask=c < C, other=0).to(tl.float32)
-        d = _math.exp_ftz(v - row_lse) - tl.where(c == t, 1.0, 0.0)
+        d = _math.exp_diff(v, row_lse, x) - tl.where(c == t, 1.0, 0.0)
         r = gr * d
         if gx.dtype.element_ty == tl.bfloat16:
             r = r.to(tl.float32)

@@ -54,7 +54,7 @@ def _softmax_tile_kernel(
     m = tl.max(v, 0)
     # An all -inf row: exp(v - 0) is 0 and its sum 0, so the row is NaN as PyTorch's.
     m_safe = tl.where(m == -float("inf"), 0.0, m)
-    e = _math.exp_ftz(v - m_safe[None, :])
+    e = _math.exp_diff(v, m_safe[None, :], x)
     s = tl.sum(e, 0)
     if LOG:
         y = v - (m_safe + tl.log(s))[None, :]
@@ -109,7 +109,8 @@ def _softmax_kernel(
         v = tl.load(x + (r[:, None] * B + base[None, :]), mask=mask, other=-float("inf")).to(ACC)
         m_new = tl.maximum(m, tl.max(v, 0))
         m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * _math.exp_ftz(m - m_safe) + tl.sum(_math.exp_ftz(v - m_safe[None, :]), 0)
+        e = _math.exp_diff(v, m_safe[None, :], x)
+        s = s * _math.exp_ftz(m - m_safe) + tl.sum(e, 0)
         m = m_new
     m_safe = tl.where(m == -float("inf"), 0.0, m)
     log_s = tl.log(s)
@@ -121,7 +122,7 @@ def _softmax_kernel(
         if LOG:
             y = v - m_safe[None, :] - log_s[None, :]
         else:
-            y = _math.exp_ftz(v - m_safe[None, :]) / s[None, :]
+            y = _math.exp_diff(v, m_safe[None, :], x) / s[None, :]
         tl.store(out + offs, y.to(out.dtype.element_ty), mask=mask)
 
 

@@ -499,6 +499,16 @@ def batch_norm_coop(elem_size: int, backward: bool) -> tuple[int, int]:
     return 26 << 20, 2
 
 
+def batch_norm_stages(elem_size: int, items: int) -> int:
+    """Stages of the software pipeline (Triton's, through shared memory) of a batch norm
+    loop over `items` items a program (the split reductions, the one-launch kernels'
+    passes): 4 from 12 items. With one, a program waits a DRAM latency an item. On an
+    H200 (session 35, tests_gpu/harness/bn_paths.py): NCHW 32x64x112x112 forward 51.7 ->
+    48.5 us, 32x128x56x56 23.6 -> 20.7; channels_last 32x64x112x112 forward 58.6 ->
+    53.5, backward 84.9 -> 77.6; loops of 7-10 items 3-4% slower with 4 stages."""
+    return 4 if items >= 12 else 1
+
+
 def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]]:
     """(tile lanes, programs of a split reduction, partial elements a merge step reads,
     num_warps, items of a normalise / dx program) for batch norm (ops/batch_norm.py).
