@@ -11,6 +11,7 @@ timed as bn_paths.py times the forward (the normalise launch is the same in all)
 
     python tests_gpu/harness/bn_stats_probe.py              # runs each variant
     BN_PROBE=shifted BN_SHAPES=64x112 python ...            # one variant in-process
+    BN_TILINGS=16384:2:8:4,8192:4:8:6 python ...            # two-launch tilings too
 """
 
 import os
@@ -69,6 +70,28 @@ def _sum_items(x, start, end, c, cm, jn, js, offs, TN, N, S, sN, sS, TS, items, 
     return n, tl.sum(s1, 1) / n, tl.sum(s1, 1) * 0 + 1.0
 
 
+def variants(bn_paths):
+    """(name, spec) pairs: the shipped choice, the two launches alone, and the two
+    launches with each BN_TILINGS tiling (lanes:programs a multiprocessor:warps[:stages],
+    e.g. 16384:2:8:4)."""
+    out = [("shipped", bn_paths.shipped), ("two", bn_paths.two_launch)]
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    sms = cuda_spec._sm_count()
+    for t in filter(None, os.environ.get("BN_TILINGS", "").split(",")):
+        lanes, per_sm, warps, *st = (int(v) for v in t.split(":"))
+
+        def fn(name, *a, lanes=lanes, per_sm=per_sm, warps=warps, st=st):
+            if name == "batch_norm_tiling":
+                return lanes, per_sm * sms, 4096, warps, 1
+            if name == "batch_norm_stages" and st:
+                return st[0]
+            return bn_paths.two_launch(name, *a)
+
+        out.append((t, fn))
+    return out
+
+
 def run_one(variant):
     import bn_paths
 
@@ -90,14 +113,14 @@ def run_one(variant):
             ops = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
             x, dy, wt, bs, rm, rv = ops[:6]
             ref = torch.var_mean(x.float(), [0, 2, 3], correction=0)
-            for name, fn in (("shipped", bn_paths.shipped), ("two", bn_paths.two_launch)):
+            for name, fn in variants(bn_paths):
                 BN.spec = fn
                 _, mean, inv = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)
                 var = 1.0 / inv.float() ** 2 - 1e-5
                 err = max((mean - ref[1]).abs().max().item(),
                           ((var - ref[0]) / ref[0]).abs().max().item())  # fmt: skip
                 f = bn_paths.timed(sweeps.bn_calls(ops, BN)[0])
-                print(f"{variant:8s} {name:8s} {layout} 32x{c}x{hw}x{hw}: fwd {f * 1e3:6.1f} us"
+                print(f"{variant:8s} {name:14s} {layout} 32x{c}x{hw}x{hw}: fwd {f * 1e3:6.1f} us"
                       f"  stats err {err:.1e}", flush=True)  # fmt: skip
 
 
