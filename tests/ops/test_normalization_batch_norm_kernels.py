@@ -463,3 +463,23 @@ def test_pipelined_item_loops(monkeypatch, layout, device):
     stages = {k.fn.__name__: kw["ST"] for k, kw in calls if hasattr(k, "fn")}
     assert stages == {"_bn_stats_kernel": 4, "_bn_apply_kernel": 1,
                       "_bn_bwd_sums_kernel": 4, "_bn_bwd_dx_kernel": 1}, stages  # fmt: skip
+
+
+@pytest.mark.parametrize("shape,layout", [((32, 64, 112, 112), "nchw"), ((32, 256, 56, 56), "cl"),
+                                          ((32, 5, 300, 300), "nchw")])  # fmt: skip
+def test_split_grid_is_one_wave(shape, layout, monkeypatch):
+    """The cuda driver's split reductions (ResNet-50's largest maps, and a channel count
+    that does not divide the programs): at most its programs, all resident at once with
+    the register cap the launch gets (H200: 64Ki registers a multiprocessor)."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from torch_ext.ops import batch_norm
+
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: 132)
+    monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
+    x = _layout(torch.empty(shape, dtype=BF16), layout)
+    v, st = batch_norm._view(x)
+    p = batch_norm._Plan(v, [st])
+    programs = cuda_spec.batch_norm_tiling(2)[1]
+    assert p.split > 1 and p.cblocks * p.split <= programs
+    per_sm = programs // 132
+    assert p.maxnreg >= 64 and per_sm * 32 * p.warps * p.maxnreg <= 65536
