@@ -170,8 +170,10 @@ def test_batch_norm_aten_entry_points_native():
 
 def test_norm_launch_counts():
     """Per call through the dispatcher: batch norm forward 2 launches (eval 1),
-    backward 2; group norm forward 2, backward 2."""
-    from torch_ext.ops import _launch
+    backward 2, or 1 each where the driver keeps a channel's elements in one program's
+    registers (the cuda driver's resident kernels at this size); group norm forward 2,
+    backward 2."""
+    from torch_ext.ops import _launch, batch_norm
 
     def count(fn):
         before = _launch.launches()
@@ -187,12 +189,15 @@ def test_norm_launch_counts():
     def fwd():
         out[0] = aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
 
-    assert count(fwd) == 2
+    v, st = batch_norm._view(x)
+    plan = batch_norm._Plan(v, [st, st, st])
+    bn_launches = [1 if plan.resident(backward) is not None else 2 for backward in (0, 1)]
+    assert count(fwd) == bn_launches[0]
     assert count(lambda: aten.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5)) == 1
     _, m, s = out[0]
     g = torch.randn_like(x)
     bwd = lambda: aten.native_batch_norm_backward(g, x, w, rm, rv, m, s, True, 1e-5, [True] * 3)  # noqa: E731
-    assert count(bwd) == 2
+    assert count(bwd) == bn_launches[1]
     gn = [None]
 
     def gfwd():

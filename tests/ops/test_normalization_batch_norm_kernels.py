@@ -483,3 +483,19 @@ def test_split_grid_is_one_wave(shape, layout, monkeypatch):
     assert p.split > 1 and p.cblocks * p.split <= programs
     per_sm = programs // 132
     assert p.maxnreg >= 64 and per_sm * 32 * p.warps * p.maxnreg <= 65536
+
+
+def test_no_register_cap_under_64(monkeypatch):
+    """Where the driver's programs a multiprocessor would leave fewer than 64 registers a
+    thread (a tiling of more programs than the device holds at once, as tests force one
+    multiprocessor on a GPU), the split launches take no cap: the compiler's choice, no
+    spills (a cap of 0 failed ptxas on an H200)."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from torch_ext.ops import batch_norm
+
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: 132)
+    spec = lambda name, *a: 1 if name == "multiprocessors" else getattr(cuda_spec, name)(*a)  # noqa: E731
+    monkeypatch.setattr(batch_norm, "spec", spec)
+    x = torch.empty((32, 64, 112, 112), dtype=BF16)
+    v, st = batch_norm._view(x)
+    assert batch_norm._Plan(v, [st]).maxnreg is None

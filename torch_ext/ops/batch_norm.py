@@ -129,7 +129,8 @@ class _Plan:
         # Registers a thread that keep the split grid one wave (H200, 74 registers: 3 of 4
         # programs fit a multiprocessor, the statistics ran 1.3 waves; ncu, session 35).
         sms = spec("multiprocessors")
-        self.maxnreg = 65536 // (max(1, programs // sms) * 32 * warps) if sms else None
+        cap = 65536 // (max(1, programs // sms) * 32 * warps) if sms else 0
+        self.maxnreg = min(cap, 255) if cap >= 64 else None  # none under 64: spills
         self.align = _align(S, sts)
         self.elem_size = x.element_size()
 
