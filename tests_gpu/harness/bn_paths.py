@@ -104,43 +104,47 @@ if os.environ.get("BN_VARIANTS"):
 WARM = os.environ.get("BN_WARM") == "1"
 
 
-def main():
+def cases():
+    """(layout, channels, map side, sweeps.bn_operands) of ResNet-50's batch norms that
+    BN_LAYOUTS and BN_SHAPES (e.g. 64x112,512x7) select."""
     only = os.environ.get("BN_SHAPES")
-    layouts = os.environ.get("BN_LAYOUTS", "nchw,channels_last").split(",")
-    for layout in layouts:
+    for layout in os.environ.get("BN_LAYOUTS", "nchw,channels_last").split(","):
         fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
         for c, hw in RESNET50_BN:
-            if only and f"{c}x{hw}" not in only.split(","):
-                continue
-            ops = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
-            x, dy, wt, bs, rm, rv = ops[:6]
-            same, same3 = torch.empty_like(x), torch.empty(int(x.numel() * 1.5), device=DEV,
-                                                           dtype=x.dtype)  # fmt: skip
-            src3 = torch.empty_like(same3)
-            t_c, t_c3, t_f, t_b = (1.0,) * 4
-            if not WARM:
-                t_c = timed(lambda: same.copy_(dy))
-                t_c3 = timed(lambda: same3.copy_(src3))
-                t_f, t_b = (timed(fn) for fn in sweeps.bn_calls(ops))
-            ref_y = torch.nn.functional.batch_norm(x.float(), None, None, wt, bs, True, 0.1, 1e-5)
-            print(f"{layout} 32x{c}x{hw}x{hw}: copy fwd-size {t_c * 1e3:.1f} us, bwd-size "
-                  f"{t_c3 * 1e3:.1f} us; torch fwd {t_f * 1e3:.1f} bwd {t_b * 1e3:.1f}",
-                  flush=True)  # fmt: skip
-            for name, fn in VARIANTS.items():
-                BN.spec = fn
-                try:
-                    y = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)[0]
-                    if WARM:  # compile only (several processes fill Triton's cache first)
-                        sweeps.bn_calls(ops, BN)[1]()
-                        continue
-                    err = (y.float() - ref_y).abs().max().item()
-                    f, b = (timed(fn) for fn in sweeps.bn_calls(ops, BN))
-                except Exception as e:  # noqa: BLE001
-                    print(f"  {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+            if not only or f"{c}x{hw}" in only.split(","):
+                yield layout, c, hw, sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
+
+
+def main():
+    for layout, c, hw, ops in cases():
+        x, dy, wt, bs, rm, rv = ops[:6]
+        same, same3 = torch.empty_like(x), torch.empty(int(x.numel() * 1.5), device=DEV,
+                                                       dtype=x.dtype)  # fmt: skip
+        src3 = torch.empty_like(same3)
+        t_c, t_c3, t_f, t_b = (1.0,) * 4
+        if not WARM:
+            t_c = timed(lambda: same.copy_(dy))
+            t_c3 = timed(lambda: same3.copy_(src3))
+            t_f, t_b = (timed(fn) for fn in sweeps.bn_calls(ops))
+        ref_y = torch.nn.functional.batch_norm(x.float(), None, None, wt, bs, True, 0.1, 1e-5)
+        print(f"{layout} 32x{c}x{hw}x{hw}: copy fwd-size {t_c * 1e3:.1f} us, bwd-size "
+              f"{t_c3 * 1e3:.1f} us; torch fwd {t_f * 1e3:.1f} bwd {t_b * 1e3:.1f}",
+              flush=True)  # fmt: skip
+        for name, fn in VARIANTS.items():
+            BN.spec = fn
+            try:
+                y = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)[0]
+                if WARM:  # compile only (several processes fill Triton's cache first)
+                    sweeps.bn_calls(ops, BN)[1]()
                     continue
-                print(f"  {name:8s} fwd {f * 1e3:6.1f} us ({t_c / f:4.0%} of copy)  bwd "
-                      f"{b * 1e3:6.1f} us ({t_c3 / b:4.0%})  err {err:.1e}", flush=True)  # fmt: skip
-            BN.spec = shipped
+                err = (y.float() - ref_y).abs().max().item()
+                f, b = (timed(fn) for fn in sweeps.bn_calls(ops, BN))
+            except Exception as e:  # noqa: BLE001
+                print(f"  {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                continue
+            print(f"  {name:8s} fwd {f * 1e3:6.1f} us ({t_c / f:4.0%} of copy)  bwd "
+                  f"{b * 1e3:6.1f} us ({t_c3 / b:4.0%})  err {err:.1e}", flush=True)  # fmt: skip
+        BN.spec = shipped
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from standalone import DEV  # first: torch_ext's kernels without its extension
+import standalone  # noqa: F401  (first: torch_ext's kernels without its extension)
 
 import torch  # noqa: E402
 import triton  # noqa: E402
@@ -102,26 +102,18 @@ def run_one(variant):
     import sweeps
     from torch_ext.ops import batch_norm as BN
 
-    BATCH, RESNET50_BN = bn_paths.BATCH, bn_paths.RESNET50_BN  # (a dry run's small ones)
-
-    only = os.environ.get("BN_SHAPES")
-    for layout in os.environ.get("BN_LAYOUTS", "nchw,channels_last").split(","):
-        fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
-        for c, hw in RESNET50_BN:
-            if only and f"{c}x{hw}" not in only.split(","):
-                continue
-            ops = sweeps.bn_operands(BATCH, c, hw, fmt, DEV)
-            x, dy, wt, bs, rm, rv = ops[:6]
-            ref = torch.var_mean(x.float(), [0, 2, 3], correction=0)
-            for name, fn in variants(bn_paths):
-                BN.spec = fn
-                _, mean, inv = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)
-                var = 1.0 / inv.float() ** 2 - 1e-5
-                err = max((mean - ref[1]).abs().max().item(),
-                          ((var - ref[0]) / ref[0]).abs().max().item())  # fmt: skip
-                f = bn_paths.timed(sweeps.bn_calls(ops, BN)[0])
-                print(f"{variant:8s} {name:14s} {layout} 32x{c}x{hw}x{hw}: fwd {f * 1e3:6.1f} us"
-                      f"  stats err {err:.1e}", flush=True)  # fmt: skip
+    for layout, c, hw, ops in bn_paths.cases():
+        x, dy, wt, bs, rm, rv = ops[:6]
+        ref = torch.var_mean(x.float(), [0, 2, 3], correction=0)
+        for name, fn in variants(bn_paths):
+            BN.spec = fn
+            _, mean, inv = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)
+            var = 1.0 / inv.float() ** 2 - 1e-5
+            err = max((mean - ref[1]).abs().max().item(),
+                      ((var - ref[0]) / ref[0]).abs().max().item())  # fmt: skip
+            f = bn_paths.timed(sweeps.bn_calls(ops, BN)[0])
+            print(f"{variant:8s} {name:14s} {layout} 32x{c}x{hw}x{hw}: fwd {f * 1e3:6.1f} us"
+                  f"  stats err {err:.1e}", flush=True)  # fmt: skip
 
 
 def main():
