@@ -124,7 +124,8 @@ def test_pointwise_weight_gradient_loads_are_pipelined():
     # 4: 2 bytes before) in its one-launch kernels (a channel fits a program there), 16
     # on 28x28 ones in the same kernels (a channel's 32Ki lanes: the wide lanes), on 56x56
     # ones in the one-launch kernels with a barrier (the map fits L2) and on 112x112 ones
-    # in each of its four two-launch kernels
+    # in each of its four two-launch kernels (the pipelined statistics and sums loops as
+    # asynchronous copies of 16 bytes)
     kernels = {
         14: ("_bn_resident_bwd_kernel", "_bn_resident_fwd_kernel"),
         28: ("_bn_resident_bwd_kernel", "_bn_resident_fwd_kernel"),

@@ -8,8 +8,8 @@ convolution, with the pixel arithmetic by division and by fast division (which m
 compile: scalar arguments equal to 1 become constants there, never under the
 interpreter); and a stride-2 3x3 input gradient by phases (ops/conv_igemm.py) and
 by the full gather. A line per case: name, wgmma, cp.async, shared bytes. Then batch
-norm's kernels on NCHW 14x14, 28x28 and 112x112 maps: the widest global load each issues (bytes;
-2 = element by element).
+norm's kernels on NCHW 14x14, 28x28 and 112x112 maps: the narrowest of the activation's global
+loads (or asynchronous copies, in pipelined loops) each issues (bytes; 2 = element by element).
 
     python tests_gpu/harness/pipeline_audit.py
 """
@@ -93,7 +93,10 @@ WIDTH = {"b16": 2, "b32": 4, "v2.b32": 8, "v4.b32": 16}
 def loads(kernel, grid, *args, philox=None, grid_syms=None, **kwargs):
     ptx = kernel.warmup(*args, grid=grid, **kwargs).asm["ptx"]
     kinds = re.findall(r"ld\.global(?:\.cg)?\.((?:v[24]\.)?b(?:16|32))", ptx)
-    seen.append((kernel.fn.__name__, min(WIDTH[k] for k in kinds if k != "b32"), kinds))
+    # a pipelined loop's loads are asynchronous copies to shared memory (their bytes last)
+    copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\s*\[[^]]*\],\s*\[[^]]*\],\s*(\w+)", ptx)
+    widths = [WIDTH[k] for k in kinds if k != "b32"] + [int(n, 0) for n in copies]
+    seen.append((kernel.fn.__name__, min(widths), kinds))
 
 
 batch_norm.launch = loads
