@@ -4,12 +4,12 @@ sums with dweight/dbias, then dx); where a channel's elements fit one program's
 registers (small maps, the driver's `batch_norm_resident`), the training forward and
 the backward in one launch each, reading the activation once; where the activations fit
 L2 (the driver's `batch_norm_coop`), one launch each whose programs meet at a barrier per
-channel block (batch_norm_coop.py). Kernels and their
-tiling: batch_norm_kernels.py.
+channel block (batch_norm_coop.py). Kernels and their tiling: batch_norm_kernels.py.
 The activation is read in place through its (N, C, spatial) strides, so NCHW and
-channels_last both run without a copy; the split reductions are merged in a fixed
-order (deterministic). Statistics are float32 for fp16/bf16 inputs; weights and
-running stats may have another dtype (autocast)."""
+channels_last both run without a copy; the split reductions are merged in a fixed order
+(deterministic), their item loops pipelined where long (the driver's `batch_norm_stages`).
+Statistics are float32 for fp16/bf16 inputs; weights and running stats may have another
+dtype (autocast)."""
 
 import math
 
