@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from ._common import contiguous, ncs_strides, pixel_alignment, stat_dtype, tl_float_acc
+from ._common import contiguous, float_acc, ncs_strides, pixel_alignment, stat_dtype, tl_float_acc
 from ._declare import kernel
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ..backends import spec
@@ -274,7 +274,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     co = p.coop(False) if training else None
     if co is not None:
         grid, per, split_p = co
-        part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
+        part = torch.empty((2, grid[1], C), dtype=float_acc(x.dtype), device=x.device)
         launch(
             _bn_coop_fwd_kernel, grid, x, y,
             weight if weight is not None else x, bias if bias is not None else x,
@@ -290,7 +290,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
         merge = p.split > 1
         part = x
         if merge:
-            part = torch.empty((2, p.split, C), dtype=float_acc_t(x.dtype), device=x.device)
+            part = torch.empty((2, p.split, C), dtype=float_acc(x.dtype), device=x.device)
         launch(
             _bn_stats_kernel, (p.cblocks, p.split), x, part,
             arrival_counters("batch_norm", x.device) if merge else x,
@@ -311,10 +311,6 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
         Y_AS_X=p.same(1), ST=1, **tiles,
     )  # fmt: skip
     return y, smean, sinv
-
-
-def float_acc_t(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
@@ -361,7 +357,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
     co = p.coop(True) if train and sums_needed else None
     if co is not None:
         grid, per, split_p = co
-        part = torch.empty((2, grid[1], C), dtype=float_acc_t(x.dtype), device=x.device)
+        part = torch.empty((2, grid[1], C), dtype=float_acc(x.dtype), device=x.device)
         launch(
             _bn_coop_bwd_kernel, grid, g, x, dx if dx is not None else x,
             weight if weight is not None else x, mean, stat,
@@ -377,7 +373,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
     sums = x
     if sums_needed:
         merge = p.split > 1
-        acc_t = float_acc_t(x.dtype)
+        acc_t = float_acc(x.dtype)
         sums = torch.empty((2, C), dtype=acc_t, device=x.device)
         part = torch.empty((2, p.split, C), dtype=acc_t, device=x.device) if merge else x
         launch(

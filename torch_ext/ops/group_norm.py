@@ -7,12 +7,11 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import contiguous, tl_float_acc
+from ._common import contiguous, float_acc, tl_float_acc
 from ._declare import kernel
 from ._launch import cdiv, launch, next_pow2
 from ..backends import active_driver
 from ._common import stat_dtype
-from .batch_norm import float_acc_t
 
 
 def _plan(R, D):
@@ -184,7 +183,7 @@ def native_group_norm(
         return y, mean, rstd
     br, per, split = _plan(R, D)
     acc = tl_float_acc(x.dtype)
-    part = torch.empty((3, split, R), dtype=float_acc_t(x.dtype), device=x.device)
+    part = torch.empty((3, split, R), dtype=float_acc(x.dtype), device=x.device)
     launch(_gn_stats_kernel, (R, split), x, part, D, per, ACC=acc, BR=br)
     launch(
         _gn_apply_kernel, (R, split), x, y,
@@ -227,7 +226,7 @@ def native_group_norm_backward(
         return dx, dw, db
     acc = tl_float_acc(x.dtype)
     host = active_driver() == "host"
-    sums = torch.empty((2, N * C), dtype=float_acc_t(x.dtype), device=x.device)
+    sums = torch.empty((2, N * C), dtype=float_acc(x.dtype), device=x.device)
     bs = min(next_pow2(HxW), 256 if host else 1024)
     launch(_gn_bwd_sums_kernel, (N * C,), g, x, sums, N * C, HxW, ACC=acc, BR=bs)
     br, per, split = _plan(R, D)
