@@ -110,10 +110,14 @@ def worker(impl, torch_device, calls, out, repeats=1):
                 except Exception as e:
                     row["error"] = f"{type(e).__name__}: {e}"[:300]
                 rows.append(row)
-                # after every row: a worker cut by the timeout keeps what it measured
-                Path(out).write_text(
+                # after every row: a worker cut by the timeout keeps what it measured. The
+                # rows go to a sibling file renamed over the piece, so a kill mid-write
+                # leaves the last whole piece (CI, stop 48: an empty piece lost the run)
+                part = Path(str(out) + ".part")
+                part.write_text(
                     json.dumps({"impl": impl, "device_name": device_name, "rows": rows})
                 )
+                os.replace(part, out)
 
 
 def markdown(results, calls, repeats=1):
@@ -189,6 +193,7 @@ def main(argv=None):
             tail = (proc.stdout + proc.stderr)[-2000:]
         except subprocess.TimeoutExpired:
             tail = f"timed out after {args.timeout:.0f} s"
+        Path(str(piece) + ".part").unlink(missing_ok=True)
         if piece.exists():
             results[impl] = json.loads(piece.read_text())
             piece.unlink()

@@ -54,3 +54,30 @@ def test_worker_cut_by_its_timeout_keeps_its_rows(tmp_path):
     assert all(("us" in r) != ("error" in r) for r in rows)
     assert any("error" in r for r in rows)  # 100000 AdamW steps alone outlast 12 s
     assert "timed out" in (tmp_path / "host.md").read_text()
+
+
+def test_worker_killed_mid_write_leaves_a_whole_piece(tmp_path, monkeypatch):
+    """The worker's piece is replaced whole, never rewritten in place: a worker killed while
+    writing its third row leaves the two rows before it, readable (CI of stop 48 read an
+    empty piece when the timeout's kill landed inside a write)."""
+    import bench.host as host
+
+    piece, writes = tmp_path / "host_torch.tmp.json", []
+    real = Path.write_text
+
+    def dying_write(self, text, *a, **k):
+        writes.append(self)
+        if len(writes) == 3:
+            real(self, text[: len(text) // 2])
+            raise KeyboardInterrupt("killed while writing")
+        return real(self, text, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", dying_write)
+    try:
+        host.worker("torch", "cpu", 3, str(piece))
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.undo()
+    assert len(writes) == 3
+    rows = json.loads(piece.read_text())["rows"]
+    assert [r["op"] for r in rows] == ["add", "mul"] and all(r["us"] > 0 for r in rows)
