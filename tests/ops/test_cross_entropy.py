@@ -67,9 +67,27 @@ def test_the_fused_path_is_taken_and_launches_few_kernels():
     F.cross_entropy(x, t).backward()  # recorded once: the count below replays
     x.grad = None
     loss, fwd = _launches(lambda: F.cross_entropy(x, t))
-    assert fwd == 2  # rows, then the mean in one program
+    assert fwd == 1  # the rows; the last row program to finish adds their mean
     _, bwd = _launches(lambda: loss.backward())
     assert bwd <= 2  # the gradient (and the grad_output's ones)
+
+
+def test_the_mean_counts_rows_of_zero_loss_and_skips_ignored_ones():
+    """The last row program counts the rows whose loss it adds: an ignored row is marked
+    -0.0 in the float32 scratch, so a counted row whose loss is exactly 0 (a logit far
+    above the rest) must still count; all rows ignored give nan, as PyTorch."""
+    x = torch.zeros(6, 5)
+    x[:, 0] = 200.0  # rows 0-5 with target 0: loss exactly 0.0 in float32
+    t = torch.tensor([0, 0, -100, 0, 1, -100])
+    for reduction in ("mean", "sum"):
+        ref = F.cross_entropy(x, t, reduction=reduction)
+        for _ in range(2):  # the arrival counter re-arms between launches
+            got = F.cross_entropy(x.to(DEV), t.to(DEV), reduction=reduction).cpu()
+            assert torch.allclose(got, ref, rtol=1e-6, atol=0), (reduction, got, ref)
+    assert F.cross_entropy(x[:2].to(DEV), t[:2].to(DEV)).cpu().item() == 0.0
+    none = torch.full((3,), -100)
+    assert F.cross_entropy(x[:3].to(DEV), none.to(DEV)).cpu().isnan()
+    assert F.cross_entropy(x[:3].to(DEV), none.to(DEV), reduction="sum").cpu().item() == 0.0
 
 
 def test_other_calls_take_the_composite_and_stay_exact():

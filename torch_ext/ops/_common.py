@@ -123,6 +123,20 @@ def split_rows(r, OP, O1, O2, mP, shP, m1, sh1, m2, sh2, FAST: tl.constexpr, D3:
 
 
 @triton.jit
+def arrive(arrivals, slot, expected):
+    """True in the last of `expected` programs to arrive at counter `slot` of
+    `arrivals` (_launch.arrival_counters, zero between launches); that one re-arms the
+    counter. What the programs stored before arriving is visible to it (the atomic's
+    release/acquire)."""
+    tl.debug_barrier()  # every warp's stores are issued before the arrival
+    last = tl.atomic_add(arrivals + slot, 1) == expected - 1
+    if last:
+        tl.debug_barrier()
+        tl.atomic_xchg(arrivals + slot, 0)
+    return last
+
+
+@triton.jit
 def inside(i, size):
     """0 <= i < size, by one unsigned comparison (i int32, size below 2**31)."""
     return tl.cast(i, tl.uint32) < tl.cast(size, tl.uint32)

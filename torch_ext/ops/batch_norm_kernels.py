@@ -17,7 +17,7 @@ deterministic, and the normalise / dx launch reads a finished per-channel vector
 import triton
 import triton.language as tl
 
-from ._common import as_multiple
+from ._common import arrive, as_multiple
 
 
 @triton.jit
@@ -78,18 +78,6 @@ def _count(a, b, full, full_nv, tail_nv, ACC: tl.constexpr):
     lead = tl.maximum(tl.minimum(b, full) - a, 0).to(ACC)
     tail = tl.maximum(b - tl.maximum(a, full), 0).to(ACC)
     return lead * full_nv + tail * tail_nv
-
-
-@triton.jit
-def _arrive(arrivals, cb, nsplit):
-    """True in the last program of channel block `cb` to arrive; that one re-arms the
-    counter. The partials stored before are visible to it (release/acquire)."""
-    tl.debug_barrier()  # every warp's partial is written before the arrival
-    last = tl.atomic_add(arrivals + cb, 1) == nsplit - 1
-    if last:
-        tl.debug_barrier()
-        tl.atomic_xchg(arrivals + cb, 0)
-    return last
 
 
 @triton.jit
@@ -200,7 +188,7 @@ def _bn_stats_kernel(
                                    items, full, full_nv, tail_nv, ACC, I64, BN, BS, ST)  # fmt: skip
     if MERGE:  # part[0|1, split, c]: mean and M2 of each split (counts from _count)
         _store_partials(part, sp, nsplit, C, c, cm, pmean, pm2)
-        if _arrive(arrivals, cb, nsplit):
+        if arrive(arrivals, cb, nsplit):
             total, cmean, cm2 = _chan_merge(part, c, cm, C, nsplit, per, items, full, full_nv,
                                             tail_nv, SPLIT_P, ACC)  # fmt: skip
             _bn_finish(c, cm, total, cmean, cm2, rmean, rvar, smean, sinv, momentum, eps,
@@ -347,7 +335,7 @@ def _bn_bwd_sums_kernel(
     invstd = _invstd(stat, c, cm, eps, IS_VAR, ACC)
     if MERGE:  # part[0|1, split, c]
         _store_partials(part, sp, nsplit, C, c, cm, sdy, sdx)
-        if _arrive(arrivals, cb, nsplit):
+        if arrive(arrivals, cb, nsplit):
             t1, t2 = _sums_merge(part, c, cm, C, nsplit, SPLIT_P, ACC)
             _bn_bwd_finish(c, cm, t1, t2, sums, dw, db, C, invstd, DW, DB)
     else:
