@@ -68,7 +68,7 @@ def test_mode_prefers_the_smallest_of_equally_frequent_values():
 
 def test_order_statistic_errors():
     x = dev(torch.randn(3, 4))
-    with pytest.raises(IndexError, match="k out of range"):
+    with pytest.raises(RuntimeError, match="k out of range"):  # as on CPU (not an IndexError)
         torch.kthvalue(x, 5, 1)
     with pytest.raises(IndexError, match="out of range"):
         torch.median(x, 2)

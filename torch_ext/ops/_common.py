@@ -39,6 +39,77 @@ def alert_not_deterministic(caller: str) -> None:
     raise RuntimeError(msg)
 
 
+# dtype names as PyTorch's messages print them: ScalarType ("Float") and TypeMeta ("float")
+_SCALAR_NAMES = {
+    torch.float32: ("Float", "float"),
+    torch.float64: ("Double", "double"),
+    torch.float16: ("Half", "c10::Half"),
+    torch.bfloat16: ("BFloat16", "c10::BFloat16"),
+    torch.int64: ("Long", "long int"),
+    torch.int32: ("Int", "int"),
+    torch.int16: ("Short", "short int"),
+    torch.int8: ("Char", "signed char"),
+    torch.uint8: ("Byte", "unsigned char"),
+    torch.bool: ("Bool", "bool"),
+    torch.complex64: ("ComplexFloat", "c10::complex<float>"),
+    torch.complex128: ("ComplexDouble", "c10::complex<double>"),
+}
+
+
+def scalar_name(dtype: torch.dtype, meta: bool = False) -> str:
+    """How PyTorch's C++ messages name `dtype`: its ScalarType ("Float", "Half"), or with
+    `meta` its TypeMeta ("float", "c10::Half")."""
+    names = _SCALAR_NAMES.get(dtype)
+    return names[meta] if names else str(dtype).replace("torch.", "")
+
+
+_INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a "
+    "single memory location. Please clone() the tensor before performing the operation."
+)
+_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor "
+    "refer to a single memory location. Please clone() the tensor before performing the "
+    "operation."
+)
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> str:
+    """at::get_overlap_status: "full" (the same elements), "partial", "no" or "too hard"
+    (a tensor with gaps or repeats, whose bytes' range says nothing)."""
+    if a is b:
+        return "full"
+    # storages first: apart, nothing of the sizes is read (a size-generic launch plan
+    # records none, ops/_symbolic.py)
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return "no"
+    if a.numel() == 0 or b.numel() == 0:
+        return "no"
+    dense = torch._debug_has_internal_overlap  # 0: non-overlapping and dense
+    if dense(a) != 0 or dense(b) != 0:
+        return "too hard"
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    if (a0, a1) == (b0, b1):
+        return "full" if a.stride() == b.stride() else "partial"
+    return "partial" if a0 < b1 and b0 < a1 else "no"
+
+
+def check_out_overlap(out: torch.Tensor, *inputs, partial=()) -> None:
+    """What PyTorch's kernels check of an out= tensor before writing it: no element
+    written twice (at::assert_no_internal_overlap), no element of `inputs` written
+    (assert_no_overlap), and the `partial` inputs either the out tensor itself or apart
+    from it (assert_no_partial_overlap); RuntimeErrors with PyTorch's messages."""
+    if torch._debug_has_internal_overlap(out) == 1:
+        raise RuntimeError(_INTERNAL_OVERLAP)
+    for t in inputs:
+        if isinstance(t, torch.Tensor) and _overlap(out, t) in ("full", "partial"):
+            raise RuntimeError(_OVERLAP)
+    for t in partial:
+        if isinstance(t, torch.Tensor) and _overlap(out, t) == "partial":
+            raise RuntimeError(_OVERLAP)
+
+
 def sized_like(out: torch.Tensor, res: torch.Tensor) -> torch.Tensor:
     out.resize_(res.shape)
     out.copy_(res)

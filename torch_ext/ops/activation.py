@@ -20,6 +20,7 @@ import torch
 
 from . import _math
 from ._pointwise import pointwise
+from ._common import scalar_name
 from ._declare import Scalar, kernel
 
 
@@ -156,8 +157,14 @@ _GELU_BACKWARD = {
 }
 
 
-def _is_tanh(approximate):
-    # GeluType arrives as its enum value (0 none, 1 tanh) or as the string.
+def _is_tanh(approximate, dtype):
+    """Whether gelu is the tanh approximation; as PyTorch's kernels, an approximation
+    other than none and tanh and a dtype other than floating are errors. GeluType
+    arrives as its enum value (0 none, 1 tanh) or as the string."""
+    if approximate not in (0, 1, "none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{scalar_name(dtype)}'")
     return approximate in (1, "tanh")
 
 
@@ -168,7 +175,7 @@ def gelu(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
-    _GELU[_is_tanh(approximate), common_dtype in _HALF].iter(outs, ins, common_dtype)
+    _GELU[_is_tanh(approximate, common_dtype), common_dtype in _HALF].iter(outs, ins, common_dtype)
 
 
 @kernel(shapes=True)
@@ -178,7 +185,8 @@ def gelu_backward(
     common_dtype: torch.dtype,
     approximate: str = 0,
 ) -> None:
-    _GELU_BACKWARD[_is_tanh(approximate), common_dtype in _HALF].iter(outs, ins, common_dtype)
+    tanh = _is_tanh(approximate, common_dtype)
+    _GELU_BACKWARD[tanh, common_dtype in _HALF].iter(outs, ins, common_dtype)
 
 
 @kernel()

@@ -25,7 +25,7 @@ from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import MAX_RANK, block_for, dot6, pad_to_rank, unravel6
 from .index import with_atomic_target
-from ._common import alert_not_deterministic, contiguous
+from ._common import alert_not_deterministic, check_out_overlap, contiguous
 from . import deterministic
 from .scan import cumsum_out
 from ._declare import Scalar, kernel
@@ -150,6 +150,15 @@ def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             WITH_VALUES=True,
             BLOCK=block,
         )
+    return out
+
+
+@kernel()
+def masked_select_out(self: torch.Tensor, mask: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    check_out_overlap(out, self, mask)
+    if out.dtype != self.dtype:
+        raise RuntimeError("masked_select(): self and result must have the same scalar type")
+    write_result(out, masked_select(self, mask))
     return out
 
 
@@ -468,6 +477,7 @@ def take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 @kernel()
 def take_out(self: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    check_out_overlap(out, index, self)
     write_result(out, take(self, index))
     return out
 

@@ -39,10 +39,11 @@ def _setup(q, k, v, attn_mask, scale):
     B, H, Lq, D = sizes(q)
     k_shape, v_shape = sizes(k), sizes(v)
     HK, Lk, DV = k_shape[1], k_shape[2], v_shape[3]
-    if k_shape[0] != B or v_shape[:3] != (B, HK, Lk) or H % HK:
-        raise ValueError(
-            "torch_ext: flash attention shapes: q (B, H, Lq, D), k (B, Hkv, Lk, D), "
-            "v (B, Hkv, Lk, Dv) with H a multiple of Hkv"
+    if k_shape[0] != B or k_shape[3] != D or v_shape[:3] != (B, HK, Lk) or H % HK:
+        raise RuntimeError(
+            "scaled_dot_product_attention expects query (B, H, Lq, E), key (B, Hkv, Lk, E) "
+            "and value (B, Hkv, Lk, Ev) with H a multiple of Hkv, but got query "
+            f"{list(q.shape)}, key {list(k.shape)} and value {list(v.shape)}"
         )
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     if attn_mask is not None:

@@ -165,7 +165,10 @@ def histogramdd_bin_edges(
     pts = _points(self)
     D = pts.shape[1]
     if len(bins) != D:
-        raise RuntimeError(f"{name}: expected {D} sequences of bin edges for each dimension of the input, but got {len(bins)}")  # fmt: skip
+        raise RuntimeError(
+            "histogramdd: The size of bins must be equal to the innermost dimension of the "
+            f"input ({D}), but got {len(bins)}"
+        )
     for b in bins:
         if b <= 0:
             raise RuntimeError(f"{name}: bins must be > 0, but got {b} for dimension")

@@ -28,7 +28,7 @@ from ._pointwise import pointwise
 from . import _bounds
 from ._launch import cdiv, launch
 from .copy import copy_kernel, fill_kernel
-from ._common import contiguous
+from ._common import check_out_overlap, contiguous
 from ._declare import Scalar, kernel
 from ._common import MAX_RANK, block_for, dot6, unravel6
 from ._common import pad_to_rank
@@ -232,6 +232,7 @@ def _gather_scatter(index, src, out, dim, mode, value=0):
 def gather_out(
     self: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool, out: torch.Tensor
 ) -> None:
+    check_out_overlap(out, self, partial=(index,))
     _gather_scatter(index, self, out, dim, 0)
 
 
@@ -358,6 +359,11 @@ def _index_select_kernel(src, index, out, n, L, S, B, flag, BLOCK: tl.constexpr)
 def index_select_out(
     self: torch.Tensor, dim: int, index: torch.Tensor, out: torch.Tensor
 ) -> torch.Tensor:
+    check_out_overlap(out, self, index)
+    return _index_select(self, dim, index, out)
+
+
+def _index_select(self, dim, index, out):
     x = contiguous(self)
     if x.dim() == 0:
         x = x.reshape(1)
@@ -392,7 +398,7 @@ def index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Ten
     if self.dim() == 0:
         shape = []
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
-    return index_select_out(self, dim, index, out)
+    return _index_select(self, dim, index, out)
 
 
 @kernel(shapes=True)  # sizes through _symbolic: a new batch or length replays
@@ -403,6 +409,14 @@ def embedding(
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
 ) -> torch.Tensor:
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if indices.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {indices.dtype} instead (while checking arguments "
+            "for embedding)"
+        )
     S, D = sizes(weight)
     out = empty([*sizes(indices), D], weight.dtype, weight.device)
     L = numel(indices)

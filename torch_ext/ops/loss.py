@@ -7,6 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ._common import scalar_name
 from .copy import copy_kernel
 from .reduction import SUM, reduce_into
 from . import _math
@@ -20,24 +21,30 @@ NONE, MEAN, SUM_RED = 0, 1, 2
 # -- multi_margin_loss: composed from our kernels --------------------------------
 
 
-def _margin_terms(self, target, p, margin):
+def _margin_terms(self, target, p, margin, weight=None):
     """(x (N, C), target (N,), per-element active terms before the power, mask)."""
     if p not in (1, 2):
         raise RuntimeError("only p == 1 and p == 2 supported")
-    if (
-        self.dim() > 2
-        or (self.dim() == 2 and target.dim() != 1)
-        or (self.dim() < 2 and target.dim() > 1)
-    ):
+    if self.dim() > 2 or self.dim() and self.shape[-1] == 0:
         raise RuntimeError(
-            f"inconsistent target size: {list(target.shape)} for input of size: {list(self.shape)}"
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            f"{list(self.shape)}"
+        )
+    frames = self.shape[0] if self.dim() == 2 else 1
+    if target.dim() > 1 or target.numel() != frames:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{frames}], but got "
+            f"{list(target.shape)}. Input has shape {list(self.shape)}."
         )
     x = self.reshape(-1, self.shape[-1] if self.dim() else 1)
-    y = target.reshape(-1).long()
-    if y.numel() != x.shape[0]:
+    if weight is not None and (weight.dim() > 1 or weight.numel() != x.shape[1]):
         raise RuntimeError(
-            f"inconsistent target size: {list(target.shape)} for input of size: {list(self.shape)}"
+            f"inconsistent weight size, expected {x.shape[1]} but got {list(weight.shape)}"
         )
+    if target.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {scalar_name(target.dtype)}")
+    y = target.reshape(-1)
     xy = torch.gather(x, 1, y.unsqueeze(1))
     m = float(margin) - xy + x
     keep = m > 0
@@ -54,7 +61,7 @@ def multi_margin_loss(
     weight: torch.Tensor | None = None,
     reduction: int = MEAN,
 ) -> torch.Tensor:
-    x, y, m, keep = _margin_terms(self, target, int(p), margin)
+    x, y, m, keep = _margin_terms(self, target, int(p), margin, weight)
     z = torch.where(keep, m * m if int(p) == 2 else m, torch.zeros_like(m))
     if weight is not None:
         z = z * weight.index_select(0, y).unsqueeze(1).to(z.dtype)
@@ -90,7 +97,7 @@ def multi_margin_loss_backward(
     weight: torch.Tensor | None = None,
     reduction: int = MEAN,
 ) -> torch.Tensor:
-    x, y, m, keep = _margin_terms(self, target, int(p), margin)
+    x, y, m, keep = _margin_terms(self, target, int(p), margin, weight)
     d = torch.where(keep, 2 * m if int(p) == 2 else torch.ones_like(m), torch.zeros_like(m))
     if weight is not None:
         d = d * weight.index_select(0, y).unsqueeze(1).to(d.dtype)

@@ -63,7 +63,8 @@ def _mlm_kernel(
 
 
 def _rows(self, target):
-    if self.dim() > 2 or target.dim() > 2 or self.numel() == 0 and self.dim() != 2:
+    nonempty = self.dim() == 0 or self.shape[-1] != 0  # rows of at least one class
+    if self.dim() > 2 or target.dim() > 2 or not nonempty:
         raise RuntimeError(
             f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
             f"{list(self.shape)}"

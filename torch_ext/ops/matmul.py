@@ -26,7 +26,7 @@ from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2, pow2_a
 from ._tune import tuned
 from ._symbolic import empty, expand_strides, numel, sizes, strides
 from ._declare import Scalar, kernel
-from ._common import sized_like
+from ._common import scalar_name, sized_like
 
 
 @kernel()
@@ -461,11 +461,20 @@ def _default_config(M, N, K, dtype):
 
 @kernel("mm", shapes=True)
 def mm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
+    if self.dtype != mat2.dtype:
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{scalar_name(self.dtype, True)} != {scalar_name(mat2.dtype, True)}"
+        )
     _bmm(as3(self), as3(mat2), as3(out))
 
 
 @kernel("bmm", shapes=True)
 def bmm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
+    if self.dtype != mat2.dtype:
+        raise RuntimeError(
+            f"expected scalar type {scalar_name(self.dtype)} but found {scalar_name(mat2.dtype)}"
+        )
     _bmm(as3(self), as3(mat2), as3(out))
 
 
@@ -520,6 +529,21 @@ def mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
 
 @kernel()
 def dot(self: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    if self.dim() != 1 or tensor.dim() != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {self.dim()}D and {tensor.dim()}D tensors"
+        )
+    if self.dtype != tensor.dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found "
+            f"{scalar_name(self.dtype)} and {scalar_name(tensor.dtype)}"
+        )
+    if self.numel() != tensor.numel():
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{self.numel()}] and src "
+            f"[{tensor.numel()}] to have the same number of elements, but got "
+            f"{self.numel()} and {tensor.numel()} elements respectively"
+        )
     out = torch.empty((), dtype=self.dtype, device=self.device)
     _bmm(self.view(1, 1, -1), tensor.view(1, -1, 1), out.view(1, 1, 1))
     return out

@@ -420,6 +420,32 @@ def _norm_backward(dy, x, w, mean, rstd, M, D, rms, dx, dw, db):
         _norm_dw(pw, pb, None, rstd, programs, D, rms, dw, db, partials=True)
 
 
+def _check_shapes(x, normalized_shape, weight, bias, rms=False):
+    """PyTorch's checks of layer_norm's and rms_norm's arguments, with its messages. The
+    input's sizes compared through _symbolic: a size-generic plan replays only where
+    they hold."""
+    shape = list(normalized_shape)
+    if not shape:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+            f"least one element, but got normalized_shape = {shape}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(t.shape)} and normalized_shape = {shape}"
+            )
+    got = sizes(x)
+    if x.dim() < len(shape) or any(a != b for a, b in zip(got[x.dim() - len(shape) :], shape)):
+        dims = ", ".join(str(v) for v in shape)
+        want = f"[*{dims}]" if rms else f"[*, {dims}]"
+        raise RuntimeError(
+            f"Given normalized_shape={shape}, expected input with shape {want}, but got "
+            f"input of size{list(x.shape)}"
+        )
+
+
 def _split(x, normalized_shape):
     axis = x.dim() - len(normalized_shape)
     shape = sizes(x)  # expressions while a size-generic plan records (_symbolic)
@@ -442,6 +468,7 @@ def native_layer_norm(
     bias: torch.Tensor | None,
     eps: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    _check_shapes(input, normalized_shape, weight, bias)
     x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
     y = empty(sizes(x), x.dtype, x.device)
@@ -487,6 +514,7 @@ def rms_norm_fwd(
     eps: float | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_ext::rms_norm_fwd -> (out, rstd); eps None means dtype eps."""
+    _check_shapes(input, normalized_shape, weight, None, rms=True)
     x = contiguous(input)
     axis, M, D = _split(x, normalized_shape)
     if eps is None:

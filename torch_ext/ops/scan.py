@@ -254,6 +254,7 @@ def logcumsumexp_out(self: torch.Tensor, dim: int, out: torch.Tensor) -> torch.T
     """_logcumsumexp.out(self, dim, out)."""
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"torch_ext: logcumsumexp is not supported for {self.dtype}")
+    wrap_dim(dim, self.dim())  # checked before an empty tensor returns
     if list(out.shape) != list(self.shape):
         out.resize_(self.shape)
     if self.numel() == 0:

@@ -13,7 +13,7 @@ import torch
 
 from .copy import copy_kernel
 from ._declare import kernel
-from ._common import wrap_dim, write_result
+from ._common import check_out_overlap, wrap_dim, write_result
 from .search import _search
 
 
@@ -116,9 +116,11 @@ def kthvalue_values(
     self: torch.Tensor, k: int, dim: int, keepdim: bool, values: torch.Tensor, indices: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """kthvalue.values(self, k, dim, keepdim, values, indices): k-th smallest (1-based)."""
+    check_out_overlap(values, self)
+    check_out_overlap(indices, self)
     n = self.shape[wrap_dim(dim, self.dim())] if self.dim() else 1
     if not 1 <= k <= n:
-        raise IndexError(
+        raise RuntimeError(
             f"kthvalue(): selected number k out of range for dimension {dim}: k = {k}, size = {n}"
         )
     return _pick(

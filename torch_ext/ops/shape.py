@@ -9,11 +9,11 @@ from ._common import f64_from_words, f64_words, tl_float_acc
 from ._launch import cdiv, launch
 from .copy import copy_kernel
 from ._common import block_for
-from ._common import contiguous
+from ._common import check_out_overlap, contiguous
 from ._declare import Scalar, kernel
 from ._common import dot6, unravel6
 from .search import _search
-from ._common import MAX_RANK, pad_to_rank
+from ._common import MAX_RANK, pad_to_rank, wrap_dim
 from ._symbolic import max_offset, numel, sizes, strides
 
 # -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
@@ -22,12 +22,17 @@ from ._symbolic import max_offset, numel, sizes, strides
 @kernel()
 def roll(self: torch.Tensor, shifts: list[int], dims: list[int]) -> torch.Tensor:
     shifts, dims = list(shifts), list(dims)
-    if not dims:
-        if len(shifts) != 1:
-            raise RuntimeError(f"torch_ext: roll without dims takes one shift, got {len(shifts)}")
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) == 1:
         return contiguous(roll(self.reshape(-1), shifts, [0]).view(self.shape))
     if len(shifts) != len(dims):
-        raise RuntimeError(f"torch_ext: roll got {len(shifts)} shifts for {len(dims)} dims")
+        raise RuntimeError(
+            f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
+        )
+    if self.dim() == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    dims = [wrap_dim(d, self.dim()) for d in dims]
     out = self
     for s, d in zip(shifts, dims):
         n = out.shape[d]
@@ -52,6 +57,7 @@ def cat_out(
     memory_format: torch.memory_format,
     out: torch.Tensor,
 ) -> None:
+    check_out_overlap(out, *tensors)
     if numel(out) == 0:
         return
     parts, offset = [], 0

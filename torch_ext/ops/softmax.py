@@ -20,7 +20,7 @@ from . import _math
 from ._common import tl_float_acc
 from ._launch import cdiv, launch
 from .copy import copy_kernel
-from ._common import reduce_blocks, contiguous, as_arb
+from ._common import reduce_blocks, contiguous, as_arb, scalar_name
 from ._declare import kernel
 from ..backends import spec
 from ._rows import row_tile, warps_for
@@ -211,13 +211,22 @@ _FORWARD = (_softmax_tile_kernel, _softmax_kernel)
 _BACKWARD = (_softmax_bwd_tile_kernel, _softmax_bwd_kernel)
 
 
+def _check_float(x):
+    """softmax and log_softmax of integers: PyTorch's kernels raise (F.softmax with a
+    floating dtype= converts first)."""
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"\"host_softmax\" not implemented for '{scalar_name(x.dtype)}'")
+
+
 @kernel("softmax", shapes=True)
 def softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
+    _check_float(self)
     _rowwise(_FORWARD, [self], out, dim, False)
 
 
 @kernel("log_softmax", shapes=True)
 def log_softmax_out(self: torch.Tensor, dim: int, half_to_float: bool, out: torch.Tensor) -> None:
+    _check_float(self)
     _rowwise(_FORWARD, [self], out, dim, True)
 
 

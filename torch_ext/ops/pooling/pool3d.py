@@ -54,13 +54,33 @@ def _pool3_params(self, kernel_size, stride, padding, dilation, name):
             f"{name}: kernel size, stride and dilation should be greater than zero, "
             f"but got kernel {k}, stride {s}, dilation {d}"
         )
-    for kk, pp in zip(k, p):
-        if pp < 0 or pp > kk // 2:
+    for kk, pp, dd in zip(k, p, d):
+        if pp < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pp}")
+        if pp > (dd * (kk - 1) + 1) // 2:
             raise RuntimeError(
-                f"{name}: pad should be at most half of effective kernel size, but "
-                f"got pad={pp}, kernel_size={kk}"
+                "pad should be at most half of effective kernel size, but got "
+                f"pad={pp}, kernel_size={kk} and dilation={dd}"
+            )
+    first = self.dim() - 4  # the non-batch dimensions: channels and the volume
+    for i in range(first, self.dim()):
+        if self.shape[i] == 0:
+            raise RuntimeError(
+                f"{name}(): Expected input's non-batch dimensions to have positive length, "
+                f"but input has a shape of {list(self.shape)} and non-batch dimension {i} "
+                "has length zero!"
             )
     return k, s, p, d
+
+
+def _check_out_size(self, osz):
+    """PyTorch's message for a volume the window does not fit."""
+    if min(osz) < 1:
+        c, d, h, w = self.shape[-4:]
+        raise RuntimeError(
+            f"Given input size: ({c}x{d}x{h}x{w}). Calculated output size: "
+            f"({c}x{osz[0]}x{osz[1]}x{osz[2]}). Output size is too small"
+        )
 
 
 def _pool_out(size, k, s, p, d, ceil_mode):
@@ -216,11 +236,7 @@ def max_pool3d_with_indices(
         _pool_out(n, kk, ss, pp, dd_, ceil_mode)
         for n, kk, ss, pp, dd_ in zip((D, H, W), k, s, p, d)
     ]
-    if min(osz) < 1:
-        raise RuntimeError(
-            f"max_pool3d: Given input size {list(self.shape)}, calculated output size "
-            f"{osz} is too small"
-        )
+    _check_out_size(self, osz)
     shape = [*self.shape[:-3], *osz]
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
     indices = torch.empty(shape, dtype=torch.long, device=self.device)
