@@ -237,13 +237,27 @@ def _stub_fills(op: Op) -> tuple[str, str]:
 _REGISTRATION = re.compile(r'm\.impl\("([^"]+)",\s*TORCH_FN\((\w+)\)\);')
 
 
-def _guarded(registration: str) -> str:
+def _guarded(registration: str, dtypes: tuple[str, ...] | None = None) -> str:
     """Registers a wrapper through DtypeGuard (csrc/aten/DtypeGuard.h), so that
-    element types no kernel takes go to the CPU fallback instead."""
+    element types no kernel takes go to the CPU fallback instead, and those the op's
+    `dtypes:` leaves out raise NotImplementedError."""
+    allowed = ""
+    if dtypes:
+        bits = " | ".join(f"torch_ext::aten::bit(c10::ScalarType::{t})" for t in dtypes)
+        allowed = f", ({bits})"
     return _REGISTRATION.sub(
-        r'm.impl("\1", TORCH_FN((torch_ext::aten::DtypeGuard<"\1", &\2>::call)));',
+        rf'm.impl("\1", TORCH_FN((torch_ext::aten::DtypeGuard<"\1", &\2{allowed}>::call)));',
         registration,
     )
+
+
+def _op_dtypes(op: Op) -> tuple[str, ...] | None:
+    """The op's `dtypes:` (its entries must agree where several give one)."""
+    given = {e.dtypes() for e in op.entries} - {None}
+    if len(given) > 1:
+        first = min((e for e in op.entries if e.dtypes()), key=lambda e: e.line)
+        raise first.error("the entries of one op give different 'dtypes:'")
+    return given.pop() if given else None
 
 
 def shard_of(op: Op) -> int:
@@ -265,7 +279,7 @@ def emit_shard(ops: list[Op], namespace: str, header: str) -> str:
             if w:
                 wrappers.append(w)
             if r:
-                regs.append(_guarded(r.strip()))
+                regs.append(_guarded(r.strip(), _op_dtypes(op)))
         fns, rs = _stub_fills(op)
         if fns:
             stub_fns.append(fns)

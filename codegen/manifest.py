@@ -16,10 +16,34 @@ OUR_KEYS = {
     "triton",  # KERNELS name, or "pkg.module:attr", that computes the op
     "stub",  # Legacy: DispatchStub(s) to fill: a name (with triton:) or {stub: kernel}
     "fake",  # new ops: kernel computing output metadata on meta tensors
+    "dtypes",  # element types the kernels take (by the first tensor argument): dtypes_of
 }
 KNOWN_KEYS = SEED_KEYS | OUR_KEYS
 # New operators live in this library namespace.
 NEW_OP_NAMESPACE = "torch_ext"
+
+
+# `dtypes:` names groups or single element types; a call whose first tensor argument
+# has another type raises NotImplementedError ("<op>" not implemented for 'Long'), as
+# PyTorch's dispatch macros do, instead of running a kernel over a type it has no
+# meaning for (layer_norm of integers). Without the key every type a Triton kernel can
+# take is let through (csrc/aten/DtypeGuard.h).
+DTYPE_GROUPS = {
+    "floating": ("Half", "BFloat16", "Float", "Double"),
+    "integral": ("Byte", "Char", "Short", "Int", "Long"),
+}
+DTYPE_NAMES = {
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
+    "uint8": "Byte",
+    "int8": "Char",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+    "bool": "Bool",
+}
 
 
 class ManifestError(Exception):
@@ -36,6 +60,26 @@ class Entry:
     @property
     def is_new_op(self) -> bool:
         return self.func.startswith(NEW_OP_NAMESPACE + "::")
+
+    def dtypes(self) -> tuple[str, ...] | None:
+        """The c10 ScalarType names `dtypes:` lets through, or None (the key is absent)."""
+        v = self.keys.get("dtypes")
+        if v is None:
+            return None
+        words = v if isinstance(v, list) else str(v).replace(",", " ").split()
+        names: list[str] = []
+        for w in words:
+            w = str(w).strip()
+            if w in DTYPE_GROUPS:
+                names += DTYPE_GROUPS[w]
+            elif w in DTYPE_NAMES:
+                names.append(DTYPE_NAMES[w])
+            else:
+                known = ", ".join([*DTYPE_GROUPS, *DTYPE_NAMES])
+                raise self.error(f"'dtypes:' names an unknown type '{w}' (known: {known})")
+        if not names:
+            raise self.error("'dtypes:' lets no type through")
+        return tuple(dict.fromkeys(names))
 
     def where(self) -> str:
         return f"{self.path}:{self.line}: entry '{self.func}'"
@@ -79,6 +123,7 @@ def load(path: str | Path) -> list[Entry]:
                 raise e.error(
                     f"unknown key '{k}' (known: {', '.join(sorted(KNOWN_KEYS - {'func'}))})"
                 )
+        e.dtypes()  # a bad 'dtypes:' is reported with the other manifest errors
         if not e.is_new_op and not _NAME.match(e.func):
             raise e.error(
                 "expected an aten operator name such as 'tril.out', or "

@@ -5,6 +5,9 @@
 // to the CPU fallback instead, which runs it on the CPU or refuses it by
 // TORCH_EXT_FALLBACK, with a message that names the op and the dtype.
 // The check is a few compares per tensor argument; boxing happens only then.
+// An op whose manifest entry has `dtypes:` (codegen/manifest.py) also gets the set
+// of element types its kernels take: a call whose first tensor argument has
+// another type raises NotImplementedError, as PyTorch's dispatch macros do.
 
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
@@ -82,16 +85,36 @@ const c10::OperatorHandle& opHandle() {
   return op;
 }
 
-template <OpName name, auto fn, class Sig = decltype(fn)>
+// One bit per ScalarType: the `allowed` set of a DtypeGuard.
+constexpr uint64_t bit(c10::ScalarType t) { return uint64_t{1} << static_cast<int>(t); }
+
+// The first defined plain tensor argument (lists and optionals are not looked at).
+inline const at::Tensor* firstTensor(const at::Tensor& t) { return t.defined() ? &t : nullptr; }
+template <class T>
+const at::Tensor* firstTensor(const T&) {
+  return nullptr;
+}
+
+// "<op>" not implemented for '<type>': the NotImplementedError AT_DISPATCH raises.
+[[noreturn]] void notImplementedFor(const char* op, c10::ScalarType t);  // Fallback.cpp
+
+template <OpName name, auto fn, uint64_t allowed = 0, class Sig = decltype(fn)>
 struct DtypeGuard;
 
-template <OpName name, auto fn, class Ret, class... Args>
-struct DtypeGuard<name, fn, Ret (*)(Args...)> {
+template <OpName name, auto fn, uint64_t allowed, class Ret, class... Args>
+struct DtypeGuard<name, fn, allowed, Ret (*)(Args...)> {
   static Ret call(Args... args) {
     if (C10_UNLIKELY((unsupported(args) || ...))) {
       return c10::impl::BoxedKernelWrapper<Ret(Args...)>::call(
           c10::BoxedKernel::makeFromFunction<&dtypeFallback>(), opHandle<name>(),
           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), std::forward<Args>(args)...);
+    }
+    if constexpr (allowed != 0) {
+      const at::Tensor* first = nullptr;
+      ((first = first != nullptr ? first : firstTensor(args)), ...);
+      if (C10_UNLIKELY(first != nullptr && !(allowed & bit(first->scalar_type())))) {
+        notImplementedFor(name.text, first->scalar_type());
+      }
     }
     return fn(std::forward<Args>(args)...);
   }

@@ -238,6 +238,12 @@ void dtypeFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                  "int32, int64 and bool)");
 }
 
+void notImplementedFor(const char* op, c10::ScalarType t) {
+  std::string name(op);
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", name.substr(0, name.find('.')),
+                              "\" not implemented for '", c10::toString(t), "'");
+}
+
 FallbackMode parseFallbackMode(const std::string& text) {
   if (text == "warn") return FallbackMode::Warn;
   if (text == "silent") return FallbackMode::Silent;

@@ -436,7 +436,7 @@ def test_unknown_key(codegen, outdir):
         2,
         "tril.out",
         "unknown key 'dispach'",
-        "known: dispatch, fake, precomputed, structured_inherits, stub, triton",
+        "known: dispatch, dtypes, fake, precomputed, structured_inherits, stub, triton",
     )
 
 
@@ -563,4 +563,37 @@ def test_cli_missing_triton_kernel_real_registry(tmp_path):
     )
     assert (
         f"{manifest}:1: entry 'tril.out': 'triton: surely_not_a_kernel_name' names no kernel" in err
+    )
+
+
+def test_unknown_dtype_name(codegen, outdir):
+    expect_error(
+        codegen,
+        outdir,
+        """
+        - func: tril.out
+          triton: tril
+          dtypes: floating, complex
+        """,
+        1,
+        "tril.out",
+        "'dtypes:' names an unknown type 'complex'",
+        "known: floating, integral, float16",
+    )
+
+
+def test_dtypes_on_the_functional_entry_of_a_structured_group(codegen, outdir):
+    expect_error(
+        codegen,
+        outdir,
+        """
+        - func: lerp.Scalar_out
+          stub: lerp_kernel_scalar_weight
+          triton: lerp_scalar
+        - func: lerp.Scalar
+          dtypes: floating
+        """,
+        4,
+        "lerp.Scalar",
+        "'dtypes' belongs on the out entry 'lerp.Scalar_out'",
     )

@@ -301,9 +301,17 @@ class Pointwise:
       "bool"          compute in the promoted dtype, output bool
     cast: per input, whether it is cast to the compute dtype (False keeps
       e.g. a bool condition as loaded).  num_outputs: results of the function.
+    takes: the compute dtypes PyTorch's kernels of the op accept, where fewer than
+      all: "floating", "integral" (no bool) or "no_bool"; another raises
+      NotImplementedError as theirs (remainder of booleans, frac of integers).
     """
 
-    def __init__(self, fn, num_inputs, num_outputs=1, promotion="default", cast=None, name=None):
+    def __init__(
+        self, fn, num_inputs, num_outputs=1, promotion="default", cast=None, name=None,
+        takes=None,
+    ):  # fmt: skip
+        assert takes in (None, "floating", "integral", "no_bool"), takes
+        self.takes = takes
         self.fn = fn
         self.name = name or fn.__name__
         self.num_inputs = num_inputs
@@ -346,6 +354,12 @@ class Pointwise:
         are read through _symbolic: one launch plan serves every size of a shape class
         (the TensorIterator path declares every Pointwise size-generic)."""
         assert len(outs) == self.num_outputs and len(ins) == self.num_inputs, self.name
+        if self.takes is not None and not _takes(self.takes, common_dtype):
+            from ._common import scalar_name  # (_common imports this module)
+
+            raise NotImplementedError(
+                f"\"{self.name}\" not implemented for '{scalar_name(common_dtype)}'"
+            )
         shape = list(sizes(outs[0]))
         numel = math.prod(shape)
         if numel == 0:
@@ -459,7 +473,15 @@ def _result_type(inputs):
     return result
 
 
-def pointwise(num_inputs=None, num_outputs=1, promotion="default", cast=None):
+def _takes(kind, dtype):
+    if kind == "floating":
+        return dtype.is_floating_point
+    if kind == "integral":
+        return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool
+    return dtype != torch.bool  # no_bool
+
+
+def pointwise(num_inputs=None, num_outputs=1, promotion="default", cast=None, takes=None):
     """Decorator: `@pointwise(...)` over a `@triton.jit` scalar function.
 
     num_inputs defaults to all of the function's parameters (the rest are
@@ -473,6 +495,6 @@ def pointwise(num_inputs=None, num_outputs=1, promotion="default", cast=None):
                 getattr(fn, "arg_names", None)
                 or fn.fn.__code__.co_varnames[: fn.fn.__code__.co_argcount]
             )
-        return Pointwise(fn, n, num_outputs, promotion, cast)
+        return Pointwise(fn, n, num_outputs, promotion, cast, takes=takes)
 
     return wrap

@@ -298,7 +298,7 @@ def hardswish_backward(grad, x):
 
 
 @kernel()
-@pointwise(num_inputs=1)
+@pointwise(num_inputs=1, takes="floating")
 @triton.jit
 def softplus(x, beta, th):
     xb = x * beta
@@ -416,7 +416,7 @@ def _softplus(x):
 
 
 @kernel()
-@pointwise(promotion="int_to_float")
+@pointwise(promotion="int_to_float", takes="floating")
 @triton.jit
 def mish(x):
     return x * _math.tanh(_softplus(x))
@@ -446,7 +446,7 @@ def prelu_backward(x, w, grad):
     return tl.where(pos, grad, w * grad), tl.where(pos, 0.0, x * grad)
 
 
-@pointwise()
+@pointwise(takes="floating")
 @triton.jit
 def glu(a, b):
     return a / (1.0 + tl.exp(-b))

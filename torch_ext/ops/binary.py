@@ -14,7 +14,7 @@ from ._declare import kernel
 
 
 @kernel()
-@pointwise(promotion="int_to_float")
+@pointwise(promotion="int_to_float", takes="floating")
 @triton.jit
 def logaddexp2(a, b):
     m = tl.maximum(a, b)
@@ -59,7 +59,7 @@ def _trunc(x):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="no_bool")
 @triton.jit
 def div_trunc(a, b):
     if a.dtype.is_floating():
@@ -70,7 +70,7 @@ def div_trunc(a, b):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="no_bool")
 @triton.jit
 def div_floor(a, b):
     if a.dtype.is_floating():
@@ -98,7 +98,7 @@ def atan2(a, b):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="no_bool")
 @triton.jit
 def remainder(a, b):
     r = _math.fmod(a, b)
@@ -106,7 +106,7 @@ def remainder(a, b):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="no_bool")
 @triton.jit
 def fmod(a, b):
     return _math.fmod(a, b)
@@ -180,14 +180,14 @@ def bitwise_xor(a, b):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="integral")
 @triton.jit
 def lshift(a, b):
     return tl.where((b < 0) | (b >= a.dtype.primitive_bitwidth), 0, a << b)
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="integral")
 @triton.jit
 def rshift(a, b):
     bits = a.dtype.primitive_bitwidth
@@ -217,7 +217,7 @@ def logical_xor(a, b):
 
 
 @kernel()
-@pointwise(promotion="int_to_float")
+@pointwise(promotion="int_to_float", takes="floating")
 @triton.jit
 def logaddexp(a, b):
     m = tl.maximum(a, b)
@@ -235,7 +235,7 @@ def copysign(a, b):
 
 
 @kernel()
-@pointwise(promotion="int_to_float")
+@pointwise(promotion="int_to_float", takes="floating")
 @triton.jit
 def hypot(a, b):
     return tl.sqrt(a * a + b * b)

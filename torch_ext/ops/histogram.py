@@ -68,6 +68,8 @@ def _bin_kernel(
 
 
 def _check(self, weight, name):
+    if self.dtype == torch.bfloat16:  # as on the CPU (counts are added in the input's type)
+        raise NotImplementedError("\"histogramdd\" not implemented for 'BFloat16'")
     if not self.dtype.is_floating_point:
         raise RuntimeError(f"{name}: input tensor and bins tensors should have the same dtype")
     if weight is not None:

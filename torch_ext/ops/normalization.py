@@ -14,7 +14,7 @@ from ._launch import next_pow2, pow2_at_most
 from ._rows import row_tile, warps_for
 from ._symbolic import empty, sizes
 from ._declare import kernel
-from ._common import stat_dtype
+from ._common import scalar_name, stat_dtype
 
 # The backward's row kernel keeps dy, x, the weight and the two partial sums row-long,
 # counted as two arrays: at the cuda cap (8Ki-wide rows, 16 warps) it compiles for sm_90
@@ -425,6 +425,9 @@ def _check_shapes(x, normalized_shape, weight, bias, rms=False):
     input's sizes compared through _symbolic: a size-generic plan replays only where
     they hold."""
     shape = list(normalized_shape)
+    if not x.dtype.is_floating_point:  # (layer_norm's is its manifest entry's dtypes:)
+        kind = "rms_norm" if rms else "layer_norm"
+        raise NotImplementedError(f"\"{kind}\" not implemented for '{scalar_name(x.dtype)}'")
     if not shape:
         raise RuntimeError(
             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "

@@ -13,7 +13,7 @@ from ._common import check_out_overlap, contiguous
 from ._declare import Scalar, kernel
 from ._common import dot6, unravel6
 from .search import _search
-from ._common import MAX_RANK, pad_to_rank, wrap_dim
+from ._common import MAX_RANK, pad_to_rank, scalar_name, wrap_dim
 from ._symbolic import max_offset, numel, sizes, strides
 
 # -- roll (plain op, convention (3)): slices joined by our cat kernel -----------
@@ -395,6 +395,9 @@ def repeat_interleave(repeats: torch.Tensor, output_size: int | None = None) -> 
 
 
 def _tri_indices(row, col, offset, dtype, device, upper):
+    if dtype not in (None, torch.int32, torch.int64):  # as PyTorch's kernels
+        name = "triu_indices" if upper else "tril_indices"
+        raise NotImplementedError(f"\"{name}\" not implemented for '{scalar_name(dtype)}'")
     if row < 0 or col < 0:
         raise RuntimeError(
             f"row must be non-negative, got{row}"

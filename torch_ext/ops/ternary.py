@@ -40,7 +40,7 @@ def lerp_tensor(a, b, w):
 
 
 @kernel()
-@pointwise(num_inputs=3)
+@pointwise(num_inputs=3, takes="no_bool")
 @triton.jit
 def addcmul(a, b, c, value):
     return a + value * b * c
@@ -88,7 +88,7 @@ def _clamp_one(x, lo, hi):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="no_bool")
 @triton.jit
 def clamp(x, lo, hi):
     return _clamp_one(x, lo, hi)
@@ -137,7 +137,7 @@ def _ipow(b, e):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="no_bool")
 @triton.jit
 def pow_tensor_tensor(b, e):
     if b.dtype.is_floating():

@@ -275,7 +275,7 @@ def trunc(x):
 
 
 @kernel()
-@pointwise()
+@pointwise(takes="floating")
 @triton.jit
 def frac(x):
     return x - tl.where(x < 0, tl.ceil(x), tl.floor(x))
