@@ -157,6 +157,18 @@ def test_binary_float(name, ref_fn, dtype, device):
         )
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.float64])
+def test_floor_division_keeps_the_sign_of_zero(dtype, device):
+    """A zero quotient takes the sign of a / b, as PyTorch's (the kernel makes -0.0 from
+    its bits: a literal -0.0 came out +0.0 under Triton 3.6)."""
+    a = torch.tensor([0.0, -0.0, 0.0, -0.0, -1e-3, 1e-3, 3.0], dtype=dtype)
+    b = torch.tensor([1.0, 1.0, -1.0, -1.0, -1e4, -1e4, 1.0], dtype=dtype)
+    got = binary.div_floor(a.to(device), b.to(device)).cpu()
+    ref = torch.div(a, b, rounding_mode="floor")
+    assert torch.equal(got, ref), (got, ref)
+    assert torch.equal(torch.signbit(got), torch.signbit(ref)), (got, ref)
+
+
 @pytest.mark.parametrize("dtype", INT_DTYPES + [torch.uint8])
 def test_binary_int(dtype, device):
     a = randn((6, 9), dtype, device, 0 if dtype == torch.uint8 else -50, 50)

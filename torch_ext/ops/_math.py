@@ -12,6 +12,13 @@ from ..backends import spec_func
 
 
 @triton.jit
+def negative_zero():
+    """-0.0 (float32), made from its bits: Triton 3.6 compiled the literal `-0.0` (in
+    `tl.where` and as a masked load's `other`) to +0.0 on an H200; 3.9 keeps its sign."""
+    return tl.full([], -(2**31), tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _expm1(x):
     # Kahan's trick: accurate near 0 without a series.
     u = tl.exp(x)

@@ -80,7 +80,9 @@ def div_floor(a, b):
         div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
         fl = tl.floor(div)
         fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
-        zero = tl.where(_div(a, b) < 0, -0.0, 0.0)
+        # a zero quotient takes the sign of a / b (-0.0 / 1 and 0.0 / -1 give -0.0)
+        negative = _div(a, b).to(tl.float32).to(tl.int32, bitcast=True) < 0
+        zero = tl.where(negative, _math.negative_zero(), 0.0)
         q = tl.where(div != 0, fl, zero)
         q = tl.where(b == 0, _div(a, b), q)
     else:

@@ -65,7 +65,7 @@ def _ce_rows_kernel(x, target, loss, lse, out, count, arrivals, N, C, sxn, ignor
     if REDUCE:
         # float32 scratch: a row that does not count stores -0.0, which adds nothing and
         # marks it (a counted row's loss lse - x[target] is +0.0 or more, as lse >= max)
-        tl.store(loss + one, tl.where(valid, row_lse - xt, -0.0))
+        tl.store(loss + one, tl.where(valid, row_lse - xt, _math.negative_zero()))
         if arrive(arrivals, 0, N):
             _ce_total(loss, out, count, N, MEAN, RBLOCK)
     else:
@@ -85,9 +85,10 @@ def _ce_total(loss, out, count, N, MEAN: tl.constexpr, RBLOCK: tl.constexpr):
     valid = tl.zeros([RBLOCK], tl.float32)
     for n0 in range(0, N, RBLOCK):
         n = n0 + tl.arange(0, RBLOCK)
-        v = tl.load(loss + n, mask=n < N, other=-0.0, cache_modifier=".cg")
+        inside = n < N
+        v = tl.load(loss + n, mask=inside, other=0.0, cache_modifier=".cg")
         total += v
-        valid += tl.where(v.to(tl.int32, bitcast=True) == -(2**31), 0.0, 1.0)
+        valid += tl.where(inside & (v.to(tl.int32, bitcast=True) != -(2**31)), 1.0, 0.0)
     s = tl.sum(total, 0)
     k = tl.sum(valid, 0)
     if MEAN:
