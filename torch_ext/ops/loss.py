@@ -33,7 +33,8 @@ def _margin_terms(self, target, p, margin, weight=None):
     frames = self.shape[0] if self.dim() == 2 else 1
     if target.dim() > 1 or target.numel() != frames:
         raise RuntimeError(
-            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"multi_margin_loss: inconsistent target size, expected {frames} but got "
+            f"{list(target.shape)}: the target tensor should be 1-D with size equal to the number of "
             f"input samples (batch size). Expected target size [{frames}], but got "
             f"{list(target.shape)}. Input has shape {list(self.shape)}."
         )
