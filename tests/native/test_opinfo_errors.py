@@ -9,7 +9,6 @@ import re
 
 import pytest
 import torch
-import torch_ext
 from torch.utils._pytree import tree_map
 
 from helpers import DEV
@@ -26,7 +25,7 @@ def _raised(fn):
             if isinstance(t, torch.Tensor) and t.device.type == "privateuseone":
                 # the cuda driver reports an out-of-range index at a later check or at
                 # the latest here, as CUDA its device-side errors (ops/_bounds.py)
-                torch_ext.synchronize()
+                torch.privateuseone.synchronize()
     except Exception as e:  # noqa: BLE001 - the error is the result
         return e
     return None
