@@ -154,3 +154,32 @@ def _harness(script, **env):
         text=True,
         timeout=600,
     )
+
+
+def test_no_kernel_writes_negative_zero_as_a_literal():
+    """Triton 3.6 compiles a literal -0.0 (in tl.where, as a masked load's `other`) to
+    +0.0, which made cross entropy's mean wrong on an H200 (session 37); kernels use
+    `_math.negative_zero()`. No `-0.0` (or -0., -0e0) in torch_ext's kernel sources."""
+    import io
+    import pathlib
+    import tokenize
+
+    import torch_ext
+
+    root = pathlib.Path(torch_ext.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        toks = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+            if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)
+        ]
+        for a, b in zip(toks, toks[1:]):
+            if a.type == tokenize.OP and a.string == "-" and b.type == tokenize.NUMBER:
+                try:
+                    zero = float(b.string) == 0 and not b.string.isdigit()
+                except ValueError:
+                    zero = False
+                if zero:
+                    found.append(f"{path.relative_to(root)}:{b.start[0]}")
+    assert not found, found
