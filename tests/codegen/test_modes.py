@@ -574,33 +574,3 @@ def test_triton_with_stub_is_still_legacy(codegen):
     )
     assert r.rc == 0, r.err
     assert "Legacy " in r.out and "TritonAdd" not in r.out
-
-
-def test_dtypes_reach_every_registration_of_the_op(codegen):
-    """`dtypes:` on a structured out entry: its functional, in-place and out
-    registrations all go through DtypeGuard with the set (csrc/aten/DtypeGuard.h);
-    an op without the key keeps the plain guard."""
-    r = codegen(
-        """
-        - func: lerp.Scalar_out
-          stub: lerp_kernel_scalar_weight
-          triton: lerp_scalar
-          dtypes: floating
-        - func: lerp.Scalar
-        - func: lerp_.Scalar
-        - func: tril.out
-          triton: tril
-        """
-    )
-    assert r.rc == 0, r.err
-    t = squash(r.all_text())
-    mask = (
-        "(torch_ext::aten::bit(c10::ScalarType::Half) | torch_ext::aten::bit(c10::ScalarType::BFloat16)"
-        " | torch_ext::aten::bit(c10::ScalarType::Float) | torch_ext::aten::bit(c10::ScalarType::Double))"
-    )
-    for name in ("lerp.Scalar_out", "lerp.Scalar", "lerp_.Scalar"):
-        assert f'DtypeGuard<"{name}", &' in t
-        guard = t[t.index(f'DtypeGuard<"{name}", &') :].split(">::call", 1)[0]
-        assert guard.endswith(mask), guard
-    tril = t[t.index('DtypeGuard<"tril.out", &') :].split(">::call", 1)[0]
-    assert "bit(" not in tril, tril

@@ -9,6 +9,7 @@ import torch
 
 from torch_ext.ops import advanced_index as A
 from torch_ext.ops import index as I
+from torch_ext.ops import index_select as IS
 
 from helpers import assert_kernel_close as assert_close
 from helpers import randn, to_ref
@@ -70,23 +71,23 @@ def test_index_select_embedding(device):
     ii = torch.tensor([8, 0, 2, 2, -1])
     for dim in (0, 1, 2):
         idx = (ii % x.shape[dim]).to(device)
-        assert_close(I.index_select(x, dim, idx), x.cpu().index_select(dim, idx.cpu()))
+        assert_close(IS.index_select(x, dim, idx), x.cpu().index_select(dim, idx.cpu()))
     xt = x.transpose(0, 1)
-    assert_close(I.index_select(xt, 1, (ii % 4).to(device)), xt.cpu().index_select(1, ii % 4))
+    assert_close(IS.index_select(xt, 1, (ii % 4).to(device)), xt.cpu().index_select(1, ii % 4))
     assert_close(
-        I.index_select(x, 0, torch.empty(0, dtype=torch.int64, device=device)), x.cpu()[:0]
+        IS.index_select(x, 0, torch.empty(0, dtype=torch.int64, device=device)), x.cpu()[:0]
     )
     w = randn((10, 4), torch.float32, device)
     ids = torch.randint(0, 10, (3, 5)).to(device)
-    assert_close(I.embedding(w, ids), torch.embedding(w.cpu(), ids.cpu()))
+    assert_close(IS.embedding(w, ids), torch.embedding(w.cpu(), ids.cpu()))
     g = randn((3, 5, 4), torch.float32, device)
     for pad in (-1, 2):
         ref = torch.ops.aten.embedding_dense_backward(g.cpu(), ids.cpu(), 10, pad, False)
-        assert_close(I.embedding_dense_backward(g, ids, 10, pad, False), ref, atol=1e-5)
+        assert_close(IS.embedding_dense_backward(g, ids, 10, pad, False), ref, atol=1e-5)
     gh = g.to(torch.bfloat16)
     ref = torch.ops.aten.embedding_dense_backward(to_ref(gh), ids.cpu(), 10, -1, False)
     assert_close(
-        I.embedding_dense_backward(gh, ids, 10, -1, False), ref.to(torch.bfloat16), torch.bfloat16
+        IS.embedding_dense_backward(gh, ids, 10, -1, False), ref.to(torch.bfloat16), torch.bfloat16
     )
 
 
@@ -166,16 +167,16 @@ def test_embedding_backward_is_reproducible(forced, device, monkeypatch):
     from torch_ext.backends import spec
 
     in_order = bool(spec("atomics_in_order")) if forced is None else forced
-    force_spec(monkeypatch, I, atomics_in_order=in_order)
-    calls = spy_launches(monkeypatch, I)
+    force_spec(monkeypatch, IS, atomics_in_order=in_order)
+    calls = spy_launches(monkeypatch, IS)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, 10, (300,), generator=g)  # every row about 30 times
     go = torch.randn(300, 16, generator=g)
     ref = torch.zeros(10, 16, dtype=torch.float64).index_add_(0, ids, go.double())
     runs = [
-        I.embedding_dense_backward(go.to(device), ids.to(device), 10, -1, False).cpu()
+        IS.embedding_dense_backward(go.to(device), ids.to(device), 10, -1, False).cpu()
         for _ in range(3)
     ]
     assert all(torch.equal(runs[0], r) for r in runs[1:])
     torch.testing.assert_close(runs[0].double(), ref, atol=1e-4, rtol=1e-5)
-    assert any(k is I._embedding_bwd_kernel for k, _ in calls) == in_order
+    assert any(k is IS._embedding_bwd_kernel for k, _ in calls) == in_order

@@ -51,6 +51,7 @@ from . import (  # noqa: F401
     group_norm,
     histogram,
     index,
+    index_select,
     linalg,
     linalg_ldl,
     linalg_lu,
