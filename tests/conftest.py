@@ -43,9 +43,38 @@ def _seeded(request):
     torch.manual_seed(seed)
 
 
+def _shard():
+    """(i, n) of TORCH_EXT_TEST_SHARD="i/n" (i from 1), or None."""
+    spec = os.environ.get("TORCH_EXT_TEST_SHARD")
+    if not spec:
+        return None
+    try:
+        i, n = (int(v) for v in spec.split("/"))
+        if not 1 <= i <= n:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(
+            f"TORCH_EXT_TEST_SHARD={spec!r}: expected i/n with 1 <= i <= n, e.g. 1/3"
+        ) from None
+    return i, n
+
+
+def pytest_configure(config):
+    _shard()  # a malformed value stops the run before anything is collected
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked two_devices skip, saying why, where fewer than two devices exist (a
-    one-GPU machine); CI's host driver simulates two, so they run there."""
+    """TORCH_EXT_TEST_SHARD=i/n keeps one shard of the tests. Tests marked
+    two_devices skip, saying why, where fewer than two devices exist (a one-GPU
+    machine); CI's host driver simulates two, so they run there."""
+    shard = _shard()
+    if shard:
+        # every n-th collected test from the i-th: n runs of a long suite (tests/ on a
+        # GPU in calls of limited time) take it all, each a like share of every file
+        kept = items[shard[0] - 1 :: shard[1]]
+        chosen = {id(item) for item in kept}
+        config.hook.pytest_deselected(items=[t for t in items if id(t) not in chosen])
+        items[:] = kept
     try:
         import torch
         import torch_ext  # noqa: F401

@@ -28,6 +28,8 @@
 #   conv    the convolution suite (ResNet-50 and MobileNetV3 shapes, three passes, NCHW
 #           and channels_last), python -m bench --suite conv, into out_dir/conv/
 #   TEST_WORKERS=8 ...                           # tests/ in 8 processes (default: one per core, with pytest-xdist)
+#   TORCH_EXT_TEST_SHARD=2/3 STEPS=tests ...     # one third of tests/ (every third test from the second):
+#                                                # the whole of it in three calls of limited time
 # tests/native needs expecttest (carry its wheel to a machine without it).
 #
 # Logs go to out_dir (build.log, tests_gpu.log, tests.log, bench/).
