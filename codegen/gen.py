@@ -228,8 +228,8 @@ def _stub_fills(op: Op) -> tuple[str, str]:
             extra = "".join(f", {n}" for n in names[1:])
             body = f'torch_ext::launch::pointwise_call({names[0]}, "{kern}"{extra});'
         else:
-            body = _call_kernel(kern, "void", names, [])
-        fns.append(f"void {fn}({params}) {{\n  {body}\n}}")
+            body = _call_kernel(kern, stub.returns, names, names[:1])
+        fns.append(f"{stub.returns} {fn}({params}) {{\n{textwrap.indent(body, '  ')}\n}}")
         regs.append(f"REGISTER_PRIVATEUSE1_DISPATCH({stub_name}, &{fn})")
     return "\n".join(fns), "\n".join(regs)
 

@@ -22,6 +22,9 @@ class Stub:
     fn_type: str  # e.g. lerp_fn_scalar
     header: str  # e.g. ATen/native/Lerp.h
     params: tuple[StubParam, ...]
+    # "void", or "at::Tensor&" for a stub that returns the tensor it was handed as its
+    # first argument (orgqr_stub: Tensor& (*)(Tensor& result, const Tensor& tau))
+    returns: str = "void"
 
     @property
     def takes_iterator(self) -> bool:
@@ -31,8 +34,9 @@ class Stub:
         )
 
 
-_USING = re.compile(r"using\s+(\w+)\s*=\s*void\s*\(\s*\*\s*\)\s*\((.*?)\)\s*;", re.S)
-_TYPEDEF = re.compile(r"typedef\s+void\s*\(\s*\*\s*(\w+)\s*\)\s*\((.*?)\)\s*;", re.S)
+_RET = r"(void|(?:at::)?Tensor\s*&)"
+_USING = re.compile(r"using\s+(\w+)\s*=\s*" + _RET + r"\s*\(\s*\*\s*\)\s*\((.*?)\)\s*;", re.S)
+_TYPEDEF = re.compile(r"typedef\s+" + _RET + r"\s*\(\s*\*\s*(\w+)\s*\)\s*\((.*?)\)\s*;", re.S)
 _NAMESPACE = re.compile(r"namespace\s+([\w:]+)\s*\{")
 
 
@@ -64,7 +68,7 @@ def _in_native_namespace(text: str, offset: int) -> bool:
     return bool(names) and names[-1].split("::")[-1] == "native"
 
 
-_INLINE = re.compile(r"^void\s*\(\s*\*\s*\)\s*\((.*)\)$", re.S)
+_INLINE = re.compile(r"^" + _RET + r"\s*\(\s*\*\s*\)\s*\((.*)\)$", re.S)
 _NON_NAMES = {"const", "unsigned", "signed", "long", "short", "struct", "volatile"}
 
 
@@ -99,8 +103,8 @@ def _param(text: str, i: int) -> StubParam:
 def all_stubs() -> dict[str, Stub]:
     include = Path(torch.__file__).parent / "include"
     native = include / "ATen" / "native"
-    fn_types: dict[str, str] = {}
-    local_types: dict[str, dict[str, str]] = {}
+    fn_types: dict[str, tuple[str, str]] = {}  # fn type -> (return type, parameters)
+    local_types: dict[str, dict[str, tuple[str, str]]] = {}
     declared = []
     for h in sorted(native.rglob("*.h")):
         text = h.read_text(errors="replace")
@@ -108,9 +112,12 @@ def all_stubs() -> dict[str, Stub]:
             continue
         header = str(h.relative_to(include))
         here = local_types.setdefault(header, {})
-        for m in list(_USING.finditer(text)) + list(_TYPEDEF.finditer(text)):
-            fn_types.setdefault(m.group(1), m.group(2))
-            here[m.group(1)] = m.group(2)
+        for m in _USING.finditer(text):
+            fn_types.setdefault(m.group(1), (m.group(2), m.group(3)))
+            here[m.group(1)] = (m.group(2), m.group(3))
+        for m in _TYPEDEF.finditer(text):
+            fn_types.setdefault(m.group(2), (m.group(1), m.group(3)))
+            here[m.group(2)] = (m.group(1), m.group(3))
         for fn_type, name, offset in _declarations(text):
             # Stubs of nested namespaces (at::native::cpublas::copy_stub) are not ours to fill.
             if _in_native_namespace(text, offset):
@@ -119,12 +126,16 @@ def all_stubs() -> dict[str, Stub]:
     for fn_type, name, header in declared:
         inline = _INLINE.match(fn_type)
         if inline:
-            params_text = inline.group(1)
+            ret, params_text = inline.group(1), inline.group(2)
         else:
             short = fn_type.split("::")[-1]
-            params_text = local_types[header].get(short, fn_types.get(short))
+            ret, params_text = local_types[header].get(short, fn_types.get(short, (None, None)))
         if params_text is None:
             continue  # a signature we cannot read; such a stub is filled by hand
         params = tuple(_param(p, i) for i, p in enumerate(_split_params(params_text)))
-        stubs.setdefault(name, Stub(name, fn_type, header, params))
+        if ret != "void":  # returns a Tensor&: the first parameter, a mutable Tensor&
+            if not params or not re.fullmatch(r"(at::)?Tensor\s*&", params[0].type):
+                continue
+            ret = "at::Tensor&"
+        stubs.setdefault(name, Stub(name, fn_type, header, params, ret))
     return stubs

@@ -55,6 +55,7 @@ from . import (  # noqa: F401
     linalg,
     linalg_ldl,
     linalg_lu,
+    linalg_qr,
     loss,
     loss_multilabel,
     loss_nll,
