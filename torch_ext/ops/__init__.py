@@ -53,6 +53,7 @@ from . import (  # noqa: F401
     index,
     index_select,
     linalg,
+    linalg_eigh,
     linalg_ldl,
     linalg_lu,
     linalg_qr,
