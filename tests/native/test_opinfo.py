@@ -87,7 +87,7 @@ nn.functional.channel_shuffle tril_indices triu_indices
 linalg.det linalg.slogdet logdet linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.lu_factor linalg.lu_factor_ex
 linalg.lu_solve linalg.cholesky linalg.cholesky_ex linalg.solve_triangular triangular_solve cholesky_solve
 cholesky cholesky_inverse lu_solve linalg.tensorsolve linalg.tensorinv linalg.matrix_power nn.functional.grid_sample
-linalg.qr qr linalg.eigvalsh
+linalg.qr qr linalg.eigvalsh linalg.svdvals
 nn.functional.embedding_bag nn.functional.max_pool3d nn.functional.avg_pool3d
 nn.functional.local_response_norm nn.functional.max_pool1d nn.functional.avg_pool1d nn.functional.max_pool2d
 nn.functional.avg_pool2d nn.functional.multi_margin_loss

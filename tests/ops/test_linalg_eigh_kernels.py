@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from torch_ext.ops import KERNELS
-from torch_ext.ops.linalg_eigh import _rounds
+from torch_ext.ops.linalg_eigh import rounds
 
 
-def test_rounds_pair_every_index_with_every_other_once():
+def testrounds_pair_every_index_with_every_other_once():
     for n in (2, 3, 6, 7):
-        seen = [tuple(sorted(pq)) for P, Q in _rounds(n) for pq in zip(P, Q)]
+        seen = [tuple(sorted(pq)) for P, Q in rounds(n) for pq in zip(P, Q)]
         assert sorted(seen) == [(p, q) for p in range(n) for q in range(p + 1, n)]
-        assert all(len(set(P + Q)) == len(P + Q) for P, Q in _rounds(n))  # disjoint
+        assert all(len(set(P + Q)) == len(P + Q) for P, Q in rounds(n))  # disjoint
 
 
 @pytest.mark.parametrize("upper", [False, True])

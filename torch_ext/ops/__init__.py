@@ -57,6 +57,7 @@ from . import (  # noqa: F401
     linalg_ldl,
     linalg_lu,
     linalg_qr,
+    linalg_svd,
     loss,
     loss_multilabel,
     loss_nll,

@@ -26,7 +26,7 @@ from .linalg import _batched, _colmajor
 MAX_SWEEPS = 40
 
 
-def _rounds(n):
+def rounds(n):
     """The sweep's rounds: (P, Q) index lists of disjoint pairs covering each pair once."""
     m = n + (n % 2)
     ring = list(range(m))
@@ -39,10 +39,10 @@ def _rounds(n):
     return out
 
 
-def _rotation(a, P, Q, eye):
-    """J (B, n, n) whose rotations zero a[:, P, Q]."""
-    d = torch.diagonal(a, dim1=-2, dim2=-1)
-    app, aqq, apq = d[:, P], d[:, Q], a[:, P, Q]
+def rotation(app, aqq, apq, P, Q, eye):
+    """J (B, n, n): for each pair (p, q) of the round the rotation that zeroes the
+    off-diagonal entry of the symmetric 2 x 2 [[app, apq], [apq, aqq]] (each (B, pairs))
+    through J^T (.) J; no rotation where apq is 0."""
     zero = apq == 0
     tau = (aqq - app) / (2 * torch.where(zero, torch.ones_like(apq), apq))
     one = torch.ones_like(tau)
@@ -84,15 +84,16 @@ def linalg_eigh(
     eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(B, n, n).contiguous()
     v = eye.clone()
     tol = n * torch.finfo(a.dtype).eps
-    rounds = _rounds(n)
+    pairings = rounds(n)
     converged = torch.ones(B, dtype=torch.bool, device=a.device)
     for _ in range(MAX_SWEEPS if n > 1 else 0):
         off, whole = _off(a)
         converged = off <= tol * whole
         if bool(converged.all()):
             break
-        for P, Q in rounds:
-            J = _rotation(a, P, Q, eye)
+        for P, Q in pairings:
+            d = torch.diagonal(a, dim1=-2, dim2=-1)
+            J = rotation(d[:, P], d[:, Q], a[:, P, Q], P, Q, eye)
             a = torch.matmul(torch.matmul(J.mT, a), J)
             if compute_v:
                 v = torch.matmul(v, J)
