@@ -62,7 +62,6 @@ def svd(
 ) -> None:
     """U, S, Vh := the SVD of A (module doc); info := 0 or 1 per matrix."""
     m, n = A.shape[-2], A.shape[-1]
-    k = min(m, n)
     if A.numel() == 0:
         return  # PyTorch's impl fills U and Vh itself
     x = A.reshape(-1, m, n)
