@@ -37,7 +37,7 @@ def _cosines(x):
     return cos.amax(dim=(-2, -1))
 
 
-def _complete(u, sigma, cols):
+def _complete(u, cols):
     """u (B, M, N) with unit columns where sigma > 0: the first `cols` columns of an
     orthonormal basis that keeps those columns (the others made up by QR)."""
     B, M, N = u.shape
@@ -98,7 +98,7 @@ def svd(
     u = x / torch.where(nonzero, sigma, 1).unsqueeze(1)
     cols = M if full_matrices else N  # of u: U's (A tall), or Vh's rows (A wide)
     if cols > N or not bool(nonzero.all()):  # columns beyond the nonzero values' own
-        u = _complete(u, sigma, cols)
+        u = _complete(u, cols)
     if wide:  # A^T = u S v^T, so A = v S u^T
         copy_kernel((U,), (v.view(U.shape),))
         copy_kernel((Vh,), (u.mT.reshape(Vh.shape),))
