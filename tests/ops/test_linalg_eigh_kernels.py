@@ -38,3 +38,17 @@ def test_eigh_stub_reads_one_triangle(upper, device):
     torch.testing.assert_close(v.mT @ v, torch.eye(5, dtype=torch.float64).expand(2, 5, 5))
     torch.testing.assert_close(v @ torch.diag_embed(vals.cpu()) @ v.mT, s)
     assert infos.cpu().tolist() == [0, 0]
+
+
+def test_unconverged_sweeps_set_infos(device, monkeypatch):
+    """Matrices the sweeps leave unconverged get infos 1 (PyTorch then raises, naming
+    linalg.eigh); one sweep is too few for a random 6 x 6."""
+    from torch_ext.ops import linalg_eigh
+
+    monkeypatch.setattr(linalg_eigh, "MAX_SWEEPS", 1)
+    s = torch.randn(2, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    vecs = (s + s.mT).mT.clone(memory_format=torch.contiguous_format).mT.to(device)
+    vals = torch.empty(2, 6, dtype=torch.float64, device=device)
+    infos = torch.zeros(2, dtype=torch.int32, device=device)
+    KERNELS["linalg_eigh"](vals, vecs, infos, False, True)
+    assert infos.cpu().tolist() == [1, 1]

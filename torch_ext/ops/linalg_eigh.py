@@ -58,6 +58,22 @@ def rotation(app, aqq, apq, P, Q, eye):
     return J
 
 
+def sweep(n, eye, converged, turn):
+    """The Jacobi sweeps over matrices of order n: `converged()` (per matrix, bool)
+    before each sweep, stopping once all are; `turn(P, Q)` applies a round. Returns
+    the last `converged()` (all True for n = 1, which needs no rotation)."""
+    if n < 2:
+        return torch.ones(eye.shape[0], dtype=torch.bool, device=eye.device)
+    pairings = rounds(n)
+    for _ in range(MAX_SWEEPS):
+        done = converged()
+        if bool(done.all()):
+            return done
+        for P, Q in pairings:
+            turn(P, Q)
+    return converged()
+
+
 def _off(a):
     """Per matrix: the off-diagonal part's Frobenius norm and the whole norm."""
     diag = torch.diag_embed(torch.diagonal(a, dim1=-2, dim2=-1))
@@ -84,28 +100,25 @@ def linalg_eigh(
     eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(B, n, n).contiguous()
     v = eye.clone()
     tol = n * torch.finfo(a.dtype).eps
-    pairings = rounds(n)
-    converged = torch.ones(B, dtype=torch.bool, device=a.device)
-    for _ in range(MAX_SWEEPS if n > 1 else 0):
+
+    def converged():
         off, whole = _off(a)
-        converged = off <= tol * whole
-        if bool(converged.all()):
-            break
-        for P, Q in pairings:
-            d = torch.diagonal(a, dim1=-2, dim2=-1)
-            J = rotation(d[:, P], d[:, Q], a[:, P, Q], P, Q, eye)
-            a = torch.matmul(torch.matmul(J.mT, a), J)
-            if compute_v:
-                v = torch.matmul(v, J)
-    else:
-        if n > 1:
-            off, whole = _off(a)
-            converged = off <= tol * whole
+        return off <= tol * whole
+
+    def turn(P, Q):
+        nonlocal a, v
+        d = torch.diagonal(a, dim1=-2, dim2=-1)
+        J = rotation(d[:, P], d[:, Q], a[:, P, Q], P, Q, eye)
+        a = torch.matmul(torch.matmul(J.mT, a), J)
+        if compute_v:
+            v = torch.matmul(v, J)
+
+    done = sweep(n, eye, converged, turn)
     vals, order = torch.sort(torch.diagonal(a, dim1=-2, dim2=-1), dim=-1)
     copy_kernel((values,), (vals.view(values.shape),))
     if compute_v:
         v = torch.gather(v, 2, order.unsqueeze(1).expand(B, n, n))
         copy_kernel((target,), (v.view(target.shape),))
     if infos.numel():
-        bad = (~converged).to(infos.dtype)
+        bad = (~done).to(infos.dtype)
         copy_kernel((infos,), (bad.view(infos.shape),))

@@ -22,9 +22,7 @@ import torch
 
 from .copy import copy_kernel
 from ._declare import kernel
-from .linalg_eigh import rotation, rounds
-
-MAX_SWEEPS = 40
+from .linalg_eigh import rotation, sweep
 
 
 def _cosines(x):
@@ -71,25 +69,20 @@ def svd(
     eye = torch.eye(N, dtype=x.dtype, device=x.device).expand(B, N, N).contiguous()
     v = eye.clone()
     tol = M * torch.finfo(x.dtype).eps
-    pairings = rounds(N)
-    converged = torch.ones(B, dtype=torch.bool, device=x.device)
-    for _ in range(MAX_SWEEPS if N > 1 else 0):
-        converged = _cosines(x) <= tol
-        if bool(converged.all()):
-            break
-        for P, Q in pairings:
-            xp, xq = x[:, :, P], x[:, :, Q]
-            J = rotation((xp * xp).sum(1), (xq * xq).sum(1), (xp * xq).sum(1), P, Q, eye)
-            x = torch.matmul(x, J)
-            if compute_uv:
-                v = torch.matmul(v, J)
-    else:
-        if N > 1:
-            converged = _cosines(x) <= tol
+
+    def turn(P, Q):
+        nonlocal x, v
+        xp, xq = x[:, :, P], x[:, :, Q]
+        J = rotation((xp * xp).sum(1), (xq * xq).sum(1), (xp * xq).sum(1), P, Q, eye)
+        x = torch.matmul(x, J)
+        if compute_uv:
+            v = torch.matmul(v, J)
+
+    done = sweep(N, eye, lambda: _cosines(x) <= tol, turn)
     sigma, order = torch.sort(torch.linalg.vector_norm(x, dim=1), dim=-1, descending=True)
     copy_kernel((S,), (sigma.view(S.shape),))
     if info.numel():
-        copy_kernel((info,), ((~converged).to(info.dtype).view(info.shape),))
+        copy_kernel((info,), ((~done).to(info.dtype).view(info.shape),))
     if not compute_uv:
         return
     x = torch.gather(x, 2, order.unsqueeze(1).expand(B, M, N))
