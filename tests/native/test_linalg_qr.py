@@ -79,3 +79,59 @@ def test_dtypes_cuda_refuses_are_refused(dtype):
     a = torch.ones(3, 3, dtype=dtype).to(DEV)
     with pytest.raises((NotImplementedError, RuntimeError), match="linalg_qr|Half|BFloat16|Long"):
         torch.linalg.qr(a)
+
+
+def test_geqrf_householder_product_and_ormqr():
+    a = torch.randn(2, 5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    qr, tau = torch.geqrf(a.to(DEV))
+    rqr, rtau = torch.geqrf(a)
+    same(qr, rqr, 1e-12)
+    same(tau, rtau, 1e-12)
+    same(
+        torch.linalg.householder_product(qr, tau),
+        torch.linalg.householder_product(rqr, rtau),
+        1e-12,
+    )
+    for left in (True, False):
+        c = (
+            torch.randn(2, 5, 4, dtype=torch.float64)
+            if left
+            else torch.randn(2, 4, 5, dtype=torch.float64)
+        )
+        for transpose in (False, True):
+            got = torch.ormqr(qr, tau, c.to(DEV), left=left, transpose=transpose)
+            same(got, torch.ormqr(rqr, rtau, c, left=left, transpose=transpose), 1e-12)
+
+
+@pytest.mark.parametrize("driver", [None, "gels"])
+@pytest.mark.parametrize(
+    "shapes", [((6, 3), (6, 2)), ((3, 6), (3, 2)), ((2, 6, 3), (2, 6, 1)), ((6, 3), (6,))], ids=str
+)
+def test_lstsq_matches_lapack(shapes, driver):
+    """The default driver off the CPU is gelsy (rank-revealing: here by our SVD), and
+    gels (QR) on request; the solution, residuals, rank and singular values as CPU's."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(*shapes[0], dtype=torch.float64, generator=g)
+    b = torch.randn(*shapes[1], dtype=torch.float64, generator=g)
+    got = torch.linalg.lstsq(a.to(DEV), b.to(DEV), driver=driver)
+    ref = torch.linalg.lstsq(a, b, driver=driver or "gelsy")
+    for x, y in zip(got, ref):
+        assert x.shape == y.shape
+        if x.numel():
+            torch.testing.assert_close(x.cpu(), y, rtol=1e-10, atol=1e-10)
+
+
+def test_lstsq_rank_deficient():
+    g = torch.Generator().manual_seed(8)
+    a = (
+        torch.randn(6, 2, dtype=torch.float64, generator=g)
+        @ torch.randn(4, 2, dtype=torch.float64, generator=g).mT
+    )
+    b = torch.randn(6, 3, dtype=torch.float64, generator=g)
+    got = torch.linalg.lstsq(a.to(DEV), b.to(DEV))  # the minimum-norm solution, rank 2
+    ref = torch.linalg.lstsq(a, b)
+    assert int(got.rank.cpu()) == 2 == int(ref.rank)
+    torch.testing.assert_close(got.solution.cpu(), ref.solution, rtol=1e-10, atol=1e-10)
+    a[:, 1] = 0  # R's diagonal exactly zero: gels refuses, as LAPACK's
+    with pytest.raises(torch.linalg.LinAlgError, match="does not have full rank"):
+        torch.linalg.lstsq(a.to(DEV), b.to(DEV), driver="gels")

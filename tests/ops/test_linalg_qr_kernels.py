@@ -47,3 +47,15 @@ def test_a_column_already_reduced_takes_no_reflection(device):
     assert tau.cpu()[0].item() == 0.0 and ref_tau[0].item() == 0.0
     torch.testing.assert_close(qr.cpu(), ref_qr)
     torch.testing.assert_close(tau.cpu(), ref_tau)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_ormqr_applies_q_from_either_side(left, transpose, device):
+    g = torch.Generator().manual_seed(4)
+    ref_qr, ref_tau = torch.geqrf(torch.randn(5, 3, dtype=torch.float64, generator=g))
+    c = torch.randn(*((5, 2) if left else (2, 5)), dtype=torch.float64, generator=g)
+    out = _fortran(c.to(device))
+    KERNELS["ormqr"](_fortran(ref_qr.to(device)), ref_tau.to(device), out, left, transpose)
+    ref = torch.ormqr(ref_qr, ref_tau, c, left=left, transpose=transpose)
+    assert_close(out, ref, torch.float64, reduce_dim=5)

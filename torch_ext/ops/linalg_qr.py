@@ -20,6 +20,7 @@ use. The manifest lets float32 and float64 through, as CUDA's kernels.
 
 import torch
 
+from ._common import scalar_name
 from .copy import copy_kernel
 from ._declare import kernel
 from .linalg import _batched, _colmajor
@@ -54,13 +55,9 @@ def _apply(w, j, tau, block):
     block -= (tau.view(B, 1, 1) * v.unsqueeze(2)) * vt_block
 
 
-@kernel()
-def geqrf(input: torch.Tensor, tau: torch.Tensor) -> None:
-    """In place: input := R and the reflectors (module doc); tau (..., min(m, n))."""
-    if input.numel() == 0:
-        return
-    target = _colmajor(input)
-    w = _batched(target)
+def householder(w):
+    """In place on w (B, m, n), contiguous: R and the reflectors (module doc); returns
+    their taus (B, min(m, n))."""
     B, m, n = w.shape
     k = min(m, n)
     taus = torch.empty(B, k, dtype=w.dtype, device=w.device)
@@ -69,6 +66,25 @@ def geqrf(input: torch.Tensor, tau: torch.Tensor) -> None:
         taus[:, j] = t
         if j + 1 < n:
             _apply(w, j, t, w[:, j:, j + 1 :])
+    return taus
+
+
+def apply_q(w, taus, c, transpose):
+    """In place: c (B, m, r) := Q c, or Q^T c, for Q = H_0 ... H_{k-1} of the
+    reflectors in w's columns (B, m, >= k) and taus (B, k)."""
+    k = taus.shape[1]
+    for j in range(k) if transpose else reversed(range(k)):
+        _apply(w, j, taus[:, j], c[:, j:, :])
+
+
+@kernel()
+def geqrf(input: torch.Tensor, tau: torch.Tensor) -> None:
+    """In place: input := R and the reflectors (module doc); tau (..., min(m, n))."""
+    if input.numel() == 0:
+        return
+    target = _colmajor(input)
+    w = _batched(target)
+    taus = householder(w)
     copy_kernel((target,), (w.view(target.shape),))
     copy_kernel((tau,), (taus.view(tau.shape),))
 
@@ -88,3 +104,87 @@ def orgqr(result: torch.Tensor, tau: torch.Tensor) -> None:
         # rows and columns before j are those of the identity still: H_j leaves them
         _apply(w, j, taus[:, j], q[:, j:, j:])
     copy_kernel((target,), (q.view(target.shape),))
+
+
+@kernel()
+def ormqr(input: torch.Tensor, tau: torch.Tensor, other: torch.Tensor, left: bool,
+          transpose: bool) -> None:  # fmt: skip
+    """In place: other := Q other, Q^T other (left), other Q or other Q^T (right), Q the
+    product of input's reflectors and tau's scales (torch.ormqr). Its dtype is checked
+    here, after PyTorch's shape checks (as CPU's order of errors), not by the manifest."""
+    if input.dtype not in (torch.float32, torch.float64):
+        raise NotImplementedError(f"\"ormqr\" not implemented for '{scalar_name(input.dtype)}'")
+    if other.numel() == 0 or tau.numel() == 0:
+        return
+    w = _batched(_colmajor(input))
+    target = _colmajor(other)
+    c = _batched(target)
+    taus = tau.reshape(w.shape[0], -1)
+    # right: C Q = (Q^T C^T)^T, so Q's side turns with the transpose
+    apply_q(w, taus, c if left else c.mT, transpose == left)
+    copy_kernel((target,), (c.view(target.shape),))
+
+
+def _lstsq_svd(w, c, rcond):
+    """The minimum-norm least squares solution by SVD (the rank-revealing drivers:
+    gelsy, gelsd, gelss): singular values below rcond times the largest count as zero.
+    w (B, m, n), c (B, max(m, n), r) in place as gels' (rows n..m-1: U^T B's remainder).
+    Returns (rank (B,), singular values (B, k))."""
+    m, n = w.shape[-2], w.shape[-1]
+    k = min(m, n)
+    U, S, Vh = torch.linalg.svd(w, full_matrices=True)
+    if rcond < 0:  # LAPACK's convention: machine precision
+        rcond = torch.finfo(w.dtype).eps
+    keep = S > rcond * S[:, :1]
+    ut_b = torch.matmul(U.mT, c[:, :m])
+    y = torch.where(keep.unsqueeze(2), ut_b[:, :k] / torch.where(keep, S, 1).unsqueeze(2), 0)
+    c[:, :n] = torch.matmul(Vh[:, :k].mT, y)
+    if m > n:
+        c[:, n:m] = ut_b[:, n:m]
+    return keep.sum(1), S
+
+
+@kernel()
+def lstsq(a: torch.Tensor, b: torch.Tensor, rank: torch.Tensor, singular_values: torch.Tensor,
+          infos: torch.Tensor, rcond: float, driver_name: str) -> None:  # fmt: skip
+    """b's first rows := the solution of min |A X - B| (b holds B in its first m rows).
+    gels (A of full rank): the least squares solution (m >= n; rows n..m-1 keep Q^T B's
+    remainder, from which PyTorch takes the residuals) or the minimum-norm one (m < n),
+    by QR of A or of A^T; infos := i + 1 where R's diagonal i is zero. gelsy, gelsd,
+    gelss: the minimum-norm solution by SVD (_lstsq_svd), rank and singular values
+    where asked (gelsy's rank from the singular values, not a pivoted QR)."""
+    m, n = a.shape[-2], a.shape[-1]
+    if b.numel() == 0 or a.numel() == 0:
+        return
+    target = _colmajor(b)
+    batch = target.shape[:-2]
+    w = _colmajor(a).expand(*batch, m, n).reshape(-1, m, n).clone()
+    c = _batched(target)
+    if driver_name != "gels":
+        r, sv = _lstsq_svd(w, c, rcond)
+        copy_kernel((target,), (c.view(target.shape),))
+        if rank.numel():
+            copy_kernel((rank,), (r.to(rank.dtype).view(rank.shape),))
+        if singular_values.numel():
+            copy_kernel((singular_values,), (sv.view(singular_values.shape),))
+        if infos.numel():
+            infos.zero_()
+        return
+    if m < n:
+        w = w.mT.contiguous()
+    taus = householder(w)
+    k = min(m, n)
+    R = torch.triu(w[:, :k, :k])
+    if m >= n:
+        apply_q(w, taus, c[:, :m], transpose=True)
+        c[:, :n] = torch.linalg.solve_triangular(R, c[:, :n], upper=True)
+    else:  # A = R^T Q^T: y = R^-T B, X = Q (y, 0)
+        y = torch.linalg.solve_triangular(R.mT, c[:, :m], upper=False)
+        c[:, :m] = y
+        c[:, m:n] = 0
+        apply_q(w, taus, c[:, :n], transpose=False)
+    copy_kernel((target,), (c.view(target.shape),))
+    if infos.numel():
+        zero = torch.diagonal(R, dim1=-2, dim2=-1) == 0
+        first = torch.where(zero.any(1), zero.to(torch.int32).argmax(1) + 1, 0)
+        copy_kernel((infos,), (first.to(infos.dtype).view(infos.shape),))
