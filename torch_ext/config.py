@@ -316,6 +316,16 @@ VARIABLES: tuple[Variable, ...] = (
         _choice("cpu", "privateuseone", "cuda"),
     ),
     Variable(
+        "TORCH_EXT_TEST_SHARD",
+        "test",
+        "text",
+        None,
+        "—",
+        "`i/n`: run every n-th collected test from the i-th, one of n shards of what pytest "
+        "collected (a long GPU run in several calls)",
+        ("tests/conftest.py",),
+    ),
+    Variable(
         "ZOO_REPORT",
         "test",
         "text",

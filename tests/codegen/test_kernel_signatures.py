@@ -98,6 +98,8 @@ def _cpp_types() -> dict[str, object]:
         "OptionalScalarRef": Scalar | None,
         "ScalarType": torch.dtype,
         "string_view": str,
+        "std::string_view": str,
+        "std::string": str,
         "TensorList": list[torch.Tensor],
         "ITensorListRef": list[torch.Tensor],
         "List<std::optional<Tensor>>": list[torch.Tensor | None],
