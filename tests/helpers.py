@@ -182,6 +182,12 @@ def grads(fn, *inputs, dtype=torch.float32, reduce=1, const=()):
     return gs, ref_gs
 
 
+def fortran(t):
+    """A batched column-major copy of t (always a copy), as PyTorch hands its LAPACK-style
+    stubs their matrices."""
+    return t.mT.clone(memory_format=torch.contiguous_format).mT
+
+
 def train_matches_cpu(net, x, y, momentum=0.0, steps=3):
     """A few SGD steps of `net` and of a device copy on cross entropy; the
     parameters must agree."""

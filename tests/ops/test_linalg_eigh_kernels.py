@@ -5,6 +5,7 @@ LAPACK's eigh: the referenced triangle only, ascending values, orthonormal vecto
 import pytest
 import torch
 
+from helpers import fortran
 from torch_ext.ops import KERNELS
 from torch_ext.ops.linalg_eigh import rounds
 
@@ -28,7 +29,7 @@ def test_eigh_stub_reads_one_triangle(upper, device):
         else torch.tril(torch.ones(5, 5, dtype=torch.bool))
     )
     a = torch.where(keep, s, junk)  # the other triangle must not be read
-    vecs = a.mT.clone(memory_format=torch.contiguous_format).mT.to(device)
+    vecs = fortran(a).to(device)
     vals = torch.empty(2, 5, dtype=torch.float64, device=device)
     infos = torch.full((2,), 7, dtype=torch.int32, device=device)
     KERNELS["linalg_eigh"](vals, vecs, infos, upper, True)
@@ -47,7 +48,7 @@ def test_unconverged_sweeps_set_infos(device, monkeypatch):
 
     monkeypatch.setattr(linalg_eigh, "MAX_SWEEPS", 1)
     s = torch.randn(2, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
-    vecs = (s + s.mT).mT.clone(memory_format=torch.contiguous_format).mT.to(device)
+    vecs = fortran(s + s.mT).to(device)
     vals = torch.empty(2, 6, dtype=torch.float64, device=device)
     infos = torch.zeros(2, dtype=torch.int32, device=device)
     KERNELS["linalg_eigh"](vals, vecs, infos, False, True)

@@ -6,7 +6,7 @@ PyTorch's CPU result, forward and backward."""
 import pytest
 import torch
 
-from helpers import randn, to_ref
+from helpers import fortran, randn, to_ref
 from helpers import assert_kernel_close as assert_close
 from torch_ext.ops import KERNELS
 
@@ -52,11 +52,6 @@ def test_pdist_forward_backward(p, device):
     assert_close(gx, rx.grad, torch.float64, reduce_dim=6)
 
 
-def _fortran(t):
-    """The column-major copy PyTorch's linalg hands these LAPACK-style stubs."""
-    return t.mT.contiguous().mT
-
-
 def _spd(n, dtype, device, batch=()):
     a = torch.randn(*batch, n, n, dtype=torch.float64)
     a = a @ a.mT + n * torch.eye(n, dtype=torch.float64)
@@ -67,7 +62,7 @@ def _spd(n, dtype, device, batch=()):
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_in_place(dtype, upper, device):
     a = _spd(5, dtype, device, (2,))
-    out = _fortran(a)
+    out = fortran(a)
     info = torch.zeros(2, dtype=torch.int32, device=device)
     KERNELS["cholesky"](out, info, upper)
     ref = torch.linalg.cholesky(to_ref(a), upper=upper)
@@ -77,7 +72,7 @@ def test_cholesky_in_place(dtype, upper, device):
 
 
 def test_cholesky_reports_not_positive_definite(device):
-    a = _fortran(-torch.eye(3, dtype=torch.float64).to(device))
+    a = fortran(-torch.eye(3, dtype=torch.float64).to(device))
     info = torch.zeros((), dtype=torch.int32, device=device)
     KERNELS["cholesky"](a, info, False)
     assert int(info.cpu()) > 0  # the order of the failing minor, as LAPACK says
@@ -89,15 +84,15 @@ def test_triangular_solve_in_place(upper, unit, device):
     part = torch.triu if upper else torch.tril
     a = part(_spd(4, torch.float64, device))
     b = randn((4, 3), torch.float64, device)
-    x = _fortran(b)
-    KERNELS["triangular_solve"](_fortran(a), x, True, upper, False, unit)
+    x = fortran(b)
+    KERNELS["triangular_solve"](fortran(a), x, True, upper, False, unit)
     ref = torch.linalg.solve_triangular(to_ref(a), to_ref(b), upper=upper, unitriangular=unit)
     assert_close(x, ref, torch.float64, reduce_dim=4)
 
 
 def test_lu_factor_then_solve(device):
     a = randn((5, 5), torch.float64, device) + 5 * torch.eye(5, dtype=torch.float64).to(device)
-    lu = _fortran(a)
+    lu = fortran(a)
     piv = torch.zeros(5, dtype=torch.int32, device=device)
     info = torch.zeros((), dtype=torch.int32, device=device)
     KERNELS["lu_factor"](lu, piv, info, True)
@@ -105,6 +100,6 @@ def test_lu_factor_then_solve(device):
     assert_close(lu, rlu, torch.float64, reduce_dim=5)
     assert piv.cpu().tolist() == rpiv.tolist()
     b = randn((5, 2), torch.float64, device)
-    x = _fortran(b)
+    x = fortran(b)
     KERNELS["lu_solve"](lu, piv, x, 0)
     assert_close(x, torch.linalg.solve(to_ref(a), to_ref(b)), torch.float64, reduce_dim=5)

@@ -5,14 +5,9 @@ default) against LAPACK's, through PyTorch's CPU geqrf and householder_product."
 import pytest
 import torch
 
-from helpers import to_ref
+from helpers import fortran, to_ref
 from helpers import assert_kernel_close as assert_close
 from torch_ext.ops import KERNELS
-
-
-def _fortran(t):
-    """A batched column-major copy, as PyTorch hands the stubs their matrices."""
-    return t.mT.clone(memory_format=torch.contiguous_format).mT  # a copy, always
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -22,7 +17,7 @@ def test_geqrf_then_orgqr_match_lapack(dtype, shape, device):
     a = torch.randn(*shape, dtype=dtype, generator=g)
     m, n = shape[-2:]
     k = min(m, n)
-    qr = _fortran(a.to(device))
+    qr = fortran(a.to(device))
     tau = torch.empty(*shape[:-2], k, dtype=dtype, device=device)
     KERNELS["geqrf"](qr, tau)
     ref_qr, ref_tau = torch.geqrf(to_ref(a).double())
@@ -40,7 +35,7 @@ def test_a_column_already_reduced_takes_no_reflection(device):
     """A column zero below its diagonal: tau 0 (H = I) and the column as it was, as
     LAPACK's dlarfg (not a reflection that flips its sign)."""
     a = torch.tensor([[2.0, 1.0], [0.0, 3.0], [0.0, 4.0]], dtype=torch.float64)
-    qr = _fortran(a.to(device))
+    qr = fortran(a.to(device))
     tau = torch.empty(2, dtype=torch.float64, device=device)
     KERNELS["geqrf"](qr, tau)
     ref_qr, ref_tau = torch.geqrf(a)
@@ -55,7 +50,7 @@ def test_ormqr_applies_q_from_either_side(left, transpose, device):
     g = torch.Generator().manual_seed(4)
     ref_qr, ref_tau = torch.geqrf(torch.randn(5, 3, dtype=torch.float64, generator=g))
     c = torch.randn(*((5, 2) if left else (2, 5)), dtype=torch.float64, generator=g)
-    out = _fortran(c.to(device))
-    KERNELS["ormqr"](_fortran(ref_qr.to(device)), ref_tau.to(device), out, left, transpose)
+    out = fortran(c.to(device))
+    KERNELS["ormqr"](fortran(ref_qr.to(device)), ref_tau.to(device), out, left, transpose)
     ref = torch.ormqr(ref_qr, ref_tau, c, left=left, transpose=transpose)
     assert_close(out, ref, torch.float64, reduce_dim=5)

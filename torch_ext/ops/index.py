@@ -25,7 +25,7 @@ from ._declare import Scalar, kernel
 from ._common import MAX_RANK, block_for, dot6, unravel6
 from ._common import pad_to_rank
 from . import deterministic
-from .index_select import _indexed_position
+from .index_select import indexed_position
 
 
 @kernel()
@@ -365,7 +365,7 @@ def _index_add_kernel(
     # out[a, index[l], b] += alpha * src[a, l, b]
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
-    a, l, b, idx, mask = _indexed_position(index, o, mask, L, S, B, flag)
+    a, l, b, idx, mask = indexed_position(index, o, mask, L, S, B, flag)
     v = tl.load(src + a * s_a + l * s_l + b * s_b, mask=mask, other=0)
     v = (v * alpha).to(out.dtype.element_ty)
     tl.atomic_add(out + a * o_a + idx * o_s + b * o_b, v, mask=mask)

@@ -22,7 +22,7 @@ from ._symbolic import empty, numel, sizes
 
 
 @triton.jit
-def _indexed_position(index, o, mask, L, S, B, flag):
+def indexed_position(index, o, mask, L, S, B, flag):
     """Flat position o of an (A, L, B) iteration -> (a, l, b), index[l] and
     the mask without lanes whose index is outside [0, S) (recorded in flag)."""
     b = o % B
@@ -38,7 +38,7 @@ def _indexed_position(index, o, mask, L, S, B, flag):
 def _index_select_kernel(src, index, out, n, L, S, B, flag, BLOCK: tl.constexpr):
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n
-    a, l, b, idx, ok = _indexed_position(index, o, mask, L, S, B, flag)
+    a, l, b, idx, ok = indexed_position(index, o, mask, L, S, B, flag)
     v = tl.load(src + (a * S + idx) * B + b, mask=ok, other=0)
     tl.store(out + o, v, mask=mask)
 

@@ -98,11 +98,8 @@ def orgqr(result: torch.Tensor, tau: torch.Tensor) -> None:
     target = _colmajor(result)
     w = _batched(target)
     B, m, c = w.shape
-    taus = tau.reshape(B, -1)
     q = torch.eye(m, c, dtype=w.dtype, device=w.device).expand(B, m, c).contiguous()
-    for j in reversed(range(taus.shape[1])):
-        # rows and columns before j are those of the identity still: H_j leaves them
-        _apply(w, j, taus[:, j], q[:, j:, j:])
+    apply_q(w, tau.reshape(B, -1), q, transpose=False)
     copy_kernel((target,), (q.view(target.shape),))
 
 

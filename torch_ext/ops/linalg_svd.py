@@ -64,7 +64,7 @@ def svd(
         return  # PyTorch's impl fills U and Vh itself
     x = A.reshape(-1, m, n)
     wide = m < n
-    x = (x.mT if wide else x).contiguous().clone()
+    x = (x.mT if wide else x).clone(memory_format=torch.contiguous_format)  # a working copy
     B, M, N = x.shape
     eye = torch.eye(N, dtype=x.dtype, device=x.device).expand(B, N, N).contiguous()
     v = eye.clone()
