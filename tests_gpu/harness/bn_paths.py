@@ -12,6 +12,8 @@ queues its calls. Standalone: torch's cuda tensors, no build.
     BN_SHAPES=512x7,256x14 BN_LAYOUTS=channels_last python ...
     BN_STAGES=1/1,1/4 BN_VARIANTS=shipped,s1/1,two s1/1 python ...  # pipeline stages
     BN_WARM=1 BN_SHAPES=64x56 python ...  # compile only (run shapes side by side first)
+    BN_VARIANTS="two,two nocap,two p2,p2" ...  # the split reductions' register cap lifted,
+                                               # 2 or 3 programs a multiprocessor
 """
 
 import os
@@ -90,7 +92,46 @@ def staged(few, many, base=shipped):
     return fn
 
 
+def programs(per_sm, base=shipped):
+    """`base` with `per_sm` programs a multiprocessor in the split reductions (their
+    register cap follows: 64Ki / (per_sm * 32 * warps))."""
+
+    def fn(name, *a):
+        if name == "batch_norm_tiling":
+            lanes, progs, merge, warps, apply = shipped(name, *a)
+            return lanes, per_sm * cuda_spec._sm_count(), merge, warps, apply
+        return base(name, *a)
+
+    return fn
+
+
+def uncapped(base=shipped):
+    """`base` with the split reductions' register cap lifted (BN._Plan.maxnreg None)."""
+
+    def fn(name, *a):
+        UNCAP[0] = True
+        return base(name, *a)
+
+    return fn
+
+
+UNCAP = [False]
+_plan_init = BN._Plan.__init__
+
+
+def _plan_init_hook(self, *a, **k):
+    _plan_init(self, *a, **k)
+    if UNCAP[0]:
+        self.maxnreg = None
+
+
+BN._Plan.__init__ = _plan_init_hook
+
 VARIANTS = {"shipped": shipped, "old": old_lanes, "two": two_launch}
+VARIANTS.update({"nocap": uncapped(), "two nocap": uncapped(two_launch)})
+for k in (2, 3):
+    VARIANTS[f"two p{k}"] = programs(k, two_launch)
+    VARIANTS[f"p{k}"] = programs(k)
 # BN_STAGES=1/1,1/4: variants of the shipped choice (and of the two launches alone) with
 # those pipeline stages (loops of under 12 items / of 12 or more)
 for pair in filter(None, os.environ.get("BN_STAGES", "").split(",")):
@@ -132,6 +173,7 @@ def main():
               flush=True)  # fmt: skip
         for name, fn in VARIANTS.items():
             BN.spec = fn
+            UNCAP[0] = False
             try:
                 y = BN.bn_forward(x, wt, bs, rm.clone(), rv.clone(), True, 0.1, 1e-5)[0]
                 if WARM:  # compile only (several processes fill Triton's cache first)

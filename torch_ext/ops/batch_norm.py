@@ -77,14 +77,16 @@ class _Plan:
     def __init__(self, x, sts):
         N, C = x.shape[0], x.shape[1]
         S = math.prod(x.shape[2:])
+        channels_contiguous = C > 1 and all(sC == 1 for _, sC, _ in sts)
         lanes, programs, merge_lanes, warps, apply_items = (
-            spec("batch_norm_tiling", x.element_size()) or _INTERPRETER_TILING
+            spec("batch_norm_tiling", x.element_size(), channels_contiguous)
+            or _INTERPRETER_TILING
         )
         if all(N == 1 or S == 1 or sN == S * sS for sN, _, sS in sts):
             # Samples follow each other (channels_last, N == 1, S == 1): one row axis.
             sts = [(0, sC, sS if S > 1 else sN) for sN, sC, sS in sts]
             N, S = 1, N * S
-        if C > 1 and all(sC == 1 for _, sC, _ in sts):
+        if channels_contiguous:
             # Channels contiguous: a tile's rows are 64 channels (128 bytes of bf16),
             # vector loads along C; other channel blocks read the rest of each line.
             bc = min(next_pow2(C), 64)

@@ -509,7 +509,9 @@ def batch_norm_stages(elem_size: int, items: int) -> int:
     return 4 if items >= 12 else 1
 
 
-def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]]:
+def batch_norm_tiling(
+    elem_size: int, channels_contiguous: bool = False
+) -> tuple[int, int, int, int, Optional[int]]:
     """(tile lanes, programs of a split reduction, partial elements a merge step reads,
     num_warps, items of a normalise / dx program) for batch norm (ops/batch_norm.py).
     A tile is 8 KB of the input (16 bf16 values a thread at 8 warps): the reductions
@@ -520,8 +522,13 @@ def batch_norm_tiling(elem_size: int) -> tuple[int, int, int, int, Optional[int]
     a channel block to read alone). The normalise and dx launches are pointwise: one
     tile a program. On an H200 no other tiling moved ResNet-50's shapes by more than a
     few points (session 23, tests_gpu/harness/sweep_conv_bn.py; session 35 with the
-    pipelined loops, bn_stats_probe.py)."""
-    return max(1024, 8192 // elem_size), 4 * _sm_count(), 4096, 8, 1
+    pipelined loops, bn_stats_probe.py). Channels contiguous (channels_last): two
+    programs a multiprocessor, each with twice the items (H200, session 38,
+    tests_gpu/harness/bn_paths.py `two p2`: backward 32x128x56x56 49.3 -> 43.7 us,
+    32x512x28x28 48.9 -> 43.7; forward 32x64x112x112 54.1 -> 52.5, 32x256x56x56 54.2 ->
+    52.3; three programs no better)."""
+    programs = (2 if channels_contiguous else 4) * _sm_count()
+    return max(1024, 8192 // elem_size), programs, 4096, 8, 1
 
 
 _ARCH: dict[int, int] = {}
