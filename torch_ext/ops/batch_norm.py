@@ -79,8 +79,7 @@ class _Plan:
         S = math.prod(x.shape[2:])
         channels_contiguous = C > 1 and all(sC == 1 for _, sC, _ in sts)
         lanes, programs, merge_lanes, warps, apply_items = (
-            spec("batch_norm_tiling", x.element_size(), channels_contiguous)
-            or _INTERPRETER_TILING
+            spec("batch_norm_tiling", x.element_size(), channels_contiguous) or _INTERPRETER_TILING
         )
         if all(N == 1 or S == 1 or sN == S * sS for sN, _, sS in sts):
             # Samples follow each other (channels_last, N == 1, S == 1): one row axis.
