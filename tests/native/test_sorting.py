@@ -1,6 +1,6 @@
 """Dispatcher-level tests (torch.* on privateuseone against CPU) of the sorting
 family (sort/topk, median/kthvalue/mode, searchsorted/bucketize,
-bincount/histc, unique, count_nonzero/isin)."""
+bincount/histc, count_nonzero/isin; unique: test_unique.py)."""
 
 import pytest
 
@@ -159,23 +159,6 @@ def test_histc():
         torch.histc(dev(x), bins=0)
     with pytest.raises(RuntimeError, match="max must be larger than min"):
         torch.histc(dev(x), bins=3, min=2, max=1)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
-def test_unique_and_unique_consecutive(dtype):
-    torch.manual_seed(6)
-    x = (torch.randn(6, 50) * 3).round().to(dtype)
-    for kw in (
-        dict(),
-        dict(return_inverse=True),
-        dict(return_counts=True),
-        dict(return_inverse=True, return_counts=True),
-    ):
-        same(torch.unique(dev(x), **kw), torch.unique(x, **kw))
-        same(torch.unique_consecutive(dev(x), **kw), torch.unique_consecutive(x, **kw))
-    same(torch.unique(dev(x[:0])), torch.unique(x[:0]))
-    with pytest.raises(NotImplementedError, match="unique_consecutive with dim"):
-        torch.unique_consecutive(dev(x), dim=0)
 
 
 def test_count_nonzero_trace_equal_aminmax_isin_cross():

@@ -82,6 +82,7 @@ from . import (  # noqa: F401
     statistics,
     ternary,
     unary,
+    unique,
 )
 from .pooling import adaptive, fractional, pool2d, pool3d  # noqa: F401
 from .resample import antialias, grid_sample_2d, grid_sample_3d, linear, nearest, padding  # noqa: F401

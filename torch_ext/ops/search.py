@@ -1,4 +1,5 @@
-"""Searching and counting: searchsorted, bucketize, bincount, histc, unique."""
+"""Searching and counting: searchsorted, bucketize, bincount, histc, nonzero_static
+(unique: ops/unique.py)."""
 
 import builtins
 import math
@@ -312,93 +313,6 @@ def histc_out(
 def histc(self: torch.Tensor, bins: int = 100, min: Scalar = 0, max: Scalar = 0) -> torch.Tensor:
     out = torch.empty(0, dtype=self.dtype, device=self.device)
     return histc_out(self, bins, min, max, out)
-
-
-# -- unique ------------------------------------------------------------------
-
-
-def _runs(s):
-    """For a 1-d tensor s: (first-of-run mask, run id of every element)."""
-    first = torch.ones(s.shape, dtype=torch.bool, device=s.device)
-    if s.numel() > 1:
-        first[1:] = s[1:] != s[:-1]
-    return first, torch.cumsum(first, 0) - 1
-
-
-def _counts(first, n):
-    starts = torch.nonzero(first).reshape(-1)
-    ends = torch.cat([starts[1:], torch.full([1], n, dtype=torch.long, device=first.device)])
-    return ends - starts
-
-
-def _empty_long(device):
-    return torch.empty(0, dtype=torch.long, device=device)
-
-
-def _unique(self, return_inverse, return_counts, sort):
-    """(values, inverse, counts) of the runs of equal neighbours of the
-    flattened tensor, sorted first when `sort`; the inverse and counts are
-    empty unless asked for (as PyTorch returns them)."""
-    flat = self.reshape(-1)
-    n = flat.numel()
-    dev = self.device
-    if n == 0:
-        inv = (
-            torch.empty(self.shape, dtype=torch.long, device=dev)
-            if return_inverse
-            else _empty_long(dev)
-        )
-        return flat.clone(), inv, _empty_long(dev)
-    s, perm = torch.sort(flat) if sort else (flat, None)
-    first, group = _runs(s)
-    values = torch.masked_select(s, first)
-    inverse = _empty_long(dev)
-    if return_inverse:
-        if sort:  # group ids back in the input's order
-            inverse = torch.empty(n, dtype=torch.long, device=dev).scatter_(0, perm, group)
-        else:
-            inverse = group
-        inverse = inverse.reshape(self.shape)
-    counts = _counts(first, n) if return_counts else _empty_long(dev)
-    return values, inverse, counts
-
-
-@kernel()
-def unique2(
-    self: torch.Tensor,
-    sorted: bool = True,
-    return_inverse: bool = False,
-    return_counts: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """_unique2(self, sorted, return_inverse, return_counts): the distinct values
-    in ascending order (always sorted, as on CUDA), the position of each input
-    element among them, and how often each occurs."""
-    return _unique(self, return_inverse, return_counts, sort=True)
-
-
-@kernel()
-def unique(
-    self: torch.Tensor, sorted: bool = True, return_inverse: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """_unique(self, sorted, return_inverse)."""
-    values, inverse, _ = _unique(self, return_inverse, False, sort=True)
-    return values, inverse
-
-
-@kernel()
-def unique_consecutive(
-    self: torch.Tensor,
-    return_inverse: bool = False,
-    return_counts: bool = False,
-    dim: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """unique_consecutive(self, return_inverse, return_counts, dim): collapses
-    runs of equal neighbours (of the flattened tensor)."""
-    if dim is not None:
-        raise NotImplementedError(
-            "torch_ext: unique_consecutive with dim= is not supported (only the flattened form)"
-        )
-    return _unique(self, return_inverse, return_counts, sort=False)
 
 
 @kernel()
