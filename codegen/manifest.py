@@ -31,6 +31,9 @@ NEW_OP_NAMESPACE = "torch_ext"
 DTYPE_GROUPS = {
     "floating": ("Half", "BFloat16", "Float", "Double"),
     "integral": ("Byte", "Char", "Short", "Int", "Long"),
+    # complex types reach the op's own kernel (ops/_pointwise.py `complex_parts`), not
+    # the CPU fallback (csrc/aten/DtypeGuard.h)
+    "complex": ("ComplexFloat", "ComplexDouble"),
 }
 DTYPE_NAMES = {
     "float16": "Half",
@@ -43,6 +46,8 @@ DTYPE_NAMES = {
     "int32": "Int",
     "int64": "Long",
     "bool": "Bool",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
 }
 
 

@@ -7,7 +7,8 @@
 // The check is a few compares per tensor argument; boxing happens only then.
 // An op whose manifest entry has `dtypes:` (codegen/manifest.py) also gets the set
 // of element types its kernels take: a call whose first tensor argument has
-// another type raises NotImplementedError, as PyTorch's dispatch macros do.
+// another type raises NotImplementedError, as PyTorch's dispatch macros do; complex
+// types in that set reach the op's kernel instead of the fallback.
 
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
@@ -42,26 +43,39 @@ inline bool kernelTakes(c10::ScalarType t) {
   }
 }
 
-inline bool unsupported(const at::Tensor& t) {
-  return t.defined() && !kernelTakes(t.scalar_type());
+// One bit per ScalarType: the `allowed` set of a DtypeGuard.
+constexpr uint64_t bit(c10::ScalarType t) { return uint64_t{1} << static_cast<int>(t); }
+
+// Whether a tensor argument has a type neither every kernel takes nor the op's
+// `allowed` set names (an op whose `dtypes:` lists complex types takes them itself).
+template <uint64_t allowed>
+bool unsupported(const at::Tensor& t) {
+  return t.defined() && !kernelTakes(t.scalar_type()) && !(allowed & bit(t.scalar_type()));
 }
-inline bool unsupported(const std::optional<at::Tensor>& t) { return t && unsupported(*t); }
-inline bool unsupported(at::TensorList ts) {
-  return std::any_of(ts.begin(), ts.end(), [](const at::Tensor& t) { return unsupported(t); });
+template <uint64_t allowed>
+bool unsupported(const std::optional<at::Tensor>& t) {
+  return t && unsupported<allowed>(*t);
 }
-inline bool unsupported(const at::ITensorListRef& ts) {
+template <uint64_t allowed>
+bool unsupported(at::TensorList ts) {
+  return std::any_of(ts.begin(), ts.end(),
+                     [](const at::Tensor& t) { return unsupported<allowed>(t); });
+}
+template <uint64_t allowed>
+bool unsupported(const at::ITensorListRef& ts) {
   for (const at::Tensor& t : ts) {
-    if (unsupported(t)) return true;
+    if (unsupported<allowed>(t)) return true;
   }
   return false;
 }
-inline bool unsupported(const c10::List<std::optional<at::Tensor>>& ts) {
+template <uint64_t allowed>
+bool unsupported(const c10::List<std::optional<at::Tensor>>& ts) {
   for (const std::optional<at::Tensor>& t : ts) {
-    if (unsupported(t)) return true;
+    if (unsupported<allowed>(t)) return true;
   }
   return false;
 }
-template <class T>
+template <uint64_t allowed, class T>
 bool unsupported(const T&) {
   return false;
 }
@@ -85,9 +99,6 @@ const c10::OperatorHandle& opHandle() {
   return op;
 }
 
-// One bit per ScalarType: the `allowed` set of a DtypeGuard.
-constexpr uint64_t bit(c10::ScalarType t) { return uint64_t{1} << static_cast<int>(t); }
-
 // The first defined plain tensor argument (lists and optionals are not looked at).
 inline const at::Tensor* firstTensor(const at::Tensor& t) { return t.defined() ? &t : nullptr; }
 template <class T>
@@ -104,7 +115,7 @@ struct DtypeGuard;
 template <OpName name, auto fn, uint64_t allowed, class Ret, class... Args>
 struct DtypeGuard<name, fn, allowed, Ret (*)(Args...)> {
   static Ret call(Args... args) {
-    if (C10_UNLIKELY((unsupported(args) || ...))) {
+    if (C10_UNLIKELY((unsupported<allowed>(args) || ...))) {
       return c10::impl::BoxedKernelWrapper<Ret(Args...)>::call(
           c10::BoxedKernel::makeFromFunction<&dtypeFallback>(), opHandle<name>(),
           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), std::forward<Args>(args)...);

@@ -155,7 +155,7 @@ std::string unsupported_dtypes(c10::ArrayRef<c10::IValue> args) {
   std::set<std::string> names;
   for (const auto& arg : args) {
     for_each_tensor(arg, [&](const at::Tensor& t) {
-      if (unsupported(t))
+      if (unsupported<0>(t))
         names.insert("torch." + std::string(c10::getDtypeNames(t.scalar_type()).first));
     });
   }

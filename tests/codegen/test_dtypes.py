@@ -34,3 +34,24 @@ def test_dtypes_reach_every_registration_of_the_op(codegen):
         assert guard.endswith(mask), guard
     tril = t[t.index('DtypeGuard<"tril.out", &') :].split(">::call", 1)[0]
     assert "bit(" not in tril, tril
+
+
+def test_complex_in_dtypes_lets_complex_reach_the_kernel(codegen):
+    """`complex` in `dtypes:` adds ComplexFloat and ComplexDouble to the guard's set: the
+    guard then sends complex arguments to the op's kernel (ops/complex.py), not to the
+    CPU fallback it takes for types no kernel takes."""
+    r = codegen(
+        """
+        - func: mul.out
+          stub: mul_stub
+          triton: mul
+          dtypes: floating, integral, bool, complex
+        - func: mul.Tensor
+        """
+    )
+    assert r.rc == 0, r.err
+    t = squash(r.all_text())
+    for name in ("mul.out", "mul.Tensor"):
+        guard = t[t.index(f'DtypeGuard<"{name}", &') :].split(">::call", 1)[0]
+        for typ in ("Bool", "Long", "Half", "ComplexFloat", "ComplexDouble"):
+            assert f"bit(c10::ScalarType::{typ})" in guard, (typ, guard)

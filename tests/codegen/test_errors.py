@@ -573,12 +573,12 @@ def test_unknown_dtype_name(codegen, outdir):
         """
         - func: tril.out
           triton: tril
-          dtypes: floating, complex
+          dtypes: floating, complex32
         """,
         1,
         "tril.out",
-        "'dtypes:' names an unknown type 'complex'",
-        "known: floating, integral, float16",
+        "'dtypes:' names an unknown type 'complex32'",
+        "known: floating, integral, complex, float16",
     )
 
 

@@ -14,6 +14,7 @@ queues its calls. Standalone: torch's cuda tensors, no build.
     BN_WARM=1 BN_SHAPES=64x56 python ...  # compile only (run shapes side by side first)
     BN_VARIANTS="two,two nocap,two p2,p2" ...  # the split reductions' register cap lifted,
                                                # 2 or 3 programs a multiprocessor
+    BN_VARIANTS=shipped,coop1 ...  # one program a multiprocessor in the barrier kernels
 """
 
 import os
@@ -115,6 +116,18 @@ def uncapped(base=shipped):
     return fn
 
 
+def coop_programs(per_sm):
+    """The shipped choice with `per_sm` programs a multiprocessor in the one-launch barrier
+    kernels (at most 2: every program must be resident at their 128-register cap)."""
+
+    def fn(name, *a):
+        if name == "batch_norm_coop":
+            return shipped(name, *a)[0], per_sm
+        return shipped(name, *a)
+
+    return fn
+
+
 UNCAP = [False]
 _plan_init = BN._Plan.__init__
 
@@ -129,6 +142,7 @@ BN._Plan.__init__ = _plan_init_hook
 
 VARIANTS = {"shipped": shipped, "old": old_lanes, "two": two_launch}
 VARIANTS.update({"nocap": uncapped(), "two nocap": uncapped(two_launch)})
+VARIANTS["coop1"] = coop_programs(1)
 for k in (2, 3):
     VARIANTS[f"two p{k}"] = programs(k, two_launch)
     VARIANTS[f"p{k}"] = programs(k)

@@ -40,6 +40,7 @@ from . import (  # noqa: F401
     attention_kernels,
     batch_norm,
     binary,
+    complex,
     convolution,
     copy,
     cross_entropy,

@@ -320,6 +320,7 @@ class Pointwise:
         self.cast = list(cast) if cast is not None else [True] * num_inputs
         self._kernels = {}
         self._lock = threading.Lock()
+        self.complex = None  # the Pointwise over real and imaginary parts (complex_parts)
         _BY_NAME[self.name] = self if self.name not in _BY_NAME else None  # None: ambiguous
 
     # -- kernels ----------------------------------------------------------
@@ -354,6 +355,8 @@ class Pointwise:
         are read through _symbolic: one launch plan serves every size of a shape class
         (the TensorIterator path declares every Pointwise size-generic)."""
         assert len(outs) == self.num_outputs and len(ins) == self.num_inputs, self.name
+        if common_dtype.is_complex:
+            return _complex_iter(self, outs, ins, common_dtype, extra)
         if self.takes is not None and not _takes(self.takes, common_dtype):
             from ._common import scalar_name  # (_common imports this module)
 
@@ -453,6 +456,50 @@ class Pointwise:
             outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         self.iter(outs, tuple(ins), common, *extra)
         return outs[0] if self.num_outputs == 1 else outs
+
+
+def _parts(x):
+    """(real, imaginary) of an operand: strided float views of a complex tensor (its
+    conjugate or negative bit resolved first), a real tensor and 0, a number's parts."""
+    if isinstance(x, torch.Tensor):
+        if not x.is_complex():
+            return [x, 0.0]
+        r = torch.view_as_real(x.resolve_conj().resolve_neg())
+        return [r[..., 0], r[..., 1]]
+    z = complex(x)
+    return [z.real, z.imag]
+
+
+def _complex_iter(op, outs, ins, common_dtype, extra):
+    """op.iter for a complex common dtype: op.complex (complex_parts) over the real and
+    imaginary parts of every operand and extra number, float32 for complex64 and float64
+    for complex128; outputs are written through float views of their parts (TensorIterator
+    has refused a real output of a complex result already)."""
+    if op.complex is None:
+        from ._common import scalar_name  # (_common imports this module)
+
+        raise NotImplementedError(
+            f"\"{op.name}\" not implemented for '{scalar_name(common_dtype)}' on privateuseone "
+            "(complex kernels: add, sub, mul, polar, complex)"
+        )
+    real = torch.float64 if common_dtype == torch.complex128 else torch.float32
+    parts_in = [p for x in ins for p in _parts(x)]
+    parts_out = [p for t in outs for p in _parts(t)]
+    parts_extra = [p for e in extra for p in _parts(e)]
+    op.complex.iter(tuple(parts_out), tuple(parts_in), real, *parts_extra)
+
+
+def complex_parts(op):
+    """Decorator: `@complex_parts(op)` over a `@triton.jit` function of the real and
+    imaginary parts of op's inputs and extra numbers (each input a, then each extra, as
+    a_re, a_im), returning the parts of each output: op then takes complex operands
+    (whose manifest entries list `complex` in `dtypes:`)."""
+
+    def wrap(fn):
+        op.complex = Pointwise(fn, 2 * op.num_inputs, 2 * op.num_outputs, name=f"{op.name}_complex")
+        return op.complex
+
+    return wrap
 
 
 def is_pointwise_iter(fn) -> bool:

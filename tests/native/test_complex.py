@@ -1,0 +1,124 @@
+"""Complex tensors on privateuseone against the CPU (ops/complex.py): add, sub and mul
+of complex operands (broadcast, scalars, alpha, in place, real and conjugated operands,
+strided views), polar and complex, a rotary embedding written with complex numbers
+forward and backward, replayed launch plans at other sizes, and the error an op without
+complex kernels raises."""
+
+import pytest
+
+import torch
+
+import torch_ext  # noqa: F401  (registers the device)
+
+from helpers import DEV
+
+C64, C128 = torch.complex64, torch.complex128
+
+
+def dev(x):
+    return x.to(DEV)
+
+
+def close(got, ref, tol=1e-6):
+    assert got.device.type == "privateuseone" and got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    torch.testing.assert_close(got.cpu(), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_arithmetic(dtype):
+    torch.manual_seed(1)
+    a = torch.randn(5, 6, dtype=dtype)
+    b = torch.randn(6, dtype=dtype)
+    r = torch.randn(5, 1, dtype=torch.float64 if dtype == C128 else torch.float32)
+    close(dev(a) * dev(b), a * b)
+    close(dev(a) + dev(b), a + b)
+    close(dev(a) - dev(b), a - b)
+    close(torch.add(dev(a), dev(b), alpha=2 - 3j), torch.add(a, b, alpha=2 - 3j))
+    close(torch.sub(dev(a), dev(b), alpha=0.5), torch.sub(a, b, alpha=0.5))
+    close(dev(a) * (1.5 - 2j), a * (1.5 - 2j))
+    close(dev(a) * dev(r), a * r)  # a real operand promoted
+    close(dev(r) + dev(a), r + a)
+    close(dev(a) * dev(b).conj(), a * b.conj())  # the conjugate bit resolved
+    close(dev(a).t() * dev(a).t(), a.t() * a.t())  # strided parts
+    x = dev(a)
+    x.mul_(dev(b)).add_(dev(b), alpha=1j)
+    close(x, (a * b).add_(b, alpha=1j))
+
+
+def test_mixed_precision_and_out():
+    """complex64 with complex128 promotes; out= of another complex type is cast on store;
+    a real out= of a complex result is refused, as on the CPU."""
+    a, b = torch.randn(4, dtype=C64), torch.randn(4, dtype=C128)
+    close(dev(a) * dev(b), a * b, tol=1e-6)
+    out = dev(torch.empty(4, dtype=C128))
+    torch.mul(dev(a), dev(a), out=out)
+    close(out, (a * a).to(C128))
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Float"):
+        torch.mul(dev(a), dev(a), out=dev(torch.empty(4)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_polar_and_complex(dtype):
+    torch.manual_seed(2)
+    r, t = torch.rand(3, 1, 5, dtype=dtype), torch.randn(4, 5, dtype=dtype) * 4
+    close(torch.polar(dev(r), dev(t)), torch.polar(r, t), tol=1e-6)
+    close(torch.complex(dev(r), dev(t)), torch.complex(r, t))
+    out = dev(torch.empty(0, dtype=C64 if dtype == torch.float32 else C128))
+    torch.polar(dev(r), dev(t), out=out)
+    close(out, torch.polar(r, t), tol=1e-6)
+
+
+def test_polar_and_complex_errors():
+    f, d = torch.ones(3), torch.ones(3, dtype=torch.float64)
+    for fn in (torch.polar, torch.complex):
+        with pytest.raises(RuntimeError, match="scalar type Float but got scalar type Double"):
+            fn(dev(f), dev(d))
+        with pytest.raises(RuntimeError, match="Half, Float or Double tensors but got Long"):
+            fn(dev(f.long()), dev(f.long()))
+        with pytest.raises(RuntimeError, match="ComplexFloat but got scalar type Float"):
+            fn(dev(f), dev(f), out=dev(torch.empty(3)))
+        with pytest.raises(NotImplementedError, match="complex32"):
+            fn(dev(f.half()), dev(f.half()))
+
+
+def _rope(x, freqs_cis):
+    """A rotary embedding as Meta's Llama writes it (view_as_complex, a broadcast
+    complex product, view_as_real)."""
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    f = freqs_cis.view(1, xc.shape[1], 1, xc.shape[-1])
+    return torch.view_as_real(xc * f).flatten(3).type_as(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary_embedding_forward_and_backward(dtype):
+    torch.manual_seed(3)
+    B, T, H, D = 2, 7, 3, 8
+    inv = 1.0 / (10000 ** (torch.arange(0, D, 2).float() / D))
+    angles = torch.outer(torch.arange(T).float(), inv)
+    freqs = torch.polar(torch.ones_like(angles), angles)
+    freqs_dev = torch.polar(torch.ones_like(dev(angles)), dev(angles))
+    close(freqs_dev, freqs, tol=1e-6)
+    x = torch.randn(B, T, H, D, dtype=dtype, requires_grad=True)
+    xd = dev(x.detach()).requires_grad_(True)
+    y, yd = _rope(x, freqs), _rope(xd, freqs_dev)
+    tol = 1e-6 if dtype == torch.float32 else 1e-2
+    close(yd, y.detach(), tol=tol)
+    g = torch.randn_like(y)
+    y.backward(g)
+    yd.backward(dev(g))
+    close(xd.grad, x.grad, tol=tol)
+
+
+def test_replayed_plans_at_other_sizes():
+    """The parts are views made in Python: a launch plan recorded for one size must not
+    serve another with that size's strides (each call checked against the CPU)."""
+    torch.manual_seed(4)
+    for n in (3, 5, 3, 5, 9, 3):
+        a, b = torch.randn(n, 4, dtype=C64), torch.randn(4, dtype=C64)
+        close(dev(a) * dev(b), a * b)
+        close(dev(a) + dev(b), a + b)
+
+
+def test_ops_without_complex_kernels_name_the_dtype():
+    with pytest.raises(NotImplementedError, match="complex64"):
+        dev(torch.ones(2, dtype=C64)).exp()
