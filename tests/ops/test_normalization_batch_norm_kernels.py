@@ -500,3 +500,24 @@ def test_no_register_cap_under_64(monkeypatch):
     x = torch.empty((32, 64, 112, 112), dtype=BF16)
     v, st = batch_norm._view(x)
     assert batch_norm._Plan(v, [st]).maxnreg is None
+
+
+@pytest.mark.parametrize("channels,hw,layout,per_sm", [(64, 56, "cl", 1), (256, 28, "cl", 1),
+                                                       (512, 28, "cl", 2), (128, 28, "nchw", 2)])  # fmt: skip
+def test_coop_programs_per_multiprocessor(channels, hw, layout, per_sm, monkeypatch):
+    """The cuda driver's barrier kernels: one program a multiprocessor for channels_last
+    maps of at most 256 channels (fewer partials to merge), two otherwise; the grid stays
+    within what the device holds at once."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+    from torch_ext.ops import batch_norm
+
+    monkeypatch.setattr(cuda_spec, "_sm_count", lambda: 132)
+    monkeypatch.setattr(batch_norm, "_default_stream", lambda device: True)
+    monkeypatch.setattr(batch_norm, "_interpreted", lambda: False)
+    monkeypatch.setattr(batch_norm, "spec", lambda name, *a: getattr(cuda_spec, name)(*a))
+    x = _layout(torch.empty((32, channels, hw, hw), dtype=BF16), layout)
+    v, st = batch_norm._view(x)
+    p = batch_norm._Plan(v, [st])
+    assert cuda_spec.batch_norm_coop(2, False, layout == "cl", channels)[1] == per_sm
+    grid, per, _ = p.coop(False)
+    assert grid[0] * grid[1] <= per_sm * 132 and grid[1] > 1

@@ -96,6 +96,7 @@ class _Plan:
             bn = min(next_pow2(N), lanes // bs) if bs >= S else 1
             bc = min(next_pow2(C), max(1, lanes // (bs * bn)))
         self.N, self.C, self.S, self.BC, self.BN, self.BS = N, C, S, bc, bn, bs
+        self.channels_contiguous = channels_contiguous
         self.device = x.device
         self.sts = sts
         self.TN, self.TS = cdiv(N, bn), cdiv(S, bs)
@@ -166,7 +167,7 @@ class _Plan:
         dy backward), split over as many programs per channel block as keep the grid
         within the driver's programs a multiprocessor (all resident at once: they wait
         for each other), at least two; on the default stream only (_default_stream)."""
-        r = spec("batch_norm_coop", self.elem_size, backward)
+        r = spec("batch_norm_coop", self.elem_size, backward, self.channels_contiguous, self.C)
         moved = self.N * self.S * self.C * self.elem_size * (2 if backward else 1)
         if r is None or moved > r[0]:
             return None

@@ -489,14 +489,21 @@ def batch_norm_resident(elem_size: int, backward: bool) -> tuple[int, int, int, 
     return lanes, _sm_count(), 512 if backward else 1024, wide
 
 
-def batch_norm_coop(elem_size: int, backward: bool) -> tuple[int, int]:
+def batch_norm_coop(
+    elem_size: int, backward: bool, channels_contiguous: bool = False, channels: int = 0
+) -> tuple[int, int]:
     """(most bytes of activations read, programs a multiprocessor) of batch norm's
     one-launch kernels whose programs wait for their channel block's others
     (ops/batch_norm_coop.py): 26 MB (a ResNet-50 map of 25.7 MB at batch 32 in bf16;
     backward x and dy together), so that the second pass finds its items in the 50 MB
     L2; two programs a multiprocessor, each at most 128 registers a thread
-    (batch_norm.COOP_MAXNREG): all resident at once, as the barrier needs."""
-    return 26 << 20, 2
+    (batch_norm.COOP_MAXNREG): all resident at once, as the barrier needs. Channels
+    contiguous (channels_last) and at most 256 of them: one program a multiprocessor,
+    fewer partials to merge (H200, session 38, tests_gpu/harness/bn_paths.py `coop1`:
+    32x64x56x56 forward 19.8 -> 15.7 us, backward 19.1 -> 16.9; 32x128x28x28 15.3 -> 12.8,
+    15.1 -> 12.9; 32x256x28x28 17.0 -> 15.0, 18.0 -> 16.2; 32x256x14x14 backward 12.9 ->
+    10.4; with 512 and 1024 channels it lost: 32x1024x14x14 16.1 -> 18.4, 17.8 -> 23.2)."""
+    return 26 << 20, 1 if channels_contiguous and 0 < channels <= 256 else 2
 
 
 def batch_norm_stages(elem_size: int, items: int) -> int:
