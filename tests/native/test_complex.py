@@ -1,8 +1,8 @@
-"""Complex tensors on privateuseone against the CPU (ops/complex.py): add, sub and mul
-of complex operands (broadcast, scalars, alpha, in place, real and conjugated operands,
-strided views), polar and complex, a rotary embedding written with complex numbers
-forward and backward, replayed launch plans at other sizes, and the error an op without
-complex kernels raises."""
+"""Complex tensors on privateuseone against the CPU (ops/complex.py): add, sub, mul and
+div of complex operands (broadcast, scalars, alpha, in place, real and conjugated
+operands, strided views), neg, exp, abs, reciprocal, sum, mean and cat, polar and
+complex, a rotary embedding written with complex numbers forward and backward, replayed
+launch plans at other sizes, and the error an op without complex kernels raises."""
 
 import pytest
 
@@ -119,6 +119,58 @@ def test_replayed_plans_at_other_sizes():
         close(dev(a) + dev(b), a + b)
 
 
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_unary_and_division(dtype):
+    """neg, exp, abs (a real result), reciprocal and division (Smith's scaling: no
+    overflow where |b|**2 would overflow) against the CPU."""
+    torch.manual_seed(5)
+    a, b = torch.randn(6, 5, dtype=dtype), torch.randn(5, dtype=dtype)
+    close(-dev(a), -a)
+    close(dev(a).exp(), a.exp(), tol=1e-5)
+    close(dev(a).abs(), a.abs(), tol=1e-6)
+    close(dev(a).reciprocal(), a.reciprocal(), tol=1e-5)
+    close(dev(a) / dev(b), a / b, tol=1e-5)
+    close(dev(a) / 2.5j, a / 2.5j, tol=1e-6)
+    big = torch.tensor([3e30 + 4e30j, 1e-30 - 2e-30j], dtype=dtype)
+    close(dev(big).abs(), big.abs(), tol=1e-6)
+    close(dev(a[0, :2]) / dev(big), a[0, :2] / big, tol=1e-5)
+    z = torch.tensor([1 + 1j, 0j], dtype=dtype)
+    zero = torch.zeros(2, dtype=dtype)
+    torch.testing.assert_close((dev(z) / dev(zero)).cpu(), z / zero, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_sum_mean_and_cat(dtype):
+    torch.manual_seed(6)
+    a = torch.randn(4, 3, 5, dtype=dtype)
+    close(dev(a).sum(), a.sum(), tol=1e-5)
+    close(dev(a).sum(1), a.sum(1), tol=1e-5)
+    close(dev(a).sum((0, 2), keepdim=True), a.sum((0, 2), keepdim=True), tol=1e-5)
+    close(dev(a).mean(-1), a.mean(-1), tol=1e-5)
+    close(dev(a).conj().sum(0), a.conj().sum(0), tol=1e-5)
+    close(dev(a[0, 0, 0]).sum(), a[0, 0, 0].sum())
+    b = torch.randn(4, 2, 5, dtype=dtype)
+    close(torch.cat([dev(a), dev(b)], 1), torch.cat([a, b], 1))
+    close(torch.cat([dev(a), dev(a.conj())], -1), torch.cat([a, a.conj()], -1))
+    r = torch.randn(4, 1, 5, dtype=torch.float64 if dtype == C128 else torch.float32)
+    close(torch.cat([dev(a), dev(r)], 1), torch.cat([a, r], 1))
+
+
+def test_broadcast_product_backward_reduces_to_the_broadcast_operand():
+    """The gradient of a broadcast operand (a learnable complex frequency) is the sum of
+    the product's gradient over the broadcast dims: a complex sum on the device."""
+    torch.manual_seed(7)
+    x = torch.randn(3, 4, dtype=C64)
+    f = torch.randn(4, dtype=C64, requires_grad=True)
+    fd = dev(f.detach()).requires_grad_(True)
+    g = torch.randn(3, 4, dtype=C64)
+    (x * f).backward(g)
+    (dev(x) * fd).backward(dev(g))
+    close(fd.grad, f.grad, tol=1e-5)
+
+
 def test_ops_without_complex_kernels_name_the_dtype():
     with pytest.raises(NotImplementedError, match="complex64"):
-        dev(torch.ones(2, dtype=C64)).exp()
+        dev(torch.ones(2, dtype=C64)).log()
+    with pytest.raises(NotImplementedError, match="complex64"):
+        dev(torch.ones(2, 2, dtype=C64)) @ dev(torch.ones(2, 2, dtype=C64))

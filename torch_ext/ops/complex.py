@@ -14,7 +14,8 @@ import triton.language as tl
 
 from ._declare import kernel
 from ._pointwise import complex_parts, pointwise
-from .binary import add, mul
+from .binary import add, div_true, mul
+from .unary import abs as abs_, exp, neg, reciprocal
 
 
 @complex_parts(add)
@@ -28,6 +29,56 @@ def _add_parts(ar, ai, br, bi, alpha_re, alpha_im):
 @triton.jit
 def _mul_parts(ar, ai, br, bi):
     return ar * br - ai * bi, ar * bi + ai * br
+
+
+@triton.jit
+def _quotient(ar, ai, br, bi):
+    """(ar + i ai) / (br + i bi) by Smith's scaling (no overflow of br**2 + bi**2), as
+    c10::complex divides; a zero divisor gives ar / 0 and ai / 0, as there."""
+    big = tl.abs(br) >= tl.abs(bi)
+    r = tl.where(big, bi / br, br / bi)
+    d = tl.where(big, br + bi * r, bi + br * r)
+    re = tl.where(big, ar + ai * r, ar * r + ai) / d
+    im = tl.where(big, ai - ar * r, ai * r - ar) / d
+    zero = (br == 0) & (bi == 0)
+    return tl.where(zero, ar / tl.abs(br), re), tl.where(zero, ai / tl.abs(bi), im)
+
+
+@complex_parts(div_true)
+@triton.jit
+def _div_parts(ar, ai, br, bi):
+    return _quotient(ar, ai, br, bi)
+
+
+@complex_parts(reciprocal)
+@triton.jit
+def _reciprocal_parts(ar, ai):
+    return _quotient(ar * 0 + 1, ar * 0, ar, ai)
+
+
+@complex_parts(neg)
+@triton.jit
+def _neg_parts(ar, ai):
+    return -ar, -ai
+
+
+@complex_parts(exp)
+@triton.jit
+def _exp_parts(ar, ai):
+    m = tl.exp(ar)
+    return m * tl.cos(ai), m * tl.sin(ai)
+
+
+@complex_parts(abs_)
+@triton.jit
+def _abs_parts(ar, ai):
+    # |z| without overflow of ar**2 + ai**2 (ATen's abs_out copies the real part of this
+    # complex result into its real output)
+    m = tl.maximum(tl.abs(ar), tl.abs(ai))
+    s = tl.where(m > 0, m, 1.0)
+    q = tl.abs(ar) / s
+    p = tl.abs(ai) / s
+    return m * tl.sqrt(q * q + p * p), ar * 0
 
 
 @pointwise(num_outputs=2)
@@ -101,3 +152,45 @@ def polar_out(abs: torch.Tensor, angle: torch.Tensor, out: torch.Tensor) -> torc
 def complex_out(real: torch.Tensor, imag: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """complex.out(real, imag, out): real + i imag (torch.complex)."""
     return _build("complex", real, imag, out, _pair)
+
+
+# -- reductions and cat of complex tensors ---------------------------------------------
+
+
+def reduce_complex(reduce_into, x, dims, out, op, scale, dtype):
+    """sum / mean of a complex tensor (ops/reduction.py reduce_into, `op` SUM): the same
+    reduction of its float view over the same dims, whose last dimension (real,
+    imaginary) is kept. Other reductions have no complex kernels."""
+    if op != "sum" or not out.is_complex():
+        raise NotImplementedError(
+            f"torch_ext: this reduction of {x.dtype} tensors is not supported on "
+            "privateuseone (complex kernels: sum, mean)"
+        )
+    real = torch.float64 if (dtype or out.dtype) == torch.complex128 else torch.float32
+    xr = torch.view_as_real(x.resolve_conj().resolve_neg())
+    if xr.dtype != real:
+        xr = xr.to(real)
+    outr = torch.view_as_real(out)
+    if not dims:  # a 0-dim input: nothing to reduce
+        outr.copy_(xr.reshape(outr.shape))
+    else:
+        reduce_into(xr, dims, outr, scale=scale, dtype=real)
+    return out
+
+
+def cat_complex(cat_out, tensors, dim, out):
+    """cat of complex tensors (ops/shape.py cat_out): the cat of their float views along
+    the same dim into out's; a real input takes a zero imaginary part (PyTorch promotes)."""
+    views = []
+    for t in tensors:
+        if t.dim() == 1 and t.shape[0] == 0 and out.dim() != 1:
+            continue  # legacy empty tensors are skipped by cat
+        if not t.is_complex():
+            real = torch.float64 if out.dtype == torch.complex128 else torch.float32
+            t = torch.complex(t.to(real), torch.zeros_like(t, dtype=real))
+        elif t.dtype != out.dtype:
+            t = torch.view_as_complex(torch.view_as_real(t).to(torch.view_as_real(out).dtype))
+        views.append(torch.view_as_real(t.resolve_conj().resolve_neg()))
+    outr = torch.view_as_real(out)
+    d = dim % max(out.dim(), 1)
+    cat_out(views, d, 0, False, False, False, torch.contiguous_format, outr)

@@ -376,6 +376,13 @@ def _neutral(op, dtype):
 
 def reduce_into(x, dims, out, op, scale=1.0, post=POST_NONE, p=1.0, dtype=None):
     dims = normalize_dims(dims, x.dim())
+    if x.is_complex():  # sum and mean (their manifest entries let complex through)
+        from .complex import reduce_complex
+
+        def real_sum(xr, d, o, scale, dtype):
+            return reduce_into(xr, d, o, op, scale=scale, dtype=dtype)
+
+        return reduce_complex(real_sum, x, dims, out, "sum" if op == SUM else op, scale, dtype)
     if dtype is not None and dtype != x.dtype and op not in (MAX, MIN):
         x = _cast(x, dtype)
     xv, A, R, B = as_arb(x, dims)
@@ -452,7 +459,8 @@ def prod_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tens
 
 @kernel(shapes=True)
 def sum_all(self: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-    dt = dtype or (torch.int64 if not self.dtype.is_floating_point else self.dtype)
+    keeps = self.dtype.is_floating_point or self.dtype.is_complex
+    dt = dtype or (self.dtype if keeps else torch.int64)
     out = torch.empty((), dtype=dt, device=self.device)
     reduce_into(self, None, out, SUM, dtype=dt)
     return out
