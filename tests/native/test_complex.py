@@ -1,6 +1,7 @@
 """Complex tensors on privateuseone against the CPU (ops/complex.py): add, sub, mul and
 div of complex operands (broadcast, scalars, alpha, in place, real and conjugated
-operands, strided views), neg, exp, abs, reciprocal, sum, mean and cat, polar and
+operands, strided views), neg, exp, log, sqrt, abs (and its gradient), sgn, reciprocal,
+sum, mean and cat, polar and
 complex, a rotary embedding written with complex numbers forward and backward, replayed
 launch plans at other sizes, and the error an op without complex kernels raises."""
 
@@ -169,8 +170,26 @@ def test_broadcast_product_backward_reduces_to_the_broadcast_operand():
     close(fd.grad, f.grad, tol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_log_sqrt_sgn_and_abs_gradient(dtype):
+    """log (principal branch, atan2 of the parts), sqrt (principal root, no cancellation on
+    the negative real axis), sgn (z / |z|, 0 at 0), and abs's gradient through sgn."""
+    torch.manual_seed(8)
+    a = torch.randn(7, 6, dtype=dtype)
+    a[0, 0] = -4 + 1e-3j  # near the negative real axis
+    a[0, 1] = 0
+    close(dev(a[1:]).log(), a[1:].log(), tol=1e-5)
+    close(dev(a).sqrt(), a.sqrt(), tol=1e-5)
+    close(dev(a).sgn(), a.sgn(), tol=1e-6)
+    x = a.clone().requires_grad_(True)
+    xd = dev(a).requires_grad_(True)
+    x.abs().sum().backward()
+    xd.abs().sum().backward()
+    close(xd.grad, x.grad, tol=1e-6)
+
+
 def test_ops_without_complex_kernels_name_the_dtype():
     with pytest.raises(NotImplementedError, match="complex64"):
-        dev(torch.ones(2, dtype=C64)).log()
+        dev(torch.ones(2, dtype=C64)).sin()
     with pytest.raises(NotImplementedError, match="complex64"):
         dev(torch.ones(2, 2, dtype=C64)) @ dev(torch.ones(2, 2, dtype=C64))

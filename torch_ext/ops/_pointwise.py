@@ -480,7 +480,8 @@ def _complex_iter(op, outs, ins, common_dtype, extra):
 
         raise NotImplementedError(
             f"\"{op.name}\" not implemented for '{scalar_name(common_dtype)}' on privateuseone "
-            "(complex kernels: add, sub, mul, div, neg, exp, abs, reciprocal, sum, mean, cat)"
+            "(complex kernels: add, sub, mul, div, neg, exp, log, sqrt, abs, sgn, reciprocal, sum, "
+            "mean, cat)"
         )
     real = torch.float64 if common_dtype == torch.complex128 else torch.float32
     parts_in = [p for x in ins for p in _parts(x)]

@@ -1,6 +1,7 @@
-"""Complex numbers: add, sub and mul of complex tensors (the TensorIterator ops of
-binary.py, through their parts: ops/_pointwise.py `complex_parts`), and the ops that build
-complex tensors from real ones, polar and complex.
+"""Complex numbers: arithmetic, exp, log, sqrt, abs and sgn of complex tensors (the
+TensorIterator ops of binary.py and unary.py, through their parts: ops/_pointwise.py
+`complex_parts`), sum, mean and cat of them (through the real kernels), and the ops that
+build complex tensors from real ones, polar and complex.
 
 A complex64 (complex128) tensor is computed as two float32 (float64) strided views of its
 storage, the real and the imaginary parts (torch.view_as_real), so every layout and
@@ -12,10 +13,11 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _math
 from ._declare import kernel
 from ._pointwise import complex_parts, pointwise
 from .binary import add, div_true, mul
-from .unary import abs as abs_, exp, neg, reciprocal
+from .unary import abs as abs_, exp, log, neg, reciprocal, sqrt
 
 
 @complex_parts(add)
@@ -69,16 +71,55 @@ def _exp_parts(ar, ai):
     return m * tl.cos(ai), m * tl.sin(ai)
 
 
-@complex_parts(abs_)
 @triton.jit
-def _abs_parts(ar, ai):
-    # |z| without overflow of ar**2 + ai**2 (ATen's abs_out copies the real part of this
-    # complex result into its real output)
+def _modulus(ar, ai):
+    """|z| without overflow of ar**2 + ai**2."""
     m = tl.maximum(tl.abs(ar), tl.abs(ai))
     s = tl.where(m > 0, m, 1.0)
     q = tl.abs(ar) / s
     p = tl.abs(ai) / s
-    return m * tl.sqrt(q * q + p * p), ar * 0
+    return m * tl.sqrt(q * q + p * p)
+
+
+@complex_parts(abs_)
+@triton.jit
+def _abs_parts(ar, ai):
+    # ATen's abs_out copies the real part of this complex result into its real output
+    return _modulus(ar, ai), ar * 0
+
+
+@complex_parts(log)
+@triton.jit
+def _log_parts(ar, ai):
+    return tl.log(_modulus(ar, ai)), _math.atan2(ai, ar)
+
+
+@complex_parts(sqrt)
+@triton.jit
+def _sqrt_parts(ar, ai):
+    # the principal root, without cancellation: t = sqrt((|z| + |ar|) / 2) is the part on
+    # ar's side, |ai| / (2 t) the other; the imaginary part takes ai's sign
+    t = tl.sqrt((_modulus(ar, ai) + tl.abs(ar)) * 0.5)
+    other = tl.where(t > 0, tl.abs(ai) / (2 * tl.where(t > 0, t, 1.0)), 0.0)
+    im = tl.where(ar >= 0, other, t)
+    return tl.where(ar >= 0, t, other), tl.where(ai < 0, -im, im)
+
+
+@kernel()
+@pointwise()
+@triton.jit
+def sgn(x):
+    # ATen sends real tensors to sign_stub: sgn_stub only ever gets complex ones
+    return (x > 0).to(x.dtype) - (x < 0).to(x.dtype)
+
+
+@complex_parts(sgn)
+@triton.jit
+def _sgn_parts(ar, ai):
+    # z / |z|, 0 at 0 (abs's gradient)
+    m = _modulus(ar, ai)
+    s = tl.where(m > 0, m, 1.0)
+    return tl.where(m > 0, ar / s, 0.0), tl.where(m > 0, ai / s, 0.0)
 
 
 @pointwise(num_outputs=2)
