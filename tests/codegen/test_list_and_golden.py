@@ -191,7 +191,11 @@ def test_a_changed_entry_rewrites_only_its_shard(tmp_path):
     cg_main.generate(str(REPO / "musa_functions.yaml"), str(out), "at::musa", [str(REPO / "csrc")])
     before = {f.name: f.read_text() for f in out.iterdir()}
     manifest = tmp_path / "musa_functions.yaml"
-    manifest.write_text(text.replace("- func: sgn.out\n- func: sgn\n- func: sgn_\n", ""))
+    sgn = (
+        "- func: sgn.out\n  stub: sgn_stub\n  triton: sgn\n"
+        "  dtypes: floating, integral, bool, complex\n- func: sgn\n- func: sgn_\n"
+    )
+    manifest.write_text(text.replace(sgn, ""))
     assert manifest.read_text() != text, "the manifest's sgn entries changed shape"
     cg_main.generate(str(manifest), str(out), "at::musa", [str(REPO / "csrc")])
     after = {f.name: f.read_text() for f in out.iterdir()}
