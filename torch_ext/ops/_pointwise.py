@@ -458,13 +458,19 @@ class Pointwise:
         return outs[0] if self.num_outputs == 1 else outs
 
 
+def float_view(t):
+    """A complex tensor as floats, (..., 2): real and imaginary parts (its conjugate or
+    negative bit resolved first)."""
+    return torch.view_as_real(t.resolve_conj().resolve_neg())
+
+
 def _parts(x):
-    """(real, imaginary) of an operand: strided float views of a complex tensor (its
-    conjugate or negative bit resolved first), a real tensor and 0, a number's parts."""
+    """(real, imaginary) of an operand: strided float views of a complex tensor, a real
+    tensor and 0, a number's parts."""
     if isinstance(x, torch.Tensor):
         if not x.is_complex():
             return [x, 0.0]
-        r = torch.view_as_real(x.resolve_conj().resolve_neg())
+        r = float_view(x)
         return [r[..., 0], r[..., 1]]
     z = complex(x)
     return [z.real, z.imag]

@@ -77,7 +77,7 @@ class _Plan:
     def __init__(self, x, sts):
         N, C = x.shape[0], x.shape[1]
         S = math.prod(x.shape[2:])
-        channels_contiguous = C > 1 and all(sC == 1 for _, sC, _ in sts)
+        self.channels_contiguous = channels_contiguous = C > 1 and all(sC == 1 for _, sC, _ in sts)
         lanes, programs, merge_lanes, warps, apply_items = (
             spec("batch_norm_tiling", x.element_size(), channels_contiguous) or _INTERPRETER_TILING
         )
@@ -96,7 +96,6 @@ class _Plan:
             bn = min(next_pow2(N), lanes // bs) if bs >= S else 1
             bc = min(next_pow2(C), max(1, lanes // (bs * bn)))
         self.N, self.C, self.S, self.BC, self.BN, self.BS = N, C, S, bc, bn, bs
-        self.channels_contiguous = channels_contiguous
         self.device = x.device
         self.sts = sts
         self.TN, self.TS = cdiv(N, bn), cdiv(S, bs)

@@ -15,7 +15,7 @@ import triton.language as tl
 
 from . import _math
 from ._declare import kernel
-from ._pointwise import complex_parts, pointwise
+from ._pointwise import complex_parts, float_view, pointwise
 from .binary import add, div_true, mul
 from .unary import abs as abs_, exp, log, neg, reciprocal, sqrt
 
@@ -198,25 +198,17 @@ def complex_out(real: torch.Tensor, imag: torch.Tensor, out: torch.Tensor) -> to
 # -- reductions and cat of complex tensors ---------------------------------------------
 
 
-def reduce_complex(reduce_into, x, dims, out, op, scale, dtype):
-    """sum / mean of a complex tensor (ops/reduction.py reduce_into, `op` SUM): the same
-    reduction of its float view over the same dims, whose last dimension (real,
-    imaginary) is kept. Other reductions have no complex kernels."""
-    if op != "sum" or not out.is_complex():
+def sum_views(x, out, is_sum, dtype):
+    """(x, out, their float dtype) as float views for a sum or mean of a complex tensor
+    (ops/reduction.py reduce_into reduces them over the same dims, the trailing (real,
+    imaginary) dimension kept). Other reductions have no complex kernels."""
+    if not is_sum or not out.is_complex():
         raise NotImplementedError(
             f"torch_ext: this reduction of {x.dtype} tensors is not supported on "
             "privateuseone (complex kernels: sum, mean)"
         )
     real = torch.float64 if (dtype or out.dtype) == torch.complex128 else torch.float32
-    xr = torch.view_as_real(x.resolve_conj().resolve_neg())
-    if xr.dtype != real:
-        xr = xr.to(real)
-    outr = torch.view_as_real(out)
-    if not dims:  # a 0-dim input: nothing to reduce
-        outr.copy_(xr.reshape(outr.shape))
-    else:
-        reduce_into(xr, dims, outr, scale=scale, dtype=real)
-    return out
+    return float_view(x).to(real), torch.view_as_real(out), real
 
 
 def cat_complex(cat_out, tensors, dim, out):
@@ -231,7 +223,7 @@ def cat_complex(cat_out, tensors, dim, out):
             t = torch.complex(t.to(real), torch.zeros_like(t, dtype=real))
         elif t.dtype != out.dtype:
             t = torch.view_as_complex(torch.view_as_real(t).to(torch.view_as_real(out).dtype))
-        views.append(torch.view_as_real(t.resolve_conj().resolve_neg()))
+        views.append(float_view(t))
     outr = torch.view_as_real(out)
     d = dim % max(out.dim(), 1)
     cat_out(views, d, 0, False, False, False, torch.contiguous_format, outr)

@@ -377,12 +377,12 @@ def _neutral(op, dtype):
 def reduce_into(x, dims, out, op, scale=1.0, post=POST_NONE, p=1.0, dtype=None):
     dims = normalize_dims(dims, x.dim())
     if x.is_complex():  # sum and mean (their manifest entries let complex through)
-        from .complex import reduce_complex
+        from .complex import sum_views
 
-        def real_sum(xr, d, o, scale, dtype):
-            return reduce_into(xr, d, o, op, scale=scale, dtype=dtype)
-
-        return reduce_complex(real_sum, x, dims, out, "sum" if op == SUM else op, scale, dtype)
+        xr, outr, real = sum_views(x, out, op == SUM, dtype)
+        if not dims:  # a 0-dim input: nothing to reduce
+            return outr.copy_(xr.reshape(outr.shape))
+        return reduce_into(xr, dims, outr, op, scale=scale, dtype=real)
     if dtype is not None and dtype != x.dtype and op not in (MAX, MIN):
         x = _cast(x, dtype)
     xv, A, R, B = as_arb(x, dims)
