@@ -73,6 +73,9 @@ from torch_ext import fused  # noqa: E402
 fused.register_autograd()
 
 from torch_ext import distributed  # noqa: F401,E402  the c10d backend "torch_ext"
+from torch_ext import inductor as _inductor  # noqa: E402
+
+_inductor.install()  # torch.compile's Inductor on privateuseone, when first imported
 
 
 def _drain_autograd_device_thread() -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 from bench.models import report
 from bench.models.workloads import WORKLOADS
 
-DEFAULT_SIDES = "privateuseone,cuda,compile,flaggems"
+DEFAULT_SIDES = "privateuseone,privateuseone_compile,cuda,compile,flaggems"
 NO_KERNEL_CACHE = ("cuda", "cpu")  # sides with nothing to warm: no warm-cache run
 
 

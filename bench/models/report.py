@@ -7,6 +7,7 @@ from bench.models.workloads import WORKLOADS
 
 SIDE_NAMES = {
     "privateuseone": "torch_ext (privateuseone)",
+    "privateuseone_compile": "torch.compile (privateuseone)",
     "cuda": "torch eager (cuda)",
     "compile": "torch.compile (cuda)",
     "flaggems": "FlagGems (cuda)",

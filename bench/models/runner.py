@@ -2,8 +2,9 @@
 
     python -m bench.models.runner --workload gpt2_train --side privateuseone --out r.json
 
-Sides: privateuseone (torch_ext), cuda (torch eager), compile (torch.compile
-on cuda), flaggems (flag_gems.enable() on cuda), cpu (torch eager on the CPU:
+Sides: privateuseone (torch_ext), privateuseone_compile (torch.compile on
+privateuseone: Inductor's kernels and ours), cuda (torch eager), compile
+(torch.compile on cuda), flaggems (flag_gems.enable() on cuda), cpu (torch eager on the CPU:
 the reference side of the CI smoke test). `--first-only` stops after the first
 step (the warm-kernel-cache run). A failure is written as the record's
 "error" with its traceback tail, so the report can show it.
@@ -24,11 +25,16 @@ if os.environ.get("BENCH_CPUS"):  # `--gpus N`: this piece's share of the CPUs, 
 
 import torch  # noqa: E402
 
-SIDES = ("privateuseone", "cuda", "compile", "flaggems", "cpu")
+SIDES = ("privateuseone", "privateuseone_compile", "cuda", "compile", "flaggems", "cpu")
+COMPILED = ("privateuseone_compile", "compile")
+
+
+def _ours(side):
+    return side.startswith("privateuseone")
 
 
 def _device_for(side):
-    if side == "privateuseone":
+    if _ours(side):
         import torch_ext  # noqa: F401
 
         return torch.device("privateuseone", 0)
@@ -83,11 +89,11 @@ def measure(args, rec):
     rec["device_name"] = (
         "cpu" if device.type == "cpu" else _module(device).get_device_name(device.index)
     )
-    if args.side == "privateuseone":
+    if _ours(args.side):
         import torch_ext
 
         rec["driver"] = torch_ext.driver_name()
-    compile_fn = torch.compile if args.side == "compile" else None
+    compile_fn = torch.compile if args.side in COMPILED else None
     run = wl.build(device, tiny=args.tiny, compile_fn=compile_fn)
     rec.update(params=run.params, unit=run.unit, units_per_step=run.units_per_step)
     rec["setup_s"] = time.perf_counter() - T_START
@@ -105,7 +111,7 @@ def measure(args, rec):
     for _ in range(warmup):
         losses.append(run.step())
     _sync(device)
-    if args.side == "privateuseone":
+    if _ours(args.side):
         import torch_ext
 
         torch_ext.reset_fallback_stats()
@@ -125,7 +131,7 @@ def measure(args, rec):
     rec["losses"] = losses if wl.kind == "train" else None
     if m is not None and hasattr(m, "max_memory_allocated"):
         rec["peak_mem_gib"] = m.max_memory_allocated(device.index) / 2**30
-    if args.side == "privateuseone":
+    if _ours(args.side):
         import torch_ext
 
         rec["cpu_fallbacks"] = sum(torch_ext.fallback_stats().values())

@@ -433,7 +433,9 @@ def sdpa_overrideable(
         )
         return out, lse, none, none, Lq, Lk, draw[0], draw[1], none
     out, lse = flash_attention_fwd(query, key, value, attn_bias, is_causal, scale)
-    seeds = torch.empty(0, dtype=torch.int64, device=query.device)
+    # no draw: 0-dim seed and offset as PyTorch's meta function says (Inductor
+    # checks the shapes)
+    seeds = torch.empty((), dtype=torch.int64, device=query.device)
     return out, lse, none, none, Lq, Lk, seeds, seeds, none
 
 
