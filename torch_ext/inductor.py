@@ -35,7 +35,6 @@ import functools
 import importlib.abc
 import importlib.util
 import sys
-from textwrap import dedent
 from typing import Any, Callable
 
 import torch
