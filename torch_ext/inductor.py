@@ -107,7 +107,9 @@ def _interface_class() -> type:
         @staticmethod
         def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
             _device.set_stream(
-                torch.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+                torch.Stream(
+                    stream_id=stream_id, device_index=device_index, device_type=device_type
+                )
             )
 
         @staticmethod

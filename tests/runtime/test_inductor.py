@@ -73,7 +73,9 @@ def test_training_matches_eager(norm):
     eager_params = dict(eager.named_parameters())
     for name, p in dev_model.named_parameters():
         assert p.grad is not None and p.grad.device.type == DEV, name
-        torch.testing.assert_close(p.grad.cpu(), eager_params[name].grad.cpu(), atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            p.grad.cpu(), eager_params[name].grad.cpu(), atol=1e-5, rtol=1e-4
+        )
 
 
 def test_backward_inside_the_compiled_function():
