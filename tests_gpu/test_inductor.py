@@ -41,6 +41,9 @@ def test_generated_triton_kernels_on_our_stream():
 
 
 def test_gpt2_trains_compiled():
+    """GPT-2 trained three steps with its loss compiled: as eager privateuseone and
+    the CPU (float32; torch.compile of a cuda model cannot run in this process:
+    autograd takes privateuseone as the accelerator once torch_ext is loaded)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch._dynamo.reset()
@@ -52,20 +55,27 @@ def test_gpt2_trains_compiled():
     base = GPT2LMHeadModel(cfg)
     ids = torch.randint(0, 1000, (4, 64))
     losses = {}
-    for where in ("cuda", DEV):
+    for name, where, compiled in (
+        ("cpu", "cpu", False),
+        ("eager", DEV, False),
+        ("compiled", DEV, True),
+    ):
         model = copy.deepcopy(base).to(where)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        step = torch.compile(lambda m, x: m(x, labels=x).loss)
+
+        def loss_of(m, x):
+            return m(x, labels=x).loss
+
+        step = torch.compile(loss_of) if compiled else loss_of
         x = ids.to(where)
         seq = []
         for _ in range(3):
             opt.zero_grad(set_to_none=True)
-            with torch.autocast(torch.device(where).type, dtype=torch.bfloat16):
-                loss = step(model, x)
+            loss = step(model, x)
             loss.backward()
             opt.step()
             seq.append(loss.item())
-        losses[str(where)] = seq
-    a, b = losses["cuda"], losses[str(DEV)]
-    assert all(abs(x - y) < 2e-2 for x, y in zip(a, b)), losses
-    assert b[-1] < b[0]
+        losses[name] = seq
+    for other in ("cpu", "eager"):
+        assert all(abs(a - b) < 1e-3 for a, b in zip(losses["compiled"], losses[other])), losses
+    assert losses["compiled"][-1] < losses["compiled"][0]
