@@ -139,21 +139,31 @@ def _register_interface() -> None:
         register_interface_for_device(f"{_TYPE}:{index}", interface)
 
 
+# Our kernels' Python, called under ops, and Triton (its compiler and launcher on the
+# cuda driver, its interpreter on the host). Not the modules users call in models
+# (torch_ext.fused, demo, device, distributed): dynamo traces those.
+_RUNTIME_MODULES = (
+    "torch_ext.ops",
+    "torch_ext.backends",
+    "torch_ext._registry",
+    "torch_ext._fallback",
+    "torch_ext.compile_cache",
+    "triton",
+)
+
+
 def _skip_runtime_frames() -> None:
-    """Our kernels' Python (and Triton's, which it calls) runs under ops that a
-    compiled function's eager part calls (its backward after a graph break, an op
-    on its first call), where dynamo's frame hook is still set: dynamo is told to
-    run those frames as they are instead of tracing them as user code. Where the
-    installed torch has the list, a call from traced user code still inlines them
-    (as dynamo does for `copy`)."""
+    """Ops run eagerly inside a compiled function (its backward after a graph
+    break, an op on its first call) call our kernels' Python with dynamo's frame
+    hook still set: dynamo is told to run those frames as they are instead of
+    tracing them as user code. Where the installed torch has the list, a call
+    from traced user code still inlines them (as dynamo does for `copy`)."""
     from torch._dynamo import trace_rules
 
-    import triton
-
     inline_when_called = getattr(trace_rules, "BUILTIN_INLINE_WHEN_CALLED", None)
-    for module in (sys.modules["torch_ext"], triton):
+    for name in _RUNTIME_MODULES:
         before = len(trace_rules.SKIP_DIRS)
-        trace_rules.add(module.__name__)
+        trace_rules.add(name)
         if inline_when_called is not None:
             inline_when_called.update(trace_rules.SKIP_DIRS[before:])
 
