@@ -294,9 +294,58 @@ def _adapt_scheduler_nodes() -> None:
     scheduler.BaseSchedulerNode.is_cpu = is_cpu_or_host
 
 
+# --- fake tensors: the convolution's layout ---------------------------------------
+
+
+def _adapt_fake_convolution() -> None:
+    """FakeTensor lays a convolution's output out by ATen's rule for its backend, for
+    privateuseone the "overrideable" one (contiguous unless the tensors are XPU's).
+    Ours, as CUDA's, follow the input's or the weight's channels_last
+    (ops/convolution.py `in_format`); Inductor asserts the fake layout on the real
+    outputs, so the fake outputs of privateuseone convolutions take our rule."""
+    from torch._subclasses import fake_impls
+
+    from torch_ext.ops.conv_igemm import conv_format
+
+    aten = torch.ops.aten
+    # (op, position of input, of weight, outputs to lay out)
+    for op, at_input, at_weight, laid_out in (
+        (aten.convolution.default, 0, 1, None),
+        (aten.convolution_backward.default, 1, 2, (0, 1)),
+    ):
+        stock = fake_impls.op_implementations_dict.get(op)
+        if stock is None or getattr(stock, "_torch_ext", False):
+            continue
+
+        def fake_conv(fake_mode, func, *args, _stock=stock, _at=(at_input, at_weight),
+                      _laid_out=laid_out, **kwargs):  # fmt: skip
+            out = _stock(fake_mode, func, *args, **kwargs)
+            names = ("input", "weight")
+            x, w = (kwargs[n] if n in kwargs else args[i] for n, i in zip(names, _at))
+            if x.fake_device.type != _TYPE:
+                return out
+            fmt = conv_format(x, w)
+            with fake_mode:
+                if _laid_out is None:
+                    return (
+                        out
+                        if out.is_contiguous(memory_format=fmt)
+                        else out.contiguous(memory_format=fmt)
+                    )
+                out = list(out)
+                for i in _laid_out:
+                    if out[i] is not None and not out[i].is_contiguous(memory_format=fmt):
+                        out[i] = out[i].contiguous(memory_format=fmt)
+                return tuple(out)
+
+        fake_conv._torch_ext = True
+        fake_impls.op_implementations_dict[op] = fake_conv
+
+
 # --- registration when the modules are first imported -----------------------------
 
 _HOOKS: dict[str, Callable[[], None]] = {
+    "torch._subclasses.fake_impls": _adapt_fake_convolution,
     "torch._dynamo.trace_rules": _skip_runtime_frames,
     "torch._dynamo.device_interface": _register_interface,
     "torch._inductor.graph": _register_backend,

@@ -147,3 +147,70 @@ def test_import_does_not_load_inductor():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("x_cl", [False, True], ids=["x_nchw", "x_cl"])
+@pytest.mark.parametrize("w_cl", [False, True], ids=["w_nchw", "w_cl"])
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_fake_convolution_layout_is_ours(k, w_cl, x_cl):
+    """What FakeTensor says of a privateuseone convolution's layout (Inductor asserts
+    it on the real outputs) is what our kernels give, forward and backward."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    cl = torch.channels_last
+    x = torch.randn(2, 3 if k == 7 else 8, 14, 14, device=DEV)
+    w = torch.randn(16, x.shape[1], k, k, device=DEV)
+    x = x.contiguous(memory_format=cl) if x_cl else x
+    w = w.contiguous(memory_format=cl) if w_cl else w
+    conv = (None, [2, 2], [k // 2] * 2, [1, 1], False, [0, 0], 1)
+    y = torch.ops.aten.convolution(x, w, *conv)
+    gy = torch.randn(y.shape, device=DEV)
+    grads = torch.ops.aten.convolution_backward(gy, x, w, *conv, [True, True, False])[:2]
+    with FakeTensorMode() as mode:
+        fx, fw, fgy = (mode.from_tensor(t) for t in (x, w, gy))
+        fy = torch.ops.aten.convolution(fx, fw, *conv)
+        fgrads = torch.ops.aten.convolution_backward(fgy, fx, fw, *conv, [True, True, False])[:2]
+
+    def strides(t):  # size-1 dims' strides do not matter (nor does Inductor check them)
+        return [s for s, n in zip(t.stride(), t.shape) if n > 1]
+
+    want = cl if (x_cl or w_cl) and not (k == 1 and w_cl and not x_cl) else torch.contiguous_format
+    assert y.is_contiguous(memory_format=want)
+    for real, fake in zip((y, *grads), (fy, *fgrads)):
+        assert real.shape == fake.shape and strides(real) == strides(fake)
+
+
+@pytest.mark.parametrize("fmt", [torch.contiguous_format, torch.channels_last], ids=["nchw", "cl"])
+def test_cnn_trains_compiled(fmt):
+    """A ResNet-style block (convolutions, batch norm, pooling) under bf16 autocast,
+    compiled whole, as eager privateuseone."""
+    nn = torch.nn
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.MaxPool2d(3, 2, 1), nn.Conv2d(16, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16),
+        nn.ReLU(), nn.Conv2d(16, 32, 1, bias=False), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(32, 10),
+    ).to(memory_format=fmt)  # fmt: skip
+    x = torch.randn(4, 3, 32, 32).to(memory_format=fmt)
+    y = torch.randint(0, 10, (4,))
+    losses = {}
+    for compiled in (False, True):
+        m = copy.deepcopy(model).to(DEV)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def fwd_bwd():
+            with torch.autocast(DEV, dtype=torch.bfloat16):
+                loss = F.cross_entropy(m(x.to(DEV)), y.to(DEV))
+            loss.backward()
+            return loss
+
+        step = torch.compile(fwd_bwd) if compiled else fwd_bwd
+        seq = []
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            seq.append(step().item())
+            opt.step()
+        losses[compiled] = seq
+    assert all(abs(a - b) < 2e-2 for a, b in zip(losses[True], losses[False])), losses
+    assert losses[True][-1] < losses[True][0]

@@ -256,6 +256,16 @@ def _out_shape(in_sp, k, stride, padding, dilation, transposed, output_padding):
     ]
 
 
+def in_format(t: torch.Tensor | None, fmt: torch.memory_format) -> torch.Tensor | None:
+    """`t` laid out in `fmt` (copied only where a kernel chose another layout): a
+    convolution's outputs and gradients are in conv_format(input, weight), as on
+    CUDA, whichever kernel ran; the fake tensors torch.compile traces with say the
+    same (torch_ext/inductor.py)."""
+    if t is None or t.is_contiguous(memory_format=fmt):
+        return t
+    return t.contiguous(memory_format=fmt)
+
+
 @kernel()
 def convolution_overrideable(
     input: torch.Tensor,
@@ -268,6 +278,11 @@ def convolution_overrideable(
     output_padding: list[int],
     groups: int,
 ) -> torch.Tensor:
+    out = _forward(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    return in_format(out, conv_format(input, weight))
+
+
+def _forward(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     _check(input, weight, groups, transposed)
     g = groups
     in_sp, k = list(input.shape[2:]), list(weight.shape[2:])
@@ -349,7 +364,8 @@ def convolution_backward_overrideable(
             grad_weight = conv_weight_grad(input, gout, weight.shape, *geom)
     if output_mask[2]:
         grad_bias = gout.sum([0] + list(range(2, gout.dim())))
-    return grad_input, grad_weight, grad_bias
+    fmt = conv_format(input, weight)
+    return in_format(grad_input, fmt), in_format(grad_weight, fmt), grad_bias
 
 
 # -- im2col / col2im (plain ops): F.unfold / F.fold ------------------------------
