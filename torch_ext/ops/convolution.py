@@ -278,7 +278,9 @@ def convolution_overrideable(
     output_padding: list[int],
     groups: int,
 ) -> torch.Tensor:
-    out = _forward(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    out = _forward(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+    )
     return in_format(out, conv_format(input, weight))
 
 
