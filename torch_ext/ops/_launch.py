@@ -409,7 +409,23 @@ def unreplayable(why):
         c_ext._plan_unreplayable(why)
 
 
+# Dynamo's frame hook (torch.compile), set while an op runs eagerly inside a compiled
+# function (its backward after a graph break): off while Triton binds, compiles and
+# launches, whose frames (the binder Triton makes with exec) are not user code.
+_set_eval_frame = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+_set_eval_frame = getattr(_set_eval_frame, "set_eval_frame", None)
+
+
 def _launch(kernel, grid, args, kwargs, philox=None, grid_syms=None):
+    hook = _set_eval_frame(None) if _set_eval_frame is not None else None
+    try:
+        return _launch_unhooked(kernel, grid, args, kwargs, philox, grid_syms)
+    finally:
+        if hook is not None:
+            _set_eval_frame(hook)
+
+
+def _launch_unhooked(kernel, grid, args, kwargs, philox, grid_syms):
     global pending_philox, pending_grid
     _check_dtypes(kernel, args, kwargs)
     alias, lock, record = _setup()
