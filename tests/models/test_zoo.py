@@ -31,18 +31,21 @@ def _channels_last(batch: dict) -> dict:
             for k, v in batch.items()}  # fmt: skip
 
 
-def train(entry: zoo.Entry, device: str, steps: int | None = None, channels_last=False):
+def train(
+    entry: zoo.Entry, device: str, steps: int | None = None, channels_last=False, compiled=False
+):
     torch.manual_seed(0)
     model = entry.build()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # built before .to(), as users do
     model.to(device)
     if channels_last:  # as users switch a vision model: weights and inputs
         model.to(memory_format=torch.channels_last)
+    forward = torch.compile(model) if compiled else model
     gen = torch.Generator().manual_seed(1)
     losses = []
     for _ in range(entry.steps if steps is None else steps):
         batch = _to(entry.batch(gen), device)
-        loss = model(**(_channels_last(batch) if channels_last else batch)).loss
+        loss = forward(**(_channels_last(batch) if channels_last else batch)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -51,11 +54,12 @@ def train(entry: zoo.Entry, device: str, steps: int | None = None, channels_last
     return losses, grads
 
 
-def _trains_like_cpu(entry: zoo.Entry, test: str, channels_last: bool = False):
-    """Ours (in channels_last if asked) against the CPU's default layout: every step's
-    loss, and every gradient after the last; the row goes to the zoo's table."""
+def _trains_like_cpu(entry: zoo.Entry, test: str, channels_last: bool = False, compiled=False):
+    """Ours (in channels_last, or under torch.compile, if asked) against the CPU's eager
+    default layout: every step's loss, and every gradient after the last; the row goes
+    to the zoo's table."""
     ref_losses, ref_grads = train(entry, "cpu")
-    losses, grads = train(entry, DEV, channels_last=channels_last)
+    losses, grads = train(entry, DEV, channels_last=channels_last, compiled=compiled)
     assert grads.keys() == ref_grads.keys()
     scale = max(g.abs().max().item() for g in ref_grads.values())
     worst = max(ref_grads, key=lambda n: (grads[n] - ref_grads[n]).abs().max().item())
@@ -83,6 +87,21 @@ def test_channels_last_trains_like_cpu(entry):
     (ResNet-50 in channels_last is a model-benchmark workload) against the CPU in its
     default layout, held to what the NCHW run is held to."""
     _trains_like_cpu(entry, "train channels_last", channels_last=True)
+
+
+COMPILED = [zoo.BY_NAME[n] for n in ("gpt2", "llama", "bert_mlm", "t5", "vit", "resnet")]
+
+
+@pytest.mark.parametrize("entry", COMPILED, ids=[e.name for e in COMPILED])
+def test_compiled_trains_like_cpu(entry):
+    """The model under torch.compile's default backend (Inductor, torch_ext/inductor.py)
+    on our device, each step's forward and backward compiled, against the CPU's eager
+    run: held to what the eager run is held to."""
+    torch._dynamo.reset()
+    try:
+        _trains_like_cpu(entry, "train compiled", compiled=True)
+    finally:
+        torch._dynamo.reset()
 
 
 DECODERS = [e for e in zoo.ALL if e.decoder]
