@@ -220,3 +220,19 @@ def test_cnn_trains_compiled(fmt):
         losses[compiled] = seq
     assert all(abs(a - b) < 2e-2 for a, b in zip(losses[True], losses[False])), losses
     assert losses[True][-1] < losses[True][0]
+
+
+def test_dynamic_shapes_one_graph():
+    """dynamic=True: one compiled graph serves every batch size."""
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32)
+    ).to(DEV)
+    compiled = torch.compile(model, dynamic=True)
+    counters.clear()
+    for n in (3, 5, 9, 17):
+        x = torch.randn(n, 16, device=DEV)
+        torch.testing.assert_close(compiled(x).cpu(), model(x).cpu(), **TOL)
+    assert counters["stats"]["unique_graphs"] == 1
