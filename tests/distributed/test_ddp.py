@@ -1,6 +1,7 @@
 """DDP on privateuseone trains like one process on the global batch: the
 Reducer's buckets, gradient_as_bucket_view, static_graph,
-find_unused_parameters, no_sync and a bf16 compression hook."""
+find_unused_parameters, no_sync, a bf16 compression hook, and the model's
+forward under torch.compile (Inductor on privateuseone)."""
 
 import pytest
 import torch
@@ -19,11 +20,15 @@ from tests.distributed.models import (
 )
 
 
-def _train(rank, ws, dev, accumulate=False, hook=None, **ddp_kwargs):
-    model = DDP(make_model().to(dev), device_ids=[dev.index], bucket_cap_mb=0.01, **ddp_kwargs)
+def _train(rank, ws, dev, accumulate=False, hook=None, compiled=False, **ddp_kwargs):
+    # small buckets: several per step; compiled, DDP's default (dynamo's DDP optimizer
+    # wants the first bucket, 1 MB, no larger than the others)
+    cap = 25 if compiled else 0.01
+    model = DDP(make_model().to(dev), device_ids=[dev.index], bucket_cap_mb=cap, **ddp_kwargs)
     if hook is not None:
         model.register_comm_hook(ws, hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    forward = torch.compile(model) if compiled else model
     for step in range(STEPS):
         x, y = batch(step)
         x, y = shard(x, rank, ws).to(dev), shard(y, rank, ws).to(dev)
@@ -33,7 +38,7 @@ def _train(rank, ws, dev, accumulate=False, hook=None, **ddp_kwargs):
                 (loss_fn(model(x[:1]), y[:1]) / 2).backward()
             (loss_fn(model(x[1:]), y[1:]) / 2).backward()
         else:
-            loss_fn(model(x), y).backward()
+            loss_fn(forward(x), y).backward()
         opt.step()
     return {k: v.detach().cpu() for k, v in model.module.state_dict().items()}
 
@@ -61,6 +66,7 @@ def _ddp(rank, ws):
         atol=2e-2,
         rtol=2e-2,
     )
+    assert_close(_train(rank, ws, dev, compiled=True), want, "DDP under torch.compile")
     # every rank holds the same parameters
     p = torch.cat([v.flatten() for v in want.values()]).to(dev)
     got = [torch.empty_like(p) for _ in range(ws)]

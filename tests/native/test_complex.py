@@ -190,6 +190,30 @@ def test_log_sqrt_sgn_and_abs_gradient(dtype):
 
 def test_ops_without_complex_kernels_name_the_dtype():
     with pytest.raises(NotImplementedError, match="complex64"):
-        dev(torch.ones(2, dtype=C64)).sin()
+        dev(torch.ones(2, dtype=C64)).atan()
     with pytest.raises(NotImplementedError, match="complex64"):
         dev(torch.ones(2, 2, dtype=C64)) @ dev(torch.ones(2, 2, dtype=C64))
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_trigonometric_and_hyperbolic(dtype):
+    """sin, cos, sinh, cosh and tanh of complex tensors, small parts (no cancellation in
+    sinh near 0), large real parts (tanh past 20: no overflow), and their gradients (a
+    product with a conjugate; tanh's through tanh_backward)."""
+    torch.manual_seed(3)
+    z = torch.complex(torch.randn(64) * 3, torch.randn(64) * 3).to(dtype)
+    z = torch.cat([z, torch.tensor([1e-5 + 1e-6j, -2e-7 + 3e-4j, 30 + 1j, -45 - 2j], dtype=dtype)])
+    tol = 1e-5 if dtype == C64 else 1e-10
+    for fn in (torch.sin, torch.cos, torch.sinh, torch.cosh):
+        close(fn(dev(z[:64])), fn(z[:64]), tol=tol)
+        # relative to each value near zero, not to the largest
+        small, got = fn(z[64:66]), fn(dev(z[64:66])).cpu()
+        assert ((got - small).abs() <= tol * small.abs() + 1e-30).all(), (fn, got, small)
+    close(torch.tanh(dev(z)), torch.tanh(z), tol=tol)
+    for fn in (torch.sin, torch.tanh):
+        x = z[:64].clone().requires_grad_()
+        xd = dev(z[:64]).requires_grad_()
+        g = torch.randn(64, dtype=dtype)
+        fn(x).backward(g)
+        fn(xd).backward(dev(g))
+        close(xd.grad, x.grad, tol=tol * 10)

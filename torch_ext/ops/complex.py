@@ -1,4 +1,5 @@
-"""Complex numbers: arithmetic, exp, log, sqrt, abs and sgn of complex tensors (the
+"""Complex numbers: arithmetic, exp, log, sqrt, abs, sgn, sin, cos, sinh, cosh and tanh
+(and tanh's gradient) of complex tensors (the
 TensorIterator ops of binary.py and unary.py, through their parts: ops/_pointwise.py
 `complex_parts`), sum, mean and cat of them (through the real kernels), and the ops that
 build complex tensors from real ones, polar and complex.
@@ -16,8 +17,9 @@ import triton.language as tl
 from . import _math
 from ._declare import kernel
 from ._pointwise import complex_parts, float_view, pointwise
+from .activation import tanh_backward
 from .binary import add, div_true, mul
-from .unary import abs as abs_, exp, log, neg, reciprocal, sqrt
+from .unary import abs as abs_, cos, cosh, exp, log, neg, reciprocal, sin, sinh, sqrt, tanh
 
 
 @complex_parts(add)
@@ -103,6 +105,66 @@ def _sqrt_parts(ar, ai):
     other = tl.where(t > 0, tl.abs(ai) / (2 * tl.where(t > 0, t, 1.0)), 0.0)
     im = tl.where(ar >= 0, other, t)
     return tl.where(ar >= 0, t, other), tl.where(ai < 0, -im, im)
+
+
+@triton.jit
+def _sinh_cosh(x):
+    """sinh(x) (without cancellation near 0) and cosh(x)."""
+    return 0.5 * (_math.expm1(x) - _math.expm1(-x)), 0.5 * (tl.exp(x) + tl.exp(-x))
+
+
+@complex_parts(sin)
+@triton.jit
+def _sin_parts(ar, ai):
+    sh, ch = _sinh_cosh(ai)
+    return tl.sin(ar) * ch, tl.cos(ar) * sh
+
+
+@complex_parts(cos)
+@triton.jit
+def _cos_parts(ar, ai):
+    sh, ch = _sinh_cosh(ai)
+    return tl.cos(ar) * ch, -(tl.sin(ar) * sh)
+
+
+@complex_parts(sinh)
+@triton.jit
+def _sinh_parts(ar, ai):
+    sh, ch = _sinh_cosh(ar)
+    return sh * tl.cos(ai), ch * tl.sin(ai)
+
+
+@complex_parts(cosh)
+@triton.jit
+def _cosh_parts(ar, ai):
+    sh, ch = _sinh_cosh(ar)
+    return ch * tl.cos(ai), sh * tl.sin(ai)
+
+
+@complex_parts(tanh)
+@triton.jit
+def _tanh_parts(ar, ai):
+    # Kahan's form, which neither overflows nor cancels: with t = tan(ai) and s = sinh(ar),
+    # tanh(z) = ((1 + t^2) s cosh(ar) + i t) / (1 + (1 + t^2) s^2); past |ar| of 20 the
+    # real part is sign(ar) and the imaginary 2 sin(2 ai) exp(-2 |ar|) (IEEE-exact there)
+    t = tl.sin(ai) / tl.cos(ai)
+    beta = 1.0 + t * t
+    big = tl.abs(ar) > 20.0
+    small_ar = tl.where(big, 0.0, ar)
+    sh, ch = _sinh_cosh(small_ar)
+    den = 1.0 + beta * sh * sh
+    re = tl.where(big, tl.where(ar > 0, 1.0, -1.0), beta * sh * ch / den)
+    im = tl.where(big, 2.0 * tl.sin(2.0 * ai) * tl.exp(-2.0 * tl.abs(ar)), t / den)
+    return re, im
+
+
+@complex_parts(tanh_backward)
+@triton.jit
+def _tanh_backward_parts(gr, gi, yr, yi):
+    # grad * conj(1 - y^2), as PyTorch's complex tanh_backward
+    wr = 1.0 - yr * yr + yi * yi
+    wi = 2.0 * yr * yi  # conj(1 - y^2)'s imaginary part
+    return gr * wr - gi * wi, gr * wi + gi * wr
 
 
 @kernel()
