@@ -192,7 +192,7 @@ def test_ops_without_complex_kernels_name_the_dtype():
     with pytest.raises(NotImplementedError, match="complex64"):
         dev(torch.ones(2, dtype=C64)).atan()
     with pytest.raises(NotImplementedError, match="complex64"):
-        dev(torch.ones(2, 2, dtype=C64)) @ dev(torch.ones(2, 2, dtype=C64))
+        torch.prod(dev(torch.ones(2, 2, dtype=C64)))
 
 
 @pytest.mark.parametrize("dtype", [C64, C128])
@@ -217,3 +217,29 @@ def test_trigonometric_and_hyperbolic(dtype):
         fn(x).backward(g)
         fn(xd).backward(dev(g))
         close(xd.grad, x.grad, tol=tol * 10)
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_matrix_products(dtype):
+    """mm, bmm and matmul of complex matrices (four real products of the parts):
+    transposed and conjugated operands, batches, out=, and the gradient (products with
+    conjugates)."""
+    torch.manual_seed(4)
+    a, b = torch.randn(5, 7, dtype=dtype), torch.randn(7, 3, dtype=dtype)
+    A, B = torch.randn(2, 5, 7, dtype=dtype), torch.randn(2, 7, 3, dtype=dtype)
+    tol = 1e-5 if dtype == C64 else 1e-12
+    close(dev(a) @ dev(b), a @ b, tol=tol)
+    close(dev(a).conj() @ dev(b.t().contiguous()).t(), a.conj() @ b, tol=tol)
+    close(dev(a).mH @ dev(a), a.mH @ a, tol=tol)
+    close(torch.bmm(dev(A), dev(B)), torch.bmm(A, B), tol=tol)
+    close(dev(A) @ dev(b), A @ b, tol=tol)
+    out = dev(torch.empty(5, 3, dtype=dtype))
+    torch.mm(dev(a), dev(b), out=out)
+    close(out, a @ b, tol=tol)
+    x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
+    xd, yd = dev(a).requires_grad_(), dev(b).requires_grad_()
+    g = torch.randn(5, 3, dtype=dtype)
+    (x @ y).backward(g)
+    (xd @ yd).backward(dev(g))
+    close(xd.grad, x.grad, tol=tol)
+    close(yd.grad, y.grad, tol=tol)

@@ -289,3 +289,17 @@ def cat_complex(cat_out, tensors, dim, out):
     outr = torch.view_as_real(out)
     d = dim % max(out.dim(), 1)
     cat_out(views, d, 0, False, False, False, torch.contiguous_format, outr)
+
+
+def complex_bmm(a, b, out):
+    """out = a @ b for complex (B, M, K) and (B, K, N) (ops/matmul.py mm and bmm): four
+    real products of the parts, (ar br - ai bi) + i (ar bi + ai br), each pair summed by
+    one product and one product-and-add into the parts of out."""
+    af, bf = float_view(a), float_view(b)
+    ar, ai = af[..., 0].contiguous(), af[..., 1].contiguous()
+    br, bi = bf[..., 0].contiguous(), bf[..., 1].contiguous()
+    re = torch.baddbmm(torch.bmm(ar, br), ai, bi, alpha=-1)
+    im = torch.baddbmm(torch.bmm(ar, bi), ai, br)
+    outf = torch.view_as_real(out)
+    outf[..., 0].copy_(re)
+    outf[..., 1].copy_(im)

@@ -466,7 +466,7 @@ def mm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
             "expected m1 and m2 to have the same dtype, but got: "
             f"{scalar_name(self.dtype, True)} != {scalar_name(mat2.dtype, True)}"
         )
-    _bmm(as3(self), as3(mat2), as3(out))
+    _bmm_any(as3(self), as3(mat2), as3(out))
 
 
 @kernel("bmm", shapes=True)
@@ -475,7 +475,17 @@ def bmm_out(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor) -> None:
         raise RuntimeError(
             f"expected scalar type {scalar_name(self.dtype)} but found {scalar_name(mat2.dtype)}"
         )
-    _bmm(as3(self), as3(mat2), as3(out))
+    _bmm_any(as3(self), as3(mat2), as3(out))
+
+
+def _bmm_any(a, b, out):
+    """(as3's triples) Real products run the kernels; complex ones their parts'
+    (ops/complex.py), on the tensors as batches."""
+    if out[0].is_complex():
+        from .complex import complex_bmm
+
+        return complex_bmm(*(t if t.dim() == 3 else t.unsqueeze(0) for t, _, _ in (a, b, out)))
+    _bmm(a, b, out)
 
 
 @kernel("addmm", shapes=True)
