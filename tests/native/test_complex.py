@@ -221,9 +221,9 @@ def test_trigonometric_and_hyperbolic(dtype):
 
 @pytest.mark.parametrize("dtype", [C64, C128])
 def test_matrix_products(dtype):
-    """mm, bmm and matmul of complex matrices (four real products of the parts):
-    transposed and conjugated operands, batches, out=, and the gradient (products with
-    conjugates)."""
+    """mm, bmm, matmul, addmm, baddbmm and linear of complex matrices (four real
+    products of the parts): transposed and conjugated operands, batches, out=, complex
+    alpha and beta, and the gradient (products with conjugates)."""
     torch.manual_seed(4)
     a, b = torch.randn(5, 7, dtype=dtype), torch.randn(7, 3, dtype=dtype)
     A, B = torch.randn(2, 5, 7, dtype=dtype), torch.randn(2, 7, 3, dtype=dtype)
@@ -236,6 +236,16 @@ def test_matrix_products(dtype):
     out = dev(torch.empty(5, 3, dtype=dtype))
     torch.mm(dev(a), dev(b), out=out)
     close(out, a @ b, tol=tol)
+    bias = torch.randn(3, dtype=dtype)
+    close(torch.addmm(dev(bias), dev(a), dev(b)), torch.addmm(bias, a, b), tol=tol)
+    k = dict(beta=0.5 - 1j, alpha=2j)
+    close(torch.addmm(dev(bias), dev(a), dev(b), **k), torch.addmm(bias, a, b, **k), tol=tol)
+    nan = torch.full((5, 3), complex("nan+nanj"), dtype=dtype)  # beta 0 ignores the bias
+    close(torch.addmm(dev(nan), dev(a), dev(b), beta=0), a @ b, tol=tol)
+    C = torch.randn(2, 5, 3, dtype=dtype)
+    close(torch.baddbmm(dev(C), dev(A), dev(B), **k), torch.baddbmm(C, A, B, **k), tol=tol)
+    lin = torch.nn.Linear(7, 3, dtype=dtype)
+    close(lin.to(DEV)(dev(A)), lin.cpu()(A), tol=tol)  # linear: addmm / matmul
     x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
     xd, yd = dev(a).requires_grad_(), dev(b).requires_grad_()
     g = torch.randn(5, 3, dtype=dtype)

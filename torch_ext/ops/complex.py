@@ -303,3 +303,16 @@ def complex_bmm(a, b, out):
     outf = torch.view_as_real(out)
     outf[..., 0].copy_(re)
     outf[..., 1].copy_(im)
+
+
+def complex_addbmm(bias, a, b, beta, alpha, out):
+    """out = beta bias + alpha (a @ b) for complex batches (ops/matmul.py addmm, baddbmm):
+    the product by complex_bmm, then the scaled sum (bias ignored where beta is 0, NaNs
+    included, as PyTorch's)."""
+    as3 = lambda t: t if t.dim() == 3 else t.unsqueeze(0)  # noqa: E731
+    prod = torch.empty(as3(out).shape, dtype=out.dtype, device=out.device)
+    complex_bmm(as3(a), as3(b), prod)
+    res = prod.view(out.shape) if alpha == 1 else prod.view(out.shape) * alpha
+    if beta != 0:
+        res = torch.add(res, bias, alpha=beta)
+    out.copy_(res)

@@ -497,6 +497,10 @@ def addmm_out(
     alpha: Scalar,
     out: torch.Tensor,
 ) -> None:
+    if out.is_complex():
+        from .complex import complex_addbmm
+
+        return complex_addbmm(self, mat1, mat2, beta, alpha, out)
     shape = (1, sizes(mat1)[0], sizes(mat2)[1])
     if (
         beta != 0
@@ -520,6 +524,10 @@ def baddbmm_out(
     alpha: Scalar,
     out: torch.Tensor,
 ) -> None:
+    if out.is_complex():
+        from .complex import complex_addbmm
+
+        return complex_addbmm(self, batch1, batch2, beta, alpha, out)
     shape = (sizes(batch1)[0], sizes(batch1)[1], sizes(batch2)[2])
     _bmm(as3(batch1), as3(batch2), as3(out), as3(self, shape), alpha, beta)
 
