@@ -19,14 +19,18 @@ wrapper code generators). Importing Inductor costs more than a second, so
 `install()` registers when torch._dynamo's device interface and Inductor's
 graph module are first imported (a post-import hook), not at `import torch_ext`.
 
-Two things are keyed by Inductor on the device *type* rather than on those
-registries, and are adapted here:
-- cuda driver: Triton picks its compiler by the kernel's device properties'
-  type, so a privateuseone kernel's properties say "cuda" (`_properties`);
-  Inductor then treats it as a CUDA kernel (compile options, launcher).
-- host driver: the scheduler asks `node.is_cpu()` (device type "cpu") before
-  loop reorderings its C++ code generator does not support; privateuseone
-  nodes answer as CPU nodes there.
+What torch keys on the device *type* rather than on those registries is adapted here
+(docs/design.md, "torch.compile: Inductor on privateuseone"):
+- cuda driver: Triton picks its compiler by the kernel's device properties' type,
+  so a privateuseone kernel's properties say "cuda" (`_adapt_properties`); Inductor
+  then compiles and launches it as a CUDA kernel.
+- host driver: the scheduler's `node.is_cpu()` and the code generators'
+  `get_current_backend()` answer for privateuseone as for the CPU
+  (`_adapt_scheduler_nodes`).
+- dynamo: our runtime modules and Triton are skipped as user code
+  (`_skip_runtime_frames`; ops/_launch.py also launches with dynamo's hook off).
+- FakeTensor: privateuseone convolutions are laid out by our rule, which Inductor
+  asserts on the real outputs (`_adapt_fake_convolution`).
 """
 
 from __future__ import annotations
@@ -357,6 +361,7 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self) -> None:
         self._finding: set[str] = set()
+        self._loaders: dict[str, Any] = {}
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         if name not in _HOOKS or name in self._finding:
@@ -368,7 +373,6 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             self._finding.discard(name)
         if spec is None or spec.loader is None:
             return None
-        self._loaders = getattr(self, "_loaders", {})
         self._loaders[name] = spec.loader
         spec.loader = self
         return spec
