@@ -292,9 +292,11 @@ def cat_complex(cat_out, tensors, dim, out):
 
 
 def complex_bmm(a, b, out):
-    """out = a @ b for complex (B, M, K) and (B, K, N) (ops/matmul.py mm and bmm): four
-    real products of the parts, (ar br - ai bi) + i (ar bi + ai br), each pair summed by
-    one product and one product-and-add into the parts of out."""
+    """out = a @ b for complex matrices (M, K) @ (K, N) or batches of them (ops/matmul.py
+    mm and bmm): four real products of the parts, (ar br - ai bi) + i (ar bi + ai br),
+    each pair summed by one product and one product-and-add into the parts of out."""
+    if out.dim() == 2:
+        a, b, out = a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0)
     af, bf = float_view(a), float_view(b)
     ar, ai = af[..., 0].contiguous(), af[..., 1].contiguous()
     br, bi = bf[..., 0].contiguous(), bf[..., 1].contiguous()
@@ -309,10 +311,9 @@ def complex_addbmm(bias, a, b, beta, alpha, out):
     """out = beta bias + alpha (a @ b) for complex batches (ops/matmul.py addmm, baddbmm):
     the product by complex_bmm, then the scaled sum (bias ignored where beta is 0, NaNs
     included, as PyTorch's)."""
-    as3 = lambda t: t if t.dim() == 3 else t.unsqueeze(0)  # noqa: E731
-    prod = torch.empty(as3(out).shape, dtype=out.dtype, device=out.device)
-    complex_bmm(as3(a), as3(b), prod)
-    res = prod.view(out.shape) if alpha == 1 else prod.view(out.shape) * alpha
+    prod = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    complex_bmm(a, b, prod)
+    res = prod if alpha == 1 else prod * alpha
     if beta != 0:
         res = torch.add(res, bias, alpha=beta)
     out.copy_(res)

@@ -484,7 +484,7 @@ def _bmm_any(a, b, out):
     if out[0].is_complex():
         from .complex import complex_bmm
 
-        return complex_bmm(*(t if t.dim() == 3 else t.unsqueeze(0) for t, _, _ in (a, b, out)))
+        return complex_bmm(a[0], b[0], out[0])
     _bmm(a, b, out)
 
 
