@@ -289,6 +289,44 @@ def test_unmasked_interior_tiles(causal, tiles, lq, lk, device, monkeypatch):
         assert_close(got, want.float(), reduce_dim=16)
 
 
+@pytest.mark.parametrize("p", [0.0, 0.3])
+@pytest.mark.parametrize("lq,lk", [(70, 70), (40, 90), (90, 40)])
+def test_causal_query_tiles_heaviest_first(lq, lk, p, device, monkeypatch):
+    """The forward and dQ kernels may launch their query tiles last first (the tiles
+    that see the most keys; spec `attention_heavy_first`): they get HEAVY_FIRST under a
+    causal mask only, and the output, log-sum-exp and gradients are those of the grid's
+    own order bit for bit (each tile's work is the same, in another program), dropout
+    included (its draw is per query and key, not per program); both match float64
+    attention."""
+    answers = {"attention_kernel_tiles": (16, 16, None, None)}
+    monkeypatch.setattr(attention, "spec", lambda name, *a: answers.get(name))
+    q, k, v = (randn((2, 3, n, 16), torch.float32, device) for n in (lq, lk, lk))
+    g = randn((2, 3, lq, 16), torch.float32, device)
+    runs = {}
+    for heavy in (False, True):
+        answers["attention_heavy_first"] = heavy
+        calls = spy_launches(monkeypatch, attention)
+        draw = [torch.zeros((), dtype=torch.int64, device=device) for _ in range(2)]
+        fd, bd = ((p, 7, 0), (p, *draw)) if p else (None, None)
+        out, lse = attention.flash_attention_fwd(q, k, v, None, True, None, fd, None, draw)
+        runs[heavy] = (out, lse, *attention.flash_attention_bwd(g, q, k, v, out, lse, None,
+                                                                True, None, bd))  # fmt: skip
+        # the forward and dQ launches take the choice; the dK/dV launch never reverses
+        flags = [kw["HEAVY_FIRST"] for _, kw in calls if "HEAVY_FIRST" in kw]
+        assert sorted(flags) == sorted([heavy, heavy, False]), flags
+    for a, b in zip(runs[True], runs[False]):
+        assert torch.equal(a.cpu(), b.cpu())
+    if not p:
+        qr, kr, vr = [to_ref(t).requires_grad_() for t in (q, k, v)]
+        ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
+        ref.backward(to_ref(g))
+        for got, want in zip(runs[True][:1] + runs[True][2:], (ref, qr.grad, kr.grad, vr.grad)):
+            assert_close(got, want.detach().float(), reduce_dim=16)
+    calls = spy_launches(monkeypatch, attention)
+    attention.flash_attention_fwd(q, k, v, None, False)
+    assert {kw["HEAVY_FIRST"] for _, kw in calls if "HEAVY_FIRST" in kw} == {False}
+
+
 @pytest.mark.parametrize(
     "dtype,causal,mask_kind,group,d,grouped",
     [
@@ -369,6 +407,16 @@ def test_cuda_driver_adds_dq_atomically_with_dropout_or_long_head_64_sequences()
     assert cuda_spec.attention_dq_atomic(64, 2, False, 4096)
     assert not cuda_spec.attention_dq_atomic(64, 2, False, 2048)
     assert not cuda_spec.attention_dq_atomic(128, 2, False, 8192)
+
+
+def test_cuda_driver_takes_the_dq_kernels_query_tiles_heaviest_first():
+    """The cuda driver's rule for the causal tile order (measured on an H200,
+    backends/cuda/spec.py): the dQ kernel's heaviest tiles first, the forward's in the
+    grid's order."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    assert cuda_spec.attention_heavy_first("dq")
+    assert not cuda_spec.attention_heavy_first("fwd")
 
 
 def test_cuda_driver_keeps_the_dropout_mask_where_the_dkdv_tile_is_transposed():

@@ -89,6 +89,14 @@ def _shared_tiles(q, Lq, Lk, D, DV):
     return bd, bdv, max(16, pow2_at_most(Lq, bm)), max(16, pow2_at_most(Lk, bn)), stages
 
 
+def _heavy_first(kind, is_causal):
+    """Whether the `kind` ("fwd", "dq") kernel takes its query tiles heaviest first
+    (attention_kernels._query_tile): under a causal mask, where the last tiles see the
+    most keys, and where the driver says so (spec `attention_heavy_first(kind)`). The
+    dK/dV kernel's first key tiles are its heaviest already."""
+    return bool(is_causal) and bool(spec("attention_heavy_first", kind))
+
+
 def _stages(n):
     return {} if n is None else {"num_stages": n}
 
@@ -234,6 +242,7 @@ def flash_attention_fwd(
         PRECISION=precision,
         DROPOUT=mode,
         DESC=desc,
+        HEAVY_FIRST=_heavy_first("fwd", is_causal),
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_D=bd,
@@ -360,12 +369,13 @@ def flash_attention_bwd(
     # the dK/dV kernel's scores as keys x queries, or as the forward's (the driver's choice)
     natural = bool(spec("attention_kv_natural", max(bd, bdv), q.element_size(), draws))
     launch(_attn_bwd_kernel, kv_grid, *common, FOR_DQ=False, GROUPED=grouped, DQ_ATOMIC=atomic,
-           DQ_TMA=tma, NATURAL=natural, DROPOUT=kv_mode, **flags, BLOCK_M=kv_m, BLOCK_N=kv_n,
-           **kv_opts)  # fmt: skip
+           DQ_TMA=tma, NATURAL=natural, DROPOUT=kv_mode, HEAVY_FIRST=False, **flags,
+           BLOCK_M=kv_m, BLOCK_N=kv_n, **kv_opts)  # fmt: skip
     if not atomic:
         launch(_attn_bwd_kernel, (cdiv(Lq, q_m), B * H), *common, FOR_DQ=True, GROUPED=False,
-               DQ_ATOMIC=False, DQ_TMA=False, NATURAL=False, DROPOUT=q_mode, **flags,
-               BLOCK_M=q_m, BLOCK_N=q_n, **q_opts)  # fmt: skip
+               DQ_ATOMIC=False, DQ_TMA=False, NATURAL=False, DROPOUT=q_mode,
+               HEAVY_FIRST=_heavy_first("dq", is_causal), **flags, BLOCK_M=q_m, BLOCK_N=q_n,
+               **q_opts)  # fmt: skip
     elif dq_acc is not dq:
         copy_kernel((dq,), (dq_acc,))
     if separate:

@@ -82,6 +82,16 @@ def _fwd_tiles(
 
 
 @triton.jit
+def _query_tile(HEAVY_FIRST: tl.constexpr):
+    """This program's query tile. HEAVY_FIRST (causal): the grid's first programs take
+    the last tiles, whose rows see the most keys, so that the light tiles fill the
+    device's last wave instead of a heavy one running alone at the end."""
+    if HEAVY_FIRST:
+        return tl.num_programs(0) - 1 - tl.program_id(0)
+    return tl.program_id(0)
+
+
+@triton.jit
 def _kv_descs(k, v, H, G, Lk, D, DV, skb, skh, skl, svb, svh, svl, DESC: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):  # fmt: skip
     """The keys' and values' descriptors (DESC; else zeros), from a grid of (query tiles,
@@ -144,15 +154,16 @@ def _attn_fwd_kernel(
     PRECISION: tl.constexpr,
     DROPOUT: tl.constexpr,
     DESC: tl.constexpr,
+    HEAVY_FIRST: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_DV: tl.constexpr,
 ):
-    pid_m = tl.program_id(0)
+    pid_m = _query_tile(HEAVY_FIRST)
     bh = tl.program_id(1).to(tl.int64)
     if DROPOUT:  # the draw, for the backward (device tensors: replays write theirs)
-        if (pid_m == 0) & (bh == 0):
+        if (tl.program_id(0) == 0) & (bh == 0):
             tl.store(seed_out, seed.to(tl.int64))
             tl.store(offset_out, offset.to(tl.int64))
     b = bh // H
@@ -432,6 +443,7 @@ def _attn_bwd_kernel(
     DQ_TMA: tl.constexpr,
     DESC: tl.constexpr,
     NATURAL: tl.constexpr,
+    HEAVY_FIRST: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -455,6 +467,7 @@ def _attn_bwd_kernel(
     rd = tl.arange(0, BLOCK_D)
     rdv = tl.arange(0, BLOCK_DV)
     if FOR_DQ:
+        pid = _query_tile(HEAVY_FIRST)
         rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
         q_t = tl.load(
             q + b * sqb + h * sqh + rm[:, None] * sql + rd[None, :] * sqd,

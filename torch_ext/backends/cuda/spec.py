@@ -449,6 +449,17 @@ def attention_tma(kind: str, head: int, itemsize: int, dq_atomic: bool) -> bool:
     return kind == "bwd" and dq_atomic and head * itemsize <= 128
 
 
+def attention_heavy_first(kind: str) -> bool:
+    """Whether the causal `kind` ("fwd", "dq") attention kernel takes its query tiles
+    heaviest first (ops/attention.py `_heavy_first`): the dQ kernel only.
+    tests_gpu/harness/attention_order.py on an H200 (session 40, bf16, causal, the SDPA
+    suite's configurations): the backward at head 128 2.358 -> 2.335 ms at 8 x 32 x 2048
+    and 8.287 -> 8.050 at 2 x 32 x 8192, head 64 0.518 -> 0.509 at 8 x 12 x 2048, the
+    others within 0.5%; the forward at head 128 slower (0.727 -> 0.749 ms at 8 x 32 x
+    2048, 2.411 -> 2.458 at 2 x 32 x 8192), at head 64 from 1.4% faster to level."""
+    return kind == "dq"
+
+
 def attention_grouped_min_programs() -> int:
     """Attention backward with grouped heads: the dK/dV programs (key blocks x batch x
     key heads) below which each query head keeps its own programs (and a group sum
