@@ -409,6 +409,20 @@ def test_cuda_driver_adds_dq_atomically_with_dropout_or_long_head_64_sequences()
     assert not cuda_spec.attention_dq_atomic(128, 2, False, 8192)
 
 
+def test_cuda_driver_gives_the_head_128_forward_wide_tiles_past_512_queries():
+    """The cuda driver's head-128 forward tiles (measured on an H200,
+    backends/cuda/spec.py): 128 x 64 with 8 warps from 513 queries on, the shared tiles
+    up to 512; its dK/dV and dQ tiles whatever the length."""
+    from torch_ext.backends.cuda import spec as cuda_spec
+
+    assert cuda_spec.attention_kernel_tiles("fwd", 128, 2, False, 512) is None
+    assert cuda_spec.attention_kernel_tiles("fwd", 128, 2, False, 513) == (128, 64, 8, 3)
+    for queries in (512, 8192):
+        assert cuda_spec.attention_kernel_tiles("dq", 128, 2, False, queries) == (64, 32, 4, 3)
+        assert cuda_spec.attention_kernel_tiles("dkdv", 128, 2, False, queries) == (32, 64, 4, 3)
+    assert cuda_spec.attention_kernel_tiles("fwd", 64, 2, False, 8192) is None
+
+
 def test_cuda_driver_takes_the_dq_kernels_query_tiles_heaviest_first():
     """The cuda driver's rule for the causal tile order (measured on an H200,
     backends/cuda/spec.py): the dQ kernel's heaviest tiles first, the forward's in the

@@ -104,11 +104,11 @@ def _stages(n):
 def _kernel_tiles(kind, q, Lq, Lk, bm, bn, stages, bd, bdv, dq_atomic=False):
     """(BLOCK_M, BLOCK_N, launch options) of one attention kernel: `kind` "fwd", "dkdv" or
     "dq". A driver may give a kernel tiles, warps and stages of its own
-    (spec `attention_kernel_tiles(kind, head, itemsize, dq_atomic)` -> (BLOCK_M, BLOCK_N,
+    (spec `attention_kernel_tiles(kind, head, itemsize, dq_atomic, queries)` -> (BLOCK_M, BLOCK_N,
     warps, stages), or None for the shared tiles of `attention_tiles`; `dq_atomic`: the
     dK/dV kernel also adds dQ): tests_gpu/harness/attention_tiles.py sweeps them on a
     GPU. Tiles stay powers of two no longer than the sequences (at least 16)."""
-    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size(), dq_atomic)
+    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size(), dq_atomic, Lq)
     if own is None:
         return bm, bn, _stages(stages)
     m, n, warps, nstages = own

@@ -341,7 +341,9 @@ def attention_tiles(head: int, itemsize: int) -> tuple:
     return 16, 16, 1, 1, 1
 
 
-def attention_kernel_tiles(kind: str, head: int, itemsize: int, dq_atomic: bool = False):
+def attention_kernel_tiles(
+    kind: str, head: int, itemsize: int, dq_atomic: bool = False, queries: int = 1 << 30
+):
     """(BLOCK_M, BLOCK_N, warps, stages) of one attention kernel ("fwd", "dkdv", "dq"),
     or None for the shared tiles above (ops/attention.py `_kernel_tiles`), for 16-bit
     heads padded to 64 or 128. From tests_gpu/harness/attention_tiles.py on an H200
@@ -355,7 +357,11 @@ def attention_kernel_tiles(kind: str, head: int, itemsize: int, dq_atomic: bool 
     dropout (session 20, `ATTN_DROPOUT=0.1`): at head 128 the same picks win (forward
     1.248 ms against 1.537 shared, dK/dV 4.96 against 7.22, dQ 6.38 against 7.24); at
     head 64 the dK/dV kernel that also adds dQ (`dq_atomic`) is fastest on the shared
-    tiles (the backward 0.940 ms against 1.064 with 32 x 64, 8 x 12 x 2048)."""
+    tiles (the backward 0.940 ms against 1.064 with 32 x 64, 8 x 12 x 2048). Session 40
+    (`kernels_s40/call2/tiles_fwd128.log`, causal, no dropout): the head-128 forward on
+    (128, 64, 8 warps, 3 stages) at 8 x 32 x 2048 0.727 ms against 0.766 shared, at 2 x
+    32 x 8192 2.380 against 2.607, but at 8 x 32 x 512 0.085 against 0.075 shared: up to
+    512 queries the forward takes the shared tiles."""
     if itemsize != 2 or head not in (64, 128):
         return None
     if kind == "dkdv":
@@ -363,7 +369,9 @@ def attention_kernel_tiles(kind: str, head: int, itemsize: int, dq_atomic: bool 
             return (64, 128, 8, 2) if head == 128 else None
         return (32, 64, 4, 3)
     if head == 128:
-        return {"fwd": (128, 64, 8, 3), "dq": (64, 32, 4, 3)}.get(kind)
+        if kind == "fwd":
+            return None if queries <= 512 else (128, 64, 8, 3)
+        return (64, 32, 4, 3) if kind == "dq" else None
     return None
 
 
