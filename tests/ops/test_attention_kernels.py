@@ -202,7 +202,7 @@ def test_dq_atomic_is_the_drivers_choice_per_head_and_dropout(p, device, monkeyp
         g, q, k, v, out, lse, None, True, None, (p, draw[0], draw[1]) if p else None
     )
     assert asked == [(32, 4, p > 0, 33)]
-    assert tiles == [("dkdv", 32, 4, p > 0)]
+    assert tiles == [("dkdv", 32, 4, p > 0, 33, False)]  # (..., queries, keeps_mask)
     assert natural == [(32, 4, p > 0)]
     assert _launch.launches() - before == (2 if p else 3)  # delta, dK/dV [, dQ]
 
@@ -411,11 +411,13 @@ def test_cuda_driver_adds_dq_atomically_with_dropout_or_long_head_64_sequences()
 
 def test_cuda_driver_gives_the_head_128_forward_wide_tiles_past_512_queries():
     """The cuda driver's head-128 forward tiles (measured on an H200,
-    backends/cuda/spec.py): 128 x 64 with 8 warps from 513 queries on, the shared tiles
-    up to 512; its dK/dV and dQ tiles whatever the length."""
+    backends/cuda/spec.py): 128 x 64 with 8 warps from 513 queries on or where the
+    forward keeps its dropout mask, the shared tiles otherwise; its dK/dV and dQ tiles
+    whatever the length."""
     from torch_ext.backends.cuda import spec as cuda_spec
 
     assert cuda_spec.attention_kernel_tiles("fwd", 128, 2, False, 512) is None
+    assert cuda_spec.attention_kernel_tiles("fwd", 128, 2, False, 512, True) == (128, 64, 8, 3)
     assert cuda_spec.attention_kernel_tiles("fwd", 128, 2, False, 513) == (128, 64, 8, 3)
     for queries in (512, 8192):
         assert cuda_spec.attention_kernel_tiles("dq", 128, 2, False, queries) == (64, 32, 4, 3)

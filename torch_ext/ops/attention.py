@@ -101,14 +101,16 @@ def _stages(n):
     return {} if n is None else {"num_stages": n}
 
 
-def _kernel_tiles(kind, q, Lq, Lk, bm, bn, stages, bd, bdv, dq_atomic=False):
+def _kernel_tiles(kind, q, Lq, Lk, bm, bn, stages, bd, bdv, dq_atomic=False, keeps=False):
     """(BLOCK_M, BLOCK_N, launch options) of one attention kernel: `kind` "fwd", "dkdv" or
-    "dq". A driver may give a kernel tiles, warps and stages of its own
-    (spec `attention_kernel_tiles(kind, head, itemsize, dq_atomic, queries)` -> (BLOCK_M, BLOCK_N,
-    warps, stages), or None for the shared tiles of `attention_tiles`; `dq_atomic`: the
-    dK/dV kernel also adds dQ): tests_gpu/harness/attention_tiles.py sweeps them on a
-    GPU. Tiles stay powers of two no longer than the sequences (at least 16)."""
-    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size(), dq_atomic, Lq)
+    "dq". A driver may give a kernel tiles, warps and stages of its own (spec
+    `attention_kernel_tiles(kind, head, itemsize, dq_atomic, queries, keeps_mask)` ->
+    (BLOCK_M, BLOCK_N, warps, stages), or None for the shared tiles of `attention_tiles`;
+    `dq_atomic`: the dK/dV kernel also adds dQ; `keeps`: the forward keeps its dropout
+    mask): tests_gpu/harness/attention_tiles.py sweeps them on a GPU. Tiles stay powers
+    of two no longer than the sequences (at least 16)."""
+    own = spec("attention_kernel_tiles", kind, max(bd, bdv), q.element_size(), dq_atomic, Lq,
+               keeps)  # fmt: skip
     if own is None:
         return bm, bn, _stages(stages)
     m, n, warps, nstages = own
@@ -203,7 +205,8 @@ def flash_attention_fwd(
         return out, lse
     drop_args, has_dropout = _dropout_args(dropout, None)
     draw = draw if draw is not None else (lse, lse)
-    bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv)
+    bm, bn, opts = _kernel_tiles("fwd", q, Lq, Lk, bm, bn, stages[0], bd, bdv,
+                                 keeps=bits is not None and has_dropout)  # fmt: skip
     mode = (DRAW_KEEP if bits is not None else DRAW) if has_dropout else 0
     if bits is not None and not 32 <= bn <= 128:
         raise RuntimeError("torch_ext: the attention forward keeps its mask on 32-128 key tiles")

@@ -342,7 +342,12 @@ def attention_tiles(head: int, itemsize: int) -> tuple:
 
 
 def attention_kernel_tiles(
-    kind: str, head: int, itemsize: int, dq_atomic: bool = False, queries: int = 1 << 30
+    kind: str,
+    head: int,
+    itemsize: int,
+    dq_atomic: bool = False,
+    queries: int = 1 << 30,
+    keeps_mask: bool = False,
 ):
     """(BLOCK_M, BLOCK_N, warps, stages) of one attention kernel ("fwd", "dkdv", "dq"),
     or None for the shared tiles above (ops/attention.py `_kernel_tiles`), for 16-bit
@@ -360,8 +365,11 @@ def attention_kernel_tiles(
     tiles (the backward 0.940 ms against 1.064 with 32 x 64, 8 x 12 x 2048). Session 40
     (`kernels_s40/call2/tiles_fwd128.log`, causal, no dropout): the head-128 forward on
     (128, 64, 8 warps, 3 stages) at 8 x 32 x 2048 0.727 ms against 0.766 shared, at 2 x
-    32 x 8192 2.380 against 2.607, but at 8 x 32 x 512 0.085 against 0.075 shared: up to
-    512 queries the forward takes the shared tiles."""
+    32 x 8192 2.380 against 2.607, but at 8 x 32 x 512 0.085 against 0.075 shared (at 1024
+    queries 0.228 against 0.223): up to 512 queries the forward takes the shared tiles,
+    but where it keeps its dropout mask (`keeps_mask`): the SDPA suite's 8 x 32 x 512 row
+    with dropout took 0.4452 ms forward and backward on the shared tiles against 0.4176
+    (`kernels_s40/call3` against `call2`)."""
     if itemsize != 2 or head not in (64, 128):
         return None
     if kind == "dkdv":
@@ -370,7 +378,7 @@ def attention_kernel_tiles(
         return (32, 64, 4, 3)
     if head == 128:
         if kind == "fwd":
-            return None if queries <= 512 else (128, 64, 8, 3)
+            return None if queries <= 512 and not keeps_mask else (128, 64, 8, 3)
         return (64, 32, 4, 3) if kind == "dq" else None
     return None
 
