@@ -55,6 +55,18 @@ def rms_norm_backward_fake(
     return _like(input) if output_mask[0] else None, dw
 
 
+def instance_norm_running_update_fake(
+    mean: Tensor,
+    rstd: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    momentum: float,
+    eps: float,
+    count: int,
+) -> None:
+    return None
+
+
 def cross_entropy_fake(
     input: Tensor, target: Tensor, reduction: int, ignore_index: int
 ) -> tuple[Tensor, Tensor, Tensor]:

@@ -29,6 +29,8 @@ FAKE_KERNELS = {
     "layer_norm",
     "add_rms_norm",
     "add_rms_norm_meta",
+    "stats_update",
+    "stats_update_meta",
 }
 
 

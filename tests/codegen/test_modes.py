@@ -475,6 +475,36 @@ def test_new_op(codegen):
     assert not r.nonempty_shards()
 
 
+def test_new_op_mutating_its_arguments(codegen):
+    """A new operator that writes into arguments (`Tensor(a!)`) and returns nothing: its
+    kernel, meta function and declaration take them as `at::Tensor &` (torchgen's
+    per-function setting for mutable tensors, which a new operator has no
+    NativeFunction to carry) and call the Triton kernel for its effect."""
+    r = codegen(
+        """
+        - func: torch_ext::stats_update(Tensor mean, Tensor(a!) running_mean, float momentum) -> ()
+          triton: stats_update
+          fake: stats_update_meta
+        """
+    )
+    assert r.rc == 0, r.err
+    files = r.files()
+    sig = "(const at::Tensor & mean, at::Tensor & running_mean, double momentum)"
+    assert f"void stats_update{sig};" in squash(files["MusaFunctions_new.h"])
+    all_cpp = squash("\n".join(v for k, v in files.items() if k.endswith(".cpp")))
+    assert (
+        f"void stats_update{sig} {{ torch_ext::launch::call("
+        '"stats_update", mean, running_mean, momentum); }'
+    ) in all_cpp
+    assert (
+        f"void meta_stats_update{sig} {{ torch_ext::launch::call("
+        '"stats_update_meta", mean, running_mean, momentum); }'
+    ) in all_cpp
+    assert 'm.def("stats_update(Tensor mean, Tensor(a!) running_mean, float momentum) -> ()");' in (
+        squash(files["RegisterTorchExtOps.cpp"])
+    )
+
+
 def test_new_op_handwritten_body(codegen, tmp_path):
     csrc = make_csrc(
         tmp_path,

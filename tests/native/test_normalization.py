@@ -1,6 +1,8 @@
 """Dispatcher-level tests (torch.* on privateuseone against CPU) of the
 normalization family (batch, layer, group, rms norm)."""
 
+import math
+
 import pytest
 
 import torch
@@ -207,3 +209,94 @@ def test_norm_launch_counts():
     _, gm, gs = gn[0]
     gbwd = lambda: aten.native_group_norm_backward(g, x, gm, gs, w, 4, 6, 25, 3, [True] * 3)  # noqa: E731
     assert count(gbwd) == 2
+
+
+def _launches(fn):
+    from torch_ext.ops import _launch
+
+    before = _launch.launches()
+    out = fn()
+    return out, _launch.launches() - before
+
+
+@pytest.mark.parametrize(
+    "shape,cl",
+    [((3, 4, 7), None), ((3, 4, 5, 6), None), ((3, 4, 5, 6), torch.channels_last),
+     ((2, 4, 3, 2, 5), None)],
+    ids=["1d", "2d", "2d-cl", "3d"],
+)  # fmt: skip
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("affine", [True, False])
+def test_instance_norm_as_group_norm(shape, cl, dtype, affine):
+    """F.instance_norm on the device normalises through group norm with a group per
+    channel (csrc/aten/InstanceNorm.cpp): two launches forward and two backward, affine
+    or not, where PyTorch's composite repeats the weight and bias first (four each way);
+    a channels_last input is laid out contiguously first (one more launch; the output is
+    contiguous, as the composite's); output and gradients against CPU float64."""
+    x = rand(shape, dtype)
+    if cl:
+        x = x.contiguous(memory_format=cl)
+    n = math.prod(shape[2:])
+    if affine:
+        w, b = rand((4,), dtype), rand((4,), dtype)
+        grads(lambda t, w, b: F.instance_norm(t, weight=w, bias=b), x, w, b, dtype=dtype, reduce=n)
+    else:
+        grads(lambda t: F.instance_norm(t), x, dtype=dtype, reduce=n)
+    xd = x.to(DEV).requires_grad_()
+    wd, bd = (rand((4,), dtype).to(DEV).requires_grad_() for _ in range(2))
+    kw = {"weight": wd, "bias": bd} if affine else {}
+    y, fwd = _launches(lambda: F.instance_norm(xd, **kw))
+    g = torch.ones_like(y)
+    _, bwd = _launches(lambda: y.backward(g))
+    assert (fwd, bwd) == (3 if cl else 2, 2)
+    assert y.is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_instance_norm_running_stats(dtype):
+    """InstanceNorm with running stats: training updates them in one launch after group
+    norm's two (momentum 0.3, each sample's unbiased variance averaged over the batch, as
+    PyTorch's composite leaves them); eval normalises by them in one launch (batch
+    norm's eval); both against CPU float64."""
+    torch.manual_seed(0)
+    ref = torch.nn.InstanceNorm3d(4, momentum=0.3, track_running_stats=True, affine=True)
+    dev = torch.nn.InstanceNorm3d(4, momentum=0.3, track_running_stats=True, affine=True)
+    with torch.no_grad():
+        ref.weight.uniform_(0.5, 1.5)
+        ref.bias.uniform_(-1, 1)
+    dev.load_state_dict(ref.state_dict())
+    ref, dev = ref.double(), dev.to(DEV, dtype)
+    for step in range(2):
+        x = torch.randn(3, 4, 2, 3, 5, dtype=torch.float64) * (step + 1) + 0.5
+        want = ref(x)
+        got, n = _launches(lambda: dev(x.to(DEV, dtype)))
+        assert n == 3
+        tol = 1e-5 if dtype == F32 else 3e-2
+        torch.testing.assert_close(got.cpu().double(), want, rtol=tol, atol=tol)
+        torch.testing.assert_close(dev.running_mean.cpu().double(), ref.running_mean,
+                                   rtol=tol, atol=1e-6 if dtype == F32 else 1e-2)  # fmt: skip
+        torch.testing.assert_close(dev.running_var.cpu().double(), ref.running_var,
+                                   rtol=tol, atol=1e-6 if dtype == F32 else 1e-2)  # fmt: skip
+    ref.eval()
+    dev.eval()
+    x = torch.randn(2, 4, 3, 3, 2, dtype=torch.float64)
+    got, n = _launches(lambda: dev(x.to(DEV, dtype)))
+    assert n == 1
+    torch.testing.assert_close(got.cpu().double(), ref(x), rtol=tol, atol=tol)
+
+
+def test_instance_norm_other_calls_take_the_composite():
+    """Calls the group-norm path does not take (a bf16 input with float32 affine
+    parameters, one element a channel) still run natively through PyTorch's composite,
+    and match CPU."""
+    x = torch.randn(2, 3, 4, 4).to(BF16)
+    w, b = torch.rand(3) + 0.5, torch.randn(3)
+    got = torch.instance_norm(x.to(DEV), w.to(DEV), b.to(DEV), None, None, True, 0.1, 1e-5, False)
+    want = torch.instance_norm(x.double(), w.double(), b.double(), None, None, True, 0.1, 1e-5,
+                               False)  # fmt: skip
+    assert got.dtype == BF16
+    torch.testing.assert_close(got.cpu().double(), want, rtol=3e-2, atol=3e-2)
+    x1 = torch.randn(3, 2, 1)
+    args = (None, None, None, None, True, 0.1, 1e-5, False)
+    got = torch.instance_norm(x1.to(DEV), *args)
+    torch.testing.assert_close(got.cpu(), torch.instance_norm(x1, *args))

@@ -53,6 +53,7 @@ from . import (  # noqa: F401
     histogram,
     index,
     index_select,
+    instance_norm,
     linalg,
     linalg_eigh,
     linalg_ldl,
