@@ -65,8 +65,11 @@ at::Tensor instance_norm_autograd(const at::Tensor& input, const std::optional<a
                           cudnn_enabled);
   }
   const int64_t c = input.sym_size(1).guard_int(__FILE__, __LINE__);  // the group count
-  auto [out, mean, rstd] = at::native_group_norm_symint(input, weight, bias, input.sym_size(0),
-                                                        input.sym_size(1), count, c, eps);
+  // group norm reads (N, C, H*W) rows: a channels_last input is laid out once here (its
+  // gradient passes through), so that the forward and the backward share the copy
+  const at::Tensor x = input.contiguous();
+  auto [out, mean, rstd] =
+      at::native_group_norm_symint(x, weight, bias, x.sym_size(0), x.sym_size(1), count, c, eps);
   if (running) {
     at::NoGradGuard no_grad;
     at::Tensor rm = *running_mean;

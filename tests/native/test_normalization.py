@@ -231,8 +231,10 @@ def test_instance_norm_as_group_norm(shape, cl, dtype, affine):
     """F.instance_norm on the device normalises through group norm with a group per
     channel (csrc/aten/InstanceNorm.cpp): two launches forward and two backward, affine
     or not, where PyTorch's composite repeats the weight and bias first (four each way);
-    a channels_last input is laid out contiguously first (one more launch; the output is
-    contiguous, as the composite's); output and gradients against CPU float64."""
+    a channels_last input is laid out contiguously once (at most one more launch each
+    way: that copy, and the gradient laid out as the input; whether a driver counts a
+    copy as a launch differs); the output is contiguous, as the composite's; output and
+    gradients against CPU float64."""
     x = rand(shape, dtype)
     if cl:
         x = x.contiguous(memory_format=cl)
@@ -248,7 +250,11 @@ def test_instance_norm_as_group_norm(shape, cl, dtype, affine):
     y, fwd = _launches(lambda: F.instance_norm(xd, **kw))
     g = torch.ones_like(y)
     _, bwd = _launches(lambda: y.backward(g))
-    assert (fwd, bwd) == (3 if cl else 2, 2)
+    if cl:
+        assert fwd <= 3 and bwd <= 3, (fwd, bwd)
+        assert xd.grad.is_contiguous(memory_format=cl)
+    else:
+        assert (fwd, bwd) == (2, 2)
     assert y.is_contiguous()
 
 
