@@ -17,13 +17,11 @@ import sys
 from standalone import DEV  # first: torch_ext's kernels without its extension
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 import sweeps  # noqa: E402
 
 from torch_ext.ops import _math  # noqa: E402
-from torch_ext.ops import normalization as NORM  # noqa: E402
 
 WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "softmax,rms").split(","))
 SMOKE = DEV == "cpu"
@@ -98,22 +96,7 @@ if "softmax" in WHICH:
         )
 
 if "rms" in WHICH:
-    dt = torch.float16
-    x = torch.randn(ROWS, COLS, device=DEV, dtype=dt)
-    w = torch.rand(COLS, device=DEV, dtype=dt) + 0.5
-    y = torch.empty_like(x)
-    rstd = torch.empty(ROWS, device=DEV, dtype=torch.float32)
-    ref = F.rms_norm(x.float(), (COLS,), w.float())
-    nbytes = 2 * x.numel() * x.element_size()
-    print(f"rms_norm {ROWS}x{COLS} {dt}", flush=True)
-    row("torch", bench(lambda: F.rms_norm(x, (COLS,), w)), nbytes)
-    fg = sweeps.flag_gems()
-    if fg is not None:
-        with fg.use_gems():
-            row("FlagGems", bench(lambda: F.rms_norm(x, (COLS,), w)), nbytes)
-    eps = torch.finfo(dt).eps
-    ms = bench(lambda: NORM._norm_forward(x, w, None, ROWS, COLS, eps, True, y, None, rstd))
-    row(f"* shipped diff {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
+    x, w, y, rstd, ref, nbytes, eps = sweeps.rms_lines(ROWS, COLS, DEV, row, bench)
     variants(
         lambda ld, st, cm, wp: _rms_hint_kernel[(ROWS,)](
             x, w, y, rstd, COLS, eps, BLOCK_R=COLS, LD=ld, ST=st, CM=cm, num_warps=wp

@@ -26,7 +26,6 @@ import sweeps  # noqa: E402
 
 from torch_ext.ops import _math  # noqa: E402
 from torch_ext.ops import cross_entropy as CE  # noqa: E402
-from torch_ext.ops import normalization as NORM  # noqa: E402
 
 WHICH = set((sys.argv[1] if len(sys.argv) > 1 else "softmax,rms,ce").split(","))
 SMOKE = DEV == "cpu"
@@ -37,13 +36,6 @@ def bench(fn):
 
 
 row = sweeps.Bandwidth(DEV, bench, width=44).row
-
-
-def gems_row(fn, nbytes):
-    fg = sweeps.flag_gems()
-    if fg is not None:
-        with fg.use_gems():
-            row("FlagGems", bench(fn), nbytes)
 
 
 SMS = 4 if SMOKE else torch.cuda.get_device_properties(0).multi_processor_count
@@ -124,19 +116,7 @@ if "softmax" in WHICH:
                 row(f"next row {per_sm}/SM w{warps} diff {d:.1e}", ms, nbytes)
 
 if "rms" in WHICH:
-    dt = torch.float16
-    x = torch.randn(ROWS, COLS, device=DEV, dtype=dt)
-    w = torch.rand(COLS, device=DEV, dtype=dt) + 0.5
-    y = torch.empty_like(x)
-    rstd = torch.empty(ROWS, device=DEV, dtype=torch.float32)
-    ref = F.rms_norm(x.float(), (COLS,), w.float())
-    nbytes = 2 * x.numel() * x.element_size()
-    print(f"rms_norm {ROWS}x{COLS} {dt}", flush=True)
-    row("torch", bench(lambda: F.rms_norm(x, (COLS,), w)), nbytes)
-    gems_row(lambda: F.rms_norm(x, (COLS,), w), nbytes)
-    eps = torch.finfo(dt).eps
-    ms = bench(lambda: NORM._norm_forward(x, w, None, ROWS, COLS, eps, True, y, None, rstd))
-    row(f"* shipped diff {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
+    x, w, y, rstd, ref, nbytes, eps = sweeps.rms_lines(ROWS, COLS, DEV, row, bench)
     for per_sm in (2, 4, 8):
         for warps in (8, 16):
             n = SMS * per_sm

@@ -169,3 +169,32 @@ def softmax_lines(rows, cols, dt, dev, row, timer):
     ms = timer(lambda: softmax.softmax_out(x, 1, False, y))
     row(f"* shipped err {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
     return x, y, ref, nbytes
+
+
+def rms_lines(rows, cols, dev, row, timer):
+    """The common lines of an fp16 RMS norm sweep (rows_prefetch.py, rows_evict.py): a
+    random (rows, cols) input and weight, then torch's, FlagGems' (where installed) and
+    the shipped kernel's time by `timer`, each as `row` prints it. Returns (x, w, y,
+    rstd, the float32 reference, bytes moved, eps)."""
+    import torch
+    import torch.nn.functional as F
+
+    from torch_ext.ops import normalization as norm
+
+    dt = torch.float16
+    x = torch.randn(rows, cols, device=dev, dtype=dt)
+    w = torch.rand(cols, device=dev, dtype=dt) + 0.5
+    y = torch.empty_like(x)
+    rstd = torch.empty(rows, device=dev, dtype=torch.float32)
+    ref = F.rms_norm(x.float(), (cols,), w.float())
+    nbytes = 2 * x.numel() * x.element_size()
+    print(f"rms_norm {rows}x{cols} {dt}", flush=True)
+    row("torch", timer(lambda: F.rms_norm(x, (cols,), w)), nbytes)
+    fg = flag_gems()
+    if fg is not None:
+        with fg.use_gems():
+            row("FlagGems", timer(lambda: F.rms_norm(x, (cols,), w)), nbytes)
+    eps = torch.finfo(dt).eps
+    ms = timer(lambda: norm._norm_forward(x, w, None, rows, cols, eps, True, y, None, rstd))
+    row(f"* shipped diff {(y.float() - ref).abs().max().item():.1e}", ms, nbytes)
+    return x, w, y, rstd, ref, nbytes, eps
