@@ -7,8 +7,8 @@
 // stats, updates them in one launch (torch_ext::instance_norm_running_update,
 // torch_ext/ops/instance_norm.py). Without input statistics (eval with running stats)
 // it is batch norm over the (N, C, *) tensor itself: one pointwise launch. Other calls
-// (fewer than three dimensions, one element a channel, mixed dtypes) take PyTorch's
-// composite, as before.
+// (fewer than three dimensions, one element a channel, parameters of another dtype than
+// the input's or float32 beside a 16-bit input) take PyTorch's composite, as before.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/batch_norm.h>
@@ -32,8 +32,13 @@ void running_update(const at::Tensor& mean, const at::Tensor& rstd, at::Tensor& 
   op.call(mean, rstd, running_mean, running_var, momentum, eps, count);
 }
 
-bool same_dtype(const at::Tensor& input, const std::optional<at::Tensor>& t) {
-  return !(t.has_value() && t->defined()) || t->scalar_type() == input.scalar_type();
+// The affine parameters' dtype group norm takes: the input's, or float32 beside a 16-bit
+// input (autocast's mix).
+bool param_dtype(const at::Tensor& input, const std::optional<at::Tensor>& t) {
+  if (!(t.has_value() && t->defined())) return true;
+  const auto dt = input.scalar_type();
+  return t->scalar_type() == dt ||
+         (t->scalar_type() == at::kFloat && (dt == at::kHalf || dt == at::kBFloat16));
 }
 
 bool defined(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
@@ -49,7 +54,8 @@ at::Tensor instance_norm_autograd(const at::Tensor& input, const std::optional<a
   for (const auto d : c10::irange(2, input.dim())) count *= input.sym_size(d);
   const auto dt = input.scalar_type();
   const bool eligible =
-      input.dim() >= 3 && count > 1 && same_dtype(input, weight) && same_dtype(input, bias) &&
+      input.dim() >= 3 && count > 1 && param_dtype(input, weight) && param_dtype(input, bias) &&
+      (!defined(weight) || !defined(bias) || weight->scalar_type() == bias->scalar_type()) &&
       (dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16 || dt == at::kDouble) &&
       (defined(running_mean) == defined(running_var)) && (use_input_stats || running) &&
       (!running ||

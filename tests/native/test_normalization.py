@@ -291,16 +291,41 @@ def test_instance_norm_running_stats(dtype):
     torch.testing.assert_close(got.cpu().double(), ref(x), rtol=tol, atol=tol)
 
 
-def test_instance_norm_other_calls_take_the_composite():
-    """Calls the group-norm path does not take (a bf16 input with float32 affine
-    parameters, one element a channel) still run natively through PyTorch's composite,
-    and match CPU."""
+def test_instance_norm_autocast_mix():
+    """A bf16 input with float32 weight, bias and running stats (autocast's mix) takes
+    group norm too (two launches forward, two backward): output bf16, parameter
+    gradients float32, running stats updated; against CPU float64."""
     x = torch.randn(2, 3, 4, 4).to(BF16)
     w, b = torch.rand(3) + 0.5, torch.randn(3)
-    got = torch.instance_norm(x.to(DEV), w.to(DEV), b.to(DEV), None, None, True, 0.1, 1e-5, False)
+    xd, wd, bd = (t.to(DEV).requires_grad_() for t in (x, w, b))
+    rm, rv = torch.zeros(3, device=DEV), torch.ones(3, device=DEV)
+    y, n = _launches(lambda: torch.instance_norm(xd, wd, bd, None, None, True, 0.1, 1e-5, False))
+    assert n == 2 and y.dtype == BF16
+    xr, wr, br = (t.double().requires_grad_() for t in (x, w, b))
+    yr = torch.instance_norm(xr, wr, br, None, None, True, 0.1, 1e-5, False)
+    torch.testing.assert_close(y.cpu().double(), yr, rtol=3e-2, atol=3e-2)
+    g = torch.randn(y.shape)
+    _, n = _launches(lambda: y.backward(g.to(DEV, BF16)))
+    yr.backward(g.double())
+    assert n == 2 and wd.grad.dtype == torch.float32
+    torch.testing.assert_close(wd.grad.cpu().double(), wr.grad, rtol=2e-2, atol=5e-2)
+    torch.testing.assert_close(bd.grad.cpu().double(), br.grad, rtol=2e-2, atol=5e-2)
+    torch.instance_norm(xd.detach(), wd, bd, rm, rv, True, 0.1, 1e-5, False)
+    want = 0.9 + 0.1 * x.double().var((2, 3), unbiased=True).mean(0)
+    torch.testing.assert_close(rv.cpu().double(), want, rtol=1e-2, atol=1e-2)
+
+
+def test_instance_norm_other_calls_take_the_composite():
+    """Calls the group-norm path does not take (float16 parameters beside a bf16 input,
+    one element a channel) still run natively through PyTorch's composite, and match
+    CPU."""
+    x = torch.randn(2, 3, 4, 4).to(BF16)
+    w, b = torch.rand(3).half() + 0.5, torch.randn(3).half()
+    got, n = _launches(lambda: torch.instance_norm(x.to(DEV), w.to(DEV), b.to(DEV), None, None,
+                                                   True, 0.1, 1e-5, False))  # fmt: skip
     want = torch.instance_norm(x.double(), w.double(), b.double(), None, None, True, 0.1, 1e-5,
                                False)  # fmt: skip
-    assert got.dtype == BF16
+    assert got.dtype == BF16 and n > 2  # the composite's repeats and batch norm
     torch.testing.assert_close(got.cpu().double(), want, rtol=3e-2, atol=3e-2)
     x1 = torch.randn(3, 2, 1)
     args = (None, None, None, None, True, 0.1, 1e-5, False)
