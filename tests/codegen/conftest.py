@@ -130,3 +130,8 @@ def run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedPr
 def real_kernel_names() -> list[str]:
     """Names declared in torch_ext/ops, read at test time."""
     return sorted(cg_main.kernel_registry())
+
+
+def squash(s: str) -> str:
+    """Whitespace runs as one space: generated C++ compared line-break-blind."""
+    return " ".join(s.split())
