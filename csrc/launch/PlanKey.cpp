@@ -3,6 +3,8 @@
 #include <ATen/Context.h>
 
 #include <cstring>
+#include <string>
+#include <type_traits>
 
 namespace torch_ext::launch::plan {
 namespace {
@@ -12,11 +14,30 @@ void put(std::string& key, const T& v) {
   key.append(reinterpret_cast<const char*>(&v), sizeof(T));
 }
 
+// PyTorch's resolved float32 precision of CUDA's `op` (an op's own setting, else
+// its backend's, else the generic one: what torch._C._get_fp32_precision_getter
+// returns), as a key byte. at::Context::float32Precision takes strings in some
+// torch versions and enums (Float32Backend, Float32Op) in others; its legacy
+// getters (float32MatmulPrecision, allowTF32CuDNN) raise once a user mixes the
+// legacy and the fp32_precision APIs, which would fail every op.
+template <typename R, typename A, typename B>
+int8_t fp32_precision(const at::Context& ctx, R (at::Context::*get)(A, B) const, int op_enum,
+                      const char* op_name) {
+  if constexpr (std::is_enum_v<R>) {
+    // Float32Backend::CUDA is 1; Float32Op: ALL 0, CONV 1, RNN 2, MATMUL 3.
+    return static_cast<int8_t>(
+        (ctx.*get)(static_cast<std::decay_t<A>>(1), static_cast<std::decay_t<B>>(op_enum)));
+  } else {
+    const std::string p = (ctx.*get)("cuda", op_name);  // "ieee", "tf32", "none", ...
+    return static_cast<int8_t>(p.empty() ? 0 : p[0]);
+  }
+}
+
 // The global flags a kernel's Python may read.
 void put_flags(std::string& key) {
   auto& ctx = at::globalContext();
-  put(key, static_cast<int8_t>(ctx.float32MatmulPrecision()));
-  put(key, ctx.allowTF32CuDNN());
+  put(key, fp32_precision(ctx, &at::Context::float32Precision, 3, "matmul"));
+  put(key, fp32_precision(ctx, &at::Context::float32Precision, 1, "conv"));
   put(key, ctx.deterministicAlgorithms());
   put(key, ctx.deterministicAlgorithmsWarnOnly());
 }

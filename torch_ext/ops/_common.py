@@ -56,6 +56,23 @@ _SCALAR_NAMES = {
 }
 
 
+def tf32_allowed(op: str) -> bool:
+    """Whether float32 products of `op` ("matmul" or "conv") may multiply in TF32, as
+    CUDA's cuBLAS and cuDNN calls decide: PyTorch's resolved fp32_precision of ("cuda",
+    op), i.e. torch.backends.cuda.matmul / torch.backends.cudnn.conv's setting, else
+    their backend's, else torch.backends.fp32_precision. The legacy
+    torch.set_float32_matmul_precision and cudnn.allow_tf32 set the same state; their
+    getters raise once a user mixes the two APIs, this does not."""
+    if _fp32_precision is None:  # a torch before the fp32_precision API
+        if op == "matmul":
+            return torch.get_float32_matmul_precision() != "highest"
+        return torch.backends.cudnn.allow_tf32
+    return _fp32_precision("cuda", op) == "tf32"
+
+
+_fp32_precision = getattr(torch._C, "_get_fp32_precision_getter", None)
+
+
 def scalar_name(dtype: torch.dtype, meta: bool = False) -> str:
     """How PyTorch's C++ messages name `dtype`: its ScalarType ("Float", "Half"), or with
     `meta` its TypeMeta ("float", "c10::Half")."""

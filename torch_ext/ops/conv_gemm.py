@@ -50,7 +50,7 @@ from .reduction import sum_slices
 
 def _pointwise(x, w, padding, groups, transposed):
     """A 1x1, unpadded, single-group float16/bfloat16 convolution. float32 stays on the
-    implicit GEMM, which follows cudnn.allow_tf32 as CUDA's convolutions do (the matmul
+    implicit GEMM, which follows the TF32 setting of CUDA's convolutions (the matmul
     kernel follows the matmul precision instead)."""
     return (
         not transposed

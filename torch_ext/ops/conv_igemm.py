@@ -25,7 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import float_acc, inside, pad3, split3, suggest_memory_format, tl_float_acc
+from ._common import float_acc, inside, pad3, split3, suggest_memory_format, tf32_allowed
+from ._common import tl_float_acc
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2
 from ._tune import tuned
 from .matmul import split_sum
@@ -340,10 +341,12 @@ def conv_warps(bm, bn):
 
 
 def conv_precision(dtype):
-    """(upcast, input_precision): tf32 for float32 where cudnn.allow_tf32 says so."""
+    """(upcast, input_precision): tf32 for float32 where PyTorch's TF32 setting for
+    cuDNN's convolutions says so (torch.backends.cudnn.conv.fp32_precision, or the legacy
+    cudnn.allow_tf32; _common.tf32_allowed)."""
     upcast = bool(spec("dot_needs_fp32_inputs", dtype))
     if dtype in (torch.float32, torch.float64) or upcast:
-        tf32 = dtype == torch.float32 and torch.backends.cudnn.allow_tf32 and not upcast
+        tf32 = dtype == torch.float32 and tf32_allowed("conv") and not upcast
         return upcast, "tf32" if tf32 else "ieee"
     return upcast, None
 

@@ -5,9 +5,10 @@ addmm.out (self, mat1, mat2, beta, alpha, out); baddbmm.out (self, batch1,
 batch2, beta, alpha, out).  Plain (3): mv(self, vec), mv_out(self, vec, out),
 dot(self, tensor).
 
-Any strides are accepted (a broadcast bias has stride 0). float32 follows
-torch.get_float32_matmul_precision() as CUDA's matmuls do: "highest" (PyTorch's default)
-multiplies in float32 (input_precision="ieee"), "high" and "medium" in TF32; the launch
+Any strides are accepted (a broadcast bias has stride 0). float32 follows PyTorch's
+TF32 setting for CUDA's matmuls (torch.backends.cuda.matmul.fp32_precision, or the legacy
+torch.set_float32_matmul_precision: "highest", PyTorch's default, multiplies in float32,
+input_precision="ieee"; "high" and "medium" in TF32; _common.tf32_allowed); the launch
 plans' keys hold that flag. fp16/bf16 products of at least 256 in each dimension (or
 a narrower side and at least 2**27 multiply-adds: _skinny_candidates) take the fastest
 of a few tile configurations (ops/_tune.py, family "mm"), measured once per
@@ -20,7 +21,7 @@ import triton
 import triton.language as tl
 import torch
 
-from ._common import float_acc, tl_float_acc
+from ._common import float_acc, tf32_allowed, tl_float_acc
 from ..backends import spec
 from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2, pow2_at_most
 from ._tune import tuned
@@ -383,11 +384,11 @@ def size_bucket(n):
 
 
 def matmul_precision(dtype, upcast=False):
-    """tl.dot's input_precision for a float matrix product: float32 follows
-    torch.get_float32_matmul_precision() ("highest": ieee; "high", "medium": tf32), float64
-    and fp32 tiles of an upcasting driver take ieee; fp16/bf16 need none."""
+    """tl.dot's input_precision for a float matrix product: float32 follows PyTorch's TF32
+    setting for matmuls (tf32_allowed), float64 and fp32 tiles of an upcasting driver take
+    ieee; fp16/bf16 need none."""
     if dtype == torch.float32 and not upcast:
-        return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+        return "tf32" if tf32_allowed("matmul") else "ieee"
     if dtype in (torch.float32, torch.float64) or upcast:
         return "ieee"
     return None
