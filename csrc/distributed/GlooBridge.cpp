@@ -327,6 +327,14 @@ WorkPtr GlooBridge::_allgather_base(at::Tensor& output, at::Tensor& input,
   Call call("all_gather_into_tensor", false);
   auto in = call.map(input, true, false);
   auto out = call.map(output, false, true);
+  // c10d's contract (NCCL's reading): the output is one buffer of world-size inputs in
+  // rank order, whatever its shape (SyncBatchNorm passes (1, size * n)); gloo splits
+  // the output's first dimension into the inputs' shapes, so it gets flat views.
+  if (out.is_contiguous() && in.is_contiguous() && out.numel() == in.numel() * getSize()) {
+    auto flat_in = in.view({-1});
+    auto flat_out = out.view({-1});
+    return call.done(gloo_->_allgather_base(flat_out, flat_in, opts), {output}, TE_RANK);
+  }
   return call.done(gloo_->_allgather_base(out, in, opts), {output}, TE_RANK);
 }
 
@@ -388,6 +396,13 @@ WorkPtr GlooBridge::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
   auto out = call.map(output, false, true);
   auto o = opts;
   o.reduceOp = r.op;
+  // As _allgather_base: one input buffer of world-size outputs, whatever its shape.
+  if (out.is_contiguous() && in.is_contiguous() && in.numel() == out.numel() * getSize()) {
+    auto flat_in = in.view({-1});
+    auto flat_out = out.view({-1});
+    return call.done(gloo_->_reduce_scatter_base(flat_out, flat_in, o), {output}, TE_RANK,
+                     averager(r, {out}, getSize()));
+  }
   return call.done(gloo_->_reduce_scatter_base(out, in, o), {output}, TE_RANK,
                    averager(r, {out}, getSize()));
 }

@@ -83,6 +83,12 @@ def _collectives(rank, ws, async_op):
         if async_op:
             w.wait()
         check(out, torch.cat(inputs), "all_gather_into_tensor")
+        # the stack form, and one flat buffer of any shape (NCCL's contract;
+        # SyncBatchNorm gathers into (1, ws * n))
+        for shape in ((ws, 3, 4), (1, ws * 12)):
+            out = torch.empty(shape, dtype=dtype, device=dev)
+            dist.all_gather_into_tensor(out, inputs[rank].to(dev))
+            check(out, torch.cat(inputs).reshape(shape), f"all_gather_into_tensor {shape}")
 
         # reduce_scatter: rank r gets the sum of every rank's chunk r
         chunks = [[value(src, (2, 3), dtype, salt=c) for c in range(ws)] for src in range(ws)]
@@ -97,6 +103,9 @@ def _collectives(rank, ws, async_op):
         if async_op:
             w.wait()
         check(out, want_rs, "reduce_scatter_tensor")
+        out = torch.empty(6, dtype=dtype, device=dev)  # flat buffers
+        dist.reduce_scatter_tensor(out, torch.cat(chunks[rank]).reshape(1, -1).to(dev))
+        check(out, want_rs.reshape(-1), "reduce_scatter_tensor, flat buffers")
         if dtype.is_floating_point:
             out = torch.empty(2, 3, dtype=dtype, device=dev)
             dist.reduce_scatter_tensor(out, torch.cat(chunks[rank]).to(dev), op=dist.ReduceOp.AVG)

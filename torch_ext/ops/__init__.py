@@ -39,6 +39,7 @@ from . import (  # noqa: F401
     attention_common,
     attention_kernels,
     batch_norm,
+    batch_norm_sync,
     binary,
     complex,
     convolution,

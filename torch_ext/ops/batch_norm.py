@@ -258,7 +258,7 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
     if C == 0 or x.numel() == 0:
         return y, smean, sinv
     p = _Plan(x, [st, yst])
-    tiles = dict(ACC=acc, I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
+    tiles = _tiles(p, x)
     has_run = running_mean is not None and running_var is not None
     one = p.resident(False) if training else None
     if one is not None:
@@ -288,30 +288,49 @@ def bn_forward(input, weight, bias, running_mean, running_var, training, momentu
         )  # fmt: skip
         return y, smean, sinv
     if training:
-        merge = p.split > 1
-        part = x
-        if merge:
-            part = torch.empty((2, p.split, C), dtype=float_acc(x.dtype), device=x.device)
-        launch(
-            _bn_stats_kernel, (p.cblocks, p.split), x, part,
-            arrival_counters("batch_norm", x.device) if merge else x,
-            running_mean if has_run else x, running_var if has_run else x, smean, sinv,
-            *p.shape_args(), *p.strides(0), p.TN, p.TS, p.items, p.per, *p.counts,
-            float(momentum), float(eps),
-            HAS_RUN=has_run, MERGE=merge, SPLIT_P=p.split_p, ST=p.stages(p.per),
-            maxnreg=p.maxnreg, **tiles,
-        )  # fmt: skip
+        launch_stats(p, x, running_mean, running_var, smean, sinv, momentum, eps)
         mean, stat = smean, sinv
     else:
         mean, stat = running_mean, running_var
+    launch_apply(p, x, y, weight, bias, mean, stat, not training, eps)
+    return y, smean, sinv
+
+
+def _tiles(p, x):
+    return dict(ACC=tl_float_acc(x.dtype), I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN, BS=p.BS,
+                num_warps=p.warps)  # fmt: skip
+
+
+def launch_stats(p, x, running_mean, running_var, smean, sinv, momentum, eps):
+    """smean, sinv[c] = each channel's mean and 1 / sqrt(var + eps) over x (the (N, C, S)
+    view `p` plans; the running stats updated where given): the split statistics kernel,
+    its partials merged by the last program of a channel block."""
+    has_run = running_mean is not None and running_var is not None
+    merge = p.split > 1
+    part = x
+    if merge:
+        part = torch.empty((2, p.split, p.C), dtype=float_acc(x.dtype), device=x.device)
+    launch(
+        _bn_stats_kernel, (p.cblocks, p.split), x, part,
+        arrival_counters("batch_norm", x.device) if merge else x,
+        running_mean if has_run else x, running_var if has_run else x, smean, sinv,
+        *p.shape_args(), *p.strides(0), p.TN, p.TS, p.items, p.per, *p.counts,
+        float(momentum), float(eps),
+        HAS_RUN=has_run, MERGE=merge, SPLIT_P=p.split_p, ST=p.stages(p.per),
+        maxnreg=p.maxnreg, **_tiles(p, x),
+    )  # fmt: skip
+
+
+def launch_apply(p, x, y, weight, bias, mean, stat, is_var, eps):
+    """y = (x - mean) * invstd * weight + bias per channel; `stat` is invstd, or the
+    variance where `is_var` (eval's running stats)."""
     launch(
         _bn_apply_kernel, p.apply_grid, x, y,
         weight if weight is not None else x, bias if bias is not None else x, mean, stat,
         *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per_apply, float(eps),
-        IS_VAR=not training, HAS_W=weight is not None, HAS_B=bias is not None,
-        Y_AS_X=p.same(1), ST=1, **tiles,
+        IS_VAR=bool(is_var), HAS_W=weight is not None, HAS_B=bias is not None,
+        Y_AS_X=p.same(1), ST=1, **_tiles(p, x),
     )  # fmt: skip
-    return y, smean, sinv
 
 
 def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
@@ -340,8 +359,7 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
                 t.zero_()
         return dx, dw, db
     p = _Plan(x, [st, gst, ost])
-    acc = tl_float_acc(x.dtype)
-    tiles = dict(ACC=acc, I64=p.i64, AL=p.align, BC=p.BC, BN=p.BN, BS=p.BS, num_warps=p.warps)
+    acc, tiles = tl_float_acc(x.dtype), _tiles(p, x)
     one = p.resident(True)
     if one is not None:
         programs, rtiles = one
@@ -373,27 +391,38 @@ def bn_backward(grad_out, input, weight, mean, stat, train, eps, mask, is_var):
         return dx, dw, db
     sums = x
     if sums_needed:
-        merge = p.split > 1
-        acc_t = float_acc(x.dtype)
-        sums = torch.empty((2, C), dtype=acc_t, device=x.device)
-        part = torch.empty((2, p.split, C), dtype=acc_t, device=x.device) if merge else x
-        launch(
-            _bn_bwd_sums_kernel, (p.cblocks, p.split), g, x, mean, stat, part,
-            arrival_counters("batch_norm", x.device) if merge else x, sums,
-            dw if dw is not None else x, db if db is not None else x,
-            *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per, float(eps),
-            IS_VAR=bool(is_var), DW=bool(mask[1]), DB=bool(mask[2]), G_AS_X=p.same(1),
-            MERGE=merge, SPLIT_P=p.split_p, ST=p.stages(p.per), maxnreg=p.maxnreg, **tiles,
-        )  # fmt: skip
+        sums = torch.empty((2, C), dtype=float_acc(x.dtype), device=x.device)
+        launch_sums(p, g, x, mean, stat, is_var, sums, dw, db, eps)
     if mask[0]:
-        launch(
-            _bn_bwd_dx_kernel, p.apply_grid, g, x, dx, weight if weight is not None else x,
-            mean, stat, sums, *p.shape_args(), *p.strides(0), *p.strides(1), *p.strides(2),
-            p.TN, p.items, p.per_apply, float(p.N * p.S), float(eps),
-            TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None,
-            G_AS_X=p.same(1), O_AS_X=p.same(2), ST=1, **tiles,
-        )  # fmt: skip
+        launch_dx(p, g, x, dx, weight, mean, stat, sums, train, is_var, float(p.N * p.S), eps)
     return dx, dw, db
+
+
+def launch_sums(p, g, x, mean, stat, is_var, sums, dw, db, eps):
+    """sums[0|1, c] = sum of dy and invstd * sum of dy * (x - mean) over each channel
+    (dweight and dbias written where given); `p` plans (x, dy)."""
+    merge = p.split > 1
+    part = torch.empty((2, p.split, p.C), dtype=sums.dtype, device=x.device) if merge else x
+    launch(
+        _bn_bwd_sums_kernel, (p.cblocks, p.split), g, x, mean, stat, part,
+        arrival_counters("batch_norm", x.device) if merge else x, sums,
+        dw if dw is not None else x, db if db is not None else x,
+        *p.shape_args(), *p.strides(0), *p.strides(1), p.TN, p.items, p.per, float(eps),
+        IS_VAR=bool(is_var), DW=dw is not None, DB=db is not None, G_AS_X=p.same(1),
+        MERGE=merge, SPLIT_P=p.split_p, ST=p.stages(p.per), maxnreg=p.maxnreg, **_tiles(p, x),
+    )  # fmt: skip
+
+
+def launch_dx(p, g, x, dx, weight, mean, stat, sums, train, is_var, count, eps):
+    """dx from dy: training, from launch_sums' sums over `count` elements a channel; eval,
+    dy * invstd * weight. `p` plans (x, dy, dx)."""
+    launch(
+        _bn_bwd_dx_kernel, p.apply_grid, g, x, dx, weight if weight is not None else x,
+        mean, stat, sums, *p.shape_args(), *p.strides(0), *p.strides(1), *p.strides(2),
+        p.TN, p.items, p.per_apply, float(count), float(eps),
+        TRAIN=bool(train), IS_VAR=bool(is_var), HAS_W=weight is not None,
+        G_AS_X=p.same(1), O_AS_X=p.same(2), ST=1, **_tiles(p, x),
+    )  # fmt: skip
 
 
 def _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
