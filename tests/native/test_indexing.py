@@ -407,3 +407,16 @@ def test_index_put_scatter(dtype):
             getattr(y, name)(*a)
             ref = getattr(x.clone(), name)(*args)
         assert_close(y, ref, reduce=4)
+
+
+def test_embedding_max_norm_renormalises_rows_in_place():
+    torch.manual_seed(0)
+    w = torch.randn(10, 4) * 3
+    idx = torch.tensor([[1, 2, 2], [9, 1, 0]])
+    for norm_type in (2.0, 1.0):
+        wc, wd = w.clone(), w.clone().to(DEV)
+        out = F.embedding(idx.to(DEV), wd, max_norm=1.5, norm_type=norm_type)
+        ref = F.embedding(idx, wc, max_norm=1.5, norm_type=norm_type)
+        torch.testing.assert_close(out.cpu(), ref)
+        torch.testing.assert_close(wd.cpu(), wc)  # the weight itself renormalised
+    assert not torch.equal(wc, w)  # the test renormalised something

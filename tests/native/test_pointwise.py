@@ -414,3 +414,18 @@ def test_pointwise_layouts():
     check(torch.add, rand((4, 3), F16), rand((4, 3), F32))  # type promotion
     check(torch.mul, rand((4, 3), torch.int32), 2.5)
     check(torch.add, rand((4, 3), BF16)[:, 1], torch.tensor(1.0))
+
+
+def test_remainder_of_a_number_by_a_tensor():
+    b = rand((4, 5), torch.float32)
+    check(lambda t: torch.remainder(5.5, t), b)
+    check(lambda t: torch.remainder(-7, t), torch.tensor([3, -3, 5, 2], dtype=torch.int32))
+    check(lambda t: torch.remainder(2.5, t), torch.tensor([3, -3, 5], dtype=torch.int64))
+
+
+def test_angle_of_real_tensors():
+    x = torch.tensor([-2.0, -0.0, 0.0, 3.0, float("nan"), float("-inf"), float("inf")])
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        res = torch.angle(x.to(DEV, dtype))
+        torch.testing.assert_close(res.cpu(), torch.angle(x.to(dtype)), equal_nan=True)
+    check(torch.angle, torch.tensor([-3, 0, 4]))  # integers: a float result

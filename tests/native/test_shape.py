@@ -128,3 +128,11 @@ def test_cat_launches_once_per_four_inputs(dtype):
     c = make(2)
     mixed = torch.cat([torch.arange(3).to(DEV), c.to(DEV)])  # promoted
     assert torch.equal(mixed.cpu(), torch.cat([torch.arange(3), c]))
+
+
+@pytest.mark.parametrize("size,step", [(3, 2), (2, 2), (4, 1), (1, 3)])
+def test_unfold_backward(size, step):
+    x = rand((2, 9, 3), F32)
+    grads(lambda t: t.unfold(1, size, step), x)
+    grads(lambda t: t.unfold(-1, 2, 1), x)
+    grads(lambda t: t.unfold(0, 1, 1), rand((), F32).reshape(()))

@@ -71,6 +71,7 @@ from . import (  # noqa: F401
     random,
     reduction,
     reduction_arg,
+    rnn,
     scan,
     search,
     segment,
@@ -86,6 +87,7 @@ from . import (  # noqa: F401
     ternary,
     unary,
     unique,
+    weight_norm,
 )
 from .pooling import adaptive, fractional, pool2d, pool3d  # noqa: F401
 from .resample import antialias, grid_sample_2d, grid_sample_3d, linear, nearest, padding  # noqa: F401

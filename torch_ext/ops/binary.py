@@ -10,7 +10,7 @@ import torch
 from . import _math
 from ._pointwise import pointwise
 from .copy import copy_kernel, fill_kernel
-from ._declare import kernel
+from ._declare import Scalar, kernel
 
 
 @kernel()
@@ -460,3 +460,11 @@ def lcm(
     """lcm_stub(iter): integer types only, as PyTorch."""
     _check_integer("lcm", common_dtype)
     _lcm.iter(outs, _as_tensors(outs[0], ins, common_dtype), common_dtype)
+
+
+@kernel()
+def remainder_scalar_tensor(self: Scalar, other: torch.Tensor) -> torch.Tensor:
+    """remainder(number, tensor): the number as a 0-d tensor of the promoted dtype, then
+    the pointwise remainder (Python's sign convention, as torch's)."""
+    dtype = torch.result_type(self, other)
+    return remainder(torch.scalar_tensor(self, dtype=dtype, device=other.device), other)

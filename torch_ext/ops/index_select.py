@@ -187,3 +187,28 @@ def embedding_dense_backward(
     out = torch.empty((num_weights, D), dtype=out_dtype, device=grad_output.device)
     copy_kernel((out,), (grad_w,))
     return out
+
+
+@kernel()
+def embedding_renorm_(
+    self: torch.Tensor, indices: torch.Tensor, max_norm: float, norm_type: float
+) -> torch.Tensor:
+    """embedding(max_norm=...)'s in-place renormalisation: each row `indices` names (once,
+    however often it repeats) whose p-norm passes max_norm is scaled by
+    max_norm / (norm + 1e-7), as the CPU and CUDA do. Our unique, index_select (bounds
+    checked), norm and index_copy_."""
+    if self.dim() != 2:
+        raise RuntimeError(f"torch_ext: embedding_renorm_ expects a 2-d weight, got {self.dim()}-d")
+    if indices.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(
+            f"torch_ext: embedding_renorm_ expects int64 or int32 indices, got {indices.dtype}"
+        )
+    rows = torch.unique(indices.reshape(-1))
+    if rows.numel() == 0:
+        return self
+    picked = self.index_select(0, rows)
+    acc = float_acc(self.dtype)
+    norms = torch.linalg.vector_norm(picked, float(norm_type), dim=1, dtype=acc)
+    scale = torch.where(norms > max_norm, max_norm / (norms + 1e-7), torch.ones_like(norms))
+    self.index_copy_(0, rows, (picked * scale[:, None]).to(self.dtype))
+    return self

@@ -440,3 +440,27 @@ def tril_indices(
     pin_memory: bool | None = None,
 ) -> torch.Tensor:
     return _tri_indices(row, col, offset, dtype, device, False)
+
+
+@kernel()
+def unfold_backward(
+    grad_in: torch.Tensor, input_sizes: list[int], dim: int, size: int, step: int
+) -> torch.Tensor:
+    """Tensor.unfold's backward: the input's gradient, each element the sum of the window
+    elements it appeared as (windows overlap where step < size): one index_add_ along
+    `dim` (deterministic in deterministic mode, as index_add_ is)."""
+    out = torch.zeros(input_sizes, dtype=grad_in.dtype, device=grad_in.device)
+    if len(input_sizes) == 0:  # a 0-d input unfolds to one window of one element
+        return out.add_(grad_in.reshape(()))
+    dim = wrap_dim(dim, len(input_sizes))
+    windows = grad_in.shape[dim]
+    if grad_in.numel() == 0:
+        return out
+    dev = grad_in.device
+    at = (
+        torch.arange(windows, device=dev)[:, None] * step + torch.arange(size, device=dev)
+    ).reshape(-1)
+    g = grad_in.movedim(-1, dim + 1).reshape(
+        [*input_sizes[:dim], windows * size, *input_sizes[dim + 1 :]]
+    )
+    return out.index_add_(dim, at, g)

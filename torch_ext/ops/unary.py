@@ -473,3 +473,17 @@ def frexp_out(
     exponent.resize_(self.shape)
     _frexp.iter((mantissa, exponent), (self,), self.dtype)
     return mantissa, exponent
+
+
+@pointwise(promotion="int_to_float")
+@triton.jit
+def _angle(x):
+    zero = tl.zeros_like(x)
+    return tl.where(x != x, x, tl.where(x < 0, zero + 3.141592653589793, zero))
+
+
+@kernel()
+def angle(self: torch.Tensor) -> torch.Tensor:
+    """The argument of a real number: pi below zero, 0 otherwise, NaN kept (complex inputs
+    keep the CPU fallback)."""
+    return _angle(self)
