@@ -182,12 +182,56 @@ def batch_norm_cases():
             )
 
 
+def batch_norm_sync_cases():
+    """SyncBatchNorm's pieces (ops/batch_norm_sync.py): a ResNet-50 map, bf16 and float32,
+    NCHW and channels_last; the merges over 8 ranks."""
+    from torch_ext.ops import batch_norm, batch_norm_sync as sync
+
+    for dtype in (torch.bfloat16, torch.float32):
+        for fmt in (torch.contiguous_format, torch.channels_last):
+            batch_norm.launch = sync.launch = recorder(
+                f"sync_bn {dtype} 32x256x14x14 {str(fmt)[6:]}"
+            )
+            x = torch.empty(32, 256, 14, 14, dtype=dtype).to(memory_format=fmt)
+            w = torch.empty(256)
+            mean, invstd = sync.batch_norm_stats(x, 1e-5)
+            ranks = torch.empty(8, 256)
+            sync.batch_norm_gather_stats_with_counts(
+                x, ranks, ranks, w, w, 0.1, 1e-5, torch.ones(8)
+            )
+            sync.batch_norm_elemt(x, w, w, mean, invstd, 1e-5)
+            sdy, sxm, _, _ = sync.batch_norm_backward_reduce(
+                x, x, mean, invstd, w, True, True, True
+            )
+            counts = torch.ones(8, 1, dtype=torch.int32)
+            sync.batch_norm_backward_elemt(x, x, mean, invstd, w, sdy, sxm, counts)
+
+
+def rnn_cases():
+    """The fused LSTM and GRU cells (ops/rnn.py) in every float dtype (float64 included:
+    their sigmoid and tanh use tl.exp)."""
+    from torch_ext.ops import rnn
+
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        rnn.launch = recorder(f"rnn {dtype} 64x1024")
+        B, H = 64, 1024
+        g4, g3 = torch.empty(B, 4 * H, dtype=dtype), torch.empty(B, 3 * H, dtype=dtype)
+        h = torch.empty(B, H, dtype=dtype)
+        b4, b3 = torch.empty(4 * H, dtype=dtype), torch.empty(3 * H, dtype=dtype)
+        hy, cy, ws = rnn.thnn_fused_lstm_cell(g4, g4, h, b4, b4)
+        rnn.thnn_fused_lstm_cell_backward_impl(h, h, h, cy, ws, True)
+        hy, ws = rnn.thnn_fused_gru_cell(g3, g3, h, b3, b3)
+        rnn.thnn_fused_gru_cell_backward(h, ws, True)
+
+
 FAMILIES = {
     "attention": attention_cases,
     "matmul": matmul_cases,
     "matmul_ws": matmul_ws_cases,
     "conv": conv_cases,
     "batch_norm": batch_norm_cases,
+    "batch_norm_sync": batch_norm_sync_cases,
+    "rnn": rnn_cases,
 }
 
 
