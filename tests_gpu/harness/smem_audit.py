@@ -224,6 +224,17 @@ def rnn_cases():
         rnn.thnn_fused_gru_cell_backward(h, ws, True)
 
 
+def sampling_cases():
+    """The rejection samplers (ops/random_sampling.py): gamma, Dirichlet, Poisson, binomial."""
+    from torch_ext.ops import random_sampling as rs
+
+    rs.launch = recorder("sampling float32 1M")
+    x = torch.empty(1 << 20)
+    rs.standard_gamma(x)
+    rs.poisson(x)
+    rs.binomial(x, x)
+
+
 FAMILIES = {
     "attention": attention_cases,
     "matmul": matmul_cases,
@@ -232,6 +243,7 @@ FAMILIES = {
     "batch_norm": batch_norm_cases,
     "batch_norm_sync": batch_norm_sync_cases,
     "rnn": rnn_cases,
+    "sampling": sampling_cases,
 }
 
 

@@ -69,6 +69,7 @@ from . import (  # noqa: F401
     normalization,
     optim,
     random,
+    random_sampling,
     reduction,
     reduction_arg,
     rnn,
