@@ -65,6 +65,7 @@ from . import (  # noqa: F401
     loss_multilabel,
     loss_nll,
     matmul,
+    matmul_dtype,
     matrix_exp,
     normalization,
     optim,
