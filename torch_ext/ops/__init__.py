@@ -35,6 +35,7 @@ from . import (  # noqa: F401
     activation,
     advanced_index,
     amax_backward,
+    assert_async,
     attention,
     attention_common,
     attention_kernels,
