@@ -14,7 +14,16 @@ import triton.language as tl
 from ._common import float_acc, stat_dtype, tl_float_acc
 from ._declare import kernel
 from ._launch import cdiv, launch, next_pow2
-from .batch_norm import _check, _empty_like, _Plan, _view, launch_apply, launch_dx, launch_sums
+from .batch_norm import (
+    _check,
+    _copy_out,
+    _empty_like,
+    _Plan,
+    _view,
+    launch_apply,
+    launch_dx,
+    launch_sums,
+)
 from .batch_norm import launch_stats
 
 _BC = 128  # channels a program of the merges over ranks
@@ -180,13 +189,8 @@ def batch_norm_elemt_out(
     eps: float,
     out: torch.Tensor,
 ) -> torch.Tensor:
-    from .copy import copy_kernel
-
     y = batch_norm_elemt(input, weight, bias, mean, invstd, eps)
-    out.resize_(y.shape)
-    if y.numel():
-        copy_kernel((out,), (y,))
-    return out
+    return _copy_out((out,), (y,))[0]
 
 
 @kernel()
