@@ -43,6 +43,9 @@ def _train(model, dev, shard, fmt):
 
 
 def _ddp(rank, ws, fmt):
+    # float32 convolutions as the CPU reference computes them: no TF32 on a GPU (torch's
+    # default for cuDNN convolutions, which ours follow, would move the variances by ~1e-3)
+    torch._C._set_cudnn_allow_tf32(False)
     dev = device_for(rank)
     want = _train(_cnn(), torch.device("cpu"), lambda t: t, torch.contiguous_format)
     model = nn.SyncBatchNorm.convert_sync_batchnorm(_cnn()).to(dev).to(memory_format=fmt)

@@ -1,6 +1,6 @@
 """ops/conv_igemm.py: the strided adjoint gather by phases (input gradients of
 strided convolutions, forwards of strided transposed ones) gives the full gather's
-bits (the same nonzero products in the same order) and the CPU's result."""
+result (the same nonzero products in the same order, to rounding) and the CPU's."""
 
 import pytest
 import torch
@@ -58,7 +58,10 @@ def test_phases_equal_the_full_gather_and_the_cpu(monkeypatch, shape, wshape, kw
     y1, gx1, phased, g = _run(x, w, b, kw, transposed, True, monkeypatch)
     y0, gx0, unphased, _ = _run(x, w, b, kw, transposed, False, monkeypatch)
     assert phased >= 1 and unphased == 0
-    assert torch.equal(y1, y0) and torch.equal(gx1, gx0)
+    # The same products in the same order; under the interpreter tl.dot is numpy's
+    # matmul, whose BLAS may block differently by shape (and CPU), so allow rounding.
+    torch.testing.assert_close(y1, y0, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(gx1, gx0, rtol=1e-6, atol=1e-6)
     conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[x.dim()]
     if transposed:
         conv = {3: F.conv_transpose1d, 4: F.conv_transpose2d, 5: F.conv_transpose3d}[x.dim()]

@@ -177,9 +177,7 @@ def batch_norm_cases():
             x = torch.empty(32, c, hw, hw, dtype=torch.bfloat16).to(memory_format=fmt)
             w, rm, rv = (torch.empty(c) for _ in range(3))
             _, mean, invstd = batch_norm.bn_forward(x, w, w, rm, rv, True, 0.1, 1e-5)
-            batch_norm.native_batch_norm_backward(
-                x, x, w, rm, rv, mean, invstd, True, 1e-5, [True, True, True]
-            )
+            batch_norm.bn_backward(x, x, w, mean, invstd, True, 1e-5, [True, True, True], False)
 
 
 def batch_norm_sync_cases():

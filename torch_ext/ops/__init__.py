@@ -40,6 +40,7 @@ from . import (  # noqa: F401
     attention_common,
     attention_kernels,
     batch_norm,
+    batch_norm_aten,
     batch_norm_sync,
     binary,
     complex,

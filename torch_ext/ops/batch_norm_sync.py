@@ -16,15 +16,15 @@ from ._declare import kernel
 from ._launch import cdiv, launch, next_pow2
 from .batch_norm import (
     _check,
-    _copy_out,
     _empty_like,
     _Plan,
     _view,
     launch_apply,
     launch_dx,
+    launch_stats,
     launch_sums,
 )
-from .batch_norm import launch_stats
+from .batch_norm_aten import _copy_out
 
 _BC = 128  # channels a program of the merges over ranks
 

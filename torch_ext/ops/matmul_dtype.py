@@ -27,27 +27,27 @@ def _result(name, a, b, out_dtype, shape):
     return torch.empty(shape, dtype=out_dtype, device=a.device)
 
 
-def _dims(name, t, dim):
-    if t.dim() != dim:
-        raise RuntimeError(f"torch_ext: {name} expects {dim}-d operands, got {t.dim()}-d")
+def _product(name, a, b, out_dtype, dim, bias=None, alpha=1.0, beta=0.0):
+    """out = alpha * a @ b (+ beta * bias) in `out_dtype`, a and b `dim`-d."""
+    for t in (a, b):
+        if t.dim() != dim:
+            raise RuntimeError(f"torch_ext: {name} expects {dim}-d operands, got {t.dim()}-d")
+    shape = (sizes(a)[0], sizes(b)[1]) if dim == 2 else (a.shape[0], a.shape[1], b.shape[2])
+    out = _result(name, a, b, out_dtype, shape)
+    if dim == 2:
+        shape = (1, a.shape[0], b.shape[1])
+    _bmm(as3(a), as3(b), as3(out), None if bias is None else as3(bias, shape), alpha, beta)
+    return out
 
 
 @kernel()
 def mm_dtype(self: torch.Tensor, mat2: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    for t in (self, mat2):
-        _dims("mm", t, 2)
-    out = _result("mm", self, mat2, out_dtype, (sizes(self)[0], sizes(mat2)[1]))
-    _bmm(as3(self), as3(mat2), as3(out))
-    return out
+    return _product("mm", self, mat2, out_dtype, 2)
 
 
 @kernel()
 def bmm_dtype(self: torch.Tensor, mat2: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    for t in (self, mat2):
-        _dims("bmm", t, 3)
-    out = _result("bmm", self, mat2, out_dtype, (self.shape[0], self.shape[1], mat2.shape[2]))
-    _bmm(self, mat2, out)
-    return out
+    return _product("bmm", self, mat2, out_dtype, 3)
 
 
 @kernel()
@@ -59,12 +59,7 @@ def addmm_dtype(
     beta: Scalar = 1,
     alpha: Scalar = 1,
 ) -> torch.Tensor:
-    for t in (mat1, mat2):
-        _dims("addmm", t, 2)
-    out = _result("addmm", mat1, mat2, out_dtype, (mat1.shape[0], mat2.shape[1]))
-    bias = as3(self, (1, mat1.shape[0], mat2.shape[1]))
-    _bmm(as3(mat1), as3(mat2), as3(out), bias, alpha, beta)
-    return out
+    return _product("addmm", mat1, mat2, out_dtype, 2, self, alpha, beta)
 
 
 @kernel()
@@ -76,9 +71,4 @@ def baddbmm_dtype(
     beta: Scalar = 1,
     alpha: Scalar = 1,
 ) -> torch.Tensor:
-    for t in (batch1, batch2):
-        _dims("baddbmm", t, 3)
-    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
-    out = _result("baddbmm", batch1, batch2, out_dtype, shape)
-    _bmm(batch1, batch2, out, as3(self, shape), alpha, beta)
-    return out
+    return _product("baddbmm", batch1, batch2, out_dtype, 3, self, alpha, beta)

@@ -33,6 +33,14 @@ def _tanh(x):
 
 
 @triton.jit
+def _lanes(total, H, BLOCK: tl.constexpr):
+    """This program's (batch row, hidden column) elements e of the (B, H) state, in bounds m."""
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    row = e // H
+    return e, e < total, row, e - row * H
+
+
+@triton.jit
 def _gate(ig, hg, ib, hb, row, col, G, m, HAS_BIAS: tl.constexpr, ACC: tl.constexpr):
     """input_gates + hidden_gates (+ both biases) at (row, col) of the (B, G) gates."""
     v = tl.load(ig + row * G + col, mask=m, other=0).to(ACC)
@@ -45,10 +53,7 @@ def _gate(ig, hg, ib, hb, row, col, G, m, HAS_BIAS: tl.constexpr, ACC: tl.conste
 @triton.jit
 def _lstm_fwd_kernel(ig, hg, ib, hb, cx, hy, cy, ws, total, H, HAS_BIAS: tl.constexpr,
                      ACC: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = e < total
-    row = e // H
-    col = e - row * H
+    e, m, row, col = _lanes(total, H, BLOCK)
     G = 4 * H
     i = _sigmoid(_gate(ig, hg, ib, hb, row, col, G, m, HAS_BIAS, ACC))
     f = _sigmoid(_gate(ig, hg, ib, hb, row, col + H, G, m, HAS_BIAS, ACC))
@@ -68,10 +73,7 @@ def _lstm_fwd_kernel(ig, hg, ib, hb, cx, hy, cy, ws, total, H, HAS_BIAS: tl.cons
 @triton.jit
 def _lstm_bwd_kernel(ghy, gcy, cx, cy, ws, gg, gcx, total, H, HAS_GHY: tl.constexpr,
                      HAS_GCY: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = e < total
-    row = e // H
-    col = e - row * H
+    e, m, row, col = _lanes(total, H, BLOCK)
     G = 4 * H
     w = ws + row * G + col
     i = tl.load(w, mask=m, other=0).to(ACC)
@@ -98,10 +100,7 @@ def _lstm_bwd_kernel(ghy, gcy, cx, cy, ws, gg, gcx, total, H, HAS_GHY: tl.conste
 @triton.jit
 def _gru_fwd_kernel(ig, hg, ib, hb, hx, hy, ws, total, H, HAS_BIAS: tl.constexpr,
                     ACC: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = e < total
-    row = e // H
-    col = e - row * H
+    e, m, row, col = _lanes(total, H, BLOCK)
     G = 3 * H
     r = _sigmoid(_gate(ig, hg, ib, hb, row, col, G, m, HAS_BIAS, ACC))
     z = _sigmoid(_gate(ig, hg, ib, hb, row, col + H, G, m, HAS_BIAS, ACC))
@@ -125,10 +124,7 @@ def _gru_fwd_kernel(ig, hg, ib, hb, hx, hy, ws, total, H, HAS_BIAS: tl.constexpr
 
 @triton.jit
 def _gru_bwd_kernel(ghy, ws, gi, gh, ghx, total, H, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = e < total
-    row = e // H
-    col = e - row * H
+    e, m, row, col = _lanes(total, H, BLOCK)
     w = ws + row * 5 * H + col
     r = tl.load(w, mask=m, other=0).to(ACC)
     z = tl.load(w + H, mask=m, other=0).to(ACC)
