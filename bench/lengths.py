@@ -25,10 +25,13 @@ _TESTS = pathlib.Path(__file__).resolve().parent.parent / "tests"
 def _counts(c_ext, before):
     now = c_ext._plan_stats()
     python = now["slow"] - before["slow"] + now["uncacheable"] - before["uncacheable"]
+    old = before.get("reasons", {})
+    why = {k: n - old.get(k, 0) for k, n in now.get("reasons", {}).items() if n > old.get(k, 0)}
     return {
         "recorded": now["recorded"] - before["recorded"],
         "replayed": now["replayed"] - before["replayed"],
         "python": python,
+        "why": why,  # {op: reason} of the calls that stayed on Python (or ended a class)
     }
 
 
@@ -79,6 +82,9 @@ def main(argv=None):
                 f"{r['length']}:{r['recorded']}/{r['replayed']}/{r['python']}" for r in result[name]
             )
         )
+        last = result[name][-1]
+        if last["why"]:
+            print(f"  why, at length {last['length']}: " + "; ".join(f"{k} ({n})" for k, n in last["why"].items()))
     d = result["llama_decode_8_tokens"]
     print(
         f"llama_decode, 8 tokens: {d['recorded']} recorded, {d['replayed']} replayed, {d['python']} on Python"
