@@ -84,7 +84,10 @@ def main(argv=None):
         )
         last = result[name][-1]
         if last["why"]:
-            print(f"  why, at length {last['length']}: " + "; ".join(f"{k} ({n})" for k, n in last["why"].items()))
+            print(
+                f"  why, at length {last['length']}: "
+                + "; ".join(f"{k} ({n})" for k, n in last["why"].items())
+            )
     d = result["llama_decode_8_tokens"]
     print(
         f"llama_decode, 8 tokens: {d['recorded']} recorded, {d['replayed']} replayed, {d['python']} on Python"

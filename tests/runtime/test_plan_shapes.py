@@ -312,7 +312,11 @@ def test_embedding_and_cross_entropy_replay_other_lengths():
         ref.backward()
         torch.testing.assert_close(loss.cpu(), ref, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(wd.grad.cpu(), wc.grad, rtol=1e-4, atol=1e-5)
-    assert recorded[2:] == [0, 0, 0], (recorded, C._plan_stats()["reasons"], [c[0][:20] for c in C._plan_classes()])
+    assert recorded[2:] == [0, 0, 0], (
+        recorded,
+        C._plan_stats()["reasons"],
+        [c[0][:20] for c in C._plan_classes()],
+    )
     bad = torch.randint(0, 50, (38,))
     bad[5] = 50
     bad_d, w_d = bad.to(DEV), w.to(DEV)

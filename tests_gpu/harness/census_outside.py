@@ -34,4 +34,7 @@ before = census.thread_cpu()
 for _ in range(5):
     run.step()
 after = census.thread_cpu()
-print("thread CPU over 5 steps:", {t: (after[t][0], after[t][1] - before.get(t, ("", 0.0))[1]) for t in after})
+print(
+    "thread CPU over 5 steps:",
+    {t: (after[t][0], after[t][1] - before.get(t, ("", 0.0))[1]) for t in after},
+)
