@@ -59,7 +59,9 @@ def count(events, side):
             table[top][1] += len(getattr(e, "kernels", ()))
     if side != "cuda":
         for e in events:
-            if e.name.startswith("triton:"):
+            # the launch's range on the launching thread: with CUDA activity on, the
+            # profiler also copies each range onto the GPU's timeline (no CPU parent)
+            if e.name.startswith("triton:") and e.device_type == torch.autograd.DeviceType.CPU:
                 table[_top_aten(e) or "(outside aten ops)"][1] += 1
     return dict(table)
 

@@ -227,8 +227,9 @@ def test_generic_ops_replay_other_row_counts(name):
     per_size = {}
     for M in range(33, 38):
         xs = [torch.randn(s) for s in shapes(M)]
+        xd = [x.to(DEV) for x in xs]  # the copies are not the op's (a cuda H2D may record)
         before = stats()
-        got = fn(*[x.to(DEV) for x in xs])
+        got = fn(*xd)
         per_size[M] = delta(before)["recorded"]
         torch.testing.assert_close(got.cpu(), fn(*xs), rtol=1e-4, atol=1e-4)
     # the plan and its verification; else say which sizes recorded, why classes ended,
@@ -293,18 +294,32 @@ def test_norm_backward_replays_other_row_counts(norm):
     assert recorded[2:] == [0, 0, 0], recorded
 
 
-def test_embedding_and_cross_entropy_replay_other_lengths():
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_embedding_and_cross_entropy_replay_other_lengths(deterministic, monkeypatch):
     """Index ops keep their bounds checks in a shape class (the class's plan keeps its
     flag slot): embedding and cross-entropy forward and backward replay new lengths, and
-    a bad index at a replayed length still raises."""
+    a bad index at a replayed length still raises. Deterministic: embedding's backward
+    sorts the indices and sums each row's run in order (what cuda always runs) and
+    replays new lengths too."""
+    if deterministic:
+        torch.use_deterministic_algorithms(True)
+        monkeypatch.setattr(torch.utils.deterministic, "fill_uninitialized_memory", False)
+    try:
+        _embedding_and_cross_entropy_lengths()
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def _embedding_and_cross_entropy_lengths():
     w = torch.randn(50, 32)
     recorded = []
     for n in range(33, 38):
         idx = torch.randint(0, 50, (n,))
         target = torch.randint(0, 50, (n,))
         wd = w.to(DEV).requires_grad_()
+        idx_d, target_d = idx.to(DEV), target.to(DEV)
         before = stats()
-        loss = F.cross_entropy(F.embedding(idx.to(DEV), wd) @ wd.t(), target.to(DEV))
+        loss = F.cross_entropy(F.embedding(idx_d, wd) @ wd.t(), target_d)
         loss.backward()
         recorded.append(delta(before)["recorded"])
         wc = w.clone().requires_grad_()

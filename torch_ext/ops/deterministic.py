@@ -18,6 +18,7 @@ from . import _bounds
 from ._common import contiguous
 from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
+from .sort import stable_sort_1d
 
 
 def enabled(dtype: torch.dtype) -> bool:
@@ -27,41 +28,47 @@ def enabled(dtype: torch.dtype) -> bool:
 
 @triton.jit
 def _rows_add_kernel(
-    out, vals, perm, rows, starts, ends, M, D, skip, flag, ACC: tl.constexpr, BLOCK: tl.constexpr
+    out, vals, perm, rows, N, M, D, skip, flag, ACC: tl.constexpr, BLOCK: tl.constexpr
 ):
-    # Program k of the sorted rows: the first of a run of equal rows sums the run's
-    # values (in input order) and adds them to out[row] once; the others do nothing.
+    # Program k of the N sorted rows: the first of a run of equal rows sums the run's
+    # values (in input order: the sort is stable) and adds them to out[row] once; the
+    # others do nothing.
     k = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     cm = cols < D
     row = tl.load(rows + k)
+    prev = tl.load(rows + k - 1, mask=k > 0, other=0)
     bad = (row < 0) | (row >= M)
     rowv = row + tl.zeros((1,), tl.int64)
     _bounds.record(flag, rowv, (rowv < 0) | (rowv >= M))
-    head = (tl.load(starts + k) == k) & (row != skip) & (bad == 0)
-    stop = tl.where(head, tl.load(ends + k), k)
+    head = ((k == 0) | (prev != row)) & (row != skip) & (bad == 0)
     acc = tl.zeros((BLOCK,), ACC)
-    for j in range(k, stop):
+    j = k
+    more = head
+    while more:
         src = tl.load(perm + j)
         acc += tl.load(vals + src * D + cols, mask=cm, other=0).to(ACC)
+        j += 1
+        # row >= 0 here: -1 past the end ends the run
+        more = tl.load(rows + j, mask=j < N, other=-1) == row
     m = cm & ((tl.zeros((BLOCK,), tl.int32) + head.to(tl.int32)) != 0)
     cur = tl.load(out + row * D + cols, mask=m, other=0).to(ACC)
     tl.store(out + row * D + cols, (cur + acc).to(out.dtype.element_ty), mask=m)
 
 
-def rows_add_(out, rows, vals, flag=None, skip=-(2**62)):
+def rows_add_(out, rows, vals, flag=None, skip=-(2**62), n=None):
     """out[rows[k], :] += vals[k, :] for a contiguous 2-d `out` (M, D), rows (N,) and
     vals (N, D); rows equal to `skip` are left out, rows outside [0, M) are recorded in
-    `flag` (an _bounds slot, checked by the caller) and left out."""
+    `flag` (an _bounds slot, checked by the caller) and left out. `n` (default N) may be
+    N as a size expression of a recording (_symbolic): the sort and the launches keep
+    it, and one launch plan serves other lengths."""
     M, D = out.shape
     rows = contiguous(rows.reshape(-1).to(torch.int64))
-    N = rows.numel()
+    N = rows.numel() if n is None else n
     if N == 0 or D == 0:
         return out
-    vals = contiguous(vals.reshape(N, D))
-    sorted_rows, perm = torch.sort(rows, stable=True)
-    starts = torch.searchsorted(sorted_rows, sorted_rows)
-    ends = torch.searchsorted(sorted_rows, sorted_rows, right=True)
+    vals = contiguous(vals.reshape(rows.numel(), D))
+    sorted_rows, perm = stable_sort_1d(rows, N)
     own = flag is None
     if own:
         flag = _bounds.new_flag(out.device, "index", M)
@@ -73,8 +80,7 @@ def rows_add_(out, rows, vals, flag=None, skip=-(2**62)):
         vals,
         perm,
         sorted_rows,
-        starts,
-        ends,
+        N,
         M,
         D,
         skip,
@@ -128,8 +134,8 @@ def _flat_add(out, lin, vals):
         copy_kernel((out,), (target,))
 
 
-def embedding_backward_(grad_w, grad, indices, padding_idx, flag):
+def embedding_backward_(grad_w, grad, indices, padding_idx, flag, n=None):
     """grad_w (num_weights, D), zeroed, += the rows of grad (N, D) at indices, the
-    padding row left out."""
+    padding row left out (n: N, see rows_add_)."""
     skip = padding_idx if padding_idx >= 0 else -(2**62)
-    rows_add_(grad_w, indices, grad, flag, skip)
+    rows_add_(grad_w, indices, grad, flag, skip, n)

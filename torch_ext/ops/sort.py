@@ -21,6 +21,7 @@ from ._launch import cdiv, launch, next_pow2
 from .copy import copy_kernel
 from ._common import contiguous, as_arb
 from ._declare import kernel
+from ._symbolic import empty, view
 
 
 @triton.jit
@@ -131,11 +132,14 @@ def _merge_pass_kernel(
 MERGE_FROM = 2048
 
 
-def _merge_sort_rows(x, descending):
-    """(values, indices) of each row of contiguous 2-d x, sorted stably."""
-    rows, R = x.shape
+def _merge_sort_rows(x, descending, R=None):
+    """(values, indices) of each row of contiguous 2-d x, sorted stably; R (default
+    x.shape[1]) may be a size expression of a recording (_symbolic), the outputs then
+    have it too."""
+    rows = x.shape[0]
+    R = x.shape[1] if R is None else R
     bufs = [
-        (torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64, device=x.device))
+        (empty((rows, R), x.dtype, x.device), empty((rows, R), torch.int64, x.device))
         for _ in range(2)
     ]
     block = min(next_pow2(R), spec("pointwise_block", R) or 1024)
@@ -159,6 +163,36 @@ def _merge_sort_rows(x, descending):
         )
         src_v, src_i, L, first, k = dst_v, dst_i, 2 * L, False, 1 - k
     return src_v, src_i
+
+
+def stable_sort_1d(x, n):
+    """(values, indices) of contiguous 1-d x, its n elements sorted stably ascending. n
+    may be a size expression of a recording (_symbolic): the outputs, launches and the
+    choice of algorithm then keep it, and one launch plan serves other lengths
+    (embedding's backward sorts its token indices, deterministic.rows_add_)."""
+    if n > MERGE_FROM and n * n > (spec("rank_sort_budget") or 0):
+        sv, si = _merge_sort_rows(x.view(1, -1), False, n)
+        return view(sv, (n,)), view(si, (n,))
+    values, indices = empty((n,), x.dtype, x.device), empty((n,), torch.int64, x.device)
+    if n == 0:
+        return values, indices
+    bi = min(next_pow2(n), 64)
+    bj = max(1, min(next_pow2(n), (spec("reduction_block", n) or 4096) // bi))
+    launch(
+        _rank_sort_kernel,
+        (1, cdiv(n, bi)),
+        x,
+        values,
+        indices,
+        n,
+        1,
+        n,
+        DESCENDING=False,
+        UPCAST=x.dtype == torch.bfloat16,
+        BLOCK_I=bi,
+        BLOCK_J=bj,
+    )
+    return values, indices
 
 
 def _sort_long(self, dim, descending, k, values, indices):
