@@ -22,6 +22,7 @@ class Entry:
     batch: Callable[[torch.Generator], dict]
     decoder: bool = False  # a causal LM that generates with a KV cache
     steps: int = 3  # AdamW steps compared with the CPU
+    grad_rel: float = 1e-4  # gradients' difference allowed, relative to the largest
 
 
 def _lm_batch(gen: torch.Generator) -> dict:
@@ -268,6 +269,11 @@ VISION = [
         # not kernels: on the CPU alone, float32 and float64 losses differ by 2% at the
         # second AdamW step (4% with batch 4, 0.03% at 64x64 by the third).
         steps=1,
+        # Its stem's weight gradient, through those batch norms, is 3.7e-5 (NCHW) and
+        # 5.5e-5 (channels_last) of the largest gradient from float64 on the CPU's own
+        # float32 run; two float32 runs then differ by about 1e-4 (ours in channels_last
+        # on an H200: 1.04e-4, session 44).
+        grad_rel=2.5e-4,
     ),
     Entry(
         "clip",

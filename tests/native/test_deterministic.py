@@ -77,19 +77,22 @@ def test_fixed_order_sums_match_cpu(name, dtype):
     torch.testing.assert_close(a.cpu().float(), exp, **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("padding_idx", [None, 2])
-def test_embedding_backward_fixed_order(padding_idx):
-    w = torch.randn(10, 6, generator=_g())
+def test_embedding_backward_fixed_order(padding_idx, dtype):
+    w = torch.randn(10, 6, generator=_g()).to(dtype)
     ids = _idx(64, 10).view(8, 8)
-    go = torch.randn(8, 8, 6, generator=_g())
-    exp = torch.ops.aten.embedding_dense_backward(go, ids, 10, padding_idx or -1, False)
+    go = torch.randn(8, 8, 6, generator=_g()).to(dtype)
+    # each row's sum rounded once into the weight's dtype (bf16: no float32 pass between)
+    exp = torch.ops.aten.embedding_dense_backward(go.double(), ids, 10, padding_idx or -1, False)
     grads = []
     for _ in range(2):
         wd = w.to(DEV).requires_grad_()
         F.embedding(ids.to(DEV), wd, padding_idx=padding_idx).backward(go.to(DEV))
         grads.append(wd.grad.cpu())
-    assert torch.equal(grads[0], grads[1])
-    torch.testing.assert_close(grads[0], exp, rtol=1e-5, atol=1e-6)
+    assert torch.equal(grads[0], grads[1]) and grads[0].dtype == dtype
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=4e-3, atol=1e-5)
+    torch.testing.assert_close(grads[0].double(), exp, **tol)
     if padding_idx is not None:
         assert grads[0][padding_idx].abs().max() == 0
 

@@ -232,9 +232,16 @@ def test_generic_ops_replay_other_row_counts(name):
         got = fn(*xd)
         per_size[M] = delta(before)["recorded"]
         torch.testing.assert_close(got.cpu(), fn(*xs), rtol=1e-4, atol=1e-4)
-    # the plan and its verification; else say which sizes recorded, why classes ended,
-    # and each class's candidates (verified variables, guards)
-    assert sum(per_size.values()) == 2, (per_size, C._plan_stats()["reasons"], C._plan_classes())
+    # each shape class the op's call touches (one on the host driver; on cuda baddbmm's
+    # TMA kernel also copies the bias into the output first: a nested copy's class) records
+    # its plan, then its verification, and the later sizes replay; else say which sizes
+    # recorded, why classes ended, and each class's candidates (verified variables, guards)
+    why = (per_size, C._plan_stats()["reasons"], C._plan_classes())
+    assert (
+        per_size[33] == per_size[34] >= 1 and per_size[35] == per_size[36] == per_size[37] == 0
+    ), why
+    if torch_ext.backends.active_driver() == "host":
+        assert per_size[33] == 1, why
 
 
 def test_softmax_and_linear_backward_replay_other_row_counts():

@@ -151,7 +151,13 @@ def embedding_dense_backward(
         freq = torch.bincount(idx.long(), minlength=num_weights).index_select(0, idx.long())
         g = grad_output.reshape(-1, D).to(float_acc(grad_output.dtype))
         grad_output = g / freq.to(g.dtype).unsqueeze(1)
-    acc = float_acc(grad_output.dtype)
+    # Each weight row summed by one program in a fixed order (a stable sort of the
+    # indices), deterministic mode or not, as CUDA's embedding backward (sort and segment
+    # sums): float atomics on a GPU changed the rounding from run to run (a Llama run's
+    # loss after 20 steps 1.8258 against 1.8673 at the same code, H200). A row's sum is
+    # rounded once, into the output's dtype: no float32 buffer and no conversion pass.
+    in_order = deterministic.enabled(grad_output.dtype) or not spec("atomics_in_order")
+    acc = out_dtype if in_order else float_acc(grad_output.dtype)
     grad_w = torch.empty((num_weights, D), dtype=acc, device=grad_output.device)
     fill_kernel((grad_w,), (), acc, 0)
     g = contiguous(grad_output).view(-1, D)
@@ -159,12 +165,7 @@ def embedding_dense_backward(
     n = numel(grad_output)  # g's (its view): an expression while recording
     if n:
         flag = _bounds.new_flag(g.device, "embedding_backward", num_weights)
-        if deterministic.enabled(g.dtype) or not spec("atomics_in_order"):
-            # Each weight row summed by one program in a fixed order (a stable sort of
-            # the indices), deterministic mode or not, as CUDA's embedding backward
-            # (sort and segment sums): float atomics on a GPU changed the rounding from
-            # run to run (a Llama run's loss after 20 steps 1.8258 against 1.8673 at the
-            # same code, H200)
+        if in_order:
             deterministic.embedding_backward_(grad_w, g, idx, padding_idx, flag, numel(indices))
         else:  # the interpreter runs programs one after another: atomics in order
             block = block_for(n)
