@@ -232,11 +232,11 @@ def test_generic_ops_replay_other_row_counts(name):
         got = fn(*xd)
         per_size[M] = delta(before)["recorded"]
         torch.testing.assert_close(got.cpu(), fn(*xs), rtol=1e-4, atol=1e-4)
-    # each shape class the op's call touches (one on the host driver; on cuda baddbmm's
-    # call also records the copy of its bias into the output that torch's own baddbmm
-    # meta makes when beta != 0: a second class) records
-    # its plan, then its verification, and the later sizes replay; else say which sizes
-    # recorded, why classes ended, and each class's candidates (verified variables, guards)
+    # each shape class the op's call touches records its plan, then its verification,
+    # and the later sizes replay: one class on the host driver; on cuda baddbmm's call
+    # also records the copy of its bias into the output that torch's own baddbmm meta
+    # makes when beta != 0. Else say which sizes recorded, why classes ended, and each
+    # class's candidates (verified variables, guards)
     why = (per_size, C._plan_stats()["reasons"], C._plan_classes())
     assert (
         per_size[33] == per_size[34] >= 1 and per_size[35] == per_size[36] == per_size[37] == 0

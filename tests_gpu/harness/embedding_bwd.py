@@ -4,6 +4,7 @@ and the largest difference, at GPT-2's and Llama's training shapes.
 
     TORCH_EXT_DRIVER=cuda python tests_gpu/harness/embedding_bwd.py"""
 
+import functools
 import time
 
 import torch
@@ -30,11 +31,10 @@ for tokens, vocab, dim in ((8192, 50257, 768), (8192, 32000, 1024), (2048, 50257
     g = torch.Generator().manual_seed(0)
     idx = torch.randint(0, vocab, (tokens,), generator=g)
     grad = torch.randn(tokens, dim, generator=g).to(torch.bfloat16)
-    ref = lambda i=idx.cuda(), d=grad.cuda(): torch.ops.aten.embedding_dense_backward(  # noqa: E731
-        d, i, vocab, -1, False
-    )
-    mine = lambda i=idx.to("privateuseone"), d=grad.to("privateuseone"): (  # noqa: E731
-        torch.ops.aten.embedding_dense_backward(d, i, vocab, -1, False)
+    bwd = torch.ops.aten.embedding_dense_backward
+    ref = functools.partial(bwd, grad.cuda(), idx.cuda(), vocab, -1, False)
+    mine = functools.partial(
+        bwd, grad.to("privateuseone"), idx.to("privateuseone"), vocab, -1, False
     )
     diff = (mine().cpu().float() - ref().cpu().float()).abs().max().item()
     print(

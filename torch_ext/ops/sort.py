@@ -165,33 +165,46 @@ def _merge_sort_rows(x, descending, R=None):
     return src_v, src_i
 
 
-def stable_sort_1d(x, n):
-    """(values, indices) of contiguous 1-d x, its n elements sorted stably ascending. n
-    may be a size expression of a recording (_symbolic): the outputs, launches and the
-    choice of algorithm then keep it, and one launch plan serves other lengths
-    (embedding's backward sorts its token indices, deterministic.rows_add_)."""
-    if n > MERGE_FROM and n * n > (spec("rank_sort_budget") or 0):
-        sv, si = _merge_sort_rows(x.view(1, -1), False, n)
-        return view(sv, (n,)), view(si, (n,))
-    values, indices = empty((n,), x.dtype, x.device), empty((n,), torch.int64, x.device)
-    if n == 0:
-        return values, indices
-    bi = min(next_pow2(n), 64)
-    bj = max(1, min(next_pow2(n), (spec("reduction_block", n) or 4096) // bi))
+def _merges(rows, R):
+    """Whether rows of length R merge-sort: past MERGE_FROM a row is merge-sorted (a
+    launch per doubling), unless the driver's comparison budget takes the one-launch
+    rank sort's rows * R * R comparisons (cuda: embedding's backward sorts its 4096
+    token indices in one launch, not 12 passes)."""
+    return R > MERGE_FROM and rows * R * R > (spec("rank_sort_budget") or 0)
+
+
+def _launch_rank_sort(x, vals, idxs, A, R, B, k, descending):
+    """The rank sort of contiguous x seen as (A, R, B), sorting along R, its first k
+    ranks stored into vals and idxs laid out (A, k, B)."""
+    budget = spec("reduction_block", R) or 4096
+    bi = min(next_pow2(R), 64)
+    bj = max(1, min(next_pow2(R), budget // bi))
     launch(
         _rank_sort_kernel,
-        (1, cdiv(n, bi)),
+        (A * B, cdiv(R, bi)),
         x,
-        values,
-        indices,
-        n,
-        1,
-        n,
-        DESCENDING=False,
+        vals,
+        idxs,
+        R,
+        B,
+        k,
+        DESCENDING=bool(descending),
         UPCAST=x.dtype == torch.bfloat16,
         BLOCK_I=bi,
         BLOCK_J=bj,
     )
+
+
+def stable_sort_1d(x, n):
+    """(values, indices) of contiguous 1-d x, its n >= 1 elements sorted stably
+    ascending. n may be a size expression of a recording (_symbolic): the outputs,
+    launches and the choice of algorithm then keep it, and one launch plan serves other
+    lengths (embedding's backward sorts its token indices, deterministic.rows_add_)."""
+    if _merges(1, n):
+        sv, si = _merge_sort_rows(x.view(1, -1), False, n)
+        return view(sv, (n,)), view(si, (n,))
+    values, indices = empty((n,), x.dtype, x.device), empty((n,), torch.int64, x.device)
+    _launch_rank_sort(x, values, indices, 1, n, 1, n, False)
     return values, indices
 
 
@@ -211,10 +224,7 @@ def _rank_sort(self, dim, descending, k, values, indices):
     x = self if self.dim() else self.reshape(1)
     d = dim % x.dim()
     R = x.shape[d]
-    # Past MERGE_FROM a row is merge-sorted (a launch per doubling), unless the driver's
-    # comparison budget takes the one-launch rank sort's rows * R * R comparisons (cuda:
-    # embedding's backward sorts its 4096 token indices in one launch, not 12 passes)
-    if R > MERGE_FROM and (x.numel() // R) * R * R > (spec("rank_sort_budget") or 0):
+    if _merges(x.numel() // max(R, 1), R):
         return _sort_long(x, d, descending, k, values, indices)
     xv, A, R, B = as_arb(contiguous(x), [d])
     if A * B * k == 0:
@@ -229,23 +239,7 @@ def _rank_sort(self, dim, descending, k, values, indices):
         if indices.is_contiguous()
         else torch.empty(indices.shape, dtype=torch.int64, device=indices.device)
     )
-    budget = spec("reduction_block", R) or 4096
-    bi = min(next_pow2(R), 64)
-    bj = max(1, min(next_pow2(R), budget // bi))
-    launch(
-        _rank_sort_kernel,
-        (A * B, cdiv(R, bi)),
-        xv,
-        vt,
-        it,
-        R,
-        B,
-        k,
-        DESCENDING=bool(descending),
-        UPCAST=x.dtype == torch.bfloat16,
-        BLOCK_I=bi,
-        BLOCK_J=bj,
-    )
+    _launch_rank_sort(xv, vt, it, A, R, B, k, descending)
     if vt is not values:
         copy_kernel((values,), (vt.view(values.shape),))
     if it is not indices:
