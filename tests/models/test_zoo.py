@@ -91,7 +91,11 @@ def test_channels_last_trains_like_cpu(entry):
     _trains_like_cpu(entry, "train channels_last", channels_last=True)
 
 
-COMPILED = [zoo.BY_NAME[n] for n in ("gpt2", "llama", "bert_mlm", "t5", "vit", "resnet")]
+# Under torch.compile: a decoder with tied weights, one with RMS norm and rotary
+# embeddings, an encoder, a convolutional net (tests/runtime/test_inductor.py compiles
+# small ones in both layouts). T5 and ViT compiled took 130 and 57 s of CI's 2 cores
+# and reach no op these do not.
+COMPILED = [zoo.BY_NAME[n] for n in ("gpt2", "llama", "bert_mlm", "resnet")]
 
 
 @pytest.mark.parametrize("entry", COMPILED, ids=[e.name for e in COMPILED])

@@ -5,6 +5,8 @@ rest of the process (smem_audit.py; tests/runtime/test_warmup.py's subprocesses)
 `wgmma_overlaps(cubin)` whether ptxas kept its tensor-core products asynchronous, both
 through `cuobjdump` (attention_gluon*.py, smem_audit.py)."""
 
+import os
+
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
 
@@ -25,6 +27,26 @@ class CompileOnly:
 
 def use():
     driver.set_active(CompileOnly())
+    if os.environ.get("COMPILE_ONLY_STOP") == "llir":
+        _stop_after_llir()
+
+
+def _stop_after_llir():
+    """Compile to LLVM IR only (`COMPILE_ONLY_STOP=llir`): shared memory is known there
+    (Triton's make_llir sets it), and LLVM's PTX and ptxas, most of the time of a large
+    kernel, are skipped; there is no PTX or cubin to read registers from. The placeholders
+    would poison a Triton cache that a full compile later reads: use a cache folder of
+    its own (TRITON_CACHE_DIR)."""
+    import re
+
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    def make_ptx(self, src, metadata, opt, capability):
+        metadata["name"] = re.search(r"define [^@]*@([\w$.]+)\(", src).group(1)
+        return "// compiled to LLVM IR only"
+
+    CUDABackend.make_ptx = make_ptx
+    CUDABackend.make_cubin = lambda self, src, metadata, opt, capability: b""
 
 
 def cuobjdump(cubin, flag):
