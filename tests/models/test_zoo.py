@@ -93,8 +93,9 @@ def test_channels_last_trains_like_cpu(entry):
 
 # Under torch.compile: a decoder with tied weights, one with RMS norm and rotary
 # embeddings, an encoder, a convolutional net (tests/runtime/test_inductor.py compiles
-# small ones in both layouts). T5 and ViT compiled took 130 and 57 s of CI's 2 cores
-# and reach no op these do not.
+# small ones in both layouts). T5 and ViT compiled took 130 and 57 s of CI's 2 cores;
+# their eager training stays above, and compiled they take the same path (Inductor's
+# kernels, our matrix products and attention) as these four.
 COMPILED = [zoo.BY_NAME[n] for n in ("gpt2", "llama", "bert_mlm", "resnet")]
 
 
