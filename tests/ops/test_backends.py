@@ -87,7 +87,6 @@ def test_attention_kernels_fit_hopper_shared_memory(tmp_path):
         "smem_audit.py",
         SMEM_CASES="attention",
         SMEM_ATTENTION="bfloat16:256,float32:128",
-        SMEM_REGISTERS="0",
         COMPILE_ONLY_STOP="llir",
         TRITON_CACHE_DIR=str(tmp_path),
     )

@@ -47,7 +47,7 @@ def test_sort_long_rows_merge(dtype, device, monkeypatch):
     # elements, so that odd lengths leave unpaired runs): stable, NaN last
     # (first when descending), along any dim.
     monkeypatch.setattr(sort, "MERGE_FROM", 40)
-    x = randn((3, 141, 2), dtype, "cpu", -9, 9)  # odd run counts leave a run unpaired
+    x = randn((3, 141, 2), dtype, "cpu", -9, 9)
     if dtype.is_floating_point:
         x = x.round()
         x[1, ::17, 0] = math.nan

@@ -3,7 +3,8 @@ ptxas) run on a machine without a GPU. `use()` makes it Triton's active driver f
 rest of the process (smem_audit.py; tests/runtime/test_warmup.py's subprocesses);
 `registers(cubin)` reads a compiled kernel's registers and spills and
 `wgmma_overlaps(cubin)` whether ptxas kept its tensor-core products asynchronous, both
-through `cuobjdump` (attention_gluon*.py, smem_audit.py)."""
+through `cuobjdump` (attention_gluon*.py, smem_audit.py). `COMPILE_ONLY_STOP=llir`
+stops each compile at LLVM IR (no PTX, no cubin: shared memory only)."""
 
 import os
 
@@ -52,7 +53,6 @@ def _stop_after_llir():
 def cuobjdump(cubin, flag):
     """cuobjdump's output for a compiled kernel (`-res-usage`, `-sass`), or "" without
     the tool (it ships with Triton)."""
-    import os
     import subprocess
     import tempfile
 

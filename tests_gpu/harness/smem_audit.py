@@ -33,7 +33,10 @@ _pkg.__path__ = [os.path.join(ROOT, "torch_ext")]
 sys.modules["torch_ext"] = _pkg
 
 LIMIT = 232448  # bytes of shared memory one block may use on sm_90
-AUDIT_REGISTERS = os.environ.get("SMEM_REGISTERS", "1") != "0"
+# registers come from the cubin, which a compile stopped at LLVM IR does not make
+AUDIT_REGISTERS = (
+    os.environ.get("SMEM_REGISTERS", "1") != "0" and os.environ.get("COMPILE_ONLY_STOP") != "llir"
+)
 
 
 compile_only.use()
