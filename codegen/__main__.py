@@ -34,12 +34,17 @@ def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> l
     bases = [Path(d).resolve() / "aten" / "MetaBases.h" for d in csrc_dirs]
     bases = next((str(b) for b in bases if b.exists()), None)
     # Each shard includes only its own ops' declarations, so that an entry added or
-    # changed recompiles its shard, not all of them; hand-written C++ includes HEADER.
+    # changed recompiles its shard, not all of them; hand-written C++ includes its ops'
+    # own headers (or HEADER, all of them).
     files = {gen.HEADER: gen.emit_umbrella()}
     aten_ops = [o for o in ops if o.mode != "New"]
     for i in range(gen.SHARDS):
         part = [o for o in aten_ops if gen.shard_of(o) == i]
-        files[gen.shard_header(i)] = gen.emit_header(part, namespace, bases)
+        own = tuple(o for o in part if o.handwritten)
+        for o in own:
+            assert gen.op_header(o) not in files, f"two hand-written ops named {o.kernel}"
+            files[gen.op_header(o)] = gen.emit_header([o], namespace, bases)
+        files[gen.shard_header(i)] = gen.emit_header(part, namespace, bases, own)
         files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(part, namespace, gen.shard_header(i))
     new_ops = [o for o in ops if o.mode == "New"]
     files[gen.NEW_HEADER] = gen.emit_header(new_ops, namespace, bases)

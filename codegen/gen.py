@@ -1,6 +1,9 @@
 """Emitting C++ for resolved ops: N registration shards, each with its own header of
 declarations, the new-op library with its own, and one header including them all for
-hand-written C++ (a YAML change recompiles only the shards whose ops it touches).
+hand-written C++ (a YAML change recompiles only the shards whose ops it touches). An op
+with a hand-written body also has a header of its own declarations (op_header), which
+its shard's header includes: C++ that includes only the headers of the ops it defines
+recompiles only when one of those entries changes.
 
 torchgen writes the structured functional/inplace/out classes and the
 dispatcher wrappers (dest.RegisterDispatchKey / StructuredRegisterDispatchKey);
@@ -39,6 +42,12 @@ NEW_HEADER = "MusaFunctions_new.h"  # the brand-new ops'
 def shard_header(i: int) -> str:
     """The header of shard i's declarations (the only one the shard includes)."""
     return f"MusaFunctions_{i}.h"
+
+
+def op_header(op: Op) -> str:
+    """The header of one hand-written op's declarations, by its kernel's name
+    (`#include "MusaFunctions_TritonGlu.h"` in the C++ that defines TritonGlu)."""
+    return f"MusaFunctions_{op.kernel}.h"
 
 
 GUARD_SETUP = """auto current_device = guard_.current_device();
@@ -136,9 +145,16 @@ def emit_umbrella() -> str:
 """
 
 
-def emit_header(ops: list[Op], namespace: str, meta_bases: str | None) -> str:
+def emit_header(
+    ops: list[Op], namespace: str, meta_bases: str | None, own_headers: tuple[Op, ...] = ()
+) -> str:
+    """Declarations of `ops`; those in `own_headers` by an include of their op_header."""
     includes, decls = set(), []
+    local_inc = "".join(f'#include "{op_header(op)}"\n' for op in own_headers)
+    split = {id(op) for op in own_headers}
     for op in ops:
+        if id(op) in split:
+            continue
         if op.mode == "New":
             with _new_op_context():
                 sig = NativeSignature(op.schema, prefix="", symint=False)
@@ -172,7 +188,7 @@ def emit_header(ops: list[Op], namespace: str, meta_bases: str | None) -> str:
 #include <ATen/TensorMeta.h>
 #include <ATen/core/Tensor.h>
 {inc}
-{bases}
+{bases}{local_inc}
 namespace {namespace} {{
 
 {body}

@@ -11,7 +11,7 @@
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
 
-#include "MusaFunctions.h"
+#include "MusaFunctions_fused_sdp_choice.h"  // its own op's declarations (gen.op_header)
 
 namespace TORCH_EXT_NAMESPACE {
 

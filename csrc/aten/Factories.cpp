@@ -4,7 +4,11 @@
 // already-sized output. The manifest keeps `triton:`; these bodies win.
 #include <cmath>
 
-#include "MusaFunctions.h"
+// Only these ops' declarations (codegen/gen.py op_header).
+#include "MusaFunctions_triton_arange_out.h"
+#include "MusaFunctions_triton_eye_m_out.h"
+#include "MusaFunctions_triton_eye_out.h"
+#include "MusaFunctions_triton_linspace_out.h"
 #include "launch/Launcher.h"
 
 namespace TORCH_EXT_NAMESPACE {

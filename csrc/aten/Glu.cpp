@@ -3,7 +3,9 @@
 // are temporaries of the meta function: the iterator's operands dangle by the
 // time the impl runs, so the generated iterator call cannot be used. The kernel
 // gets `self` and `dim` and splits the halves itself.
-#include "MusaFunctions.h"
+// Its own op's declarations only (codegen/gen.py op_header): an unrelated manifest
+// change does not recompile this file.
+#include "MusaFunctions_TritonGlu.h"
 #include "launch/Launcher.h"
 
 namespace TORCH_EXT_NAMESPACE {

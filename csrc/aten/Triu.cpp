@@ -1,7 +1,7 @@
 // A hand-written impl body for a LegacyMeta entry (triu.out in the manifest):
 // PyTorch's meta function sizes `result`; this body launches the Triton kernel
 // through the same launcher the generated bodies use.
-#include "MusaFunctions.h"
+#include "MusaFunctions_MusaTriu.h"  // its own op's declarations (gen.op_header)
 #include "launch/Launcher.h"
 
 namespace TORCH_EXT_NAMESPACE {

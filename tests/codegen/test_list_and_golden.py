@@ -208,3 +208,55 @@ def test_a_changed_entry_rewrites_only_its_shard(tmp_path):
     assert (
         f'#include "{header}"' in after[shard] and '#include "MusaFunctions.h"' not in after[shard]
     )
+
+
+def test_hand_written_ops_have_headers_of_their_own(tmp_path):
+    """Each op with a hand-written body gets a header of its declarations alone, which its
+    shard's header includes; csrc/aten's files include those headers, not MusaFunctions.h
+    (all of them), so that a manifest change elsewhere leaves them compiled (ccache: the
+    variant build of tests/pipeline). Removing an entry of the same shard as glu changes
+    that shard and its header, not glu's own header."""
+    import re
+
+    from codegen import __main__ as cg_main
+    from codegen import gen
+
+    out = tmp_path / "gen"
+    manifest = str(REPO / "musa_functions.yaml")
+    ops = cg_main.generate(manifest, str(out), "at::musa", [str(REPO / "csrc")])
+    own = {o.kernel: o for o in ops if o.handwritten and o.mode != "New"}
+    assert {"TritonGlu", "MusaTriu", "triton_arange_out", "fused_sdp_choice"} <= set(own)
+    for kernel, op in own.items():
+        text = (out / gen.op_header(op)).read_text()
+        assert re.search(rf"(\b|_){kernel}\b", text), kernel
+        shard = (out / gen.shard_header(gen.shard_of(op))).read_text()
+        assert f'#include "{gen.op_header(op)}"' in shard and not re.search(
+            rf"(\b|_){kernel}\b", shard.replace(gen.op_header(op), "")
+        )
+    for cpp in (REPO / "csrc" / "aten").glob("*.cpp"):
+        src = cpp.read_text()
+        defined = [k for k in own if re.search(rf"\b{k}\)?\(", src)]
+        if defined:
+            assert '#include "MusaFunctions.h"' not in src, cpp.name
+            assert all(f'#include "{gen.op_header(own[k])}"' in src for k in defined), cpp.name
+    glu = own["TritonGlu"]
+    before = {f.name: f.read_text() for f in out.iterdir()}
+    text = Path(manifest).read_text()
+    other = next(
+        o for o in ops if o.mode == "Legacy" and gen.shard_of(o) == gen.shard_of(glu) and o.entries
+    )
+    lines = text.splitlines(keepends=True)
+    drop = set()
+    for e in other.entries:  # all of that op's entries, each to the next "- func:"
+        assert lines[e.line - 1].startswith(f"- func: {e.func}"), e
+        end = e.line
+        while end < len(lines) and lines[end].startswith("  "):
+            end += 1
+        drop |= set(range(e.line - 1, end))
+    changed_manifest = tmp_path / "musa_functions.yaml"
+    changed_manifest.write_text("".join(l for i, l in enumerate(lines) if i not in drop))
+    cg_main.generate(str(changed_manifest), str(out), "at::musa", [str(REPO / "csrc")])
+    after = {f.name: f.read_text() for f in out.iterdir()}
+    changed = sorted(n for n in before if before[n] != after.get(n))
+    assert gen.shard_header(gen.shard_of(glu)) in changed, changed
+    assert gen.op_header(glu) not in changed
