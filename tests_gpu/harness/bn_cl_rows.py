@@ -59,8 +59,21 @@ def _rows_stats(x, part, count, coef, w, b, rm, rv, smean, sinv, M, C, P, per, m
         for p0 in range(0, P, BP):
             pp = p0 + tl.arange(0, BP)
             pm = (pp < P)[:, None] & cm[None, :]
-            S += tl.sum(tl.load(part + pp[:, None] * C + c[None, :], mask=pm, other=0, cache_modifier=".cg"), 0)
-            Q += tl.sum(tl.load(part + (P + pp)[:, None] * C + c[None, :], mask=pm, other=0, cache_modifier=".cg"), 0)
+            S += tl.sum(
+                tl.load(
+                    part + pp[:, None] * C + c[None, :], mask=pm, other=0, cache_modifier=".cg"
+                ),
+                0,
+            )
+            Q += tl.sum(
+                tl.load(
+                    part + (P + pp)[:, None] * C + c[None, :],
+                    mask=pm,
+                    other=0,
+                    cache_modifier=".cg",
+                ),
+                0,
+            )
         n = M.to(tl.float32)
         ms = S / n
         var = tl.maximum(Q / n - ms * ms, 0.0)
@@ -146,7 +159,10 @@ def main():
             y, mean, inv = rows_forward(x, wt, bs, r1, r2, bc, s, a)
             err = (y.float() - ref_y).abs().max().item()
             var, mu = torch.var_mean(x.float(), [0, 2, 3], correction=0)
-            serr = max((mean - mu).abs().max().item(), (inv - torch.rsqrt(var + 1e-5)).abs().max().item() / inv.abs().max().item())
+            serr = max(
+                (mean - mu).abs().max().item(),
+                (inv - torch.rsqrt(var + 1e-5)).abs().max().item() / inv.abs().max().item(),
+            )
             t = timed(lambda: rows_forward(x, wt, bs, r1, r2, bc, s, a))
             print(f"  rows bc{bc} stats{s}/sm apply{a}/sm {t * 1e3:6.1f} us "
                   f"({t_c / t:4.0%} of copy)  err {err:.1e} stats {serr:.1e}", flush=True)  # fmt: skip
