@@ -63,6 +63,7 @@ class CMakeBuild(build_ext):
         extra = config.get("TORCH_EXT_EXTRA_CSRC")
         args.append(f"-DTORCH_EXT_EXTRA_CSRC={Path(extra).resolve() if extra else ''}")
         args.append(f"-DTORCH_EXT_NAMESPACE={config.get('TORCH_EXT_NAMESPACE')}")
+        args.append(f"-DTORCH_EXT_GLUE_OPT={config.get('TORCH_EXT_GLUE_OPT') or ''}")
         subprocess.check_call(args)
         jobs = str(config.get("MAX_JOBS") or os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])

@@ -276,6 +276,16 @@ VARIABLES: tuple[Variable, ...] = (
         ("setup.py",),
     ),
     Variable(
+        "TORCH_EXT_GLUE_OPT",
+        "build",
+        "text",
+        "-O1",
+        "`-O1`",
+        "compiler optimisation flag of the generated registration shards (`-O3`: as the "
+        "rest of a Release build)",
+        ("setup.py",),
+    ),
+    Variable(
         "MAX_JOBS",
         "build",
         "int",
