@@ -63,10 +63,37 @@ def pytest_configure(config):
     _shard()  # a malformed value stops the run before anything is collected
 
 
+# Files with single tests of 20-115 s on CI's 2 cores (session 46): collected first, so
+# that pytest-xdist's workers do not end the run one of them waiting for the other on one.
+LONG_FIRST = (
+    "pipeline/test_variant_build.py",
+    "ops/test_backends.py",
+    "distributed/test_ddp.py",
+    "models/test_demo.py",
+    "ops/test_matmul_ws.py",
+    "runtime/test_inductor.py",
+    "models/test_lengths.py",
+    "models/test_zoo.py",
+    "bench/test_models_smoke.py",
+    "native/test_linalg_svd.py",
+    "pipeline/test_test_shards.py",
+    "runtime/test_tune.py",
+    "distributed/test_fsdp_tp.py",
+    "distributed/test_checkpoint.py",
+)
+
+
+def _long_first(item) -> int:
+    path = item.nodeid.split("::")[0].removeprefix("tests/")
+    return LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
-    """TORCH_EXT_TEST_SHARD=i/n keeps one shard of the tests. Tests marked
+    """The files of LONG_FIRST first, in its order (the rest as collected).
+    TORCH_EXT_TEST_SHARD=i/n keeps one shard of the tests. Tests marked
     two_devices skip, saying why, where fewer than two devices exist (a one-GPU
     machine); CI's host driver simulates two, so they run there."""
+    items.sort(key=_long_first)  # stable: each file's tests keep their order
     shard = _shard()
     if shard:
         # every n-th collected test from the i-th: n runs of a long suite (tests/ on a

@@ -1,5 +1,5 @@
 """The model zoo (tests/models/zoo.py) on privateuseone against the CPU, with the CPU
-fallback an error: three AdamW steps (fewer where an entry says why) compare every step's
+fallback an error: two AdamW steps (fewer where an entry says why) compare every step's
 loss and, after the last step, every parameter's gradient; decoders' logits under teacher
 forcing with a dynamic and a static KV cache compare step by step (tiny random models have
 near-ties, so logits, not greedy tokens)."""

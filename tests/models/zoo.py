@@ -21,7 +21,9 @@ class Entry:
     build: Callable[[], torch.nn.Module]
     batch: Callable[[torch.Generator], dict]
     decoder: bool = False  # a causal LM that generates with a KV cache
-    steps: int = 3  # AdamW steps compared with the CPU
+    # AdamW steps compared with the CPU: the second runs on weights our optimizer step
+    # wrote (three until session 46; CI's time)
+    steps: int = 2
     grad_rel: float = 1e-4  # gradients' difference allowed, relative to the largest
 
 

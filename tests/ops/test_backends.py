@@ -95,22 +95,6 @@ def test_attention_kernels_fit_hopper_shared_memory(tmp_path):
     )
 
 
-@pytest.mark.parametrize(
-    "script,tiles",
-    [("attention_gluon.py", "64x128w8s2"), ("attention_gluon_fwd.py", "128x128w8s2")],
-)
-def test_gluon_attention_prototypes_compile_for_hopper(script, tiles):
-    """The Gluon attention backward and forward prototypes (tests_gpu/harness/, timed on
-    an H200 in session 31, not in the product) still compile for sm_90 with the installed
-    Triton: heads 64 and 128, bf16 and fp16, causal or not, within 227 KB of shared
-    memory, without spills, and (the forward) with its products left running across a
-    wait (ptxas did not serialize them)."""
-    r = _harness(script, GL_COMPILE_ONLY="1", GL_TILES=tiles)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    assert r.stdout.count(" 0 B spilled") == 8, r.stdout
-    assert "SERIALIZED" not in r.stdout and "OVER" not in r.stdout, r.stdout
-
-
 def test_pointwise_weight_gradient_loads_are_pipelined():
     """The 1x1 weight gradient compiled for sm_90 without a GPU
     (tests_gpu/harness/pipeline_audit.py): NCHW 28x28 and 14x14 maps and channels_last
