@@ -5,4 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" "$@"
+# Tests go out 16 at a time (--maxschedchunk): the long files come first (tests/conftest.py
+# LONG_FIRST), and with pytest-xdist's default first share (a quarter of a worker's tests)
+# one worker held most of them while the other ran out of work.
+exec "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" \
+  --maxschedchunk 16 "$@"
