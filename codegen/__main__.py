@@ -40,11 +40,13 @@ def generate(manifest: str, out: str, namespace: str, csrc_dirs: list[str]) -> l
     aten_ops = [o for o in ops if o.mode != "New"]
     for i in range(gen.SHARDS):
         part = [o for o in aten_ops if gen.shard_of(o) == i]
-        own = tuple(o for o in part if o.handwritten)
+        own = [o for o in part if o.handwritten]
         for o in own:
             assert gen.op_header(o) not in files, f"two hand-written ops named {o.kernel}"
             files[gen.op_header(o)] = gen.emit_header([o], namespace, bases)
-        files[gen.shard_header(i)] = gen.emit_header(part, namespace, bases, own)
+        rest = [o for o in part if not o.handwritten]
+        own_headers = tuple(gen.op_header(o) for o in own)
+        files[gen.shard_header(i)] = gen.emit_header(rest, namespace, bases, own_headers)
         files[f"RegisterPrivateUse1_{i}.cpp"] = gen.emit_shard(part, namespace, gen.shard_header(i))
     new_ops = [o for o in ops if o.mode == "New"]
     files[gen.NEW_HEADER] = gen.emit_header(new_ops, namespace, bases)

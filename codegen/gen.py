@@ -146,15 +146,12 @@ def emit_umbrella() -> str:
 
 
 def emit_header(
-    ops: list[Op], namespace: str, meta_bases: str | None, own_headers: tuple[Op, ...] = ()
+    ops: list[Op], namespace: str, meta_bases: str | None, headers: tuple[str, ...] = ()
 ) -> str:
-    """Declarations of `ops`; those in `own_headers` by an include of their op_header."""
+    """Declarations of `ops`, after includes of the generated `headers` (other ops')."""
     includes, decls = set(), []
-    local_inc = "".join(f'#include "{op_header(op)}"\n' for op in own_headers)
-    split = {id(op) for op in own_headers}
+    local_inc = "".join(f'#include "{h}"\n' for h in headers)
     for op in ops:
-        if id(op) in split:
-            continue
         if op.mode == "New":
             with _new_op_context():
                 sig = NativeSignature(op.schema, prefix="", symint=False)
