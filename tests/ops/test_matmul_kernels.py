@@ -7,9 +7,17 @@ import pytest
 import torch
 
 from torch_ext.ops import matmul as blas
+from torch_ext.ops import matmul_candidates as mmc
+from torch_ext.ops.matmul_candidates import WIDE, tiles_of
 
 from helpers import FLOAT_DTYPES, force_spec, randn, to_ref
 from helpers import assert_kernel_close as assert_close
+
+
+def force_blas_spec(monkeypatch, **values):
+    """force_spec for the matrix products' module and their candidates' (both ask `spec`)."""
+    for module in (blas, mmc):
+        force_spec(monkeypatch, module, **values)
 
 
 DTYPES = FLOAT_DTYPES + [torch.float64]
@@ -97,9 +105,9 @@ def test_split_k_candidates_are_timed_and_run(pick, device, monkeypatch):
     (uneven at 3: K = 512 is 8 steps of 64) and gives the product."""
     from torch_ext.ops import matmul
 
-    force_spec(
-        monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=[2, 3],
-        mm_tail_split_candidates=None,
+    force_blas_spec(
+        monkeypatch, mm_split_k=None, mm_split_k_candidates=[2, 3],
+        mm_tail_split_candidates=None, multiprocessors=None,
     )  # fmt: skip
     from torch_ext.ops import matmul_tma
 
@@ -126,7 +134,7 @@ def test_split_k_candidates_are_timed_and_run(pick, device, monkeypatch):
     assert_close(out, (to_ref(a) @ to_ref(b)).to(dtype), dtype, reduce_dim=512)
     assert {len(c) for c in seen} == {5, 6} and {c[5] for c in seen if len(c) == 6} == {2, 3}
     picked = list(seen)[pick]
-    assert grids[-1][0] == matmul._tiles(256, 256, picked)[2] * picked[5]  # every tile split
+    assert grids[-1][0] == tiles_of(256, 256, picked)[2] * picked[5]  # every tile split
 
 
 @pytest.mark.parametrize("k", [320, 300])  # whole BLOCK_K steps, or a masked last one
@@ -137,14 +145,15 @@ def test_tail_split_splits_only_the_last_wave(bias, k, device, monkeypatch):
     split in K; the product (with a bias), the same bits every time, counters re-armed."""
     from torch_ext.ops import matmul
 
-    force_spec(
-        monkeypatch, matmul, mm_split_k=None, mm_split_k_candidates=None,
+    force_blas_spec(
+        monkeypatch, mm_split_k=None, mm_split_k_candidates=None,
         mm_tail_split_candidates=[(2, 1)], multiprocessors=4, mm_config=(128, 128, 64, 8, 3),
     )  # fmt: skip
     grids = []
     monkeypatch.setattr(
-        matmul, "tuned", lambda f, k, cands, run, dev: [c for c in cands if len(c) == 7][0]
-    )
+        matmul, "tuned",
+        lambda f, k, cands, run, dev: [c for c in cands if len(c) == 7 and c[-1] != WIDE][0],
+    )  # fmt: skip
     real = matmul.launch
 
     def spy(kernel, grid, *args, **kw):
@@ -176,7 +185,7 @@ def test_tuning_buckets_split_octaves_into_quarters():
     """A tuning decision holds for a bucket of sizes: powers of two up to 512, quarter
     octaves above (GPT-2's 2304 and 3072 rows, 18 and 24 tiles of 128, no longer share
     one); every size falls in the bucket named by its top."""
-    from torch_ext.ops.matmul import size_bucket
+    from torch_ext.ops.matmul_candidates import size_bucket
 
     assert [size_bucket(n) for n in (1, 3, 256, 300, 512)] == [1, 4, 256, 512, 512]
     assert size_bucket(2304) != size_bucket(3072) and size_bucket(768) != size_bucket(1024)
@@ -258,26 +267,26 @@ def test_short_steps_are_timed_for_wide_products():
     """A product of at least 256 each way (a channels_last 1x1 convolution's over its
     pixels) also times 32-wide steps of K, 128 x 128 and 128 x 256."""
     first = (128, 256, 64, 8, 3)
-    cands = blas.mm_candidates(first, 25088, 256, 512, torch.bfloat16)
+    cands = mmc.mm_candidates(first, 25088, 256, 512, torch.bfloat16)
     assert cands[0] == first and len(cands) == len(set(cands))
-    assert all(c in cands for c in blas.SHORT_STEPS)
-    assert blas.SHORT_STEPS[0][2] == 32 and blas.SHORT_STEPS[1][2] == 32
+    assert all(c in cands for c in mmc.SHORT_STEPS)
+    assert mmc.SHORT_STEPS[0][2] == 32 and mmc.SHORT_STEPS[1][2] == 32
 
 
 def test_skinny_candidates_cut_to_the_matrix():
     """A side under 256 with much work (a 1x1 convolution's product over its pixels)
     times SKINNY's tiles cut to the matrix, no duplicate; little work keeps the table's."""
     first = (64, 64, 32, 4, 3)
-    cands = blas.mm_candidates(first, 100352, 64, 64, torch.bfloat16)
+    cands = mmc.mm_candidates(first, 100352, 64, 64, torch.bfloat16)
     assert cands[0] == first and len(cands) == len(set(cands)) > 4
     assert all(c[1] <= 64 and c[2] <= 64 for c in cands[1:])
     assert (256, 64, 64, 8, 3) in cands
     assert (128, 64, 32, 4, 4) in cands  # SHORT_STEPS' 128 x 128 cut to the 64 columns
-    per_image = blas.mm_candidates(first, 64, 3136, 64, torch.bfloat16, batch=32)
+    per_image = mmc.mm_candidates(first, 64, 3136, 64, torch.bfloat16, batch=32)
     assert all(c[0] == 64 for c in per_image[1:]) and (64, 256, 64, 8, 3) in per_image
-    assert blas.mm_candidates(first, 64, 3136, 64, torch.bfloat16) == [first]  # one image
-    assert blas.mm_candidates(first, 100352, 8, 64, torch.bfloat16) == [first]
-    assert blas.mm_candidates(first, 100352, 64, 64, torch.float32) == [first]
+    assert mmc.mm_candidates(first, 64, 3136, 64, torch.bfloat16) == [first]  # one image
+    assert mmc.mm_candidates(first, 100352, 8, 64, torch.bfloat16) == [first]
+    assert mmc.mm_candidates(first, 100352, 64, 64, torch.float32) == [first]
 
 
 @pytest.mark.parametrize("pick", range(8))
@@ -291,10 +300,72 @@ def test_every_skinny_candidate_computes_the_product(monkeypatch, device, pick):
         return list(candidates)[min(pick, len(candidates) - 1)]
 
     monkeypatch.setattr(blas, "tuned", choose)
-    monkeypatch.setattr(blas, "SKINNY_WORK", 0)  # small matrices here
+    monkeypatch.setattr(mmc, "SKINNY_WORK", 0)  # small matrices here
     a = randn((300, 48), torch.bfloat16, device)
     b = randn((48, 40), torch.bfloat16, device)
     out = torch.empty(300, 40, dtype=torch.bfloat16, device=device)
     blas.mm_out(a, b, out)
     assert seen and len(seen[0]) > 3
     assert_close(out, (to_ref(a) @ to_ref(b)).to(torch.bfloat16), torch.bfloat16, reduce_dim=48)
+
+
+def test_wide_tiles_are_timed_where_waves_part_fill(monkeypatch):
+    """Tiles 192 wide (WIDE) are among the candidates where they fill at most two waves of
+    programs (GPT-2's 768-wide products at 4096 tokens: 128 tiles for 132
+    multiprocessors), K split as well where they fill under half a wave; not for wider
+    products, nor without the GPU's multiprocessor count."""
+    force_blas_spec(monkeypatch, multiprocessors=132, mm_split_k_candidates=None)
+    first = (128, 128, 64, 8, 3)
+    wide = [c for c in mmc.mm_candidates(first, 4096, 768, 768, torch.bfloat16) if c[-1] == WIDE]
+    assert wide and all(c[-2] == 64 and len(c) == 7 for c in wide)
+    assert tiles_of(4096, 768, wide[0], 64)[2] == 128
+    assert not [c for c in mmc.mm_candidates(first, 4096, 3072, 768, torch.bfloat16)
+                if c[-1] == WIDE]  # fmt: skip
+    force_blas_spec(monkeypatch, multiprocessors=132, mm_split_k_candidates=[4])
+    cands = mmc.mm_candidates(first, 768, 768, 4096, torch.bfloat16)
+    assert (*mmc.WIDE_TILES[0], 4, 64, WIDE) in cands  # 24 tiles: K split 4 ways
+    batched = mmc.mm_candidates(first, 768, 768, 4096, torch.bfloat16, batch=2)
+    assert not [c for c in batched if c[-1] == WIDE and len(c) == 8]
+    force_blas_spec(monkeypatch, multiprocessors=None)
+    assert not [c for c in mmc.mm_candidates(first, 4096, 768, 768, torch.bfloat16)
+                if c[-1] == WIDE]  # fmt: skip
+
+
+@pytest.mark.parametrize("k", [320, 300])  # whole BLOCK_K steps, or a masked last one
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_wide_tiles_compute_the_product(bias, split, k, device, monkeypatch):
+    """A 192-wide tile (128 + 64 columns, two products on one A block) at a width that
+    leaves the last tile's second block past the edge (448 = 2 x 192 + 64), with K split
+    or not: the product (with a bias), the same bits every time, counters re-armed."""
+    force_blas_spec(monkeypatch, multiprocessors=132, mm_split_k_candidates=[2],
+                    mm_tail_split_candidates=None, mm_config=(128, 128, 64, 8, 3))  # fmt: skip
+    size = 8 if split else 7
+    monkeypatch.setattr(blas, "tuned", lambda f, key, cands, run, dev: [
+        c for c in cands if c[-1] == WIDE and len(c) == size][0])  # fmt: skip
+    grids = []
+    real = blas.launch
+
+    def spy(kernel, grid, *args, **kw):
+        grids.append((grid, kw["SPLIT"], kw["BLOCK_N2"]))
+        return real(kernel, grid, *args, **kw)
+
+    monkeypatch.setattr(blas, "launch", spy)
+    dtype = torch.bfloat16
+    a = randn((256, k), dtype, device)
+    b = randn((448, k), dtype, device).t()  # x @ W.t(): a linear layer's forward
+    x = randn((448,), dtype, device)
+    ref = to_ref(a) @ to_ref(b) + (to_ref(x) if bias else 0)
+    first = None
+    for _ in range(2):
+        out = torch.empty(256, 448, dtype=dtype, device=device)
+        if bias:
+            blas.addmm_out(x, a, b, 1.0, 1.0, out)
+        else:
+            blas.mm_out(a, b, out)
+        assert_close(out, ref.to(dtype), dtype, reduce_dim=k)
+        first = out.clone() if first is None else first
+        assert torch.equal(to_ref(out), to_ref(first))
+    # 2 x 3 tiles of 128 x 192, each in 2 splits of K where split
+    assert grids[-1] == ((6 * (2 if split else 1), 1), 2 if split else 1, 64)
+    assert int(to_ref(blas.arrival_counters("split_k", out.device)).abs().sum()) == 0

@@ -2,7 +2,7 @@
 ops/conv_gemm.py's tuned paths, beside cuDNN: the forward and the input gradient (the
 product over the pixels or the implicit GEMM, whichever the tuner keeps) and the weight
 gradient (the 1x1 kernel's slices or the product); each op's time and the choices kept.
-PROBE_SHORT=0 takes ops/matmul.py's SHORT_STEPS tiles out of the candidates (standalone:
+PROBE_SHORT=0 takes ops/matmul_candidates.py's SHORT_STEPS tiles out of the candidates (standalone:
 torch's cuda tensors, no build; a fresh tuning cache each run).
 
     python tests_gpu/harness/pointwise_cl_probe.py [fwd,dgrad,wgrad]
@@ -21,7 +21,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import sweeps  # noqa: E402
 
-from torch_ext.ops import _tune, conv_gemm, conv_igemm, matmul  # noqa: E402
+from torch_ext.ops import _tune, conv_gemm, conv_igemm, matmul_candidates  # noqa: E402
 
 WHICH = (sys.argv[1] if len(sys.argv) > 1 else "fwd,dgrad,wgrad").split(",")
 # (in, out, map): the stride-1 1x1 layers
@@ -29,7 +29,7 @@ LAYERS = [(64, 256, 56), (256, 64, 56), (128, 512, 28), (512, 128, 28), (512, 25
           (256, 1024, 14), (1024, 256, 14), (1024, 512, 14), (512, 2048, 7),
           (2048, 512, 7)]  # fmt: skip
 if os.environ.get("PROBE_SHORT") == "0":
-    matmul.SHORT_STEPS = []
+    matmul_candidates.SHORT_STEPS = []
 SMOKE = DEV == "cpu"
 if SMOKE:
     LAYERS = [(16, 8, 4)]

@@ -23,8 +23,9 @@ import torch
 
 from ._common import float_acc, tf32_allowed, tl_float_acc
 from ..backends import spec
-from ._launch import ARRIVALS, arrival_counters, cdiv, launch, next_pow2, pow2_at_most
+from ._launch import ARRIVALS, arrival_counters, launch, pow2_at_most
 from ._tune import tuned
+from .matmul_candidates import WIDE, mm_candidates, size_bucket, tiles_of
 from ._symbolic import empty, expand_strides, numel, sizes, strides
 from ._declare import Scalar, kernel
 from ._common import scalar_name, sized_like
@@ -182,10 +183,13 @@ def _mm_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     SPLIT: tl.constexpr,
+    BLOCK_N2: tl.constexpr = 0,
 ):
     # Split-K: the first DP tiles whole, one program each; each later tile by SPLIT
     # programs side by side, each over its own run of K (all tiles when DP is 0; the
     # tail of a part-filled last wave otherwise).
+    # BLOCK_N2 > 0: a tile is BLOCK_N + BLOCK_N2 columns wide (128 + 64 = 192: a width
+    # that is no power of two), a second product on the same A block (WIDE).
     pid = tl.program_id(0)
     tile = pid
     k_lo = pid * 0
@@ -199,11 +203,11 @@ def _mm_kernel(
         k_lo = split * per
         k_hi = tl.where(whole, K, tl.minimum(K, k_lo + per))
     tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_n = tl.cdiv(N, BLOCK_N + BLOCK_N2)
     pid_m, pid_n = grouped(tile, tiles_m, tiles_n, GROUP_M)
     batch = tl.program_id(1).to(tl.int64)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rn = pid_n * (BLOCK_N + BLOCK_N2) + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     # Rows and columns past the edge read row/column (i mod size), in bounds:
     # the loads need no mask there (their results are never stored).
@@ -212,6 +216,11 @@ def _mm_kernel(
     a_ptr = a + batch * s_ab + ra[:, None].to(tl.int64) * s_am + (k_lo + rk[None, :]) * s_ak
     b_ptr = b + batch * s_bb + rb[None, :].to(tl.int64) * s_bn + (k_lo + rk[:, None]) * s_bk
     acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+    if BLOCK_N2 > 0:
+        rn2 = pid_n * (BLOCK_N + BLOCK_N2) + BLOCK_N + tl.arange(0, BLOCK_N2)
+        rb2 = tl.max_contiguous(tl.multiple_of(rn2 % N, BLOCK_N2), BLOCK_N2)
+        b2_ptr = b + batch * s_bb + rb2[None, :].to(tl.int64) * s_bn + (k_lo + rk[:, None]) * s_bk
+        acc2 = tl.zeros((BLOCK_M, BLOCK_N2), ACC)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         if EVEN_K:
             at = tl.load(a_ptr)
@@ -226,27 +235,42 @@ def _mm_kernel(
             at = at.to(tl.float32)
             bt = bt.to(tl.float32)
         acc += tl.dot(at, bt, input_precision=PRECISION, out_dtype=ACC)
+        if BLOCK_N2 > 0:
+            if EVEN_K:
+                bt2 = tl.load(b2_ptr)
+            else:
+                bt2 = tl.load(b2_ptr, mask=(k0 + rk)[:, None] < k_hi, other=0)
+            b2_ptr += BLOCK_K * s_bk
+            if UPCAST:
+                bt2 = bt2.to(tl.float32)
+            acc2 += tl.dot(at, bt2, input_precision=PRECISION, out_dtype=ACC)
     if SPLIT > 1:
         if pid >= DP:  # a split tile: partials and counters numbered from the first
-            acc, last = split_sum(acc, ws, arrivals, tile - DP, split,
-                                  tiles_m * tiles_n - DP, SPLIT, BLOCK_M, BLOCK_N)  # fmt: skip
+            split_tiles = tiles_m * tiles_n - DP
+            acc, last = split_sum(acc, ws, arrivals, tile - DP, split, split_tiles, SPLIT,
+                                  BLOCK_M, BLOCK_N)  # fmt: skip
             if last:
                 _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm,
                           s_xn, alpha, beta, HAS_BIAS, ACC)  # fmt: skip
+            if BLOCK_N2 > 0:  # the second block's partials and counters after the first's
+                acc2, last = split_sum(acc2, ws + split_tiles * SPLIT * BLOCK_M * BLOCK_N,
+                                       arrivals + split_tiles, tile - DP, split, split_tiles,
+                                       SPLIT, BLOCK_M, BLOCK_N2)  # fmt: skip
+                if last:
+                    _mm_store(acc2, c, bias, batch, rm, rn2, M, N, s_cb, s_cm, s_cn, s_xb,
+                              s_xm, s_xn, alpha, beta, HAS_BIAS, ACC)  # fmt: skip
         else:
             _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
                       alpha, beta, HAS_BIAS, ACC)  # fmt: skip
+            if BLOCK_N2 > 0:
+                _mm_store(acc2, c, bias, batch, rm, rn2, M, N, s_cb, s_cm, s_cn, s_xb, s_xm,
+                          s_xn, alpha, beta, HAS_BIAS, ACC)  # fmt: skip
     else:
         _mm_store(acc, c, bias, batch, rm, rn, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha,
                   beta, HAS_BIAS, ACC)  # fmt: skip
-
-
-def _tiles(M, N, cfg):
-    """(BLOCK_M, BLOCK_N, output tiles) of an M x N product under configuration `cfg`:
-    its tile sides, no longer than the matrix's (powers of two, at least 16)."""
-    bm = max(16, pow2_at_most(M, cfg[0]))
-    bn = max(16, pow2_at_most(N, cfg[1]))
-    return bm, bn, cdiv(M, bm) * cdiv(N, bn)
+        if BLOCK_N2 > 0:
+            _mm_store(acc2, c, bias, batch, rm, rn2, M, N, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
+                      alpha, beta, HAS_BIAS, ACC)  # fmt: skip
 
 
 def _whole_tiles(tiles, forced):
@@ -327,16 +351,21 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
                 a, b, c, x, cfg, (a_shape, b_shape, c_shape), (c_st, x_st), tma, alpha, beta,
                 has_bias, upcast, precision,
             )  # fmt: skip
+        bn2, cfg = (cfg[-2], cfg[:-2]) if cfg[-1] == WIDE else (0, cfg)
         _, _, bk, warps, stages, *forced = cfg
-        bm, bn, tiles = _tiles(M, N, cfg)
+        bm, bn, tiles = tiles_of(M, N, cfg, bn2)
         bk = max(16, pow2_at_most(max(K, 1), bk))
+        counters = tiles * (2 if bn2 else 1)  # a wide tile counts its two blocks apart
         # a candidate's own split count (mm_candidates), else the driver's rule
-        split = forced[0] if forced and Bt == 1 and tiles <= ARRIVALS else _split_k(tiles, K, Bt)
+        if counters > ARRIVALS:
+            split = 1
+        else:
+            split = forced[0] if forced and Bt == 1 else _split_k(tiles, K, Bt)
         dp = _whole_tiles(tiles, forced) if split > 1 else 0
         if dp == tiles:
             split, dp = 1, 0
         if split > 1:
-            ws = empty((split * (tiles - dp) * bm * bn,), float_acc(a.dtype), a.device)
+            ws = empty((split * (tiles - dp) * bm * (bn + bn2),), float_acc(a.dtype), a.device)
             arrivals = arrival_counters("split_k", a.device)
         else:
             ws, arrivals = c, c
@@ -347,7 +376,8 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
             # every split's run of K is a whole number of BLOCK_K steps (the kernel's
             # `per`), so whole steps need no mask whatever the split count
             EVEN_K=K % bk == 0, SPLIT=split, GROUP_M=8,
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
+            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, BLOCK_N2=bn2, num_warps=warps,
+            num_stages=stages,
         )  # fmt: skip
 
     cands = mm_candidates(first, M, N, K, a.dtype, Bt)
@@ -370,21 +400,6 @@ def _bmm(a, b, c, bias=None, alpha=1.0, beta=0.0):
         run(first)
 
 
-def size_bucket(n):
-    """The tuning bucket of a size: its power of two up to 512, then quarters of an
-    octave ((p/2, 5p/8], ..., (7p/8, p] for p = next_pow2(n)), each named by its top.
-    Tile counts, which the best tiles and split of K follow, differ across an octave:
-    GPT-2's 2304 and 3072 rows (18 and 24 tiles of 128) shared one bucket and its pick.
-    Comparisons only, so that a size-generic launch plan guards the bucket (_symbolic)."""
-    p = next_pow2(n)
-    if p <= 512:
-        return p
-    for top in (5 * p // 8, 3 * p // 4, 7 * p // 8):
-        if n <= top:
-            return top
-    return p
-
-
 def matmul_precision(dtype, upcast=False):
     """tl.dot's input_precision for a float matrix product: float32 follows PyTorch's TF32
     setting for matmuls (tf32_allowed), float64 and fp32 tiles of an upcasting driver take
@@ -394,63 +409,6 @@ def matmul_precision(dtype, upcast=False):
     if dtype in (torch.float32, torch.float64) or upcast:
         return "ieee"
     return None
-
-
-def mm_candidates(first, M, N, K, dtype, batch=1):
-    """Tile configurations (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages[, split of K]) to
-    time for an fp16/bf16 product of at least 256 in each dimension: the table's
-    (`first`), then tile shapes that sweeps found best on some transformer shape or that
-    fit other tile counts, and 32-wide steps of K (SHORT_STEPS), then, for one matrix
-    whose tiles leave a wave of programs part empty, the first four with K split (the
-    driver's `mm_split_k_candidates`: every tile; `mm_tail_split_candidates`: the tiles
-    of a part-filled last wave only, (split, programs a multiprocessor) appended); a side
-    under 256: _skinny_candidates; one otherwise."""
-    if dtype not in (torch.float16, torch.bfloat16):
-        return [first]
-    if min(M, N, K) < 256:
-        return _skinny_candidates(first, M, N, K, batch)
-    extra = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3),
-             (128, 128, 64, 4, 4), (64, 128, 64, 4, 4), (128, 256, 64, 8, 4),
-             (64, 256, 64, 4, 4), (128, 64, 64, 4, 4), *SHORT_STEPS]  # fmt: skip
-    cands = list(dict.fromkeys([tuple(first), *extra]))
-    if batch == 1:
-        for cfg in list(cands[:4]):
-            tiles = _tiles(M, N, cfg)[2]
-            cands += [(*cfg, s) for s in spec("mm_split_k_candidates", tiles, K) or ()]
-            cands += [(*cfg, *t) for t in spec("mm_tail_split_candidates", tiles, K) or ()]
-    return cands
-
-
-# 32-wide steps of K, four of them in flight: tests_gpu/harness/tune_mm.py on ResNet-50's
-# channels_last 1x1 convolutions as products (H200, session 28, 1,568 to 25,088 pixels by
-# 128 to 2,048 channels, three layouts: `tune_mm_1x1.log`) found them faster than each of
-# the pointer kernel's former candidates in 9 of 18 cases, by 2 to 9 points of cuBLAS
-# (25,088 x 512 x 256 "nt", a forward: 77% -> 84%; 25,088 x 128 x 512 "nt" 83% -> 92%;
-# the TMA kernel was not in that harness).
-SHORT_STEPS = [(128, 128, 32, 4, 4), (128, 256, 32, 8, 4)]
-
-# Tiles for products with a side under 256 and much work: the 1x1 convolutions of
-# ResNet-50 as one product over their pixels (channels_last: 100,352 x 64 -> 64 at 56x56,
-# 25,088 x 128 -> 512 at 28x28) or a product per image (NCHW), memory bound where K or N
-# is 64: long tiles along the long side, K in one or two steps.
-SKINNY = [(128, 64, 64, 4, 3), (256, 64, 64, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 8, 3),
-          (256, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 256, 64, 8, 3), (64, 128, 64, 4, 4),
-          (64, 256, 64, 8, 3)]  # fmt: skip
-SKINNY_WORK = 1 << 27  # multiply-adds from which such a product tunes
-
-
-def _skinny_candidates(first, M, N, K, batch):
-    """mm_candidates for a side under 256: the table's, then SKINNY's and SHORT_STEPS'
-    128 x 128 (not its 128 x 256), each cut to the matrix (powers of two, at least 16;
-    duplicates dropped), where the product has at least SKINNY_WORK multiply-adds and
-    every side 16; the table's alone otherwise."""
-    if min(M, N, K) < 16 or batch * M * N * K < SKINNY_WORK:
-        return [first]
-    out = [tuple(first)]
-    for cfg in (*SKINNY, *SHORT_STEPS[:1]):
-        bm, bn, _ = _tiles(M, N, cfg)  # as the launch cuts them
-        out.append((bm, bn, max(16, pow2_at_most(K, cfg[2])), *cfg[3:]))
-    return list(dict.fromkeys(out))
 
 
 def _default_config(M, N, K, dtype):
