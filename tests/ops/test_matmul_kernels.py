@@ -323,7 +323,7 @@ def test_wide_tiles_are_timed_where_waves_part_fill(monkeypatch):
                 if c[-1] == WIDE]  # fmt: skip
     force_blas_spec(monkeypatch, multiprocessors=132, mm_split_k_candidates=[4])
     cands = mmc.mm_candidates(first, 768, 768, 4096, torch.bfloat16)
-    assert (*mmc.WIDE_TILES[0], 4, 64, WIDE) in cands  # 24 tiles: K split 4 ways
+    assert (*mmc.WIDE_TILES[0][:5], 4, 64, WIDE) in cands  # 24 tiles: K split 4 ways
     batched = mmc.mm_candidates(first, 768, 768, 4096, torch.bfloat16, batch=2)
     assert not [c for c in batched if c[-1] == WIDE and len(c) == 8]
     force_blas_spec(monkeypatch, multiprocessors=None)
@@ -332,17 +332,24 @@ def test_wide_tiles_are_timed_where_waves_part_fill(monkeypatch):
 
 
 @pytest.mark.parametrize("k", [320, 300])  # whole BLOCK_K steps, or a masked last one
-@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("bias", [False, True])
-def test_wide_tiles_compute_the_product(bias, split, k, device, monkeypatch):
-    """A 192-wide tile (128 + 64 columns, two products on one A block) at a width that
-    leaves the last tile's second block past the edge (448 = 2 x 192 + 64), with K split
-    or not: the product (with a bias), the same bits every time, counters re-armed."""
+@pytest.mark.parametrize("tile,split", [(0, False), (0, True), (3, False)])  # 128 or 64 rows
+def test_wide_tiles_compute_the_product(tile, split, bias, k, device, monkeypatch):
+    """A wide tile (two products on one A block) at a width that leaves the last tile's
+    second block past the edge (448 = 2 x 192 + 64), with K split (WIDE_SPLIT) or not:
+    the product (with a bias), the same bits every time, counters re-armed."""
     force_blas_spec(monkeypatch, multiprocessors=132, mm_split_k_candidates=[2],
                     mm_tail_split_candidates=None, mm_config=(128, 128, 64, 8, 3))  # fmt: skip
     size = 8 if split else 7
-    monkeypatch.setattr(blas, "tuned", lambda f, key, cands, run, dev: [
-        c for c in cands if c[-1] == WIDE and len(c) == size][0])  # fmt: skip
+    want = mmc.WIDE_TILES[tile]
+    picked = []
+
+    def choose(family, key, cands, run, dev):
+        picked.append([c for c in cands if c[-1] == WIDE and len(c) == size and
+                       c[:2] == want[:2] and c[-2] == want[5]][0])  # fmt: skip
+        return picked[-1]
+
+    monkeypatch.setattr(blas, "tuned", choose)
     grids = []
     real = blas.launch
 
@@ -366,6 +373,7 @@ def test_wide_tiles_compute_the_product(bias, split, k, device, monkeypatch):
         assert_close(out, ref.to(dtype), dtype, reduce_dim=k)
         first = out.clone() if first is None else first
         assert torch.equal(to_ref(out), to_ref(first))
-    # 2 x 3 tiles of 128 x 192, each in 2 splits of K where split
-    assert grids[-1] == ((6 * (2 if split else 1), 1), 2 if split else 1, 64)
+    tiles = tiles_of(256, 448, picked[-1], want[5])[2]  # 2 x 3 of 128 x 192, 4 x 3 of 64 x 192
+    assert tiles == (6 if tile == 0 else 12)
+    assert grids[-1] == ((tiles * (2 if split else 1), 1), 2 if split else 1, want[5])
     assert int(to_ref(blas.arrival_counters("split_k", out.device)).abs().sum()) == 0

@@ -166,7 +166,7 @@ def test_split_k_where_tiles_are_few(device, monkeypatch):
         (128, 128, 64, 4, 4, min(sms // 4, 16), "ws"),
         (64, 128, 64, 4, 6, min(sms // 6, 16), "ws"),
     ]
-    split_cands = [c for c in seen[0] if len(c) == 7]
+    split_cands = [c for c in seen[0] if len(c) == 7 and c[-1] == "ws"]
     assert split_cands == [c for c in want if c[5] >= 2]
     (name, grid, args, kw), (sum_name, sum_grid, sum_args, sum_kw) = launched
     split = split_cands[0][5]

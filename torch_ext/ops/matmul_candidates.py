@@ -58,25 +58,36 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
 
 
 WIDE = "wide"  # a candidate's last element: tiles BLOCK_N + its next-to-last wide
-# Tiles 128 + 64 = 192 columns wide, for products whose 128 x 128 or 128 x 256 tiles
-# leave a last wave part empty: GPT-2's 768-wide products at 4096 tokens are 128 tiles
-# of 128 x 192 (one wave of 132 multiprocessors) against 192 of 128 x 128.
-WIDE_TILES = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 32, 8, 4),
-              (64, 128, 64, 4, 3)]  # fmt: skip
+# Tiles BLOCK_N + BLOCK_N2 wide (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, BLOCK_N2), a
+# width that is no power of two, for products whose 128 x 128 or 128 x 256 tiles leave
+# a last wave part empty: GPT-2's 768-wide products at 4096 tokens are 128 tiles of
+# 128 x 192 (one wave of 132 multiprocessors) against 192 of 128 x 128. On an H200
+# (session 47, tests_gpu/harness/mm_wide.py) they won 6 of GPT-2's and Llama's 15
+# products, input gradients most (768 -> 768: 80% -> 94% of cuBLAS). Not kept: the
+# same tiles in the TMA kernel (two B and C descriptors) and 64 x 96 tiles (cuBLAS's at
+# 768 x 768 x 4096), never the fastest there. The first also with K split.
+WIDE_TILES = [(128, 128, 64, 8, 3, 64), (128, 128, 64, 8, 4, 64), (128, 128, 32, 8, 4, 64),
+              (64, 128, 64, 4, 3, 64)]  # fmt: skip
+WIDE_SPLIT = (0,)
+
+
+def wide_fits(M, N, sms):
+    """Whether 128 x 192 tiles of an M x N product fill at most two waves of programs on
+    `sms` multiprocessors (None: unknown, the interpreter's driver: no)."""
+    return bool(sms) and cdiv(M, 128) * cdiv(N, 192) <= 2 * sms
 
 
 def _wide_candidates(M, N, K, batch):
-    """WIDE_TILES (64 more columns a tile) where the 192-wide tiles fill at most two
-    waves of programs, and the first of them with K split where they fill under half a
-    wave (one matrix; the driver's split counts)."""
-    sms = spec("multiprocessors") or 0
-    tiles = cdiv(M, 128) * cdiv(N, 192)
-    if not sms or tiles > 2 * sms:
+    """WIDE_TILES where 128 x 192 tiles fill at most two waves of programs, and those of
+    WIDE_SPLIT with K split where their tiles fill under half a wave (one matrix; the
+    driver's split counts)."""
+    if not wide_fits(M, N, spec("multiprocessors")):
         return []
-    out = [(*t, 64, WIDE) for t in WIDE_TILES]
+    out = [(*t[:5], t[5], WIDE) for t in WIDE_TILES]
     if batch == 1:
-        splits = spec("mm_split_k_candidates", tiles, K) or ()
-        out += [(*WIDE_TILES[0], s, 64, WIDE) for s in splits]
+        for t in (WIDE_TILES[i] for i in WIDE_SPLIT):
+            splits = spec("mm_split_k_candidates", cdiv(M, t[0]) * cdiv(N, t[1] + t[5]), K)
+            out += [(*t[:5], s, t[5], WIDE) for s in splits or ()]
     return out
 
 
