@@ -20,6 +20,24 @@ def force_blas_spec(monkeypatch, **values):
         force_spec(monkeypatch, module, **values)
 
 
+def run_twice(a, b, x, bias, k):
+    """a @ b (+ x where `bias`) through mm_out / addmm_out twice: each time close to the
+    reference, the second bit for bit the first. Returns the output."""
+    dtype = a.dtype
+    ref = to_ref(a) @ to_ref(b) + (to_ref(x) if bias else 0)
+    first = None
+    for _ in range(2):
+        out = torch.empty(a.shape[0], b.shape[1], dtype=dtype, device=a.device)
+        if bias:
+            blas.addmm_out(x, a, b, 1.0, 1.0, out)
+        else:
+            blas.mm_out(a, b, out)
+        assert_close(out, ref.to(dtype), dtype, reduce_dim=k)
+        first = out.clone() if first is None else first
+        assert torch.equal(to_ref(out), to_ref(first))
+    return out
+
+
 DTYPES = FLOAT_DTYPES + [torch.float64]
 
 
@@ -164,18 +182,7 @@ def test_tail_split_splits_only_the_last_wave(bias, k, device, monkeypatch):
     dtype = torch.bfloat16
     a = randn((384, k), dtype, device)
     b = randn((k, 256), dtype, device)
-    x = randn((256,), dtype, device)
-    ref = to_ref(a) @ to_ref(b) + (to_ref(x) if bias else 0)
-    first = None
-    for _ in range(2):
-        out = torch.empty(384, 256, dtype=dtype, device=device)
-        if bias:
-            matmul.addmm_out(x, a, b, 1.0, 1.0, out)
-        else:
-            matmul.mm_out(a, b, out)
-        assert_close(out, ref.to(dtype), dtype, reduce_dim=k)
-        first = out.clone() if first is None else first
-        assert torch.equal(to_ref(out), to_ref(first))
+    out = run_twice(a, b, randn((256,), dtype, device), bias, k)
     # 128 x 128 tiles: 3 x 2 = 6; waves of 4: 4 whole, the last 2 in 2 splits each
     assert grids[-1] == ((4 + 2 * 2, 1), 2)
     assert int(to_ref(matmul.arrival_counters("split_k", out.device)).abs().sum()) == 0
@@ -361,18 +368,7 @@ def test_wide_tiles_compute_the_product(tile, split, bias, k, device, monkeypatc
     dtype = torch.bfloat16
     a = randn((256, k), dtype, device)
     b = randn((448, k), dtype, device).t()  # x @ W.t(): a linear layer's forward
-    x = randn((448,), dtype, device)
-    ref = to_ref(a) @ to_ref(b) + (to_ref(x) if bias else 0)
-    first = None
-    for _ in range(2):
-        out = torch.empty(256, 448, dtype=dtype, device=device)
-        if bias:
-            blas.addmm_out(x, a, b, 1.0, 1.0, out)
-        else:
-            blas.mm_out(a, b, out)
-        assert_close(out, ref.to(dtype), dtype, reduce_dim=k)
-        first = out.clone() if first is None else first
-        assert torch.equal(to_ref(out), to_ref(first))
+    out = run_twice(a, b, randn((448,), dtype, device), bias, k)
     tiles = tiles_of(256, 448, picked[-1], want[5])[2]  # 2 x 3 of 128 x 192, 4 x 3 of 64 x 192
     assert tiles == (6 if tile == 0 else 12)
     assert grids[-1] == ((tiles * (2 if split else 1), 1), 2 if split else 1, want[5])
