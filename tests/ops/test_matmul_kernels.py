@@ -373,3 +373,39 @@ def test_wide_tiles_compute_the_product(tile, split, bias, k, device, monkeypatc
     assert tiles == (6 if tile == 0 else 12)
     assert grids[-1] == ((tiles * (2 if split else 1), 1), 2 if split else 1, want[5])
     assert int(to_ref(blas.arrival_counters("split_k", out.device)).abs().sum()) == 0
+
+
+def test_wide_split_tiles_replay_from_cpp(monkeypatch):
+    """A product the tuner runs on wide tiles with K split (scratch and arrival counters
+    included) is recorded as a launch plan on its first call and replayed from C++
+    after (no Python launch), right on new data each time, the counters re-armed."""
+    import torch_ext
+
+    force_blas_spec(monkeypatch, multiprocessors=132, mm_split_k_candidates=[2],
+                    mm_tail_split_candidates=None)  # fmt: skip
+    monkeypatch.setattr(blas, "tuned", lambda f, key, cands, run, dev: [
+        c for c in cands if c[-1] == WIDE and len(c) == 8][0])  # fmt: skip
+    launches = []
+    real = blas.launch
+
+    def spy(kernel, grid, *args, **kw):
+        launches.append(kw["BLOCK_N2"])
+        return real(kernel, grid, *args, **kw)
+
+    monkeypatch.setattr(blas, "launch", spy)
+    plans = torch_ext._C
+    before = dict(plans._plan_stats())
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        a = torch.randn(264, 320, generator=g).bfloat16()  # rows of their own: a new plan
+        b = torch.randn(320, 448, generator=g).bfloat16()
+        bias = torch.randn(448, generator=g).bfloat16()
+        got = torch.addmm(*(t.to("privateuseone") for t in (bias, a, b))).cpu().double()
+        ref = a.double() @ b.double() + bias.double()
+        assert (got - ref).abs().max() <= 0.02 * ref.abs().max()
+    now = dict(plans._plan_stats())
+    assert launches == [64]  # one Python launch: the recording call's
+    assert now["recorded"] - before["recorded"] >= 1
+    assert now["replayed"] - before["replayed"] >= 2
+    counters = blas.arrival_counters("split_k", torch.device("privateuseone"))
+    assert int(counters.cpu().abs().sum()) == 0
