@@ -39,8 +39,9 @@ def mm_candidates(first, M, N, K, dtype, batch=1):
     fit other tile counts, and 32-wide steps of K (SHORT_STEPS), then, for one matrix
     whose tiles leave a wave of programs part empty, the first four with K split (the
     driver's `mm_split_k_candidates`: every tile; `mm_tail_split_candidates`: the tiles
-    of a part-filled last wave only, (split, programs a multiprocessor) appended); a side
-    under 256: _skinny_candidates; one otherwise."""
+    of a part-filled last wave only, (split, programs a multiprocessor) appended), then
+    tiles 192 wide where they fill at most two waves (_wide_candidates); a side under
+    256: _skinny_candidates; one otherwise."""
     if dtype not in (torch.float16, torch.bfloat16):
         return [first]
     if min(M, N, K) < 256:
@@ -71,7 +72,7 @@ WIDE_TILES = [(128, 128, 64, 8, 3, 64), (128, 128, 64, 8, 4, 64), (128, 128, 32,
 WIDE_SPLIT = (0,)
 
 
-def wide_fits(M, N, sms):
+def _wide_fits(M, N, sms):
     """Whether 128 x 192 tiles of an M x N product fill at most two waves of programs on
     `sms` multiprocessors (None: unknown, the interpreter's driver: no)."""
     return bool(sms) and cdiv(M, 128) * cdiv(N, 192) <= 2 * sms
@@ -81,7 +82,7 @@ def _wide_candidates(M, N, K, batch):
     """WIDE_TILES where 128 x 192 tiles fill at most two waves of programs, and those of
     WIDE_SPLIT with K split where their tiles fill under half a wave (one matrix; the
     driver's split counts)."""
-    if not wide_fits(M, N, spec("multiprocessors")):
+    if not _wide_fits(M, N, spec("multiprocessors")):
         return []
     out = [(*t[:5], t[5], WIDE) for t in WIDE_TILES]
     if batch == 1:
